@@ -1,0 +1,143 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/uptrace/bun"
+
+	"github.com/onair/onair/migrations"
+)
+
+// Version is set at build time with -ldflags "-X github.com/onair/onair/app.Version=…".
+var Version = "dev"
+
+// Core is what the kernel hands every module in Provision: the shared
+// dependencies, passed explicitly.
+type Core struct {
+	Config  *Config
+	DB      *bun.DB
+	Log     *slog.Logger
+	Authz   *Authz
+	Redis   *redis.Client // nil unless ONAIR_REDIS_URL is set
+	Modules []Module
+	Auth    Authenticator
+}
+
+// URL makes an absolute URL on the public base.
+func (c *Core) URL(path string) string { return c.Config.PublicURL + path }
+
+// BootOptions tune Boot for tests and one-shot commands.
+type BootOptions struct {
+	// SkipMigrations leaves the schema alone (onair migrate runs them itself).
+	SkipMigrations bool
+	Log            *slog.Logger
+}
+
+// Boot opens the database and Redis, registers models, runs migrations,
+// builds the enforcer from every module's policy lines and provisions the
+// modules. It is the common start of every command.
+func Boot(ctx context.Context, cfg *Config, opts BootOptions) (*Core, error) {
+	log := opts.Log
+	if log == nil {
+		log = NewLogger(os.Stderr, cfg)
+	}
+	core := &Core{Config: cfg, Log: log, Modules: Modules()}
+	if len(core.Modules) == 0 {
+		return nil, errors.New("app: no modules registered (is the modules import missing from main.go?)")
+	}
+	db, err := OpenDB(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return nil, err
+	}
+	core.DB = db
+	fail := func(err error) (*Core, error) {
+		core.Close()
+		return nil, err
+	}
+	for _, m := range core.Modules {
+		if md, ok := m.(Modeler); ok {
+			db.RegisterModel(md.Models()...)
+		}
+	}
+	if !opts.SkipMigrations {
+		if _, err := core.Migrate(ctx); err != nil {
+			return fail(err)
+		}
+	}
+	lines := map[string][]string{}
+	for _, m := range core.Modules {
+		if p, ok := m.(Policier); ok {
+			lines["module "+m.Name()] = p.Policies()
+		}
+	}
+	if core.Authz, err = NewAuthz(lines); err != nil {
+		return fail(err)
+	}
+	if cfg.RedisURL != "" {
+		ropts, err := redis.ParseURL(cfg.RedisURL)
+		if err != nil {
+			return fail(fmt.Errorf("config: ONAIR_REDIS_URL: %w", err))
+		}
+		core.Redis = redis.NewClient(ropts)
+		if err := core.Redis.Ping(ctx).Err(); err != nil {
+			return fail(fmt.Errorf("redis: %s does not answer: %w", ropts.Addr, err))
+		}
+	}
+	for _, m := range core.Modules {
+		if a, ok := m.(Authenticator); ok {
+			if core.Auth != nil {
+				return fail(fmt.Errorf("app: two modules authenticate tokens (second: %s)", m.Name()))
+			}
+			core.Auth = a
+		}
+	}
+	for _, m := range core.Modules {
+		if p, ok := m.(Provisioner); ok {
+			if err := p.Provision(core); err != nil {
+				return fail(fmt.Errorf("module %s: provision: %w", m.Name(), err))
+			}
+		}
+	}
+	if core.Auth == nil {
+		return fail(errors.New("app: no module authenticates tokens"))
+	}
+	return core, nil
+}
+
+// Migrate applies every module's pending migrations.
+func (c *Core) Migrate(ctx context.Context) (int, error) {
+	var sets []migrations.Set
+	for _, m := range c.Modules {
+		if mg, ok := m.(Migrator); ok {
+			sets = append(sets, migrations.Set{Module: m.Name(), Migrations: mg.Migrations()})
+		}
+	}
+	return migrations.Run(ctx, c.DB, sets, c.Log)
+}
+
+// Close releases the database and Redis connections.
+func (c *Core) Close() {
+	if c.Redis != nil {
+		c.Redis.Close()
+	}
+	if c.DB != nil {
+		c.DB.Close()
+	}
+}
+
+// NewLogger builds the process logger from the log settings.
+func NewLogger(w io.Writer, cfg *Config) *slog.Logger {
+	level := slog.LevelInfo
+	_ = level.UnmarshalText([]byte(cfg.LogLevel))
+	opts := &slog.HandlerOptions{Level: level}
+	if cfg.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}

@@ -1,0 +1,155 @@
+package app
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/onair/onair/migrations"
+)
+
+// Module is the one thing every OnAir module is: something with a unique name.
+// Everything else a module can do is an optional ability, an extra interface
+// below that the kernel discovers by type assertion.
+//
+// Lifecycle of a module, in order:
+//
+//	init()      the package calls Register(&Module{}).
+//	Models      models are registered with Bun (m2m join tables first).
+//	Migrations  schema steps run, namespaced by module name.
+//	Policies    the module's Casbin lines are parsed into the one enforcer.
+//	Provision   the module receives the Core (DB, config, authz, logger...).
+//	Routes      /v1 routes (behind auth), public routes, admin pages.
+//	Start       background services start after the HTTP server is built.
+//	Stop        services stop, in reverse order, on shutdown.
+//
+// Modules are provisioned in registration order, which is Go's package
+// initialisation order: a module that imports another module's package is
+// always registered after it, so its dependencies are provisioned first.
+type Module interface {
+	Name() string
+}
+
+// Modeler contributes Bun models that must be registered before use
+// (m2m join models above all).
+type Modeler interface {
+	Models() []any
+}
+
+// Migrator contributes schema migrations. Their ids are namespaced by the
+// module name, so two modules can never collide.
+type Migrator interface {
+	Migrations() []migrations.Migration
+}
+
+// Policier contributes Casbin policy lines ("p, role, obj, act" and
+// "g, role, parent-role"). A malformed line fails start-up.
+type Policier interface {
+	Policies() []string
+}
+
+// Provisioner receives the kernel's shared dependencies once, before any
+// route is mounted.
+type Provisioner interface {
+	Provision(core *Core) error
+}
+
+// APIRouter mounts routes under /v1. Every one of them sits behind the
+// Bearer-token middleware and the per-token rate limiter.
+type APIRouter interface {
+	APIRoutes(r fiber.Router)
+}
+
+// PublicRouter mounts routes at the root without authentication (public
+// pages, media files, health endpoints of a module).
+type PublicRouter interface {
+	PublicRoutes(r fiber.Router)
+}
+
+// AdminPager contributes pages to the staff console. The console (itself a
+// module, in admin/) collects them from Core.Modules and mounts them behind
+// its own session, CSRF and staff checks; it knows no module by name.
+type AdminPager interface {
+	AdminPages() []AdminPage
+}
+
+// AdminPage is one page (and its form actions) of the staff console.
+type AdminPage struct {
+	// Path under /admin, e.g. "/shows".
+	Path string
+	// Title shown in the console's navigation; empty keeps it out of the menu.
+	Title string
+	// Order sorts the navigation, lowest first.
+	Order int
+	// Mount registers the page's GET and POST handlers on r (already
+	// prefixed with /admin + Path).
+	Mount func(r fiber.Router)
+}
+
+// Service is a background worker (an RTMP listener, a janitor...). Start
+// must not block; Stop must return once the work has stopped or ctx ends.
+type Service interface {
+	Start(ctx context.Context) error
+	Stop(ctx context.Context) error
+}
+
+// Commander contributes CLI sub-commands such as "users create".
+type Commander interface {
+	Commands() []Command
+}
+
+// Command is one CLI sub-command. Name may hold a space ("users create").
+// Flags declares the command's own flags on fs, beside the ONAIR_* setting
+// flags every command accepts, and returns the function that runs it once
+// the flags are parsed and the kernel has booted.
+type Command struct {
+	Name  string
+	Usage string
+	Flags func(fs *flag.FlagSet) func(ctx context.Context, core *Core, stdout io.Writer) error
+}
+
+// OpenAPIDocumenter contributes a fragment of the OpenAPI document: a JSON
+// object with "paths" and optionally "components" that is merged into
+// /v1/openapi.json.
+type OpenAPIDocumenter interface {
+	OpenAPI() []byte
+}
+
+// Authenticator turns a Bearer token into a Principal. Exactly one module
+// (users) provides it.
+type Authenticator interface {
+	Authenticate(ctx context.Context, token string) (*Principal, error)
+}
+
+var (
+	registryMu sync.Mutex
+	registry   []Module
+)
+
+// Register adds a module. It is called from the module package's init() and
+// panics on an empty or duplicate name, since either is a programming error.
+func Register(m Module) {
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	name := m.Name()
+	if name == "" {
+		panic("app: module registered with an empty name")
+	}
+	for _, other := range registry {
+		if other.Name() == name {
+			panic(fmt.Sprintf("app: module %q registered twice", name))
+		}
+	}
+	registry = append(registry, m)
+}
+
+// Modules returns the registered modules in registration order.
+func Modules() []Module {
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	return append([]Module(nil), registry...)
+}

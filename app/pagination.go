@@ -1,0 +1,109 @@
+package app
+
+import (
+	"bytes"
+	"encoding/json"
+	"strconv"
+
+	"github.com/gofiber/fiber/v2"
+)
+
+// Page is the requested page of a list endpoint.
+type Page struct {
+	Number int
+	Size   int
+}
+
+// Offset is the number of items before this page.
+func (p Page) Offset() int { return (p.Number - 1) * p.Size }
+
+// maxPage keeps OFFSET arithmetic far from overflow.
+const maxPage = 1_000_000
+
+// ParsePage reads ?page= (default 1). Anything but a positive integer is 400.
+func ParsePage(c *fiber.Ctx, size int) (Page, error) {
+	raw := c.Query("page")
+	if raw == "" {
+		return Page{Number: 1, Size: size}, nil
+	}
+	n, err := strconv.Atoi(raw)
+	if err != nil || n < 1 || n > maxPage {
+		return Page{}, BadRequest("page must be a positive integer, got %q", raw)
+	}
+	return Page{Number: n, Size: size}, nil
+}
+
+// List is the pagination envelope of the spec. It marshals its items under
+// Key, after page, next_url, prev_url, pages and count.
+type List struct {
+	Page    int
+	NextURL *string
+	PrevURL *string
+	Pages   int
+	Count   int
+	Key     string
+	Items   any
+}
+
+// NewList builds the envelope for a page of items out of count. next_url and
+// prev_url are absolute (built on publicURL) and keep every query parameter
+// of the request but page.
+func NewList(c *fiber.Ctx, publicURL string, p Page, count int, key string, items any) *List {
+	pages := (count + p.Size - 1) / p.Size
+	l := &List{Page: p.Number, Pages: pages, Count: count, Key: key, Items: items}
+	if p.Number < pages {
+		u := PageURL(c, publicURL, p.Number+1)
+		l.NextURL = &u
+	}
+	if p.Number > 1 {
+		u := PageURL(c, publicURL, p.Number-1)
+		l.PrevURL = &u
+	}
+	return l
+}
+
+// PageURL is the request's own absolute URL with page set to n.
+func PageURL(c *fiber.Ctx, publicURL string, n int) string {
+	args := fiber.AcquireArgs()
+	defer fiber.ReleaseArgs(args)
+	c.Request().URI().QueryArgs().CopyTo(args)
+	args.Set("page", strconv.Itoa(n))
+	return publicURL + c.Path() + "?" + string(args.QueryString())
+}
+
+func (l *List) MarshalJSON() ([]byte, error) {
+	items, err := json.Marshal(l.Items)
+	if err != nil {
+		return nil, err
+	}
+	if bytes.Equal(items, []byte("null")) {
+		items = []byte("[]")
+	}
+	key, _ := json.Marshal(l.Key)
+	var b bytes.Buffer
+	b.WriteString(`{"page":`)
+	b.WriteString(strconv.Itoa(l.Page))
+	b.WriteString(`,"next_url":`)
+	writeNullable(&b, l.NextURL)
+	b.WriteString(`,"prev_url":`)
+	writeNullable(&b, l.PrevURL)
+	b.WriteString(`,"pages":`)
+	b.WriteString(strconv.Itoa(l.Pages))
+	b.WriteString(`,"count":`)
+	b.WriteString(strconv.Itoa(l.Count))
+	b.WriteByte(',')
+	b.Write(key)
+	b.WriteByte(':')
+	b.Write(items)
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+func writeNullable(b *bytes.Buffer, s *string) {
+	if s == nil {
+		b.WriteString("null")
+		return
+	}
+	enc, _ := json.Marshal(*s)
+	b.Write(enc)
+}

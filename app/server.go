@@ -1,0 +1,226 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/gofiber/fiber/v2/middleware/limiter"
+	"github.com/gofiber/fiber/v2/middleware/recover"
+	"github.com/gofiber/fiber/v2/middleware/requestid"
+	redisstore "github.com/gofiber/storage/redis/v3"
+)
+
+// BodyLimit is the largest request body accepted (413 beyond).
+const BodyLimit = 4 << 20
+
+// Server is the HTTP side of the process: the Fiber app with every module's
+// routes, and the background services to start beside it.
+type Server struct {
+	App     *fiber.App
+	core    *Core
+	Metrics *Metrics
+	started []Service
+}
+
+// NewServer builds the Fiber app: shared middleware, /healthz, /readyz,
+// /metrics, /v1/openapi.json, then every module's routes.
+func NewServer(core *Core) (*Server, error) {
+	s := &Server{core: core, Metrics: NewMetrics()}
+	app := fiber.New(fiber.Config{
+		AppName:               "onair",
+		ErrorHandler:          ErrorHandler(core.Log),
+		BodyLimit:             BodyLimit,
+		DisableStartupMessage: true,
+		ReadTimeout:           30 * time.Second,
+		IdleTimeout:           120 * time.Second,
+		ReadBufferSize:        16 << 10,
+	})
+	s.App = app
+	app.Use(requestid.New(requestid.Config{ContextKey: requestIDKey}))
+	app.Use(s.Metrics.Middleware())
+	app.Use(accessLog(core.Log))
+	app.Use(recover.New(recover.Config{EnableStackTrace: true, StackTraceHandler: func(c *fiber.Ctx, e any) {
+		core.Log.Error("panic", "path", c.Path(), "request_id", RequestID(c), "panic", fmt.Sprint(e))
+	}}))
+
+	app.Get("/healthz", func(c *fiber.Ctx) error { return c.JSON(fiber.Map{"status": "ok"}) })
+	app.Get("/readyz", func(c *fiber.Ctx) error {
+		ctx, cancel := context.WithTimeout(c.UserContext(), 2*time.Second)
+		defer cancel()
+		if err := core.DB.PingContext(ctx); err != nil {
+			return c.Status(fiber.StatusServiceUnavailable).JSON(fiber.Map{"status": "database unavailable"})
+		}
+		return c.JSON(fiber.Map{"status": "ok"})
+	})
+	app.Get("/metrics", s.Metrics.Handler())
+
+	doc, err := BuildOpenAPI(core)
+	if err != nil {
+		return nil, err
+	}
+	app.Get("/v1/openapi.json", func(c *fiber.Ctx) error {
+		c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
+		c.Set("Access-Control-Allow-Origin", "*")
+		return c.Send(doc)
+	})
+
+	v1 := app.Group("/v1", RequireToken(core.Auth), s.rateLimiter())
+	for _, m := range core.Modules {
+		if r, ok := m.(APIRouter); ok {
+			r.APIRoutes(v1)
+		}
+	}
+	// Unknown /v1 paths still need a token first, then answer 404 JSON.
+	v1.Use(func(c *fiber.Ctx) error { return NotFound("route " + c.Method() + " " + c.Path()) })
+
+	for _, m := range core.Modules {
+		if r, ok := m.(PublicRouter); ok {
+			r.PublicRoutes(app)
+		}
+	}
+	return s, nil
+}
+
+// rateLimiter is Fiber's limiter keyed by token: Redis-backed when
+// ONAIR_REDIS_URL is set so every node shares one budget, in memory otherwise.
+func (s *Server) rateLimiter() fiber.Handler {
+	cfg := limiter.Config{
+		Max:        s.core.Config.RateLimit,
+		Expiration: time.Minute,
+		KeyGenerator: func(c *fiber.Ctx) string {
+			if p := CurrentPrincipal(c); p != nil {
+				return fmt.Sprintf("onair:rl:token:%d", p.TokenID)
+			}
+			return "onair:rl:ip:" + c.IP()
+		},
+		LimitReached: func(c *fiber.Ctx) error {
+			retry := c.GetRespHeader(fiber.HeaderRetryAfter)
+			n := 60
+			fmt.Sscan(retry, &n)
+			return TooManyRequests("rate limit of the token exceeded", n)
+		},
+	}
+	if s.core.Redis != nil {
+		cfg.Storage = redisstore.NewFromConnection(s.core.Redis)
+	}
+	return limiter.New(cfg)
+}
+
+// Serve listens on ln until ctx ends, then shuts down gracefully: no new
+// connections, in-flight requests finish (up to 20 s), services stop.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	if err := s.StartServices(ctx); err != nil {
+		return err
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- s.App.Listener(ln) }()
+	select {
+	case err := <-errc:
+		s.StopServices(context.Background())
+		return err
+	case <-ctx.Done():
+	}
+	s.core.Log.Info("shutting down", "grace", "20s")
+	shutdownErr := s.App.ShutdownWithTimeout(20 * time.Second)
+	stopCtx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	s.StopServices(stopCtx)
+	if err := <-errc; err != nil && !errors.Is(err, net.ErrClosed) {
+		return err
+	}
+	return shutdownErr
+}
+
+// StartServices starts every module's background services in order.
+func (s *Server) StartServices(ctx context.Context) error {
+	for _, m := range s.core.Modules {
+		svc, ok := m.(Service)
+		if !ok {
+			continue
+		}
+		if err := svc.Start(ctx); err != nil {
+			s.StopServices(context.Background())
+			return fmt.Errorf("module %s: start: %w", m.Name(), err)
+		}
+		s.started = append(s.started, svc)
+	}
+	return nil
+}
+
+// StopServices stops the started services in reverse order.
+func (s *Server) StopServices(ctx context.Context) {
+	for i := len(s.started) - 1; i >= 0; i-- {
+		if err := s.started[i].Stop(ctx); err != nil {
+			s.core.Log.Error("service stop", "err", err)
+		}
+	}
+	s.started = nil
+}
+
+const requestIDKey = "requestid"
+
+// RequestID is the id of the request (also sent as X-Request-Id).
+func RequestID(c *fiber.Ctx) string {
+	id, _ := c.Locals(requestIDKey).(string)
+	return id
+}
+
+// accessLog writes one structured line per request.
+func accessLog(log *slog.Logger) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		start := time.Now()
+		err := c.Next()
+		if err != nil {
+			if herr := c.App().ErrorHandler(c, err); herr != nil {
+				_ = c.SendStatus(fiber.StatusInternalServerError)
+			}
+		}
+		status := c.Response().StatusCode()
+		level := slog.LevelInfo
+		if status >= 500 {
+			level = slog.LevelError
+		} else if strings.HasPrefix(c.Path(), "/healthz") || strings.HasPrefix(c.Path(), "/metrics") {
+			level = slog.LevelDebug
+		}
+		attrs := []slog.Attr{
+			slog.String("method", c.Method()),
+			slog.String("path", c.Path()),
+			slog.Int("status", status),
+			slog.Duration("took", time.Since(start)),
+			slog.String("ip", c.IP()),
+			slog.String("request_id", RequestID(c)),
+		}
+		if p := CurrentPrincipal(c); p != nil {
+			attrs = append(attrs, slog.Int64("user_id", p.UserID))
+		}
+		log.LogAttrs(c.UserContext(), level, "request", attrs...)
+		return nil
+	}
+}
+
+// RequireToken authenticates "Authorization: Bearer <token>"; anything else
+// is 401 with WWW-Authenticate: Bearer.
+func RequireToken(auth Authenticator) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		h := c.Get(fiber.HeaderAuthorization)
+		scheme, token, ok := strings.Cut(h, " ")
+		if !ok || !strings.EqualFold(scheme, "bearer") || strings.TrimSpace(token) == "" {
+			return Unauthorized("send Authorization: Bearer <token>")
+		}
+		p, err := auth.Authenticate(c.UserContext(), strings.TrimSpace(token))
+		if err != nil {
+			return err
+		}
+		if p == nil {
+			return Unauthorized("invalid or revoked token")
+		}
+		SetPrincipal(c, p)
+		return c.Next()
+	}
+}

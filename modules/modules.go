@@ -1,0 +1,9 @@
+// Package modules enables OnAir's modules: each blank import registers one
+// module from its init(). Adding a module is its folder plus one line here.
+// The list lives here rather than in main.go so that the tests boot exactly
+// the set of modules the binary runs.
+package modules
+
+import (
+	_ "github.com/onair/onair/modules/users"
+)

@@ -1,0 +1,121 @@
+// Package users is the users module: the User resource of the v1 API, API
+// tokens (it is the kernel's Authenticator), following, tags, and the
+// "users create" and "tokens create" commands.
+package users
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+	"io"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/onair/onair/app"
+	"github.com/onair/onair/migrations"
+)
+
+func init() { app.Register(&Module{}) }
+
+// Module is the users module. After Provision, Service is ready for other
+// modules (shows, chat, admin) to use.
+type Module struct {
+	Service *Service
+}
+
+var (
+	_ app.Modeler           = (*Module)(nil)
+	_ app.Migrator          = (*Module)(nil)
+	_ app.Policier          = (*Module)(nil)
+	_ app.Provisioner       = (*Module)(nil)
+	_ app.APIRouter         = (*Module)(nil)
+	_ app.PublicRouter      = (*Module)(nil)
+	_ app.Commander         = (*Module)(nil)
+	_ app.Authenticator     = (*Module)(nil)
+	_ app.OpenAPIDocumenter = (*Module)(nil)
+	_ app.Service           = (*Module)(nil)
+)
+
+func (*Module) Name() string { return "users" }
+
+func (*Module) Models() []any {
+	return []any{(*UserTag)(nil), (*User)(nil), (*Tag)(nil), (*Token)(nil), (*Follow)(nil)}
+}
+
+func (*Module) Migrations() []migrations.Migration {
+	return []migrations.Migration{
+		{ID: "0001_create_tables", Up: migrations.CreateTables(
+			(*User)(nil), (*Tag)(nil), (*UserTag)(nil), (*Token)(nil), (*Follow)(nil))},
+		{ID: "0002_index_followers", Up: migrations.CreateIndex((*User)(nil), "users_followers_idx", "followers_count", "id")},
+		{ID: "0003_index_tokens_user", Up: migrations.CreateIndex((*Token)(nil), "tokens_user_idx", "user_id")},
+		{ID: "0004_index_follows_followed", Up: migrations.CreateIndex((*Follow)(nil), "follows_followed_idx", "followed_id")},
+	}
+}
+
+// Policies: staff manage users; only admins change roles.
+func (*Module) Policies() []string {
+	return []string{
+		"p, moderator, users, update",
+		"p, moderator, users, approve_radio",
+		"p, moderator, users, create",
+		"p, moderator, tokens, manage",
+		"p, admin, users, set_role",
+	}
+}
+
+func (m *Module) Provision(core *app.Core) error {
+	m.Service = NewService(core.DB, core.Config.PublicURL)
+	return nil
+}
+
+// Routes of the module, in one place.
+func (m *Module) APIRoutes(r fiber.Router) {
+	h := &handlers{svc: m.Service}
+	r.Get("/users", h.list)
+	r.Get("/users/:id", h.get)
+	r.Post("/users/:id/follow", h.follow)
+	r.Delete("/users/:id/follow", h.unfollow)
+}
+
+func (m *Module) PublicRoutes(r fiber.Router) {
+	r.Get("/media/users/:id/avatar.svg", avatar)
+	r.Get("/media/users/:id/cover.svg", cover)
+}
+
+func (m *Module) Authenticate(ctx context.Context, token string) (*app.Principal, error) {
+	return m.Service.Authenticate(ctx, token)
+}
+
+//go:embed openapi.json
+var openAPI []byte
+
+func (*Module) OpenAPI() []byte { return openAPI }
+
+func (m *Module) Commands() []app.Command { return commands() }
+
+// Start prints the first-run hint when nobody has an account yet.
+func (m *Module) Start(ctx context.Context) error {
+	n, err := m.Service.db.NewSelect().Model((*User)(nil)).Count(ctx)
+	if err != nil {
+		return fmt.Errorf("users: count: %w", err)
+	}
+	if n == 0 {
+		printFirstRunHint(m.Service.hintOut)
+	}
+	return nil
+}
+
+func (m *Module) Stop(context.Context) error { return nil }
+
+func printFirstRunHint(w io.Writer) {
+	fmt.Fprint(w, `
+  OnAir has no users yet. Create one and an API token:
+
+    onair users create --name "Your Name" --email you@example.com --password 'a long secret'
+    onair tokens create --user you@example.com
+
+  (from a source checkout: go run . users create ..., go run . tokens create ...)
+  then: curl -H "Authorization: Bearer <token>" http://localhost:8080/v1/users/me
+
+`)
+}

@@ -1,0 +1,353 @@
+package users
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/mail"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/uptrace/bun"
+	"golang.org/x/crypto/bcrypt"
+
+	"github.com/onair/onair/app"
+)
+
+// Service holds the users module's operations. Other modules (shows, chat,
+// admin, pages) call it; handlers are thin over it.
+type Service struct {
+	db        *bun.DB
+	publicURL string
+	hintOut   io.Writer
+}
+
+// NewService returns the users service over db; URLs are built on publicURL.
+func NewService(db *bun.DB, publicURL string) *Service {
+	return &Service{db: db, publicURL: publicURL, hintOut: os.Stderr}
+}
+
+// DB is the database the service works on.
+func (s *Service) DB() *bun.DB { return s.db }
+
+// ErrNotFound is returned when a user or token does not exist.
+var ErrNotFound = errors.New("users: not found")
+
+// NewUser is the input of Create.
+type NewUser struct {
+	Name, Email, Password string
+	Location, Description *string
+	DJ, Producer, Radio   bool
+	Featured              bool
+	Role                  string // "", "moderator" or "admin"
+}
+
+// Validate checks a NewUser against the limits of product-decisions.md.
+func (n *NewUser) Validate() error {
+	v := app.Validation{}
+	n.Name = strings.TrimSpace(n.Name)
+	n.Email = strings.TrimSpace(strings.ToLower(n.Email))
+	switch l := utf8.RuneCountInString(n.Name); {
+	case l == 0:
+		v.Add("name", "is required")
+	case l > 100:
+		v.Add("name", "must be at most 100 characters")
+	}
+	if addr, err := mail.ParseAddress(n.Email); err != nil || addr.Address != n.Email || len(n.Email) > 191 {
+		v.Add("email", "must be a valid email address")
+	}
+	if n.Password != "" && len(n.Password) < 8 {
+		v.Add("password", "must be at least 8 characters")
+	}
+	if len(n.Password) > 72 {
+		v.Add("password", "must be at most 72 bytes")
+	}
+	if n.Role != "" && n.Role != app.RoleAdmin && n.Role != app.RoleModerator {
+		v.Add("role", "must be admin or moderator")
+	}
+	if n.Location != nil && utf8.RuneCountInString(*n.Location) > 100 {
+		v.Add("location", "must be at most 100 characters")
+	}
+	if n.Description != nil && utf8.RuneCountInString(*n.Description) > 5000 {
+		v.Add("description", "must be at most 5000 characters")
+	}
+	return v.Err()
+}
+
+// Create validates and stores a new user with a unique slug derived from
+// the name. A taken email is a 422 on the email field.
+func (s *Service) Create(ctx context.Context, n NewUser) (*User, error) {
+	if err := n.Validate(); err != nil {
+		return nil, err
+	}
+	taken, err := s.db.NewSelect().Model((*User)(nil)).Where("email = ?", n.Email).Exists(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("users: create: %w", err)
+	}
+	if taken {
+		return nil, app.Validation{"email": "is already registered"}.Err()
+	}
+	hash := ""
+	if n.Password != "" {
+		b, err := bcrypt.GenerateFromPassword([]byte(n.Password), bcrypt.DefaultCost)
+		if err != nil {
+			return nil, fmt.Errorf("users: hash password: %w", err)
+		}
+		hash = string(b)
+	}
+	now := app.Now()
+	u := &User{
+		Name: n.Name, Email: n.Email, PasswordHash: hash,
+		Location: n.Location, Description: n.Description,
+		DJ: n.DJ, Producer: n.Producer, Radio: n.Radio, Featured: n.Featured, Role: n.Role,
+		CreatedAt: now, UpdatedAt: now,
+	}
+	base := app.Slugify(n.Name, 100)
+	if base == "" {
+		base = "user"
+	}
+	for i := 1; ; i++ {
+		u.Slug = base
+		if i > 1 {
+			u.Slug = base + "-" + strconv.Itoa(i)
+		}
+		exists, err := s.db.NewSelect().Model((*User)(nil)).Where("slug = ?", u.Slug).Exists(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("users: create: %w", err)
+		}
+		if !exists {
+			break
+		}
+	}
+	if _, err := s.db.NewInsert().Model(u).Exec(ctx); err != nil {
+		return nil, fmt.Errorf("users: create %s: %w", n.Email, err)
+	}
+	return u, nil
+}
+
+// CheckPassword returns the user with that email when the password matches.
+func (s *Service) CheckPassword(ctx context.Context, email, password string) (*User, error) {
+	u := new(User)
+	err := s.db.NewSelect().Model(u).Where("email = ?", strings.ToLower(strings.TrimSpace(email))).Scan(ctx)
+	if err != nil || u.PasswordHash == "" {
+		// Spend the same time as a real comparison so the answer does not
+		// reveal which emails exist.
+		_ = bcrypt.CompareHashAndPassword([]byte("$2a$10$7EqJtq98hPqEX7fNZaFWoOhi5BWX4Z2ZbFZZ8z5wZ0y3oQeQ6/6nK"), []byte(password))
+		return nil, ErrNotFound
+	}
+	if bcrypt.CompareHashAndPassword([]byte(u.PasswordHash), []byte(password)) != nil {
+		return nil, ErrNotFound
+	}
+	return u, nil
+}
+
+// Get returns a user by id.
+func (s *Service) Get(ctx context.Context, id int64) (*User, error) {
+	u := new(User)
+	err := s.db.NewSelect().Model(u).Relation("Tags").Where("u.id = ?", id).Scan(ctx)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("users: get %d: %w", id, err)
+	}
+	return u, nil
+}
+
+// Find returns a user by numeric id or by email.
+func (s *Service) Find(ctx context.Context, idOrEmail string) (*User, error) {
+	if id, err := strconv.ParseInt(idOrEmail, 10, 64); err == nil {
+		return s.Get(ctx, id)
+	}
+	u := new(User)
+	err := s.db.NewSelect().Model(u).Where("email = ?", strings.ToLower(strings.TrimSpace(idOrEmail))).Scan(ctx)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("users: find %s: %w", idOrEmail, err)
+	}
+	return u, nil
+}
+
+// ListQuery are the filters of GET /users.
+type ListQuery struct {
+	Filter string // name or slug contains
+	Slug   string // exact slug
+	Name   string // name contains
+	Page   app.Page
+}
+
+// List returns a page of users, most followed first, and the total count.
+func (s *Service) List(ctx context.Context, q ListQuery) ([]User, int, error) {
+	var list []User
+	sel := s.db.NewSelect().Model(&list).Relation("Tags")
+	if q.Filter != "" {
+		like := "%" + EscapeLike(strings.ToLower(q.Filter)) + "%"
+		sel.WhereGroup(" AND ", func(w *bun.SelectQuery) *bun.SelectQuery {
+			return w.Where("LOWER(u.name) LIKE ? ESCAPE '!'", like).WhereOr("u.slug LIKE ? ESCAPE '!'", like)
+		})
+	}
+	if q.Slug != "" {
+		sel.Where("u.slug = ?", q.Slug)
+	}
+	if q.Name != "" {
+		sel.Where("LOWER(u.name) LIKE ? ESCAPE '!'", "%"+EscapeLike(strings.ToLower(q.Name))+"%")
+	}
+	count, err := sel.OrderExpr("u.followers_count DESC, u.id ASC").Limit(int64(q.Page.Size)).Offset(int64(q.Page.Offset())).ScanAndCount(ctx)
+	if err != nil {
+		return nil, 0, fmt.Errorf("users: list: %w", err)
+	}
+	return list, int(count), nil
+}
+
+// EscapeLike escapes LIKE wildcards with "!" (used with ESCAPE '!'), which
+// means the same on MySQL and SQLite.
+func EscapeLike(s string) string {
+	r := strings.NewReplacer("!", "!!", "%", "!%", "_", "!_")
+	return r.Replace(s)
+}
+
+// Follow makes follower follow followed; following twice is harmless.
+// Following yourself is a 422.
+func (s *Service) Follow(ctx context.Context, follower, followed int64) error {
+	if follower == followed {
+		return app.Validation{"id": "you cannot follow yourself"}.Err()
+	}
+	return s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		exists, err := tx.NewSelect().Model((*Follow)(nil)).
+			Where("follower_id = ? AND followed_id = ?", follower, followed).Exists(ctx)
+		if err != nil || exists {
+			return err
+		}
+		if _, err := tx.NewInsert().Model(&Follow{FollowerID: follower, FollowedID: followed, CreatedAt: app.Now()}).Exec(ctx); err != nil {
+			return fmt.Errorf("users: follow: %w", err)
+		}
+		_, err = tx.NewUpdate().Model((*User)(nil)).Set("followers_count = followers_count + 1").Where("id = ?", followed).Exec(ctx)
+		return err
+	})
+}
+
+// Unfollow undoes Follow; unfollowing someone not followed is harmless.
+func (s *Service) Unfollow(ctx context.Context, follower, followed int64) error {
+	return s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		res, err := tx.NewDelete().Model((*Follow)(nil)).
+			Where("follower_id = ? AND followed_id = ?", follower, followed).Exec(ctx)
+		if err != nil {
+			return fmt.Errorf("users: unfollow: %w", err)
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return nil
+		}
+		_, err = tx.NewUpdate().Model((*User)(nil)).Set("followers_count = followers_count - 1").
+			Where("id = ? AND followers_count > 0", followed).Exec(ctx)
+		return err
+	})
+}
+
+// Update saves the given columns of u.
+func (s *Service) Update(ctx context.Context, u *User, columns ...string) error {
+	u.UpdatedAt = app.Now()
+	_, err := s.db.NewUpdate().Model(u).Column(append(columns, "updated_at")...).WherePK().Exec(ctx)
+	if err != nil {
+		return fmt.Errorf("users: update %d: %w", u.ID, err)
+	}
+	return nil
+}
+
+// TokenPrefix starts every token so leaked ones are easy to recognise.
+const TokenPrefix = "onair_"
+
+// IssueToken creates a new API token for the user and returns its plain
+// text, which is shown once and never stored.
+func (s *Service) IssueToken(ctx context.Context, userID int64, label string) (string, *Token, error) {
+	if utf8.RuneCountInString(label) > 100 {
+		return "", nil, app.Validation{"label": "must be at most 100 characters"}.Err()
+	}
+	buf := make([]byte, 32)
+	if _, err := rand.Read(buf); err != nil {
+		return "", nil, fmt.Errorf("users: token randomness: %w", err)
+	}
+	plain := TokenPrefix + hex.EncodeToString(buf)
+	t := &Token{UserID: userID, Label: label, Hash: hashToken(plain), Prefix: plain[:len(TokenPrefix)+6], CreatedAt: app.Now()}
+	if _, err := s.db.NewInsert().Model(t).Exec(ctx); err != nil {
+		return "", nil, fmt.Errorf("users: issue token: %w", err)
+	}
+	return plain, t, nil
+}
+
+// Tokens lists a user's tokens, revoked ones included, newest first.
+func (s *Service) Tokens(ctx context.Context, userID int64) ([]Token, error) {
+	var list []Token
+	err := s.db.NewSelect().Model(&list).Where("user_id = ?", userID).Order("id DESC").Scan(ctx)
+	return list, err
+}
+
+// RevokeToken revokes a token of the user (userID 0: any user's, for staff).
+func (s *Service) RevokeToken(ctx context.Context, userID, tokenID int64) error {
+	q := s.db.NewUpdate().Model((*Token)(nil)).Set("revoked_at = ?", app.Now()).
+		Where("id = ? AND revoked_at IS NULL", tokenID)
+	if userID != 0 {
+		q.Where("user_id = ?", userID)
+	}
+	res, err := q.Exec(ctx)
+	if err != nil {
+		return fmt.Errorf("users: revoke token %d: %w", tokenID, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return ErrNotFound
+	}
+	return nil
+}
+
+func hashToken(plain string) string {
+	sum := sha256.Sum256([]byte(plain))
+	return hex.EncodeToString(sum[:])
+}
+
+// lastUsedEvery limits last_used_at writes to one a minute per token.
+const lastUsedEvery = time.Minute
+
+// Authenticate resolves a Bearer token to its user's principal. An unknown
+// or revoked token answers nil, nil (the kernel turns it into a 401).
+func (s *Service) Authenticate(ctx context.Context, token string) (*app.Principal, error) {
+	if !strings.HasPrefix(token, TokenPrefix) || len(token) > 200 {
+		return nil, nil
+	}
+	t := new(Token)
+	err := s.db.NewSelect().Model(t).Relation("User").
+		Where("tk.hash = ?", hashToken(token)).Where("tk.revoked_at IS NULL").Scan(ctx)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("users: authenticate: %w", err)
+	}
+	now := app.Now()
+	if t.LastUsedAt == nil || now.Sub(*t.LastUsedAt) >= lastUsedEvery {
+		if _, err := s.db.NewUpdate().Model((*Token)(nil)).Set("last_used_at = ?", now).Where("id = ?", t.ID).Exec(ctx); err != nil {
+			return nil, fmt.Errorf("users: token last used: %w", err)
+		}
+	}
+	return PrincipalOf(t.User, t.ID), nil
+}
+
+// PrincipalOf derives the roles of a user.
+func PrincipalOf(u *User, tokenID int64) *app.Principal {
+	roles := []string{app.RoleUser}
+	if u.Radio {
+		roles = append(roles, app.RoleRadio)
+	}
+	if u.Role != "" {
+		roles = append(roles, u.Role)
+	}
+	return &app.Principal{UserID: u.ID, TokenID: tokenID, Roles: roles}
+}
