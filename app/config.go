@@ -20,6 +20,7 @@ type Config struct {
 	DataDir         string
 	DatabaseURL     string
 	RedisURL        string
+	RedisPrefix     string
 	RTMPAddr        string
 	RTMPURL         string
 	ReconnectWindow time.Duration
@@ -69,6 +70,8 @@ var settings = []setting{
 			}
 			return checkURL(v, "redis", "rediss")
 		}},
+	{"ONAIR_REDIS_PREFIX", "redis-prefix", "onair:", "prefix of every Redis key, so several services can share one Redis",
+		func(c *Config, v string) error { c.RedisPrefix = v; return nil }},
 	{"ONAIR_RTMP_ADDR", "rtmp-addr", ":1935", "address the RTMP ingest server listens on",
 		func(c *Config, v string) error { c.RTMPAddr = v; return checkAddr(v) }},
 	{"ONAIR_RTMP_URL", "rtmp-url", "rtmp://localhost:1935/live", "RTMP address given to broadcasters as stream_url",

@@ -153,3 +153,17 @@ func Modules() []Module {
 	defer registryMu.Unlock()
 	return append([]Module(nil), registry...)
 }
+
+// Lookup returns the registered module of type T (for example
+// *shows.Module), so a module can use another's services after both are
+// provisioned. Modules are provisioned in registration order, so a module
+// may look up the modules it imports during its own Provision.
+func Lookup[T Module](core *Core) (T, bool) {
+	for _, m := range core.Modules {
+		if t, ok := m.(T); ok {
+			return t, true
+		}
+	}
+	var zero T
+	return zero, false
+}

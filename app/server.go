@@ -95,9 +95,9 @@ func (s *Server) rateLimiter() fiber.Handler {
 		Expiration: time.Minute,
 		KeyGenerator: func(c *fiber.Ctx) string {
 			if p := CurrentPrincipal(c); p != nil {
-				return fmt.Sprintf("onair:rl:token:%d", p.TokenID)
+				return fmt.Sprintf("%srl:token:%d", s.core.Config.RedisPrefix, p.TokenID)
 			}
-			return "onair:rl:ip:" + c.IP()
+			return s.core.Config.RedisPrefix + "rl:ip:" + c.IP()
 		},
 		LimitReached: func(c *fiber.Ctx) error {
 			retry := c.GetRespHeader(fiber.HeaderRetryAfter)
