@@ -47,7 +47,7 @@ func Boot(ctx context.Context, cfg *Config, opts BootOptions) (*Core, error) {
 	if log == nil {
 		log = NewLogger(os.Stderr, cfg)
 	}
-	core := &Core{Config: cfg, Log: log, Modules: Modules()}
+	core := &Core{Config: cfg, Log: log, Modules: fresh(Modules())}
 	if len(core.Modules) == 0 {
 		return nil, errors.New("app: no modules registered (is the modules import missing from main.go?)")
 	}

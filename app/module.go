@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"reflect"
 	"sync"
 
 	"github.com/gofiber/fiber/v2"
@@ -125,34 +126,54 @@ type Authenticator interface {
 	Authenticate(ctx context.Context, token string) (*Principal, error)
 }
 
-var (
-	registryMu sync.Mutex
-	registry   []Module
-)
+// Registry is an ordered set of modules with unique names. The process has
+// one (the package-level Register and Modules use it); tests make their own
+// with NewRegistry.
+type Registry struct {
+	mu      sync.Mutex
+	modules []Module
+}
 
-// Register adds a module. It is called from the module package's init() and
-// panics on an empty or duplicate name, since either is a programming error.
-func Register(m Module) {
-	registryMu.Lock()
-	defer registryMu.Unlock()
+// NewRegistry returns an empty registry.
+func NewRegistry() *Registry { return &Registry{} }
+
+// Register adds a module. It panics on a nil module or an empty or
+// duplicate name, since each is a programming error found at init().
+func (r *Registry) Register(m Module) {
+	if m == nil {
+		panic("app: nil module registered")
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	name := m.Name()
 	if name == "" {
-		panic("app: module registered with an empty name")
+		panic(fmt.Sprintf("app: module %T registered with an empty name", m))
 	}
-	for _, other := range registry {
+	for _, other := range r.modules {
 		if other.Name() == name {
 			panic(fmt.Sprintf("app: module %q registered twice", name))
 		}
 	}
-	registry = append(registry, m)
+	r.modules = append(r.modules, m)
 }
 
 // Modules returns the registered modules in registration order.
-func Modules() []Module {
-	registryMu.Lock()
-	defer registryMu.Unlock()
-	return append([]Module(nil), registry...)
+func (r *Registry) Modules() []Module {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]Module(nil), r.modules...)
 }
+
+// registry holds the modules of this binary, filled by the init() of each
+// module package that modules/modules.go imports.
+var registry = NewRegistry()
+
+// Register adds a module to the process's registry. It is called from the
+// module package's init() and panics on an empty or duplicate name.
+func Register(m Module) { registry.Register(m) }
+
+// Modules returns the process's registered modules in registration order.
+func Modules() []Module { return registry.Modules() }
 
 // Lookup returns the registered module of type T (for example
 // *shows.Module), so a module can use another's services after both are
@@ -166,4 +187,11 @@ func Lookup[T Module](core *Core) (T, bool) {
 	}
 	var zero T
 	return zero, false
+}
+
+// SessionReader resolves the signed-in web user of a request from its
+// session cookie. The web pages module provides it; the chat's web socket
+// uses it to tell registered viewers from anonymous ones.
+type SessionReader interface {
+	SessionPrincipal(c *fiber.Ctx) (*Principal, error)
 }
