@@ -34,12 +34,13 @@ var (
 	_ app.Authenticator     = (*Module)(nil)
 	_ app.OpenAPIDocumenter = (*Module)(nil)
 	_ app.Service           = (*Module)(nil)
+	_ app.SessionReader     = (*Module)(nil)
 )
 
 func (*Module) Name() string { return "users" }
 
 func (*Module) Models() []any {
-	return []any{(*UserTag)(nil), (*User)(nil), (*Tag)(nil), (*Token)(nil), (*Follow)(nil)}
+	return []any{(*UserTag)(nil), (*User)(nil), (*Tag)(nil), (*Token)(nil), (*Follow)(nil), (*Session)(nil)}
 }
 
 func (*Module) Migrations() []migrations.Migration {
@@ -49,6 +50,7 @@ func (*Module) Migrations() []migrations.Migration {
 		{ID: "0002_index_followers", Up: migrations.CreateIndex((*User)(nil), "users_followers_idx", "followers_count", "id")},
 		{ID: "0003_index_tokens_user", Up: migrations.CreateIndex((*Token)(nil), "tokens_user_idx", "user_id")},
 		{ID: "0004_index_follows_followed", Up: migrations.CreateIndex((*Follow)(nil), "follows_followed_idx", "followed_id")},
+		{ID: "0005_create_sessions", Up: migrations.CreateTables((*Session)(nil))},
 	}
 }
 
