@@ -77,7 +77,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		fmt.Fprintf(stderr, "onair %s: unexpected argument %q\n", cmd.Name, fs.Arg(0))
 		return 2
 	}
-	core, err := Boot(ctx, cfg, BootOptions{SkipMigrations: cmd.Name == "migrate", Log: NewLogger(stderr, cfg)})
+	core, err := Boot(ctx, cfg, BootOptions{SkipMigrations: cmd.Name == "migrate", Log: NewLogger(stderr, cfg), Stderr: stderr})
 	if err != nil {
 		fmt.Fprintf(stderr, "onair: %v\n", err)
 		return 1

@@ -43,6 +43,9 @@ var settings = []setting{
 	{"ONAIR_PUBLIC_URL", "public-url", "http://localhost:8080", "public base URL; every URL in a response is built from it",
 		func(c *Config, v string) error {
 			c.PublicURL = strings.TrimRight(v, "/")
+			if strings.ContainsAny(c.PublicURL, "?#") {
+				return fmt.Errorf("must not have a query or fragment")
+			}
 			return checkURL(c.PublicURL, "http", "https")
 		}},
 	{"ONAIR_DATA_DIR", "data-dir", "./data", "directory for the SQLite file, recordings and thumbnails",
@@ -168,8 +171,12 @@ func ConfigFromEnv() (*Config, error) {
 }
 
 func checkAddr(v string) error {
-	if _, _, err := net.SplitHostPort(v); err != nil {
+	_, port, err := net.SplitHostPort(v)
+	if err != nil {
 		return fmt.Errorf("must be host:port or :port")
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return fmt.Errorf("port must be a number from 0 to 65535")
 	}
 	return nil
 }

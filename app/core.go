@@ -27,6 +27,9 @@ type Core struct {
 	Redis   *redis.Client // nil unless ONAIR_REDIS_URL is set
 	Modules []Module
 	Auth    Authenticator
+	// Stderr receives notices meant for the person at the terminal (the
+	// first-run hint): the command's stderr, never nil after Boot.
+	Stderr io.Writer
 }
 
 // URL makes an absolute URL on the public base.
@@ -37,6 +40,8 @@ type BootOptions struct {
 	// SkipMigrations leaves the schema alone (onair migrate runs them itself).
 	SkipMigrations bool
 	Log            *slog.Logger
+	// Stderr becomes Core.Stderr (default os.Stderr).
+	Stderr io.Writer
 }
 
 // Boot opens the database and Redis, registers models, runs migrations,
@@ -47,7 +52,10 @@ func Boot(ctx context.Context, cfg *Config, opts BootOptions) (*Core, error) {
 	if log == nil {
 		log = NewLogger(os.Stderr, cfg)
 	}
-	core := &Core{Config: cfg, Log: log, Modules: fresh(Modules())}
+	core := &Core{Config: cfg, Log: log, Modules: fresh(Modules()), Stderr: opts.Stderr}
+	if core.Stderr == nil {
+		core.Stderr = os.Stderr
+	}
 	if len(core.Modules) == 0 {
 		return nil, errors.New("app: no modules registered (is the modules import missing from main.go?)")
 	}

@@ -86,9 +86,32 @@ type AdminPage struct {
 	Title string
 	// Order sorts the navigation, lowest first.
 	Order int
+	// Object and Action, when set, restrict the page to staff whom Casbin
+	// allows Action on Object: it is left out of their navigation and
+	// answers 403. Empty: every staff member may open it (each form action
+	// still asks Casbin).
+	Object, Action string
 	// Mount registers the page's GET and POST handlers on r (already
 	// prefixed with /admin + Path).
 	Mount func(r fiber.Router)
+}
+
+// AdminWidgeter contributes cards to the dashboard of the staff console
+// ("Live now: 3"). It is called on every dashboard view, so it should cost
+// a few indexed counts at most.
+type AdminWidgeter interface {
+	AdminWidgets(ctx context.Context) ([]AdminWidget, error)
+}
+
+// AdminWidget is one card of the console's dashboard: a figure and what it
+// counts, optionally linking to the console page that lists it.
+type AdminWidget struct {
+	Label string // "Live now"
+	Value string // "3"
+	// Link is a path under /admin ("/shows?state=live"); empty: no link.
+	Link string
+	// Order sorts the cards, lowest first.
+	Order int
 }
 
 // Service is a background worker (an RTMP listener, a janitor...). Start
@@ -174,6 +197,26 @@ func Register(m Module) { registry.Register(m) }
 
 // Modules returns the process's registered modules in registration order.
 func Modules() []Module { return registry.Modules() }
+
+// fresh returns a new instance of every prototype module: a shallow copy of
+// the registered value. Modules keep per-process state (their services) in
+// their own struct, so each Boot (two test servers in one process, a CLI
+// command) provisions its own instances instead of sharing the registered
+// prototypes.
+func fresh(prototypes []Module) []Module {
+	out := make([]Module, len(prototypes))
+	for i, p := range prototypes {
+		v := reflect.ValueOf(p)
+		if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
+			out[i] = p
+			continue
+		}
+		n := reflect.New(v.Elem().Type())
+		n.Elem().Set(v.Elem())
+		out[i] = n.Interface().(Module)
+	}
+	return out
+}
 
 // Lookup returns the registered module of type T (for example
 // *shows.Module), so a module can use another's services after both are

@@ -16,7 +16,19 @@ const openAPIBase = `{
     "description": "Live shows, chat and users. Every route needs Authorization: Bearer <token>. Timestamps are UTC, YYYY-MM-DD HH:MM:SS."
   },
   "security": [{"bearer": []}],
-  "paths": {},
+  "paths": {
+    "/v1/openapi.json": {
+      "get": {
+        "operationId": "getOpenAPI",
+        "tags": ["meta"],
+        "summary": "This document. Public: it needs no token.",
+        "security": [],
+        "responses": {
+          "200": {"description": "The OpenAPI 3.1 document.", "content": {"application/json": {"schema": {"type": "object"}}}}
+        }
+      }
+    }
+  },
   "components": {
     "securitySchemes": {
       "bearer": {"type": "http", "scheme": "bearer", "description": "An opaque token from onair tokens create, the account page or the admin console."}
@@ -51,12 +63,25 @@ const openAPIBase = `{
   }
 }`
 
+// kernelResponses are the answers the kernel itself gives on every
+// authenticated /v1 operation (the token check, the rate limiter, panic
+// recovery), and on every operation that reads a request body (ReadInput
+// and the body limit). BuildOpenAPI adds them where a module did not, so a
+// module documents only its own outcomes.
+var (
+	kernelResponses = []string{"401", "429", "500"}
+	bodyResponses   = []string{"400", "413", "415"}
+)
+
 // BuildOpenAPI merges the kernel's base document with every module's
 // fragment. A path or component defined twice is an error.
 func BuildOpenAPI(core *Core) ([]byte, error) {
 	var doc map[string]any
 	if err := json.Unmarshal([]byte(openAPIBase), &doc); err != nil {
 		return nil, fmt.Errorf("openapi: base: %w", err)
+	}
+	if core.Config != nil {
+		doc["servers"] = []any{map[string]any{"url": core.Config.PublicURL, "description": "ONAIR_PUBLIC_URL; paths start with /v1"}}
 	}
 	for _, m := range core.Modules {
 		d, ok := m.(OpenAPIDocumenter)
@@ -71,7 +96,49 @@ func BuildOpenAPI(core *Core) ([]byte, error) {
 			return nil, err
 		}
 	}
+	addKernelResponses(doc)
 	return json.MarshalIndent(doc, "", "  ")
+}
+
+// addKernelResponses lists the kernel's own error answers on every
+// operation that needs a token (and the body errors where there is a body).
+func addKernelResponses(doc map[string]any) {
+	errRef := map[string]any{"$ref": "#/components/responses/Error"}
+	paths, _ := doc["paths"].(map[string]any)
+	for _, item := range paths {
+		ops, _ := item.(map[string]any)
+		for method, op := range ops {
+			o, ok := op.(map[string]any)
+			if !ok || !isHTTPMethod(method) {
+				continue
+			}
+			if sec, ok := o["security"].([]any); ok && len(sec) == 0 {
+				continue // public
+			}
+			responses, _ := o["responses"].(map[string]any)
+			if responses == nil {
+				responses = map[string]any{}
+				o["responses"] = responses
+			}
+			codes := kernelResponses
+			if _, ok := o["requestBody"]; ok {
+				codes = append(append([]string(nil), codes...), bodyResponses...)
+			}
+			for _, code := range codes {
+				if _, ok := responses[code]; !ok {
+					responses[code] = errRef
+				}
+			}
+		}
+	}
+}
+
+func isHTTPMethod(s string) bool {
+	switch s {
+	case "get", "put", "post", "delete", "patch", "head", "options":
+		return true
+	}
+	return false
 }
 
 // mergeInto copies frag's "paths" and "components" maps into doc, two levels

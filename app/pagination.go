@@ -47,7 +47,8 @@ type List struct {
 
 // NewList builds the envelope for a page of items out of count. next_url and
 // prev_url are absolute (built on publicURL) and keep every query parameter
-// of the request but page.
+// of the request but page. next_url is null on the last page (and past it),
+// prev_url null on page 1; an empty list has pages 0.
 func NewList(c *fiber.Ctx, publicURL string, p Page, count int, key string, items any) *List {
 	pages := (count + p.Size - 1) / p.Size
 	l := &List{Page: p.Number, Pages: pages, Count: count, Key: key, Items: items}
@@ -56,7 +57,9 @@ func NewList(c *fiber.Ctx, publicURL string, p Page, count int, key string, item
 		l.NextURL = &u
 	}
 	if p.Number > 1 {
-		u := PageURL(c, publicURL, p.Number-1)
+		// Past the end, "previous" is the last page that has items (or
+		// page 1 of an empty list), not another empty page.
+		u := PageURL(c, publicURL, min(p.Number-1, max(pages, 1)))
 		l.PrevURL = &u
 	}
 	return l

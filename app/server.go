@@ -116,6 +116,7 @@ func (s *Server) rateLimiter() fiber.Handler {
 // connections, in-flight requests finish (up to 20 s), services stop.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	if err := s.StartServices(ctx); err != nil {
+		ln.Close()
 		return err
 	}
 	errc := make(chan error, 1)

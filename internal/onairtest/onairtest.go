@@ -14,6 +14,7 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"flag"
 	"io"
 	"log/slog"
@@ -28,6 +29,7 @@ import (
 	"time"
 
 	_ "github.com/go-sql-driver/mysql"
+	"github.com/gofiber/fiber/v2"
 
 	"github.com/onair/onair/app"
 	_ "github.com/onair/onair/modules"
@@ -64,6 +66,14 @@ type Options struct {
 	// RedisPrefix shares Redis keys between Envs (two nodes); default unique.
 	RedisPrefix string
 	Configure   func(*app.Config)
+	// Mount adds routes to the server before it starts (a panicking
+	// handler, a slow one...). Routes under /v1 would sit behind the /v1
+	// catch-all; mount test routes elsewhere.
+	Mount func(app *fiber.App)
+	// SkipOpenAPI turns off the check that every /v1 response of Do
+	// validates against /v1/openapi.json. Leave it on: it is what keeps the
+	// document true.
+	SkipOpenAPI bool
 }
 
 // Env is one running OnAir.
@@ -73,7 +83,10 @@ type Env struct {
 	Server *app.Server
 	URL    string // http://127.0.0.1:port
 	Client *http.Client
-	logs *syncBuffer
+	logs   *syncBuffer
+	// openapi checks /v1 responses against the document (nil: off).
+	openapi *openAPIValidator
+	stop    func() error
 }
 
 // Logs returns what the server has logged so far.
@@ -127,7 +140,7 @@ func New(t testing.TB, opts Options) *Env {
 	logs := &syncBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	ctx, cancel := context.WithCancel(context.Background())
-	core, err := app.Boot(ctx, cfg, app.BootOptions{Log: log})
+	core, err := app.Boot(ctx, cfg, app.BootOptions{Log: log, Stderr: logs})
 	if err != nil {
 		cancel()
 		ln.Close()
@@ -136,20 +149,38 @@ func New(t testing.TB, opts Options) *Env {
 	srv, err := app.NewServer(core)
 	if err != nil {
 		cancel()
+		core.Close()
 		t.Fatalf("server: %v", err)
+	}
+	if opts.Mount != nil {
+		opts.Mount(srv.App)
+	}
+	env := &Env{T: t, Core: core, Server: srv, URL: base, Client: &http.Client{Timeout: 30 * time.Second}, logs: logs}
+	if !opts.SkipOpenAPI {
+		if env.openapi, err = newOpenAPIValidator(core); err != nil {
+			cancel()
+			core.Close()
+			t.Fatalf("%v", err)
+		}
 	}
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ctx, ln) }()
-	env := &Env{T: t, Core: core, Server: srv, URL: base, Client: &http.Client{Timeout: 30 * time.Second}, logs: logs}
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("serve: %v", err)
+	var once sync.Once
+	var stopErr error
+	env.stop = func() error {
+		once.Do(func() {
+			cancel()
+			select {
+			case stopErr = <-done:
+			case <-time.After(30 * time.Second):
+				stopErr = errors.New("server did not stop within 30 s")
 			}
-		case <-time.After(30 * time.Second):
-			t.Errorf("server did not stop within 30 s")
+		})
+		return stopErr
+	}
+	t.Cleanup(func() {
+		if err := env.stop(); err != nil {
+			t.Errorf("serve: %v", err)
 		}
 		core.Close()
 		if t.Failed() {
@@ -158,6 +189,10 @@ func New(t testing.TB, opts Options) *Env {
 	})
 	return env
 }
+
+// Shutdown stops the server as SIGTERM does (in-flight requests finish)
+// and returns what Serve returned. The test's cleanup closes the database.
+func (e *Env) Shutdown() error { return e.stop() }
 
 // FreshMySQL creates an empty database on the server of ONAIR_TEST_MYSQL_DSN,
 // drops it when the test ends, and returns its URL.
@@ -332,6 +367,11 @@ func (e *Env) DoWith(method, path, token string, body any, header http.Header) *
 	if Recorder != nil {
 		Recorder(req, resp, data)
 	}
+	if e.openapi != nil {
+		if err := e.openapi.check(req, resp, data); err != nil {
+			e.T.Errorf("%v", err)
+		}
+	}
 	return &Response{Status: resp.StatusCode, Header: resp.Header, Body: data}
 }
 
@@ -387,3 +427,6 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.buf.String()
 }
+
+// Module returns the running instance of a module type in env.
+func Module[T app.Module](env *Env) (T, bool) { return app.Lookup[T](env.Core) }

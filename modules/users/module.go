@@ -67,6 +67,7 @@ func (*Module) Policies() []string {
 
 func (m *Module) Provision(core *app.Core) error {
 	m.Service = NewService(core.DB, core.Config.PublicURL)
+	m.Service.hintOut = core.Stderr
 	return nil
 }
 
@@ -102,22 +103,22 @@ func (m *Module) Start(ctx context.Context) error {
 		return fmt.Errorf("users: count: %w", err)
 	}
 	if n == 0 {
-		printFirstRunHint(m.Service.hintOut)
+		printFirstRunHint(m.Service.hintOut, m.Service.publicURL)
 	}
 	return nil
 }
 
 func (m *Module) Stop(context.Context) error { return nil }
 
-func printFirstRunHint(w io.Writer) {
-	fmt.Fprint(w, `
+func printFirstRunHint(w io.Writer, publicURL string) {
+	fmt.Fprintf(w, `
   OnAir has no users yet. Create one and an API token:
 
     onair users create --name "Your Name" --email you@example.com --password 'a long secret'
     onair tokens create --user you@example.com
 
   (from a source checkout: go run . users create ..., go run . tokens create ...)
-  then: curl -H "Authorization: Bearer <token>" http://localhost:8080/v1/users/me
+  then: curl -H "Authorization: Bearer <token>" %s/v1/users/me
 
-`)
+`, publicURL)
 }

@@ -119,6 +119,9 @@ func (s *Service) Create(ctx context.Context, n NewUser) (*User, error) {
 		if i > 1 {
 			u.Slug = base + "-" + strconv.Itoa(i)
 		}
+		if ReservedSlug(u.Slug) {
+			continue
+		}
 		exists, err := s.db.NewSelect().Model((*User)(nil)).Where("slug = ?", u.Slug).Exists(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("users: create: %w", err)
@@ -132,6 +135,22 @@ func (s *Service) Create(ctx context.Context, n NewUser) (*User, error) {
 	}
 	return u, nil
 }
+
+// reservedSlugs are the first path segments the server answers itself. A
+// user's page lives at /{slug}, so no user may take one of these: a user
+// named "Admin" gets the slug "admin-2".
+var reservedSlugs = map[string]bool{
+	"v1": true, "api": true, "admin": true, "media": true, "ws": true, "embed": true,
+	"healthz": true, "readyz": true, "metrics": true, "static": true,
+	"signup": true, "signin": true, "signout": true, "login": true, "logout": true,
+	"account": true, "settings": true, "chat": true, "follow": true, "shows": true,
+	"users": true, "live": true, "search": true, "explore": true, "about": true,
+	"help": true, "new": true,
+}
+
+// ReservedSlug tells whether slug is a path of the server rather than a
+// free user slug.
+func ReservedSlug(slug string) bool { return reservedSlugs[strings.ToLower(slug)] }
 
 // CheckPassword returns the user with that email when the password matches.
 func (s *Service) CheckPassword(ctx context.Context, email, password string) (*User, error) {
@@ -197,7 +216,9 @@ func (s *Service) List(ctx context.Context, q ListQuery) ([]User, int, error) {
 		})
 	}
 	if q.Slug != "" {
-		sel.Where("u.slug = ?", q.Slug)
+		// Slugs are lowercase; lowering the query makes MySQL's
+		// case-insensitive collation and SQLite's binary one agree.
+		sel.Where("u.slug = ?", strings.ToLower(q.Slug))
 	}
 	if q.Name != "" {
 		sel.Where("LOWER(u.name) LIKE ? ESCAPE '!'", "%"+EscapeLike(strings.ToLower(q.Name))+"%")
@@ -222,14 +243,19 @@ func (s *Service) Follow(ctx context.Context, follower, followed int64) error {
 	if follower == followed {
 		return app.Validation{"id": "you cannot follow yourself"}.Err()
 	}
+	// INSERT IGNORE / ON CONFLICT DO NOTHING rather than a read first, so
+	// two concurrent follows (a double click) count once and neither fails.
 	return s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		exists, err := tx.NewSelect().Model((*Follow)(nil)).
-			Where("follower_id = ? AND followed_id = ?", follower, followed).Exists(ctx)
-		if err != nil || exists {
-			return err
+		res, err := tx.NewInsert().Model(&Follow{FollowerID: follower, FollowedID: followed, CreatedAt: app.Now()}).
+			Ignore().Exec(ctx)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil
 		}
-		if _, err := tx.NewInsert().Model(&Follow{FollowerID: follower, FollowedID: followed, CreatedAt: app.Now()}).Exec(ctx); err != nil {
+		if err != nil {
 			return fmt.Errorf("users: follow: %w", err)
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return nil
 		}
 		_, err = tx.NewUpdate().Model((*User)(nil)).Set("followers_count = followers_count + 1").Where("id = ?", followed).Exec(ctx)
 		return err

@@ -1,0 +1,192 @@
+package app
+
+import (
+	"flag"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func envOf(m map[string]string) func(string) string {
+	return func(k string) string { return m[k] }
+}
+
+func loadConfig(t *testing.T, env map[string]string, args ...string) (*Config, error) {
+	t.Helper()
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	return LoadConfig(fs, args, envOf(env))
+}
+
+func TestConfigDefaults(t *testing.T) {
+	c, err := loadConfig(t, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	abs, _ := filepath.Abs("data/onair.db")
+	want := Config{
+		HTTPAddr: ":8080", PublicURL: "http://localhost:8080", DataDir: "./data",
+		DatabaseURL: "sqlite://" + abs, RedisPrefix: "onair:",
+		RTMPAddr: ":1935", RTMPURL: "rtmp://localhost:1935/live",
+		ReconnectWindow: 60 * time.Second, RateLimit: 600, LogFormat: "text", LogLevel: "info",
+	}
+	if *c != want {
+		t.Fatalf("defaults\n got %+v\nwant %+v", *c, want)
+	}
+}
+
+func TestConfigSources(t *testing.T) {
+	tests := []struct {
+		name  string
+		env   map[string]string
+		args  []string
+		check func(c *Config) bool
+	}{
+		{"env sets a value", map[string]string{"ONAIR_HTTP_ADDR": "127.0.0.1:9000"}, nil,
+			func(c *Config) bool { return c.HTTPAddr == "127.0.0.1:9000" }},
+		{"flag overrides env", map[string]string{"ONAIR_HTTP_ADDR": "127.0.0.1:9000"}, []string{"-http-addr", ":9001"},
+			func(c *Config) bool { return c.HTTPAddr == ":9001" }},
+		{"double-dash flag", nil, []string{"--rate-limit=5"},
+			func(c *Config) bool { return c.RateLimit == 5 }},
+		{"public URL loses its trailing slash", map[string]string{"ONAIR_PUBLIC_URL": "https://onair.example/"}, nil,
+			func(c *Config) bool { return c.PublicURL == "https://onair.example" }},
+		{"database URL defaults into the data dir", map[string]string{"ONAIR_DATA_DIR": "/srv/onair"}, nil,
+			func(c *Config) bool { return c.DatabaseURL == "sqlite:///srv/onair/onair.db" }},
+		{"mysql database URL kept", map[string]string{"ONAIR_DATABASE_URL": "mysql://u:p@db:3306/onair"}, nil,
+			func(c *Config) bool { return c.DatabaseURL == "mysql://u:p@db:3306/onair" }},
+		{"redis URL", map[string]string{"ONAIR_REDIS_URL": "redis://127.0.0.1:6379/0"}, nil,
+			func(c *Config) bool { return c.RedisURL == "redis://127.0.0.1:6379/0" }},
+		{"reconnect window", map[string]string{"ONAIR_RECONNECT_WINDOW": "90s"}, nil,
+			func(c *Config) bool { return c.ReconnectWindow == 90*time.Second }},
+		{"json logs at debug", map[string]string{"ONAIR_LOG_FORMAT": "json", "ONAIR_LOG_LEVEL": "debug"}, nil,
+			func(c *Config) bool { return c.LogFormat == "json" && c.LogLevel == "debug" }},
+		{"rtmp settings", map[string]string{"ONAIR_RTMP_ADDR": "0.0.0.0:1936", "ONAIR_RTMP_URL": "rtmps://live.example/app"}, nil,
+			func(c *Config) bool { return c.RTMPAddr == "0.0.0.0:1936" && c.RTMPURL == "rtmps://live.example/app" }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := loadConfig(t, tt.env, tt.args...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !tt.check(c) {
+				t.Fatalf("unexpected config %+v", *c)
+			}
+		})
+	}
+}
+
+// Every bad value stops start-up with a message that names the variable
+// (or the flag, when the flag gave the value).
+func TestConfigBadValues(t *testing.T) {
+	tests := []struct {
+		name string
+		env  map[string]string
+		args []string
+		want string
+	}{
+		{"public URL with another scheme", map[string]string{"ONAIR_PUBLIC_URL": "ftp://x"}, nil, "ONAIR_PUBLIC_URL"},
+		{"public URL not absolute", map[string]string{"ONAIR_PUBLIC_URL": "localhost"}, nil, "ONAIR_PUBLIC_URL"},
+		{"public URL with a query", map[string]string{"ONAIR_PUBLIC_URL": "http://x/?a=1"}, nil, "ONAIR_PUBLIC_URL"},
+		{"http addr nonsense", map[string]string{"ONAIR_HTTP_ADDR": "nonsense"}, nil, "ONAIR_HTTP_ADDR"},
+		{"http addr port not a number", map[string]string{"ONAIR_HTTP_ADDR": ":http-alt"}, nil, "ONAIR_HTTP_ADDR"},
+		{"http addr port out of range", map[string]string{"ONAIR_HTTP_ADDR": ":70000"}, nil, "ONAIR_HTTP_ADDR"},
+		{"postgres database", map[string]string{"ONAIR_DATABASE_URL": "postgres://u@h/db"}, nil, "ONAIR_DATABASE_URL"},
+		{"mysql without database", map[string]string{"ONAIR_DATABASE_URL": "mysql://u@h:3306/"}, nil, "ONAIR_DATABASE_URL"},
+		{"sqlite without path", map[string]string{"ONAIR_DATABASE_URL": "sqlite://"}, nil, "ONAIR_DATABASE_URL"},
+		{"redis with another scheme", map[string]string{"ONAIR_REDIS_URL": "http://h:6379"}, nil, "ONAIR_REDIS_URL"},
+		{"rtmp addr", map[string]string{"ONAIR_RTMP_ADDR": "1935"}, nil, "ONAIR_RTMP_ADDR"},
+		{"rtmp URL http", map[string]string{"ONAIR_RTMP_URL": "http://x/live"}, nil, "ONAIR_RTMP_URL"},
+		{"reconnect window", map[string]string{"ONAIR_RECONNECT_WINDOW": "soon"}, nil, "ONAIR_RECONNECT_WINDOW"},
+		{"negative reconnect window", map[string]string{"ONAIR_RECONNECT_WINDOW": "-1s"}, nil, "ONAIR_RECONNECT_WINDOW"},
+		{"rate limit zero", map[string]string{"ONAIR_RATE_LIMIT": "0"}, nil, "ONAIR_RATE_LIMIT"},
+		{"rate limit words", map[string]string{"ONAIR_RATE_LIMIT": "many"}, nil, "ONAIR_RATE_LIMIT"},
+		{"log format", map[string]string{"ONAIR_LOG_FORMAT": "xml"}, nil, "ONAIR_LOG_FORMAT"},
+		{"log level", map[string]string{"ONAIR_LOG_LEVEL": "loud"}, nil, "ONAIR_LOG_LEVEL"},
+		{"bad flag value names the flag", nil, []string{"-rate-limit", "-3"}, "-rate-limit"},
+		{"unknown flag", nil, []string{"-nope"}, "nope"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := loadConfig(t, tt.env, tt.args...)
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			if !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("error %q does not name %s", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestParseDatabaseURL(t *testing.T) {
+	tests := []struct {
+		raw, driver, dsnHas string
+	}{
+		{"sqlite:///var/lib/onair/onair.db", "sqlite", "file:/var/lib/onair/onair.db?"},
+		{"sqlite://rel.db", "sqlite", "file:rel.db?"},
+		{"sqlite::memory:", "sqlite", "file::memory:"},
+		{"mysql://root@127.0.0.1:3306/test", "mysql", "root@tcp(127.0.0.1:3306)/test?"},
+		{"mysql://u:p%40ss@db/onair", "mysql", "u:p@ss@tcp(db:3306)/onair?"},
+		{"mysql://u@db:3306/onair?tls=true", "mysql", "tls=true"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.raw, func(t *testing.T) {
+			driver, dsn, err := ParseDatabaseURL(tt.raw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if driver != tt.driver || !strings.Contains(dsn, tt.dsnHas) {
+				t.Fatalf("got %s %q, want %s containing %q", driver, dsn, tt.driver, tt.dsnHas)
+			}
+			if driver == "mysql" && !strings.Contains(dsn, "parseTime=true") {
+				t.Fatalf("mysql DSN without parseTime: %s", dsn)
+			}
+		})
+	}
+}
+
+func TestRedactDatabaseURL(t *testing.T) {
+	if got := RedactDatabaseURL("mysql://u:secret@h:3306/db"); got != "mysql://u:***@h:3306/db" {
+		t.Fatalf("got %s", got)
+	}
+	if got := RedactDatabaseURL("sqlite:///x/onair.db"); got != "sqlite:///x/onair.db" {
+		t.Fatalf("got %s", got)
+	}
+}
+
+// README.md's settings table must list every setting with its flag and
+// default, so the documentation stays true to this file.
+func TestReadmeListsEverySetting(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := map[string]string{}
+	for _, line := range strings.Split(string(readme), "\n") {
+		if strings.HasPrefix(line, "| `ONAIR_") {
+			env := strings.Trim(strings.Fields(line)[1], "`")
+			rows[env] = line
+		}
+	}
+	for _, s := range settings {
+		row, ok := rows[s.Env]
+		if !ok {
+			t.Errorf("README.md has no row for %s", s.Env)
+			continue
+		}
+		if !strings.Contains(row, "`-"+s.Flag+"`") {
+			t.Errorf("README.md row of %s lacks the flag -%s", s.Env, s.Flag)
+		}
+		if s.Default != "" && !strings.Contains(row, "`"+s.Default+"`") {
+			t.Errorf("README.md row of %s lacks the default %s", s.Env, s.Default)
+		}
+		delete(rows, s.Env)
+	}
+	for env := range rows {
+		t.Errorf("README.md documents %s, which app/config.go does not know", env)
+	}
+}

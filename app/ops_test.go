@@ -1,0 +1,251 @@
+package app_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/onair/onair/app"
+	"github.com/onair/onair/internal/onairtest"
+)
+
+func TestHealthAndReadiness(t *testing.T) {
+	onairtest.EachBackend(t, func(t *testing.T, backend string) {
+		t.Parallel()
+		env := onairtest.New(t, onairtest.Options{Backend: backend})
+		tests := []struct {
+			name, path string
+			status     int
+			body       string
+		}{
+			{"healthz", "/healthz", 200, `{"status":"ok"}`},
+			{"readyz", "/readyz", 200, `{"status":"ok"}`},
+			{"unknown page is a JSON 404", "/no-such-page", 404, `"code":"not_found"`},
+			{"another method is a JSON 405", "POST /healthz", 405, `"code":"method_not_allowed"`},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				method, path, ok := strings.Cut(tt.path, " ")
+				if !ok {
+					method, path = "GET", tt.path
+				}
+				r := env.Do(method, path, "", nil).Expect(t, tt.status)
+				if !strings.Contains(string(r.Body), tt.body) {
+					t.Fatalf("body %s, want %s", r.Body, tt.body)
+				}
+			})
+		}
+		t.Run("readyz is 503 once the database is gone", func(t *testing.T) {
+			env.Core.DB.Close()
+			env.Do("GET", "/readyz", "", nil).Expect(t, http.StatusServiceUnavailable)
+			env.Do("GET", "/healthz", "", nil).Expect(t, http.StatusOK)
+		})
+	})
+}
+
+func TestRequestID(t *testing.T) {
+	env := onairtest.New(t, onairtest.Options{})
+	r := env.Do("GET", "/healthz", "", nil)
+	id := r.Header.Get("X-Request-Id")
+	if id == "" {
+		t.Fatal("no X-Request-Id")
+	}
+	if other := env.Do("GET", "/healthz", "", nil).Header.Get("X-Request-Id"); other == id {
+		t.Fatal("two requests share an id")
+	}
+	r = env.DoWith("GET", "/v1/users", "", nil, http.Header{"X-Request-Id": {"from-the-proxy-42"}})
+	if got := r.Header.Get("X-Request-Id"); got != "from-the-proxy-42" {
+		t.Fatalf("incoming request id not kept: %q", got)
+	}
+	if !strings.Contains(env.Logs(), "request_id=from-the-proxy-42") {
+		t.Fatal("the access log does not carry the request id")
+	}
+}
+
+func TestPanicRecovery(t *testing.T) {
+	env := onairtest.New(t, onairtest.Options{Mount: func(a *fiber.App) {
+		a.Get("/test/panic", func(c *fiber.Ctx) error { panic("boom") })
+		a.Get("/test/fail", func(c *fiber.Ctx) error { return fmt.Errorf("database exploded: secret detail") })
+	}})
+	for _, path := range []string{"/test/panic", "/test/fail"} {
+		t.Run(path, func(t *testing.T) {
+			r := env.Do("GET", path, "", nil).Expect(t, http.StatusInternalServerError)
+			if r.ErrorCode(t) != "internal_error" || strings.Contains(string(r.Body), "secret") || strings.Contains(string(r.Body), "boom") {
+				t.Fatalf("body %s", r.Body)
+			}
+			if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+				t.Fatalf("content type %q", ct)
+			}
+		})
+	}
+	env.Do("GET", "/healthz", "", nil).Expect(t, http.StatusOK) // still serving
+	if !strings.Contains(env.Logs(), "panic=boom") {
+		t.Fatalf("panic not logged:\n%s", env.Logs())
+	}
+}
+
+func TestMetrics(t *testing.T) {
+	env := onairtest.New(t, onairtest.Options{})
+	u, tok := env.CreateUser("Mia Metrics")
+	for range 3 {
+		env.Do("GET", fmt.Sprintf("/v1/users/%d", u.ID), tok, nil).Expect(t, 200)
+	}
+	env.Do("GET", "/v1/users/999999", tok, nil).Expect(t, 404)
+	env.Do("GET", "/v1/users/1", "", nil).Expect(t, 401)
+	r := env.Do("GET", "/metrics", "", nil).Expect(t, 200)
+	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/plain; version=0.0.4") {
+		t.Fatalf("content type %q", ct)
+	}
+	text := string(r.Body)
+	for _, want := range []string{
+		"# TYPE onair_http_requests_total counter",
+		`onair_http_requests_total{method="GET",route="/v1/users/:id",status="200"} 3`,
+		`onair_http_requests_total{method="GET",route="/v1/users/:id",status="404"} 1`,
+		`onair_http_requests_total{method="GET",route="/v1",status="401"} 1`,
+		"# TYPE onair_http_request_duration_seconds histogram",
+		`onair_http_request_duration_seconds_bucket{method="GET",route="/v1/users/:id",le="+Inf"} 4`,
+		`onair_http_request_duration_seconds_count{method="GET",route="/v1/users/:id"} 4`,
+		`onair_http_request_duration_seconds_sum{method="GET",route="/v1/users/:id"} `,
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("metrics lack %q", want)
+		}
+	}
+	// Every sample line must parse as name{labels} value.
+	sample := regexp.MustCompile(`^[a-z_:][a-z0-9_:]*(\{[^}]*\})? [0-9.e+-]+$`)
+	for _, line := range strings.Split(strings.TrimSpace(text), "\n") {
+		if !strings.HasPrefix(line, "#") && !sample.MatchString(line) {
+			t.Errorf("not Prometheus text: %q", line)
+		}
+	}
+	if strings.Contains(text, "/v1/users/999999") {
+		t.Error("raw paths leak into route labels")
+	}
+}
+
+// Cancelling Serve's context is what SIGINT/SIGTERM do (app.Main): the
+// request in flight finishes, then Serve returns.
+func TestGracefulShutdownFinishesInFlightRequests(t *testing.T) {
+	started := make(chan struct{})
+	env := onairtest.New(t, onairtest.Options{Mount: func(a *fiber.App) {
+		a.Get("/test/slow", func(c *fiber.Ctx) error {
+			close(started)
+			time.Sleep(700 * time.Millisecond)
+			return c.SendString("finished")
+		})
+	}})
+	type result struct {
+		status int
+		body   string
+		err    error
+	}
+	got := make(chan result, 1)
+	go func() {
+		resp, err := http.Get(env.URL + "/test/slow")
+		if err != nil {
+			got <- result{err: err}
+			return
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		got <- result{resp.StatusCode, string(b), err}
+	}()
+	<-started
+	begin := time.Now()
+	if err := env.Shutdown(); err != nil {
+		t.Fatalf("serve returned %v", err)
+	}
+	if took := time.Since(begin); took < 300*time.Millisecond {
+		t.Fatalf("shutdown took %v: it did not wait for the request", took)
+	}
+	r := <-got
+	if r.err != nil || r.status != 200 || r.body != "finished" {
+		t.Fatalf("in-flight request: %d %q %v", r.status, r.body, r.err)
+	}
+	if _, err := http.Get(env.URL + "/healthz"); err == nil {
+		t.Fatal("still accepting connections after shutdown")
+	}
+}
+
+func rateLimited(limit int) func(*app.Config) {
+	return func(c *app.Config) { c.RateLimit = limit }
+}
+
+// checkBudget spends a budget of limit requests and checks the headers,
+// then the 429.
+func checkBudget(t *testing.T, limit int, do func(i int) *onairtest.Response) {
+	t.Helper()
+	for i := range limit {
+		r := do(i).Expect(t, http.StatusOK)
+		if got := r.Header.Get("X-RateLimit-Limit"); got != strconv.Itoa(limit) {
+			t.Fatalf("request %d: X-RateLimit-Limit %q", i+1, got)
+		}
+		if got := r.Header.Get("X-RateLimit-Remaining"); got != strconv.Itoa(limit-i-1) {
+			t.Fatalf("request %d: X-RateLimit-Remaining %q, want %d", i+1, got, limit-i-1)
+		}
+		if reset, err := strconv.Atoi(r.Header.Get("X-RateLimit-Reset")); err != nil || reset < 0 || reset > 60 {
+			t.Fatalf("request %d: X-RateLimit-Reset %q", i+1, r.Header.Get("X-RateLimit-Reset"))
+		}
+	}
+	r := do(limit).Expect(t, http.StatusTooManyRequests)
+	if r.ErrorCode(t) != "rate_limited" {
+		t.Fatalf("body %s", r.Body)
+	}
+	if retry, err := strconv.Atoi(r.Header.Get("Retry-After")); err != nil || retry < 1 || retry > 60 {
+		t.Fatalf("Retry-After %q", r.Header.Get("Retry-After"))
+	}
+}
+
+func TestRateLimitPerToken(t *testing.T) {
+	env := onairtest.New(t, onairtest.Options{Configure: rateLimited(3)})
+	_, tok := env.CreateUser("Rita Rate")
+	_, other := env.CreateUser("Otto Other")
+	checkBudget(t, 3, func(int) *onairtest.Response { return env.Do("GET", "/v1/users/me", tok, nil) })
+	// Another token has its own budget.
+	env.Do("GET", "/v1/users/me", other, nil).Expect(t, http.StatusOK)
+	// Public routes are not limited.
+	env.Do("GET", "/healthz", "", nil).Expect(t, http.StatusOK)
+}
+
+// Two servers on one Redis share one budget per token: the limit holds for
+// the service, not per node.
+func TestRateLimitSharedThroughRedis(t *testing.T) {
+	onairtest.RequireRedis(t)
+	prefix := fmt.Sprintf("onairtest:rl%d:", time.Now().UnixNano())
+	a := onairtest.New(t, onairtest.Options{Redis: true, RedisPrefix: prefix, Configure: rateLimited(4)})
+	b := onairtest.New(t, onairtest.Options{Redis: true, RedisPrefix: prefix, Configure: rateLimited(4),
+		DatabaseURL: a.Core.Config.DatabaseURL})
+	_, tok := a.CreateUser("Ray Redis")
+	checkBudget(t, 4, func(i int) *onairtest.Response {
+		if i%2 == 0 {
+			return a.Do("GET", "/v1/users/me", tok, nil)
+		}
+		return b.Do("GET", "/v1/users/me", tok, nil)
+	})
+	b.Do("GET", "/v1/users/me", tok, nil).Expect(t, http.StatusTooManyRequests)
+
+	rdb := redis.NewClient(mustParseRedis(t, onairtest.RedisURL(t)))
+	defer rdb.Close()
+	keys, err := rdb.Keys(context.Background(), prefix+"*").Result()
+	if err != nil || len(keys) == 0 {
+		t.Fatalf("no limiter keys under %s in Redis (%v)", prefix, err)
+	}
+	rdb.Del(context.Background(), keys...)
+}
+
+func mustParseRedis(t *testing.T, raw string) *redis.Options {
+	o, err := redis.ParseURL(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o
+}
