@@ -1,0 +1,317 @@
+// Command shows is the benchmark of the shows API: it seeds a million shows
+// into MySQL/MariaDB with multi-row INSERTs (once; later runs reuse them),
+// boots the whole OnAir server on 127.0.0.1, and measures p50/p99 latency
+// and throughput of GET /v1/shows (with and without filters), GET
+// /v1/users/:id/shows and GET /v1/shows/:id beside the same server's
+// static-JSON ceiling, with a Go HTTP client of N workers on loopback.
+//
+//	go run ./bench/shows -db mysql://root@127.0.0.1:3306/onair_bench
+//
+// It is a program, not a timed test: the figures go to docs/benchmarks.md.
+package main
+
+import (
+	"context"
+	"database/sql"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"runtime/pprof"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/onair/onair/app"
+	_ "github.com/onair/onair/modules"
+	"github.com/onair/onair/modules/users"
+)
+
+// staticModule adds the ceiling routes: a constant JSON body at the root
+// (no auth) and under /v1 (behind the same token check and rate limiter as
+// the API), so the table separates routing, auth and the shows work.
+type staticModule struct{}
+
+func (staticModule) Name() string { return "bench-static" }
+
+var staticBody = []byte(`{"show":{"id":1,"name":"static","live":false,"tags":[]}}`)
+
+func static(c *fiber.Ctx) error {
+	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
+	return c.Send(staticBody)
+}
+
+func (staticModule) PublicRoutes(r fiber.Router) { r.Get("/static.json", static) }
+func (staticModule) APIRoutes(r fiber.Router)    { r.Get("/static.json", static) }
+
+func init() { app.Register(staticModule{}) }
+
+func main() {
+	dbURL := flag.String("db", "mysql://root@127.0.0.1:3306/onair_bench", "MySQL database to seed and serve (created if missing)")
+	nShows := flag.Int("shows", 1_000_000, "shows to seed")
+	nUsers := flag.Int("users", 10_000, "users to seed")
+	reseed := flag.Bool("reseed", false, "drop the database and seed again")
+	duration := flag.Duration("duration", 8*time.Second, "measuring time per scenario")
+	workers := flag.Int("workers", 16, "concurrent client workers")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	flag.StringVar(&only, "only", "", "run only the scenarios whose name contains this text (the ceiling always runs)")
+	flag.Parse()
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		pprof.StartCPUProfile(f)
+		defer pprof.StopCPUProfile()
+	}
+	if err := run(*dbURL, *nShows, *nUsers, *reseed, *duration, *workers); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		pprof.StopCPUProfile()
+		os.Exit(1)
+	}
+}
+
+func run(dbURL string, nShows, nUsers int, reseed bool, duration time.Duration, workers int) error {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if err := ensureDatabase(ctx, dbURL, reseed); err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	base := "http://" + ln.Addr().String()
+	dataDir, _ := os.MkdirTemp("", "onair-bench-")
+	defer os.RemoveAll(dataDir)
+	env := map[string]string{
+		"ONAIR_DATABASE_URL": dbURL, "ONAIR_PUBLIC_URL": base, "ONAIR_DATA_DIR": dataDir,
+		"ONAIR_HTTP_ADDR": ln.Addr().String(), "ONAIR_RTMP_ADDR": "127.0.0.1:0",
+		"ONAIR_RATE_LIMIT": "1000000000", "ONAIR_LOG_LEVEL": "error",
+	}
+	cfg, err := app.LoadConfig(flag.NewFlagSet("bench", flag.ContinueOnError), nil, func(k string) string { return env[k] })
+	if err != nil {
+		return err
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	core, err := app.Boot(ctx, cfg, app.BootOptions{Log: log})
+	if err != nil {
+		return err
+	}
+	defer core.Close()
+
+	var have int
+	if err := core.DB.NewRaw("SELECT COUNT(*) FROM shows").Scan(ctx, &have); err != nil {
+		return err
+	}
+	if have < nShows {
+		start := time.Now()
+		if err := seed(ctx, core.DB.DB, nUsers, nShows); err != nil {
+			return fmt.Errorf("seed: %w", err)
+		}
+		fmt.Printf("seeded %d users and %d shows in %s\n", nUsers, nShows, time.Since(start).Round(time.Second))
+		if _, err := core.DB.ExecContext(ctx, "ANALYZE TABLE shows, show_tags, users, tags"); err != nil {
+			return err
+		}
+	} else {
+		fmt.Printf("reusing %d shows already seeded\n", have)
+	}
+
+	svc := users.NewService(core.DB, cfg.PublicURL)
+	token, _, err := svc.IssueToken(ctx, 1, "bench")
+	if err != nil {
+		return err
+	}
+	srv, err := app.NewServer(core)
+	if err != nil {
+		return err
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, ln) }()
+	defer func() { cancel(); <-done }()
+
+	// Random ids among the shows any user may see (others answer 404).
+	var ids []int64
+	if err := core.DB.NewRaw("SELECT id FROM shows WHERE private = 0 AND off = 0 ORDER BY RAND() LIMIT 10000").Scan(ctx, &ids); err != nil {
+		return err
+	}
+	scenarios := []scenario{
+		{name: "static JSON, no auth (ceiling)", path: func(*rand.Rand) string { return "/static.json" }},
+		{name: "static JSON behind /v1 auth", path: func(*rand.Rand) string { return "/v1/static.json" }},
+		{name: "GET /v1/shows/:id (random id)", path: func(r *rand.Rand) string { return fmt.Sprintf("/v1/shows/%d", ids[r.IntN(len(ids))]) }},
+		fixed("GET /v1/shows", "/v1/shows"),
+		fixed("GET /v1/shows?page=200", "/v1/shows?page=200"),
+		fixed("GET /v1/shows?live=true", "/v1/shows?live=true"),
+		fixed("GET /v1/shows?scheduled=true", "/v1/shows?scheduled=true"),
+		fixed("GET /v1/shows?scheduled=false&archive=true", "/v1/shows?scheduled=false&archive=true"),
+		fixed("GET /v1/shows?featured=true", "/v1/shows?featured=true"),
+		fixed("GET /v1/shows?radio=true&live=false", "/v1/shows?radio=true&live=false"),
+		fixed("GET /v1/shows?tag=house", "/v1/shows?tag=house"),
+		fixed("GET /v1/shows?tag=ambient&featured=false", "/v1/shows?tag=ambient&featured=false"),
+		fixed("GET /v1/shows?from=2024-03-01&to=2024-03-08", "/v1/shows?from=2024-03-01&to=2024-03-08"),
+		fixed("GET /v1/shows?slug=show-4242", "/v1/shows?slug=show-4242"),
+		fixed("GET /v1/shows?filter=sunrise (LIKE)", "/v1/shows?filter=sunrise"),
+		{name: "GET /v1/users/:id/shows (random user)", path: func(r *rand.Rand) string {
+			return fmt.Sprintf("/v1/users/%d/shows", 2+r.IntN(nUsers-1))
+		}},
+	}
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: workers * 2, MaxConnsPerHost: workers * 2}, Timeout: 30 * time.Second}
+	var results []result
+	for i, sc := range scenarios {
+		if i > 0 && only != "" && !strings.Contains(sc.name, only) {
+			continue
+		}
+		res, err := measure(ctx, client, base, token, sc, duration, workers)
+		if err != nil {
+			return fmt.Errorf("%s: %w", sc.name, err)
+		}
+		results = append(results, res)
+		fmt.Fprintf(os.Stderr, "%-48s cold %7.2f ms  p50 %7.2f ms  p99 %7.2f ms  %8.0f req/s\n",
+			res.name, ms(res.cold), ms(res.p50), ms(res.p99), res.rps)
+	}
+	printTable(results, nShows, workers, duration)
+	return nil
+}
+
+var only string
+
+type scenario struct {
+	name string
+	path func(r *rand.Rand) string
+}
+
+func fixed(name, path string) scenario {
+	return scenario{name: name, path: func(*rand.Rand) string { return path }}
+}
+
+type result struct {
+	name           string
+	cold, p50, p99 time.Duration
+	rps            float64
+	n              int
+}
+
+// measure sends one cold request, warms up for a second, then runs workers
+// for d and returns the latency percentiles and throughput.
+func measure(ctx context.Context, client *http.Client, base, token string, sc scenario, d time.Duration, workers int) (result, error) {
+	r0 := rand.New(rand.NewPCG(1, 2))
+	cold, err := get(client, base+sc.path(r0), token)
+	if err != nil {
+		return result{}, err
+	}
+	var (
+		mu     sync.Mutex
+		lat    []time.Duration
+		failed atomic.Value
+	)
+	phase := func(d time.Duration, record bool) {
+		deadline := time.Now().Add(d)
+		var wg sync.WaitGroup
+		for w := 0; w < workers; w++ {
+			wg.Add(1)
+			go func(w int) {
+				defer wg.Done()
+				r := rand.New(rand.NewPCG(uint64(w), 7))
+				var local []time.Duration
+				for time.Now().Before(deadline) && ctx.Err() == nil {
+					took, err := get(client, base+sc.path(r), token)
+					if err != nil {
+						failed.Store(err)
+						return
+					}
+					local = append(local, took)
+				}
+				if record {
+					mu.Lock()
+					lat = append(lat, local...)
+					mu.Unlock()
+				}
+			}(w)
+		}
+		wg.Wait()
+	}
+	phase(time.Second, false)
+	phase(d, true)
+	if err, _ := failed.Load().(error); err != nil {
+		return result{}, err
+	}
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	pct := func(p float64) time.Duration { return lat[int(p*float64(len(lat)-1))] }
+	return result{name: sc.name, cold: cold, p50: pct(0.50), p99: pct(0.99), rps: float64(len(lat)) / d.Seconds(), n: len(lat)}, nil
+}
+
+func get(client *http.Client, u, token string) (time.Duration, error) {
+	req, err := http.NewRequest("GET", u, nil)
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	start := time.Now()
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	_, err = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	took := time.Since(start)
+	if err != nil {
+		return 0, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("GET %s: status %d", u, resp.StatusCode)
+	}
+	return took, nil
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+func printTable(results []result, nShows, workers int, d time.Duration) {
+	ceiling := results[0]
+	fmt.Printf("\n%d shows, %d client workers on 127.0.0.1, %s per scenario after 1 s warm-up.\n\n", nShows, workers, d)
+	fmt.Println("| Request | cold (ms) | p50 (ms) | p99 (ms) | req/s | p50 ÷ ceiling p50 | req/s ÷ ceiling req/s |")
+	fmt.Println("|---|---:|---:|---:|---:|---:|---:|")
+	for _, r := range results {
+		fmt.Printf("| %s | %.2f | %.2f | %.2f | %.0f | %.1f× | %.3f |\n",
+			r.name, ms(r.cold), ms(r.p50), ms(r.p99), r.rps, float64(r.p50)/float64(ceiling.p50), r.rps/ceiling.rps)
+	}
+}
+
+// ensureDatabase creates the bench database (dropping it first on reseed).
+func ensureDatabase(ctx context.Context, dbURL string, reseed bool) error {
+	u, err := url.Parse(dbURL)
+	if err != nil || u.Scheme != "mysql" {
+		return fmt.Errorf("-db must be a mysql:// URL")
+	}
+	name := strings.TrimPrefix(u.Path, "/")
+	if name == "" || strings.ContainsAny(name, "`;/ ") {
+		return fmt.Errorf("-db needs a plain database name")
+	}
+	server := *u
+	server.Path = "/mysql"
+	_, dsn, err := app.ParseDatabaseURL(server.String())
+	if err != nil {
+		return err
+	}
+	db, err := sql.Open("mysql", dsn)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	if reseed {
+		if _, err := db.ExecContext(ctx, "DROP DATABASE IF EXISTS `"+name+"`"); err != nil {
+			return err
+		}
+	}
+	_, err = db.ExecContext(ctx, "CREATE DATABASE IF NOT EXISTS `"+name+"` CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci")
+	return err
+}

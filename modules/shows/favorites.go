@@ -1,0 +1,55 @@
+package shows
+
+import (
+	"context"
+
+	"github.com/uptrace/bun"
+
+	"github.com/onair/onair/app"
+)
+
+// Favorite marks (on) or unmarks a show as a favorite of by and keeps
+// favorites_count in step. Both directions are idempotent. A show by may
+// not see is 404.
+func (s *Service) Favorite(ctx context.Context, id int64, by *app.Principal, on bool) (*Show, error) {
+	if _, err := s.Visible(ctx, id, by); err != nil {
+		return nil, err
+	}
+	if err := s.can(by, nil, "favorite"); err != nil {
+		return nil, err
+	}
+	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		if _, err := lockShow(ctx, tx, id); err != nil {
+			return err
+		}
+		delta := 0
+		if on {
+			res, err := tx.NewInsert().Model(&Favorite{UserID: by.UserID, ShowID: id, CreatedAt: app.Now()}).Ignore().Exec(ctx)
+			if err != nil {
+				return err
+			}
+			if n, _ := res.RowsAffected(); n > 0 {
+				delta = 1
+			}
+		} else {
+			res, err := tx.NewDelete().Model((*Favorite)(nil)).Where("user_id = ?", by.UserID).Where("show_id = ?", id).Exec(ctx)
+			if err != nil {
+				return err
+			}
+			if n, _ := res.RowsAffected(); n > 0 {
+				delta = -1
+			}
+		}
+		if delta == 0 {
+			return nil
+		}
+		_, err := tx.NewUpdate().Model((*Show)(nil)).
+			Set("favorites_count = CASE WHEN favorites_count + ? < 0 THEN 0 ELSE favorites_count + ? END", delta, delta).
+			Where("id = ?", id).Exec(ctx)
+		return err
+	})
+	if err != nil {
+		return nil, wrap("favorite", id, err)
+	}
+	return s.Get(ctx, id)
+}

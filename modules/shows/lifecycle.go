@@ -1,0 +1,404 @@
+package shows
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/uptrace/bun"
+
+	"github.com/onair/onair/app"
+)
+
+// The lifecycle of a show, the one place its state rules live:
+//
+//	created   live=false complete=false, "Starting Soon", start = scheduled
+//	          start or created_at
+//	GoLive    a publisher connects with the key: live=true, start = actual
+//	          start, media URLs set, "Live". Refused for complete, deleted
+//	          and off shows.
+//	PublisherLeft  the publisher dropped: the show stays live; the same key
+//	          resumes it (GoLive again keeps start). After the reconnect
+//	          window the janitor stops it as the system. Radio shows stay
+//	          open across drops and stop after RadioMaxRun.
+//	Stop      live → complete, duration = run length, "Finished".
+//	Archive   complete non-radio show → archive=true, VOD media URLs, label
+//	          HH:MM:SS of the duration.
+//	SetOff    staff take a show off (a live one is stopped) or restore it.
+//	SetFeatured  staff feature a show.
+//	Delete    owner or staff; stops it if live; the row is removed.
+//
+// Every change runs in a transaction on the locked row; its events are sent
+// to subscribers after the commit.
+
+// RadioMaxRun is how long a radio show may stay live.
+const RadioMaxRun = 24 * time.Hour
+
+// Media are the HLS playlists of a show (absolute URLs or paths on the
+// public base). A nil field is "none".
+type Media struct {
+	VideoURL, AudioURL *string
+}
+
+// Authorize checks a stream key in constant time and returns its show. A
+// key that is malformed, wrong, or of a complete, deleted or off show is
+// ErrRefused.
+func (s *Service) Authorize(ctx context.Context, streamKey string) (*Show, error) {
+	id, ok := keyShowID(streamKey)
+	if !ok {
+		return nil, ErrRefused
+	}
+	sh := new(Show)
+	if err := s.db.NewSelect().Model(sh).Where("s.id = ?", id).Scan(ctx); err != nil {
+		if isNoRows(err) {
+			return nil, ErrRefused
+		}
+		return nil, fmt.Errorf("shows: authorize: %w", err)
+	}
+	if subtle.ConstantTimeCompare([]byte(sh.StreamKey), []byte(streamKey)) != 1 {
+		return nil, ErrRefused
+	}
+	if sh.Complete || sh.Off {
+		return nil, ErrRefused
+	}
+	return sh, nil
+}
+
+// GoLive is called by the live module when a publisher is accepted. The
+// first call makes the show live with start = now; a call while the show is
+// already live is a resume inside the reconnect window and keeps start
+// (media URLs given replace the old ones).
+func (s *Service) GoLive(ctx context.Context, showID int64, media Media) (*Show, error) {
+	now := app.Now()
+	event := EventLive
+	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		sh, err := lockShow(ctx, tx, showID)
+		if err != nil {
+			return err
+		}
+		if sh.Complete || sh.Off {
+			return ErrRefused
+		}
+		cols := []string{"disconnected_at", "updated_at"}
+		sh.DisconnectedAt, sh.UpdatedAt = nil, now
+		if sh.Live {
+			event = EventResumed
+			if media.VideoURL != nil {
+				sh.VideoURL = media.VideoURL
+				cols = append(cols, "video_url")
+			}
+			if media.AudioURL != nil {
+				sh.AudioURL = media.AudioURL
+				cols = append(cols, "audio_url")
+			}
+		} else {
+			sh.Live, sh.Start, sh.WentLiveAt = true, now, &now
+			sh.VideoURL, sh.AudioURL = media.VideoURL, media.AudioURL
+			sh.ThumbnailLabel = LabelLive
+			cols = append(cols, "live", "start", "went_live_at", "video_url", "audio_url", "thumbnail_label")
+		}
+		if _, err := tx.NewUpdate().Model(sh).Column(cols...).WherePK().Exec(ctx); err != nil {
+			return err
+		}
+		if event == EventLive {
+			return syncTagStart(ctx, tx, sh)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, wrapLifecycle("go live", showID, err)
+	}
+	return s.after(ctx, showID, nil, event)
+}
+
+// PublisherLeft records that the publisher dropped. The show stays live:
+// the same key resumes it; the janitor completes it once the reconnect
+// window has passed (never for radio shows, which stay open).
+func (s *Service) PublisherLeft(ctx context.Context, showID int64) error {
+	now := app.Now()
+	_, err := s.db.NewUpdate().Model((*Show)(nil)).
+		Set("disconnected_at = ?", now).Set("updated_at = ?", now).
+		Where("id = ?", showID).Where("live = ?", true).Where("disconnected_at IS NULL").
+		Exec(ctx)
+	if err != nil {
+		return fmt.Errorf("shows: publisher left %d: %w", showID, err)
+	}
+	return nil
+}
+
+// Stop completes a live show: complete=true, duration = run length in
+// seconds, "Finished". by is the caller (owner or staff, else 403; a
+// show by cannot see is 404); nil is the system (reconnect window or radio
+// run expired). A show that is not live is ErrNotLive (409).
+func (s *Service) Stop(ctx context.Context, showID int64, by *app.Principal) (*Show, error) {
+	now := app.Now()
+	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		sh, err := s.lockFor(ctx, tx, showID, by, "stop")
+		if err != nil {
+			return err
+		}
+		if !sh.Live {
+			return ErrNotLive
+		}
+		return saveStop(ctx, tx, sh, now)
+	})
+	if err != nil {
+		return nil, wrapLifecycle("stop", showID, err)
+	}
+	return s.after(ctx, showID, by, EventStopped)
+}
+
+// applyStop moves a live show to complete in memory.
+func applyStop(sh *Show, now time.Time) {
+	end := now
+	// A publisher that dropped stopped broadcasting then.
+	if sh.DisconnectedAt != nil && sh.DisconnectedAt.Before(now) {
+		end = *sh.DisconnectedAt
+	}
+	began := sh.Start
+	if sh.WentLiveAt != nil {
+		began = *sh.WentLiveAt
+	}
+	d := max(int(end.Sub(began)/time.Second), 0)
+	sh.Live, sh.Complete = false, true
+	sh.Duration, sh.EndedAt, sh.DisconnectedAt = &d, &end, nil
+	sh.ThumbnailLabel = LabelFinished
+	sh.UpdatedAt = now
+}
+
+func saveStop(ctx context.Context, tx bun.IDB, sh *Show, now time.Time) error {
+	applyStop(sh, now)
+	_, err := tx.NewUpdate().Model(sh).
+		Column("live", "complete", "duration", "ended_at", "disconnected_at", "thumbnail_label", "updated_at").
+		WherePK().Exec(ctx)
+	return err
+}
+
+// Archive records the finalised recording of a complete show: archive=true,
+// media URLs point at the VOD playlists, the label is the duration as
+// HH:MM:SS. Radio shows never archive (ErrRadioArchive).
+func (s *Service) Archive(ctx context.Context, showID int64, media Media) (*Show, error) {
+	now := app.Now()
+	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		sh, err := lockShow(ctx, tx, showID)
+		if err != nil {
+			return err
+		}
+		switch {
+		case sh.Radio:
+			return ErrRadioArchive
+		case !sh.Complete:
+			return ErrNotComplete
+		}
+		sh.Archive, sh.VideoURL, sh.AudioURL = true, media.VideoURL, media.AudioURL
+		sh.ThumbnailLabel = clock(derefInt(sh.Duration))
+		sh.UpdatedAt = now
+		_, err = tx.NewUpdate().Model(sh).Column("archive", "video_url", "audio_url", "thumbnail_label", "updated_at").WherePK().Exec(ctx)
+		return err
+	})
+	if err != nil {
+		return nil, wrapLifecycle("archive", showID, err)
+	}
+	return s.after(ctx, showID, nil, EventArchived)
+}
+
+// SetOff takes a show off (staff only; a live show is stopped first) or
+// restores it. An off show is hidden from everyone but its owner and staff
+// and its key is refused.
+func (s *Service) SetOff(ctx context.Context, id int64, off bool, by *app.Principal) (*Show, error) {
+	if by != nil {
+		if err := s.can(by, nil, "off"); err != nil {
+			return nil, err
+		}
+	}
+	now := app.Now()
+	stopped := false
+	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		sh, err := lockShow(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		if off && sh.Live {
+			stopped = true
+			if err := saveStop(ctx, tx, sh, now); err != nil {
+				return err
+			}
+		}
+		sh.Off, sh.UpdatedAt = off, now
+		_, err = tx.NewUpdate().Model(sh).Column("off", "updated_at").WherePK().Exec(ctx)
+		return err
+	})
+	if err != nil {
+		return nil, wrapLifecycle("off", id, err)
+	}
+	if stopped {
+		return s.after(ctx, id, by, EventStopped, EventOff)
+	}
+	return s.after(ctx, id, by, EventOff)
+}
+
+// SetFeatured features a show or stops featuring it (staff only).
+func (s *Service) SetFeatured(ctx context.Context, id int64, featured bool, by *app.Principal) (*Show, error) {
+	if by != nil {
+		if err := s.can(by, nil, "feature"); err != nil {
+			return nil, err
+		}
+	}
+	res, err := s.db.NewUpdate().Model((*Show)(nil)).
+		Set("featured = ?", featured).Set("updated_at = ?", app.Now()).Where("id = ?", id).Exec(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("shows: feature %d: %w", id, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		if _, err := s.Get(ctx, id); err != nil {
+			return nil, err
+		}
+	}
+	return s.after(ctx, id, by, EventUpdated)
+}
+
+// SetThumbnails sets the show's image and animated preview (nil leaves one
+// unchanged). The live module calls it once it has grabbed frames.
+func (s *Service) SetThumbnails(ctx context.Context, id int64, image, gif *string) error {
+	q := s.db.NewUpdate().Model((*Show)(nil)).Set("updated_at = ?", app.Now()).Where("id = ?", id)
+	if image != nil {
+		q = q.Set("image_url = ?", *image)
+	}
+	if gif != nil {
+		q = q.Set("gif_url = ?", *gif)
+	}
+	res, err := q.Exec(ctx)
+	if err != nil {
+		return fmt.Errorf("shows: thumbnails %d: %w", id, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return ErrNotFound
+	}
+	_, err = s.after(ctx, id, nil, EventUpdated)
+	return err
+}
+
+// Delete removes a show (owner or staff; by nil is the system). A live show
+// is stopped first. It returns the show as it was when deleted; its rows
+// (tags, favorites) go with it, and its key is refused from then on because
+// the row is gone. Subscribers get "stopped" (if it was live) and
+// "deleted", so the live module can drop the media and chat its messages.
+func (s *Service) Delete(ctx context.Context, id int64, by *app.Principal) (*Show, error) {
+	now := app.Now()
+	var gone *Show
+	wasLive := false
+	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		if _, err := s.lockFor(ctx, tx, id, by, "delete"); err != nil {
+			return err
+		}
+		sh, err := s.get(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		if sh.Live {
+			wasLive = true
+			applyStop(sh, now)
+		}
+		for _, model := range []any{(*ShowTag)(nil), (*Favorite)(nil)} {
+			if _, err := tx.NewDelete().Model(model).Where("show_id = ?", id).Exec(ctx); err != nil {
+				return err
+			}
+		}
+		if _, err := tx.NewDelete().Model((*Show)(nil)).Where("id = ?", id).Exec(ctx); err != nil {
+			return err
+		}
+		gone = sh
+		return nil
+	})
+	if err != nil {
+		return nil, wrapLifecycle("delete", id, err)
+	}
+	if wasLive {
+		s.emit(ctx, Event{Type: EventStopped, Show: gone, By: by})
+	}
+	s.emit(ctx, Event{Type: EventDeleted, Show: gone, By: by})
+	return gone, nil
+}
+
+// lockFor locks a show for an action by a caller: a show the caller cannot
+// see is 404, an action Casbin refuses is 403. by nil is the system.
+func (s *Service) lockFor(ctx context.Context, tx bun.IDB, id int64, by *app.Principal, act string) (*Show, error) {
+	sh, err := lockShow(ctx, tx, id)
+	if err != nil {
+		return nil, err
+	}
+	if by == nil {
+		return sh, nil
+	}
+	if !s.CanView(sh, by) {
+		return nil, ErrNotFound
+	}
+	if err := s.can(by, sh, act); err != nil {
+		return nil, app.Forbidden(fmt.Sprintf("only the owner of the show or staff may %s it", act))
+	}
+	return sh, nil
+}
+
+// after reloads the committed show and tells the subscribers.
+func (s *Service) after(ctx context.Context, id int64, by *app.Principal, types ...string) (*Show, error) {
+	sh, err := s.Get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range types {
+		s.emit(ctx, Event{Type: t, Show: sh, By: by})
+	}
+	return sh, nil
+}
+
+// Sweep completes, as the system, the live shows whose publisher has been
+// gone longer than the reconnect window, and radio shows live longer than
+// RadioMaxRun. The janitor calls it every few seconds; it is safe on many
+// nodes at once (a show already stopped is skipped).
+func (s *Service) Sweep(ctx context.Context, now time.Time) (int, error) {
+	var ids []int64
+	err := s.db.NewSelect().Model((*Show)(nil)).Column("id").Where("live = ?", true).
+		WhereGroup(" AND ", func(q *bun.SelectQuery) *bun.SelectQuery {
+			return q.WhereGroup(" OR ", func(q *bun.SelectQuery) *bun.SelectQuery {
+				return q.Where("radio = ?", false).Where("disconnected_at <= ?", now.Add(-s.window))
+			}).WhereGroup(" OR ", func(q *bun.SelectQuery) *bun.SelectQuery {
+				return q.Where("radio = ?", true).Where("went_live_at <= ?", now.Add(-RadioMaxRun))
+			})
+		}).Scan(ctx, &ids)
+	if err != nil {
+		return 0, fmt.Errorf("shows: sweep: %w", err)
+	}
+	n := 0
+	for _, id := range ids {
+		if _, err := s.Stop(ctx, id, nil); err != nil {
+			if errors.Is(err, ErrNotLive) || errors.Is(err, ErrNotFound) {
+				continue
+			}
+			return n, err
+		}
+		n++
+	}
+	return n, nil
+}
+
+// wrapLifecycle keeps the sentinel and API errors recognisable.
+func wrapLifecycle(op string, id int64, err error) error {
+	if errors.Is(err, ErrRefused) {
+		return ErrRefused
+	}
+	return wrap(op, id, err)
+}
+
+// clock formats seconds as HH:MM:SS.
+func clock(sec int) string {
+	return fmt.Sprintf("%02d:%02d:%02d", sec/3600, sec/60%60, sec%60)
+}
+
+func derefInt(p *int) int {
+	if p == nil {
+		return 0
+	}
+	return *p
+}

@@ -1,0 +1,312 @@
+package shows
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/uptrace/bun"
+
+	"github.com/onair/onair/app"
+	"github.com/onair/onair/modules/users"
+)
+
+// PageSize of GET /shows and GET /users/:id/shows.
+const PageSize = 50
+
+// ListQuery are the filters of the show lists. A nil boolean is "either".
+type ListQuery struct {
+	// Viewer sees public shows plus their own private and off ones; nil is
+	// the system and sees every show.
+	Viewer *app.Principal
+	// UserID restricts the list to one owner (0: every user).
+	UserID int64
+	// Filter: name contains, case-insensitive. Slug: exactly this slug.
+	// Tag: tagged with the tag of this name or slug.
+	Filter, Slug, Tag string
+	// From and To bound start: From <= start < To.
+	From, To *time.Time
+	// Scheduled true: start in the future and not yet live; false: complete.
+	Scheduled                      *bool
+	Live, Archive, Featured, Radio *bool
+	// RanOnly leaves scheduled and pending shows out unless Scheduled is
+	// set (the default of GET /users/:id/shows).
+	RanOnly bool
+	Page    app.Page
+}
+
+// List returns a page of shows, newest start first (then highest id), with
+// owners and tags loaded, and the number of shows in the whole result set.
+func (s *Service) List(ctx context.Context, q ListQuery) ([]Show, int, error) {
+	if q.Page.Size == 0 {
+		q.Page = app.Page{Number: 1, Size: PageSize}
+	}
+	now := app.Now()
+	var tagID int64
+	if q.Tag != "" {
+		slug := app.Slugify(q.Tag, 60)
+		err := s.db.NewSelect().Model((*users.Tag)(nil)).Column("id").Where("slug = ?", slug).Limit(1).Scan(ctx, &tagID)
+		if isNoRows(err) || slug == "" {
+			return nil, 0, nil
+		}
+		if err != nil {
+			return nil, 0, fmt.Errorf("shows: list: tag: %w", err)
+		}
+	}
+	count, err := s.count(ctx, q, tagID, now)
+	if err != nil {
+		return nil, 0, err
+	}
+	if count == 0 || q.Page.Offset() >= count {
+		return nil, count, nil
+	}
+	// Page the ids first on the narrow indexes, then load those rows with
+	// their owners and tags.
+	var ids []int64
+	sel := s.filtered(s.db.NewSelect().Model((*Show)(nil)), q, tagID, now, visibleTo(q.Viewer))
+	if tagID != 0 {
+		sel = sel.Column("st.show_id").OrderExpr("st.start DESC, st.show_id DESC")
+	} else {
+		sel = sel.Column("s.id").OrderExpr("s.start DESC, s.id DESC")
+	}
+	if err := sel.Limit(int64(q.Page.Size)).Offset(int64(q.Page.Offset())).Scan(ctx, &ids); err != nil {
+		return nil, 0, fmt.Errorf("shows: list: %w", err)
+	}
+	if len(ids) == 0 {
+		return nil, count, nil
+	}
+	var rows []Show
+	err = s.db.NewSelect().Model(&rows).Relation("User").Relation("Tags", orderTags).
+		Where("s.id IN (?)", bun.In(ids)).Scan(ctx)
+	if err != nil {
+		return nil, 0, fmt.Errorf("shows: list: load: %w", err)
+	}
+	byID := make(map[int64]*Show, len(rows))
+	for i := range rows {
+		byID[rows[i].ID] = &rows[i]
+	}
+	list := make([]Show, 0, len(ids))
+	for _, id := range ids {
+		if sh, ok := byID[id]; ok {
+			list = append(list, *sh)
+		}
+	}
+	return list, count, nil
+}
+
+// visibility is the part of the rule that depends on the viewer.
+type visibility int
+
+const (
+	seeAll     visibility = iota // the system
+	seePublic                    // private = false AND off = false
+	seeVisible                   // public, or the viewer's own
+	seeHidden                    // only the viewer's own private or off shows
+)
+
+func visibleTo(p *app.Principal) visibility {
+	if p == nil {
+		return seeAll
+	}
+	return seeVisible
+}
+
+// filtered adds the WHERE clauses (and the tag join) of q to sel.
+func (s *Service) filtered(sel *bun.SelectQuery, q ListQuery, tagID int64, now time.Time, vis visibility) *bun.SelectQuery {
+	if tagID != 0 {
+		sel = sel.Join("JOIN show_tags AS st ON st.show_id = s.id").Where("st.tag_id = ?", tagID)
+	}
+	switch vis {
+	case seePublic:
+		sel = sel.Where("s.private = ?", false).Where("s.off = ?", false)
+	case seeVisible:
+		sel = sel.WhereGroup(" AND ", func(w *bun.SelectQuery) *bun.SelectQuery {
+			return w.WhereGroup(" OR ", func(w *bun.SelectQuery) *bun.SelectQuery {
+				return w.Where("s.private = ?", false).Where("s.off = ?", false)
+			}).WhereOr("s.user_id = ?", q.Viewer.UserID)
+		})
+	case seeHidden:
+		sel = sel.Where("s.user_id = ?", q.Viewer.UserID).WhereGroup(" AND ", func(w *bun.SelectQuery) *bun.SelectQuery {
+			return w.Where("s.private = ?", true).WhereOr("s.off = ?", true)
+		})
+	}
+	if q.UserID != 0 {
+		sel = sel.Where("s.user_id = ?", q.UserID)
+	}
+	if q.Filter != "" {
+		sel = sel.Where("LOWER(s.name) LIKE ? ESCAPE '!'", "%"+users.EscapeLike(strings.ToLower(q.Filter))+"%")
+	}
+	if q.Slug != "" {
+		sel = sel.Where("s.slug = ?", q.Slug)
+	}
+	if q.From != nil {
+		sel = sel.Where("s.start >= ?", q.From.UTC())
+	}
+	if q.To != nil {
+		sel = sel.Where("s.start < ?", q.To.UTC())
+	}
+	switch {
+	case q.Scheduled != nil && *q.Scheduled:
+		sel = sel.Where("s.complete = ?", false).Where("s.live = ?", false).Where("s.start > ?", now)
+	case q.Scheduled != nil:
+		sel = sel.Where("s.complete = ?", true)
+	case q.RanOnly:
+		sel = sel.WhereGroup(" AND ", func(w *bun.SelectQuery) *bun.SelectQuery {
+			return w.Where("s.live = ?", true).WhereOr("s.complete = ?", true)
+		})
+	}
+	for _, f := range []struct {
+		col string
+		v   *bool
+	}{{"s.live", q.Live}, {"s.archive", q.Archive}, {"s.featured", q.Featured}, {"s.radio", q.Radio}} {
+		if f.v != nil {
+			sel = sel.Where(f.col+" = ?", *f.v)
+		}
+	}
+	return sel
+}
+
+// count is the size of the result set. For a viewer it is the public
+// shows plus the viewer's own hidden ones: the public part is the same for
+// every viewer, so a large one (at least countCacheMin) is cached for
+// countCacheTTL; the viewer's part is always exact and cheap (user index).
+func (s *Service) count(ctx context.Context, q ListQuery, tagID int64, now time.Time) (int, error) {
+	run := func(ctx context.Context, vis visibility) (int, error) {
+		n, err := s.filtered(s.db.NewSelect().Model((*Show)(nil)), q, tagID, now, vis).Count(ctx)
+		if err != nil {
+			return 0, fmt.Errorf("shows: list: count: %w", err)
+		}
+		return int(n), nil
+	}
+	if q.Viewer == nil {
+		return run(ctx, seeAll)
+	}
+	if q.UserID != 0 {
+		// One owner's shows: small, exact.
+		return run(ctx, seeVisible)
+	}
+	public, err := s.counts.get(ctx, q.cacheKey(tagID), func(ctx context.Context) (int, error) { return run(ctx, seePublic) })
+	if err != nil {
+		return 0, err
+	}
+	own, err := run(ctx, seeHidden)
+	if err != nil {
+		return 0, err
+	}
+	return public + own, nil
+}
+
+// cacheKey identifies the viewer-independent filters of q.
+func (q ListQuery) cacheKey(tagID int64) string {
+	b := func(v *bool) string {
+		if v == nil {
+			return "-"
+		}
+		return fmt.Sprint(*v)
+	}
+	t := func(v *time.Time) string {
+		if v == nil {
+			return "-"
+		}
+		return v.UTC().Format(time.RFC3339)
+	}
+	return fmt.Sprintf("%q|%q|%d|%s|%s|%s|%s|%s|%s|%s|%v",
+		q.Filter, q.Slug, tagID, t(q.From), t(q.To), b(q.Scheduled), b(q.Live), b(q.Archive), b(q.Featured), b(q.Radio), q.RanOnly)
+}
+
+// Counts of at least countCacheMin shows are cached per process: counting
+// a million index entries costs far more than the page itself, and a count
+// that large is not read to the unit. A cached count is served for
+// countCacheTTL, then served stale (up to countStaleMax) while one
+// goroutine recounts in the background; concurrent misses of one key wait
+// for a single count. Smaller counts are always exact.
+const (
+	countCacheMin  = 10_000
+	countCacheTTL  = 5 * time.Second
+	countStaleMax  = time.Minute
+	countCacheSize = 4096
+	countTimeout   = 30 * time.Second
+)
+
+type countCache struct {
+	mu sync.Mutex
+	m  map[string]*countEntry
+}
+
+type countEntry struct {
+	ready      chan struct{} // closed once n/err are set
+	n          int
+	err        error
+	at         time.Time
+	refreshing bool
+}
+
+func (c *countCache) get(ctx context.Context, key string, count func(context.Context) (int, error)) (int, error) {
+	now := time.Now()
+	c.mu.Lock()
+	if c.m == nil || len(c.m) >= countCacheSize {
+		c.m = make(map[string]*countEntry)
+	}
+	e := c.m[key]
+	if e != nil {
+		select {
+		case <-e.ready:
+			age := now.Sub(e.at)
+			if e.err == nil && age < countCacheTTL {
+				c.mu.Unlock()
+				return e.n, nil
+			}
+			if e.err == nil && age < countStaleMax {
+				if !e.refreshing {
+					e.refreshing = true
+					go c.refresh(key, e, count)
+				}
+				c.mu.Unlock()
+				return e.n, nil
+			}
+			e = nil // failed or too old: count again
+		default:
+			c.mu.Unlock()
+			select {
+			case <-e.ready:
+				return e.n, e.err
+			case <-ctx.Done():
+				return 0, ctx.Err()
+			}
+		}
+	}
+	e = &countEntry{ready: make(chan struct{})}
+	c.m[key] = e
+	c.mu.Unlock()
+	n, err := count(ctx)
+	c.mu.Lock()
+	e.n, e.err, e.at = n, err, time.Now()
+	close(e.ready)
+	if (err != nil || n < countCacheMin) && c.m[key] == e {
+		delete(c.m, key)
+	}
+	c.mu.Unlock()
+	return n, err
+}
+
+// refresh recounts a stale entry in the background.
+func (c *countCache) refresh(key string, old *countEntry, count func(context.Context) (int, error)) {
+	ctx, cancel := context.WithTimeout(context.Background(), countTimeout)
+	defer cancel()
+	n, err := count(ctx)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	old.refreshing = false
+	if err != nil || c.m[key] != old {
+		return
+	}
+	if n < countCacheMin {
+		delete(c.m, key)
+		return
+	}
+	fresh := &countEntry{ready: make(chan struct{}), n: n, at: time.Now()}
+	close(fresh.ready)
+	c.m[key] = fresh
+}

@@ -1,0 +1,86 @@
+package shows
+
+import (
+	"time"
+
+	"github.com/uptrace/bun"
+
+	"github.com/onair/onair/modules/users"
+)
+
+// Show is a live or archived audio/video show. The booleans carry its state
+// (see lifecycle.go for the rules that move it); WentLiveAt, EndedAt and
+// DisconnectedAt are the bookkeeping those rules need and are not part of
+// the API.
+type Show struct {
+	bun.BaseModel `bun:"table:shows,alias:s"`
+
+	ID          int64       `bun:"id,pk,autoincrement"`
+	UserID      int64       `bun:"user_id,notnull"`
+	User        *users.User `bun:"rel:belongs-to,join:user_id=id,on_delete:CASCADE"`
+	Slug        string      `bun:"slug,notnull,type:varchar(120)"`
+	Name        string      `bun:"name,notnull,type:varchar(100)"`
+	Description string      `bun:"description,notnull,type:text"`
+	// Start is the scheduled start, then the actual start once the show
+	// has gone live; lists sort by it.
+	Start     time.Time `bun:"start,notnull"`
+	CreatedAt time.Time `bun:"created_at,notnull"`
+	UpdatedAt time.Time `bun:"updated_at,notnull"`
+	// Duration is the run length in seconds, nil until the show has run.
+	Duration *int `bun:"duration"`
+
+	Live     bool `bun:"live,notnull,default:false"`
+	Complete bool `bun:"complete,notnull,default:false"`
+	Archive  bool `bun:"archive,notnull,default:false"`
+	Featured bool `bun:"featured,notnull,default:false"`
+	Upload   bool `bun:"upload,notnull,default:false"`
+	Private  bool `bun:"private,notnull,default:false"`
+	Radio    bool `bun:"radio,notnull,default:false"`
+	Off      bool `bun:"off,notnull,default:false"`
+	Headline bool `bun:"headline,notnull,default:false"`
+
+	CommentsCount  int `bun:"comments_count,notnull,default:0"`
+	FavoritesCount int `bun:"favorites_count,notnull,default:0"`
+
+	ThumbnailLabel string `bun:"thumbnail_label,notnull,type:varchar(32)"`
+	// Media URLs may be absolute or paths on the public base; View makes
+	// them absolute.
+	VideoURL *string `bun:"video_url,type:varchar(500)"`
+	AudioURL *string `bun:"audio_url,type:varchar(500)"`
+	ImageURL *string `bun:"image_url,type:varchar(500)"`
+	GifURL   *string `bun:"gif_url,type:varchar(500)"`
+
+	// StreamKey is "sk_<id>_<secret>"; it is shown to the owner in write
+	// responses, so it is stored as is (like Twitch or Owncast keys).
+	StreamKey string `bun:"stream_key,notnull,type:varchar(100)"`
+
+	WentLiveAt     *time.Time `bun:"went_live_at"`
+	EndedAt        *time.Time `bun:"ended_at"`
+	DisconnectedAt *time.Time `bun:"disconnected_at"`
+
+	Tags []users.Tag `bun:"m2m:show_tags,join:Show=Tag"`
+}
+
+// ShowTag joins shows and the tags they share with users. Start is a copy
+// of the show's start, so the tag filter can walk (tag_id, start, show_id)
+// in list order instead of sorting every show of a popular tag.
+type ShowTag struct {
+	bun.BaseModel `bun:"table:show_tags,alias:st"`
+
+	ShowID int64      `bun:"show_id,pk"`
+	Show   *Show      `bun:"rel:belongs-to,join:show_id=id,on_delete:CASCADE"`
+	TagID  int64      `bun:"tag_id,pk"`
+	Tag    *users.Tag `bun:"rel:belongs-to,join:tag_id=id,on_delete:CASCADE"`
+	Start  time.Time  `bun:"start,notnull"`
+}
+
+// Favorite records that a user favorited a show (extension beyond v1).
+type Favorite struct {
+	bun.BaseModel `bun:"table:show_favorites,alias:sf"`
+
+	UserID    int64       `bun:"user_id,pk"`
+	User      *users.User `bun:"rel:belongs-to,join:user_id=id,on_delete:CASCADE"`
+	ShowID    int64       `bun:"show_id,pk"`
+	Show      *Show       `bun:"rel:belongs-to,join:show_id=id,on_delete:CASCADE"`
+	CreatedAt time.Time   `bun:"created_at,notnull"`
+}

@@ -1,0 +1,149 @@
+// Package shows is the shows module: the Show resource of the v1 API
+// (lists, reads, create, update, stop, delete, favorites) and the lifecycle
+// service that the live-media module, the admin console and the API all call,
+// so the state rules of a show live in one place (lifecycle.go).
+package shows
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/uptrace/bun"
+
+	"github.com/onair/onair/app"
+	"github.com/onair/onair/migrations"
+	"github.com/onair/onair/modules/users"
+)
+
+func init() { app.Register(&Module{}) }
+
+// Module is the shows module. After Provision, Service is ready for other
+// modules (live, chat, admin) to use; From finds it.
+type Module struct {
+	Service *Service
+
+	janitor *janitor
+}
+
+var (
+	_ app.Modeler           = (*Module)(nil)
+	_ app.Migrator          = (*Module)(nil)
+	_ app.Policier          = (*Module)(nil)
+	_ app.Provisioner       = (*Module)(nil)
+	_ app.APIRouter         = (*Module)(nil)
+	_ app.PublicRouter      = (*Module)(nil)
+	_ app.OpenAPIDocumenter = (*Module)(nil)
+	_ app.Service           = (*Module)(nil)
+)
+
+// From returns the provisioned shows service of a booted core.
+func From(core *app.Core) *Service {
+	m, ok := app.Lookup[*Module](core)
+	if !ok || m.Service == nil {
+		panic("shows: module not provisioned (is modules/shows imported?)")
+	}
+	return m.Service
+}
+
+func (*Module) Name() string { return "shows" }
+
+// Models: the m2m join model first, as Bun requires.
+func (*Module) Models() []any {
+	return []any{(*ShowTag)(nil), (*Show)(nil), (*Favorite)(nil)}
+}
+
+// Migrations create the tables and the indexes that serve every list
+// filter in list order (see docs/shows.md, "Indexes"). Each list index is
+// (filter columns, start, id) followed by the visibility columns (private,
+// off, user_id), so the page of ids and the counts are read from the index
+// alone, without a row lookup per show walked.
+func (*Module) Migrations() []migrations.Migration {
+	vis := []string{"private", "off", "user_id"}
+	idx := func(id, name string, cols ...string) migrations.Migration {
+		return migrations.Migration{ID: id, Up: migrations.CreateIndex((*Show)(nil), name, append(cols, vis...)...)}
+	}
+	return []migrations.Migration{
+		{ID: "0001_create_tables", Up: migrations.CreateTables((*Show)(nil), (*ShowTag)(nil), (*Favorite)(nil))},
+		{ID: "0002_unique_user_slug", Up: uniqueIndex((*Show)(nil), "shows_user_slug_uq", "user_id", "slug")},
+		idx("0003_index_start", "shows_start_idx", "start", "id"),
+		{ID: "0004_index_user", Up: migrations.CreateIndex((*Show)(nil), "shows_user_idx", "user_id", "start", "id")},
+		idx("0005_index_live", "shows_live_idx", "live", "start", "id"),
+		idx("0006_index_state", "shows_state_idx", "complete", "live", "start", "id"),
+		idx("0007_index_archive", "shows_archive_idx", "archive", "start", "id"),
+		idx("0008_index_featured", "shows_featured_idx", "featured", "start", "id"),
+		idx("0009_index_radio", "shows_radio_idx", "radio", "start", "id"),
+		idx("0010_index_slug", "shows_slug_idx", "slug", "start", "id"),
+		{ID: "0011_index_tag_start", Up: migrations.CreateIndex((*ShowTag)(nil), "show_tags_tag_start_idx", "tag_id", "start", "show_id")},
+		{ID: "0012_index_favorites_show", Up: migrations.CreateIndex((*Favorite)(nil), "show_favorites_show_idx", "show_id")},
+	}
+}
+
+// Policies: owners update, stop and delete their shows; staff stop, delete,
+// feature and take off any show but do not edit it; only radio-approved
+// users create radio shows.
+func (*Module) Policies() []string {
+	return []string{
+		"p, user, shows, create",
+		"p, user, shows, favorite",
+		"p, radio, shows, create_radio",
+		"p, owner, shows, update",
+		"p, owner, shows, stop",
+		"p, owner, shows, delete",
+		"p, moderator, shows, stop",
+		"p, moderator, shows, delete",
+		"p, moderator, shows, feature",
+		"p, moderator, shows, off",
+	}
+}
+
+func (m *Module) Provision(core *app.Core) error {
+	um, ok := app.Lookup[*users.Module](core)
+	if !ok || um.Service == nil {
+		return fmt.Errorf("shows: the users module is not provisioned")
+	}
+	m.Service = NewService(core)
+	m.janitor = newJanitor(m.Service, core.Config.ReconnectWindow)
+	return nil
+}
+
+// APIRoutes lists the module's /v1 routes in one place.
+func (m *Module) APIRoutes(r fiber.Router) {
+	h := &handlers{svc: m.Service}
+	r.Get("/shows", h.list)
+	r.Post("/shows", h.create)
+	r.Get("/shows/:id", h.get)
+	r.Put("/shows/:id", h.update)
+	r.Delete("/shows/:id", h.delete)
+	r.Post("/shows/:id/stop", h.stop)
+	r.Post("/shows/:id/favorite", h.favorite)
+	r.Delete("/shows/:id/favorite", h.unfavorite)
+	r.Get("/users/:id/shows", h.userShows)
+}
+
+// PublicRoutes serves the placeholder thumbnail of shows without one.
+func (m *Module) PublicRoutes(r fiber.Router) {
+	r.Get("/media/shows/:id/placeholder.svg", placeholder)
+}
+
+//go:embed openapi.json
+var openAPI []byte
+
+func (*Module) OpenAPI() []byte { return openAPI }
+
+// Start runs the janitor that completes shows whose publisher did not come
+// back within the reconnect window, and radio shows after 24 hours.
+func (m *Module) Start(ctx context.Context) error { m.janitor.start(); return nil }
+
+func (m *Module) Stop(ctx context.Context) error { return m.janitor.stop(ctx) }
+
+// uniqueIndex is migrations.CreateIndex for a UNIQUE index.
+func uniqueIndex(model any, name string, columns ...string) func(ctx context.Context, db bun.IDB) error {
+	return func(ctx context.Context, db bun.IDB) error {
+		if _, err := db.NewCreateIndex().Model(model).Unique().Index(name).Column(columns...).Exec(ctx); err != nil {
+			return fmt.Errorf("create index %s: %w", name, err)
+		}
+		return nil
+	}
+}

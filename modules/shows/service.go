@@ -1,0 +1,549 @@
+package shows
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/uptrace/bun"
+
+	"github.com/onair/onair/app"
+	"github.com/onair/onair/modules/users"
+)
+
+// Service holds the shows module's operations: reads with the visibility
+// rule, create and update, and the lifecycle (lifecycle.go). Handlers, the
+// live-media module and the admin console all go through it.
+type Service struct {
+	db     *bun.DB
+	authz  *app.Authz
+	log    *slog.Logger
+	public string // ONAIR_PUBLIC_URL
+	rtmp   string // ONAIR_RTMP_URL
+	window time.Duration
+
+	subsMu sync.RWMutex
+	subs   []func(context.Context, Event)
+
+	counts countCache
+
+	// signMedia, set by the live module, turns the media URLs of a private
+	// show into signed, expiring ones.
+	signMedia func(sh *Show, url string) string
+}
+
+// NewService returns the shows service of a booted core.
+func NewService(core *app.Core) *Service {
+	return &Service{
+		db:     core.DB,
+		authz:  core.Authz,
+		log:    core.Log,
+		public: core.Config.PublicURL,
+		rtmp:   core.Config.RTMPURL,
+		window: core.Config.ReconnectWindow,
+	}
+}
+
+// DB is the database the service works on.
+func (s *Service) DB() *bun.DB { return s.db }
+
+// Errors of the service. The *app.Error ones render as themselves when a
+// handler returns them (wrapped or not); errors.Is matches them.
+var (
+	// ErrNotFound: no such show, or one the viewer may not see.
+	ErrNotFound = app.NotFound("show")
+	// ErrNotLive: stop of a show that is not live (409).
+	ErrNotLive = app.Conflict("the show is not live")
+	// ErrNotComplete: archive of a show that has not finished (409).
+	ErrNotComplete = app.Conflict("the show has not finished")
+	// ErrRadioArchive: radio shows never archive (409).
+	ErrRadioArchive = app.Conflict("radio shows are never archived")
+	// ErrStarted: PUT of start or radio on a show that has already gone
+	// live (409): its start is the actual start now.
+	ErrStarted = app.Conflict("the show has already gone live")
+	// ErrRefused: a stream key that is unknown, wrong, or belongs to a
+	// complete, deleted or off show. The live module refuses the publisher.
+	ErrRefused = errors.New("shows: stream key refused")
+)
+
+// Thumbnail labels of the lifecycle.
+const (
+	LabelStartingSoon = "Starting Soon"
+	LabelLive         = "Live"
+	LabelFinished     = "Finished"
+)
+
+// Get returns a show with its owner and tags, without the visibility rule
+// (for the system: live module, admin console).
+func (s *Service) Get(ctx context.Context, id int64) (*Show, error) {
+	return s.get(ctx, s.db, id)
+}
+
+func (s *Service) get(ctx context.Context, db bun.IDB, id int64) (*Show, error) {
+	sh := new(Show)
+	err := db.NewSelect().Model(sh).Relation("User").Relation("Tags", orderTags).
+		Where("s.id = ?", id).Scan(ctx)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("shows: get %d: %w", id, err)
+	}
+	return sh, nil
+}
+
+func orderTags(q *bun.SelectQuery) *bun.SelectQuery { return q.OrderExpr("t.slug ASC") }
+
+// Visible returns the show when viewer may see it, and ErrNotFound (a 404)
+// otherwise, so a hidden show is indistinguishable from a missing one.
+func (s *Service) Visible(ctx context.Context, id int64, viewer *app.Principal) (*Show, error) {
+	sh, err := s.Get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if !s.CanView(sh, viewer) {
+		return nil, ErrNotFound
+	}
+	return sh, nil
+}
+
+// CanView is the visibility rule: a private or off show is seen only by its
+// owner and staff. A nil viewer is the system and sees everything.
+func (s *Service) CanView(sh *Show, viewer *app.Principal) bool {
+	if viewer == nil || (!sh.Private && !sh.Off) || viewer.UserID == sh.UserID {
+		return true
+	}
+	return viewer.IsStaff()
+}
+
+// can asks Casbin, adding the relation role "owner" when by owns the show.
+func (s *Service) can(by *app.Principal, sh *Show, act string) error {
+	if sh != nil && by != nil && by.UserID == sh.UserID {
+		return s.authz.Can(by, "shows", act, "owner")
+	}
+	return s.authz.Can(by, "shows", act)
+}
+
+// AddComments moves comments_count by delta (never below zero). Chat calls
+// it inside its own transaction (db) when messages are posted or removed.
+func (s *Service) AddComments(ctx context.Context, db bun.IDB, showID int64, delta int) error {
+	if delta == 0 {
+		return nil
+	}
+	if db == nil {
+		db = s.db
+	}
+	res, err := db.NewUpdate().Model((*Show)(nil)).
+		Set("comments_count = CASE WHEN comments_count + ? < 0 THEN 0 ELSE comments_count + ? END", delta, delta).
+		Where("id = ?", showID).Exec(ctx)
+	if err != nil {
+		return fmt.Errorf("shows: comments of %d: %w", showID, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return ErrNotFound
+	}
+	return nil
+}
+
+// Input is what POST and PUT (and the admin console) may set. A nil field
+// was not sent: on update it keeps its value. Start is the wire text
+// ("YYYY-MM-DD HH:MM:SS", UTC) so every caller gets the same validation.
+type Input struct {
+	Name        *string
+	Description *string
+	Start       *string
+	Private     *bool
+	Headline    *bool
+	Radio       *bool
+	Tags        *[]string
+}
+
+// Limits of product-decisions.md.
+const (
+	MaxName        = 100
+	MaxDescription = 5000
+	slugMax        = 100
+)
+
+// checked is a validated Input.
+type checked struct {
+	start *time.Time
+	tags  []string
+}
+
+// validate applies the field rules; every problem found is reported at once
+// in one 422.
+func (in *Input) validate(creating bool, now time.Time) (checked, error) {
+	var out checked
+	v := app.Validation{}
+	if in.Name == nil && creating {
+		v.Add("name", "is required")
+	}
+	if in.Name != nil {
+		name := strings.TrimSpace(*in.Name)
+		in.Name = &name
+		switch n := runeLen(name); {
+		case !validText(name, false):
+			v.Add("name", "must be valid UTF-8 text without control characters")
+		case n == 0:
+			v.Add("name", "is required")
+		case n > MaxName:
+			v.Add("name", fmt.Sprintf("must be at most %d characters", MaxName))
+		}
+	}
+	if in.Description == nil && creating {
+		v.Add("description", "is required")
+	}
+	if in.Description != nil {
+		d := *in.Description
+		switch {
+		case !validText(d, true):
+			v.Add("description", "must be valid UTF-8 text")
+		case strings.TrimSpace(d) == "":
+			v.Add("description", "is required")
+		case runeLen(d) > MaxDescription:
+			v.Add("description", fmt.Sprintf("must be at most %d characters", MaxDescription))
+		}
+	}
+	if in.Start != nil && strings.TrimSpace(*in.Start) != "" {
+		t, err := app.ParseTimestamp(*in.Start)
+		switch {
+		case err != nil:
+			v.Add("start", "must be a UTC time as YYYY-MM-DD HH:MM:SS")
+		case !t.After(now):
+			v.Add("start", "must be in the future")
+		default:
+			out.start = &t
+		}
+	}
+	if in.Tags != nil {
+		for _, t := range *in.Tags {
+			if !validText(t, false) {
+				v.Add("tags", "must be valid UTF-8 text without control characters")
+			}
+		}
+		if _, bad := v["tags"]; !bad {
+			tags, err := users.CheckTags("tags", *in.Tags)
+			var apiErr *app.Error
+			if errors.As(err, &apiErr) {
+				for f, p := range apiErr.Fields {
+					v.Add(f, p)
+				}
+			} else if err != nil {
+				return out, err
+			}
+			out.tags = tags
+		}
+	}
+	return out, v.Err()
+}
+
+// Create stores a new show owned by by, with a slug unique among the
+// owner's shows and a fresh stream key.
+func (s *Service) Create(ctx context.Context, by *app.Principal, in Input) (*Show, error) {
+	if err := s.can(by, nil, "create"); err != nil {
+		return nil, err
+	}
+	if in.Radio != nil && *in.Radio {
+		if err := s.can(by, nil, "create_radio"); err != nil {
+			return nil, app.Forbidden("radio shows need a user approved for radio")
+		}
+	}
+	now := app.Now()
+	c, err := in.validate(true, now)
+	if err != nil {
+		return nil, err
+	}
+	sh := &Show{
+		UserID: by.UserID, Name: *in.Name, Description: *in.Description,
+		Start: now, CreatedAt: now, UpdatedAt: now,
+		Private: deref(in.Private), Radio: deref(in.Radio), Headline: deref(in.Headline),
+		ThumbnailLabel: LabelStartingSoon,
+	}
+	if c.start != nil {
+		sh.Start = *c.start
+	}
+	secret, err := newSecret()
+	if err != nil {
+		return nil, err
+	}
+	// A concurrent create can take the same slug between the check and
+	// the insert; the unique index refuses it and we try the next one.
+	for attempt := 0; ; attempt++ {
+		err = s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+			slug, err := s.freeSlug(ctx, tx, sh.UserID, sh.Name, 0)
+			if err != nil {
+				return err
+			}
+			sh.ID, sh.Slug, sh.StreamKey = 0, slug, ""
+			if _, err := tx.NewInsert().Model(sh).Exec(ctx); err != nil {
+				return err
+			}
+			sh.StreamKey = streamKey(sh.ID, secret)
+			if _, err := tx.NewUpdate().Model(sh).Column("stream_key").WherePK().Exec(ctx); err != nil {
+				return err
+			}
+			if err := s.setTags(ctx, tx, sh, c.tags); err != nil {
+				return err
+			}
+			if sh.Headline {
+				return clearOtherHeadlines(ctx, tx, sh)
+			}
+			return nil
+		})
+		if err == nil || !isDuplicate(err) || attempt == 4 {
+			break
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("shows: create: %w", err)
+	}
+	fresh, err := s.Get(ctx, sh.ID)
+	if err != nil {
+		return nil, err
+	}
+	s.emit(ctx, Event{Type: EventCreated, Show: fresh, By: by})
+	return fresh, nil
+}
+
+// Update changes the fields sent. Only the owner may (Casbin "update" with
+// the owner relation); staff use the lifecycle operations instead.
+func (s *Service) Update(ctx context.Context, id int64, by *app.Principal, in Input) (*Show, error) {
+	now := app.Now()
+	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		sh, err := lockShow(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		if !s.CanView(sh, by) {
+			return ErrNotFound
+		}
+		if err := s.can(by, sh, "update"); err != nil {
+			return app.Forbidden("only the owner of the show may update it")
+		}
+		if in.Radio != nil && *in.Radio {
+			if err := s.can(by, sh, "create_radio"); err != nil {
+				return app.Forbidden("radio shows need a user approved for radio")
+			}
+		}
+		c, err := in.validate(false, now)
+		if err != nil {
+			return err
+		}
+		ran := sh.Live || sh.Complete || sh.WentLiveAt != nil
+		if ran && (c.start != nil || (in.Radio != nil && *in.Radio != sh.Radio)) {
+			return ErrStarted
+		}
+		cols := []string{"updated_at"}
+		sh.UpdatedAt = now
+		if in.Name != nil {
+			sh.Name = *in.Name
+			cols = append(cols, "name")
+		}
+		if in.Description != nil {
+			sh.Description = *in.Description
+			cols = append(cols, "description")
+		}
+		if in.Private != nil {
+			sh.Private = *in.Private
+			cols = append(cols, "private")
+		}
+		if in.Radio != nil {
+			sh.Radio = *in.Radio
+			cols = append(cols, "radio")
+		}
+		if in.Headline != nil {
+			sh.Headline = *in.Headline
+			cols = append(cols, "headline")
+		}
+		if c.start != nil {
+			sh.Start = *c.start
+			cols = append(cols, "start")
+		}
+		if _, err := tx.NewUpdate().Model(sh).Column(cols...).WherePK().Exec(ctx); err != nil {
+			return err
+		}
+		if in.Tags != nil {
+			if err := s.setTags(ctx, tx, sh, c.tags); err != nil {
+				return err
+			}
+		} else if c.start != nil {
+			if err := syncTagStart(ctx, tx, sh); err != nil {
+				return err
+			}
+		}
+		if in.Headline != nil && sh.Headline {
+			return clearOtherHeadlines(ctx, tx, sh)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, wrap("update", id, err)
+	}
+	fresh, err := s.Get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	s.emit(ctx, Event{Type: EventUpdated, Show: fresh, By: by})
+	return fresh, nil
+}
+
+// freeSlug derives a slug from name that no other show of the user has:
+// name, name-2, name-3… (except is a show id allowed to keep its own).
+func (s *Service) freeSlug(ctx context.Context, db bun.IDB, userID int64, name string, except int64) (string, error) {
+	base := app.Slugify(name, slugMax)
+	if base == "" {
+		base = "show"
+	}
+	var taken []string
+	err := db.NewSelect().Model((*Show)(nil)).Column("slug").
+		Where("user_id = ?", userID).Where("id <> ?", except).
+		WhereGroup(" AND ", func(q *bun.SelectQuery) *bun.SelectQuery {
+			return q.Where("slug = ?", base).WhereOr("slug LIKE ? ESCAPE '!'", users.EscapeLike(base)+"-%")
+		}).Scan(ctx, &taken)
+	if err != nil {
+		return "", err
+	}
+	used := make(map[string]bool, len(taken))
+	for _, t := range taken {
+		used[t] = true
+	}
+	slug := base
+	for i := 2; used[slug]; i++ {
+		slug = base + "-" + strconv.Itoa(i)
+	}
+	return slug, nil
+}
+
+// setTags replaces the show's tags.
+func (s *Service) setTags(ctx context.Context, tx bun.IDB, sh *Show, names []string) error {
+	if _, err := tx.NewDelete().Model((*ShowTag)(nil)).Where("show_id = ?", sh.ID).Exec(ctx); err != nil {
+		return err
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	tags, err := users.EnsureTags(ctx, tx, names)
+	if err != nil {
+		return err
+	}
+	rows := make([]ShowTag, 0, len(tags))
+	seen := map[int64]bool{}
+	for _, t := range tags {
+		if !seen[t.ID] {
+			seen[t.ID] = true
+			rows = append(rows, ShowTag{ShowID: sh.ID, TagID: t.ID, Start: sh.Start})
+		}
+	}
+	_, err = tx.NewInsert().Model(&rows).Exec(ctx)
+	return err
+}
+
+// syncTagStart keeps the copy of start in show_tags in step.
+func syncTagStart(ctx context.Context, tx bun.IDB, sh *Show) error {
+	_, err := tx.NewUpdate().Model((*ShowTag)(nil)).Set("start = ?", sh.Start).Where("show_id = ?", sh.ID).Exec(ctx)
+	return err
+}
+
+// clearOtherHeadlines makes sh the user's only headline show.
+func clearOtherHeadlines(ctx context.Context, tx bun.IDB, sh *Show) error {
+	_, err := tx.NewUpdate().Model((*Show)(nil)).Set("headline = ?", false).
+		Where("user_id = ?", sh.UserID).Where("headline = ?", true).Where("id <> ?", sh.ID).Exec(ctx)
+	return err
+}
+
+// lockShow reads a show's row for a state change. MySQL locks the row
+// (SELECT … FOR UPDATE); SQLite runs on one connection, which serialises
+// every transaction anyway.
+func lockShow(ctx context.Context, tx bun.IDB, id int64) (*Show, error) {
+	sh := new(Show)
+	q := tx.NewSelect().Model(sh).Where("s.id = ?", id)
+	if app.IsMySQL(tx) {
+		q = q.For("UPDATE")
+	}
+	if err := q.Scan(ctx); err != nil {
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, ErrNotFound
+		}
+		return nil, err
+	}
+	return sh, nil
+}
+
+// Stream keys are "sk_<show id>_<secret>", the secret 22 base62 characters
+// (131 bits) from crypto/rand.
+const (
+	keyPrefix  = "sk_"
+	secretLen  = 22
+	base62     = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+	maxKeySize = 64
+)
+
+func newSecret() (string, error) {
+	out := make([]byte, 0, secretLen)
+	buf := make([]byte, 32)
+	for len(out) < secretLen {
+		if _, err := rand.Read(buf); err != nil {
+			return "", fmt.Errorf("shows: stream key randomness: %w", err)
+		}
+		for _, b := range buf {
+			// 248 = 4*62: rejecting the rest keeps every character equally likely.
+			if b < 248 && len(out) < secretLen {
+				out = append(out, base62[b%62])
+			}
+		}
+	}
+	return string(out), nil
+}
+
+func streamKey(id int64, secret string) string {
+	return keyPrefix + strconv.FormatInt(id, 10) + "_" + secret
+}
+
+// keyShowID reads the show id out of a well-formed key.
+func keyShowID(key string) (int64, bool) {
+	if len(key) > maxKeySize {
+		return 0, false
+	}
+	rest, ok := strings.CutPrefix(key, keyPrefix)
+	if !ok {
+		return 0, false
+	}
+	idText, secret, ok := strings.Cut(rest, "_")
+	if !ok || len(secret) != secretLen {
+		return 0, false
+	}
+	id, err := strconv.ParseInt(idText, 10, 64)
+	if err != nil || id < 1 {
+		return 0, false
+	}
+	return id, true
+}
+
+func isDuplicate(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "UNIQUE constraint failed") || strings.Contains(msg, "Duplicate entry")
+}
+
+// wrap prefixes an error with the operation unless it is an API error,
+// which must reach the client as it is.
+func wrap(op string, id int64, err error) error {
+	var apiErr *app.Error
+	if errors.As(err, &apiErr) {
+		return err
+	}
+	return fmt.Errorf("shows: %s %d: %w", op, id, err)
+}
+
+func deref(b *bool) bool { return b != nil && *b }
+
+func runeLen(s string) int { return len([]rune(s)) }
+
+func isNoRows(err error) bool { return errors.Is(err, sql.ErrNoRows) }

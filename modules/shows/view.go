@@ -1,0 +1,120 @@
+package shows
+
+import (
+	"fmt"
+	"html"
+	"strings"
+
+	"github.com/onair/onair/app"
+	"github.com/onair/onair/modules/users"
+)
+
+// View is the API form of a Show, fields in the spec's order. StreamURL
+// and StreamKey appear only in write responses (POST, PUT, stop).
+type View struct {
+	ID             int64           `json:"id"`
+	URL            string          `json:"url"`
+	ObjectURL      string          `json:"object_url"`
+	Slug           string          `json:"slug"`
+	Name           string          `json:"name"`
+	Description    string          `json:"description"`
+	Start          app.Timestamp   `json:"start"`
+	CreatedAt      app.Timestamp   `json:"created_at"`
+	Duration       *int            `json:"duration"`
+	Live           bool            `json:"live"`
+	Complete       bool            `json:"complete"`
+	Archive        bool            `json:"archive"`
+	Featured       bool            `json:"featured"`
+	Upload         bool            `json:"upload"`
+	Private        bool            `json:"private"`
+	Radio          bool            `json:"radio"`
+	Off            bool            `json:"off"`
+	CommentsCount  int             `json:"comments_count"`
+	FavoritesCount int             `json:"favorites_count"`
+	ThumbnailLabel string          `json:"thumbnail_label"`
+	VideoURL       *string         `json:"video_url"`
+	AudioURL       *string         `json:"audio_url"`
+	ImageURL       string          `json:"image_url"`
+	GifURL         *string         `json:"gif_url"`
+	EmbedCode      string          `json:"embed_code"`
+	StreamURL      *string         `json:"stream_url,omitempty"`
+	StreamKey      *string         `json:"stream_key,omitempty"`
+	Tags           []users.TagView `json:"tags"`
+	User           *users.View     `json:"user"`
+}
+
+// View renders sh (loaded with User and Tags). write=true is the form of
+// the POST, PUT and stop responses: it adds stream_url and stream_key and
+// the owner's email and radio.
+func (s *Service) View(sh *Show, write bool) *View {
+	v := &View{
+		ID:             sh.ID,
+		ObjectURL:      fmt.Sprintf("%s/v1/shows/%d", s.public, sh.ID),
+		Slug:           sh.Slug,
+		Name:           sh.Name,
+		Description:    sh.Description,
+		Start:          app.Timestamp(sh.Start),
+		CreatedAt:      app.Timestamp(sh.CreatedAt),
+		Duration:       sh.Duration,
+		Live:           sh.Live,
+		Complete:       sh.Complete,
+		Archive:        sh.Archive,
+		Featured:       sh.Featured,
+		Upload:         sh.Upload,
+		Private:        sh.Private,
+		Radio:          sh.Radio,
+		Off:            sh.Off,
+		CommentsCount:  sh.CommentsCount,
+		FavoritesCount: sh.FavoritesCount,
+		ThumbnailLabel: sh.ThumbnailLabel,
+		VideoURL:       s.media(sh, sh.VideoURL),
+		AudioURL:       s.media(sh, sh.AudioURL),
+		GifURL:         s.media(sh, sh.GifURL),
+		EmbedCode: fmt.Sprintf(`<iframe src="%s" width="640" height="360" frameborder="0" allow="autoplay; fullscreen" allowfullscreen></iframe>`,
+			html.EscapeString(fmt.Sprintf("%s/embed/%d", s.public, sh.ID))),
+		Tags: users.TagViews(sh.Tags),
+	}
+	if img := s.media(sh, sh.ImageURL); img != nil {
+		v.ImageURL = *img
+	} else {
+		v.ImageURL = fmt.Sprintf("%s/media/shows/%d/placeholder.svg", s.public, sh.ID)
+	}
+	opts := users.ForShowRead
+	if write {
+		opts = users.ForShowWrite
+		rtmp, key := s.rtmp, sh.StreamKey
+		v.StreamURL, v.StreamKey = &rtmp, &key
+	}
+	if sh.User != nil {
+		v.User = users.NewView(s.public, sh.User, opts)
+		v.URL = s.public + "/" + sh.User.Slug + "/" + sh.Slug
+	}
+	return v
+}
+
+// media is a stored media URL made absolute and, for a private show,
+// signed by the live module (see SetMediaSigner).
+func (s *Service) media(sh *Show, u *string) *string {
+	abs := s.absolute(u)
+	if abs == nil || s.signMedia == nil || !sh.Private {
+		return abs
+	}
+	signed := s.signMedia(sh, *abs)
+	return &signed
+}
+
+// SetMediaSigner installs the function that signs the media URLs of
+// private shows. The live module, which serves the media, provides it.
+func (s *Service) SetMediaSigner(sign func(sh *Show, url string) string) { s.signMedia = sign }
+
+// absolute makes a stored media URL absolute on the public base.
+func (s *Service) absolute(u *string) *string {
+	if u == nil || *u == "" {
+		return nil
+	}
+	if strings.HasPrefix(*u, "/") {
+		abs := s.public + *u
+		return &abs
+	}
+	return u
+}
