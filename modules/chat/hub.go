@@ -1,0 +1,326 @@
+package chat
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Event types sent to the sockets of a show's room.
+const (
+	EventChatCreated = "chat.created"
+	EventChatDeleted = "chat.deleted"
+	EventShowUpdated = "show.updated"
+	EventPresence    = "presence"
+)
+
+// Event is one JSON message on a room's sockets.
+type Event struct {
+	Type   string  `json:"type"`
+	ShowID int64   `json:"show_id"`
+	Chat   *View   `json:"chat,omitempty"`
+	ID     int64   `json:"id,omitempty"`
+	State  string  `json:"state,omitempty"`
+	Show   any     `json:"show,omitempty"`
+	Count  *int    `json:"count,omitempty"`
+	Joined *Viewer `json:"joined,omitempty"`
+	Left   *Viewer `json:"left,omitempty"`
+}
+
+// Viewer is one present person: a registered user (UserID set) or an
+// anonymous viewer (AnonID, a UUID from a cookie).
+type Viewer struct {
+	UserID int64  `json:"user_id,omitempty"`
+	AnonID string `json:"id,omitempty"`
+	Name   string `json:"name"`
+}
+
+// Key identifies the viewer however many sockets they have open.
+func (v Viewer) Key() string {
+	if v.UserID != 0 {
+		return "u:" + strconv.FormatInt(v.UserID, 10)
+	}
+	return "a:" + v.AnonID
+}
+
+// viewerFromKey is the inverse of Key (the name of a registered user is
+// loaded from the database; an anonymous one is derived from the id).
+func viewerFromKey(key string) (Viewer, bool) {
+	kind, rest, ok := strings.Cut(key, ":")
+	if !ok || rest == "" {
+		return Viewer{}, false
+	}
+	switch kind {
+	case "u":
+		id, err := strconv.ParseInt(rest, 10, 64)
+		if err != nil {
+			return Viewer{}, false
+		}
+		return Viewer{UserID: id}, true
+	case "a":
+		return Viewer{AnonID: rest, Name: AnonymousName(rest)}, true
+	}
+	return Viewer{}, false
+}
+
+// AnonymousName is the display name of an anonymous viewer.
+func AnonymousName(id string) string {
+	short := strings.ReplaceAll(id, "-", "")
+	if len(short) > 4 {
+		short = short[:4]
+	}
+	return "Guest " + short
+}
+
+// Bus carries room events between nodes. The in-process bus delivers
+// directly; the Redis bus publishes to every node, this one included.
+type Bus interface {
+	Publish(ctx context.Context, showID int64, payload []byte) error
+	// Run delivers incoming events until ctx ends.
+	Run(ctx context.Context, deliver func(showID int64, payload []byte))
+}
+
+// Presence is the set of viewers present in each room, across nodes.
+type Presence interface {
+	Join(ctx context.Context, showID int64, key string) error
+	Leave(ctx context.Context, showID int64, key string) error
+	// Keys lists the viewer keys present in the room, each once.
+	Keys(ctx context.Context, showID int64) ([]string, error)
+	// Refresh renews this node's entries (called periodically).
+	Refresh(ctx context.Context, present map[int64][]string) error
+}
+
+// client is one socket in a room. send is buffered; a client that cannot
+// keep up is dropped rather than holding up the room.
+type client struct {
+	viewer Viewer
+	send   chan []byte
+	once   sync.Once
+	gone   chan struct{}
+}
+
+func (c *client) drop() { c.once.Do(func() { close(c.gone) }) }
+
+// clientBuffer is how many events may wait for a slow socket.
+const clientBuffer = 64
+
+type room struct {
+	clients map[*client]struct{}
+	viewers map[string]int // viewer key → open sockets on this node
+}
+
+// Hub holds this node's rooms and connects them to the bus and presence.
+type Hub struct {
+	bus      Bus
+	presence Presence
+	log      *slog.Logger
+
+	mu    sync.RWMutex
+	rooms map[int64]*room
+}
+
+// NewLocalHub is the hub of a single node: events and presence stay in
+// this process.
+func NewLocalHub(log *slog.Logger) *Hub {
+	h := &Hub{log: log, rooms: map[int64]*room{}}
+	h.bus, h.presence = &localBus{hub: h}, &localPresence{hub: h}
+	return h
+}
+
+// NewSharedHub is the hub of one node among several: events and presence
+// go through bus and presence (Redis).
+func NewSharedHub(bus Bus, presence Presence, log *slog.Logger) *Hub {
+	return &Hub{bus: bus, presence: presence, log: log, rooms: map[int64]*room{}}
+}
+
+// Publish sends an event to the show's room on every node.
+func (h *Hub) Publish(ctx context.Context, showID int64, ev Event) {
+	ev.ShowID = showID
+	payload, err := json.Marshal(ev)
+	if err != nil {
+		h.log.Error("chat: encode event", "err", err)
+		return
+	}
+	if err := h.bus.Publish(ctx, showID, payload); err != nil {
+		h.log.Error("chat: publish event", "show", showID, "type", ev.Type, "err", err)
+	}
+}
+
+// deliver hands a payload to every local socket of the room without
+// blocking: a full buffer drops that socket.
+func (h *Hub) deliver(showID int64, payload []byte) {
+	h.mu.RLock()
+	r := h.rooms[showID]
+	var slow []*client
+	if r != nil {
+		for c := range r.clients {
+			select {
+			case c.send <- payload:
+			default:
+				slow = append(slow, c)
+			}
+		}
+	}
+	h.mu.RUnlock()
+	for _, c := range slow {
+		h.log.Warn("chat: dropping slow socket", "show", showID, "viewer", c.viewer.Key())
+		c.drop()
+	}
+}
+
+// join adds a socket; the viewer's first socket makes them present and
+// tells the room.
+func (h *Hub) join(ctx context.Context, showID int64, v Viewer) *client {
+	c := &client{viewer: v, send: make(chan []byte, clientBuffer), gone: make(chan struct{})}
+	h.mu.Lock()
+	r := h.rooms[showID]
+	if r == nil {
+		r = &room{clients: map[*client]struct{}{}, viewers: map[string]int{}}
+		h.rooms[showID] = r
+	}
+	r.clients[c] = struct{}{}
+	r.viewers[v.Key()]++
+	first := r.viewers[v.Key()] == 1
+	h.mu.Unlock()
+	if first {
+		if err := h.presence.Join(ctx, showID, v.Key()); err != nil {
+			h.log.Error("chat: presence join", "err", err)
+		}
+		h.publishPresence(ctx, showID, &v, nil)
+	}
+	return c
+}
+
+// leave removes a socket; the viewer's last socket makes them absent.
+func (h *Hub) leave(ctx context.Context, showID int64, c *client) {
+	h.mu.Lock()
+	r := h.rooms[showID]
+	last := false
+	if r != nil {
+		if _, ok := r.clients[c]; ok {
+			delete(r.clients, c)
+			key := c.viewer.Key()
+			r.viewers[key]--
+			if r.viewers[key] <= 0 {
+				delete(r.viewers, key)
+				last = true
+			}
+			if len(r.clients) == 0 {
+				delete(h.rooms, showID)
+			}
+		}
+	}
+	h.mu.Unlock()
+	c.drop()
+	if last {
+		if err := h.presence.Leave(ctx, showID, c.viewer.Key()); err != nil {
+			h.log.Error("chat: presence leave", "err", err)
+		}
+		v := c.viewer
+		h.publishPresence(ctx, showID, nil, &v)
+	}
+}
+
+func (h *Hub) publishPresence(ctx context.Context, showID int64, joined, left *Viewer) {
+	keys, err := h.presence.Keys(ctx, showID)
+	if err != nil {
+		h.log.Error("chat: presence keys", "err", err)
+		return
+	}
+	n := len(keys)
+	h.Publish(ctx, showID, Event{Type: EventPresence, Count: &n, Joined: joined, Left: left})
+}
+
+// closeRoom drops every local socket of a show (it went off or away).
+func (h *Hub) closeRoom(showID int64) {
+	h.mu.RLock()
+	var all []*client
+	if r := h.rooms[showID]; r != nil {
+		for c := range r.clients {
+			all = append(all, c)
+		}
+	}
+	h.mu.RUnlock()
+	for _, c := range all {
+		c.drop()
+	}
+}
+
+// localKeys is this node's present viewers per room.
+func (h *Hub) localKeys() map[int64][]string {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	out := make(map[int64][]string, len(h.rooms))
+	for id, r := range h.rooms {
+		for k := range r.viewers {
+			out[id] = append(out[id], k)
+		}
+	}
+	return out
+}
+
+// Sockets counts this node's open sockets (for /metrics).
+func (h *Hub) Sockets() int {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	n := 0
+	for _, r := range h.rooms {
+		n += len(r.clients)
+	}
+	return n
+}
+
+// run pumps the bus and refreshes presence until ctx ends.
+func (h *Hub) run(ctx context.Context, refreshEvery time.Duration) {
+	go h.bus.Run(ctx, h.deliver)
+	t := time.NewTicker(refreshEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if err := h.presence.Refresh(ctx, h.localKeys()); err != nil && ctx.Err() == nil {
+				h.log.Error("chat: presence refresh", "err", err)
+			}
+		}
+	}
+}
+
+// localBus is the single-node Bus: it hands events straight to the hub.
+type localBus struct{ hub *Hub }
+
+func (b *localBus) Publish(_ context.Context, showID int64, payload []byte) error {
+	b.hub.deliver(showID, payload)
+	return nil
+}
+
+func (b *localBus) Run(ctx context.Context, _ func(int64, []byte)) { <-ctx.Done() }
+
+// localPresence is the single-node Presence: the hub's own rooms.
+type localPresence struct{ hub *Hub }
+
+func (p *localPresence) Join(context.Context, int64, string) error  { return nil }
+func (p *localPresence) Leave(context.Context, int64, string) error { return nil }
+func (p *localPresence) Refresh(context.Context, map[int64][]string) error {
+	return nil
+}
+
+func (p *localPresence) Keys(_ context.Context, showID int64) ([]string, error) {
+	h := p.hub
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	var keys []string
+	if r := h.rooms[showID]; r != nil {
+		for k := range r.viewers {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	return keys, nil
+}

@@ -1,0 +1,160 @@
+// Package chat is the chat module: chat messages of a show (REST), a
+// realtime room per show over WebSocket with presence of registered and
+// anonymous viewers, moderation (delete, ban, slow mode), in one process or
+// across nodes through Redis.
+package chat
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+	"time"
+
+	"github.com/gofiber/contrib/websocket"
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/onair/onair/app"
+	"github.com/onair/onair/migrations"
+	"github.com/onair/onair/modules/shows"
+	"github.com/onair/onair/modules/users"
+)
+
+func init() { app.Register(&Module{}) }
+
+// Module is the chat module; Service is ready after Provision.
+type Module struct {
+	Service *Service
+
+	core   *app.Core
+	shows  *shows.Service
+	users  *users.Service
+	hub    *Hub
+	ctx    context.Context
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+var (
+	_ app.Modeler           = (*Module)(nil)
+	_ app.Migrator          = (*Module)(nil)
+	_ app.Policier          = (*Module)(nil)
+	_ app.Provisioner       = (*Module)(nil)
+	_ app.APIRouter         = (*Module)(nil)
+	_ app.PublicRouter      = (*Module)(nil)
+	_ app.Service           = (*Module)(nil)
+	_ app.OpenAPIDocumenter = (*Module)(nil)
+)
+
+func (*Module) Name() string { return "chat" }
+
+func (*Module) Models() []any { return []any{(*Message)(nil), (*Ban)(nil), (*Settings)(nil)} }
+
+func (*Module) Migrations() []migrations.Migration {
+	return []migrations.Migration{
+		{ID: "0001_create_tables", Up: migrations.CreateTables((*Message)(nil), (*Ban)(nil), (*Settings)(nil))},
+		{ID: "0002_index_show_created", Up: migrations.CreateIndex((*Message)(nil), "chat_messages_show_idx", "show_id", "created_at", "id")},
+		{ID: "0003_index_bans_user", Up: migrations.CreateIndex((*Ban)(nil), "chat_bans_user_idx", "user_id", "show_id")},
+	}
+}
+
+// Policies: staff moderate; authors may take back their own messages.
+func (*Module) Policies() []string {
+	return []string{
+		"p, author, chat, delete",
+		"p, moderator, chat, delete",
+		"p, moderator, chat, ban",
+		"p, moderator, chat, slow_mode",
+	}
+}
+
+func (m *Module) Provision(core *app.Core) error {
+	m.core = core
+	m.shows = shows.From(core)
+	um, ok := app.Lookup[*users.Module](core)
+	if !ok {
+		return fmt.Errorf("chat: the users module is missing")
+	}
+	m.users = um.Service
+	var rate RateGate = newMemoryGate()
+	if core.Redis != nil {
+		node := newUUID()
+		m.hub = NewSharedHub(
+			&redisBus{rdb: core.Redis, channel: core.Config.RedisPrefix + "chat:events"},
+			&redisPresence{rdb: core.Redis, prefix: core.Config.RedisPrefix + "chat:", node: node},
+			core.Log)
+		rate = &redisGate{rdb: core.Redis, prefix: core.Config.RedisPrefix + "chat:"}
+	} else {
+		m.hub = NewLocalHub(core.Log)
+	}
+	m.ctx, m.cancel = context.WithCancel(context.Background())
+	m.Service = &Service{
+		db: core.DB, shows: m.shows, users: m.users, authz: core.Authz, rate: rate,
+		hub: m.hub, public: core.Config.PublicURL, nowFunc: time.Now,
+	}
+	m.shows.Subscribe(m.onShowEvent)
+	return nil
+}
+
+// onShowEvent tells a show's room that the show changed. Hidden states
+// (off, deleted) carry no show details; a deleted show's messages go with
+// it.
+func (m *Module) onShowEvent(ctx context.Context, ev shows.Event) {
+	out := Event{Type: EventShowUpdated, State: ev.Type}
+	switch ev.Type {
+	case shows.EventOff, shows.EventDeleted:
+	default:
+		out.Show = m.shows.View(ev.Show, false)
+	}
+	m.hub.Publish(ctx, ev.Show.ID, out)
+	if ev.Type == shows.EventDeleted {
+		if err := m.Service.deleteShow(ctx, ev.Show.ID); err != nil {
+			m.core.Log.Error("chat: delete messages of a deleted show", "show", ev.Show.ID, "err", err)
+		}
+	}
+}
+
+// Routes of the module, in one place.
+func (m *Module) APIRoutes(r fiber.Router) {
+	h := &handlers{m: m}
+	r.Get("/shows/:id/chats", h.list)
+	r.Post("/shows/:id/chats", h.post)
+	r.Get("/shows/:show_id/chats/:id", h.get)
+	r.Delete("/shows/:show_id/chats/:id", h.remove)
+	r.Get("/shows/:id/chat_users", h.chatUsers)
+	r.Get("/shows/:id/chat/socket", m.apiSocket, websocket.New(m.serveSocket))
+}
+
+func (m *Module) PublicRoutes(r fiber.Router) {
+	r.Get("/ws/shows/:id", m.webSocket, websocket.New(m.serveSocket))
+}
+
+//go:embed openapi.json
+var openAPI []byte
+
+func (*Module) OpenAPI() []byte { return openAPI }
+
+// Start runs the hub: the bus subscription and presence refreshes.
+func (m *Module) Start(context.Context) error {
+	m.done = make(chan struct{})
+	go func() {
+		defer close(m.done)
+		m.hub.run(m.ctx, presenceTTL/3)
+	}()
+	m.core.Log.Debug("chat hub started", "shared", m.core.Redis != nil)
+	return nil
+}
+
+// Stop closes every socket and stops the hub.
+func (m *Module) Stop(ctx context.Context) error {
+	m.cancel()
+	if m.done != nil {
+		select {
+		case <-m.done:
+		case <-ctx.Done():
+		}
+	}
+	return nil
+}
+
+// Hub is the module's realtime hub (benchmarks and the pages use it).
+func (m *Module) Hub() *Hub { return m.hub }

@@ -1,0 +1,266 @@
+package chat
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/uptrace/bun"
+
+	"github.com/onair/onair/app"
+	"github.com/onair/onair/modules/shows"
+	"github.com/onair/onair/modules/users"
+)
+
+// Limits of product-decisions.md.
+const (
+	MaxMessageLength = 500
+	PageSize         = 50
+)
+
+// Service is the chat module's operations: the REST handlers, the admin
+// console and the public pages call it.
+type Service struct {
+	db      *bun.DB
+	shows   *shows.Service
+	users   *users.Service
+	authz   *app.Authz
+	rate    RateGate
+	hub     *Hub
+	public  string
+	nowFunc func() time.Time
+}
+
+// ErrNotFound is a missing (or deleted) message.
+var ErrNotFound = errors.New("chat: message not found")
+
+// Post stores a message of the caller on a show the caller can see, and
+// fans it out to the show's room. It enforces bans, the one-per-second rate
+// (or the show's slow mode) and the length limit.
+func (s *Service) Post(ctx context.Context, showID int64, by *app.Principal, body string) (*Message, error) {
+	sh, err := s.shows.Visible(ctx, showID, by)
+	if err != nil {
+		return nil, err
+	}
+	if n := utf8.RuneCountInString(body); n == 0 || strings.TrimSpace(body) == "" {
+		return nil, app.Validation{"message": "is required"}.Err()
+	} else if n > MaxMessageLength {
+		return nil, app.Validation{"message": fmt.Sprintf("must be at most %d characters", MaxMessageLength)}.Err()
+	}
+	if !utf8.ValidString(body) {
+		return nil, app.Validation{"message": "must be valid UTF-8"}.Err()
+	}
+	banned, err := s.Banned(ctx, sh.ID, by.UserID)
+	if err != nil {
+		return nil, err
+	}
+	if banned {
+		return nil, app.Forbidden("you are banned from this chat")
+	}
+	window := time.Second
+	if slow, err := s.SlowMode(ctx, sh.ID); err != nil {
+		return nil, err
+	} else if slow > 0 {
+		window = time.Duration(slow) * time.Second
+	}
+	if ok, retry := s.rate.Allow(ctx, fmt.Sprintf("chat:%d:%d", sh.ID, by.UserID), window); !ok {
+		return nil, app.TooManyRequests("one message per "+window.String()+" in this chat", max(1, int((retry+time.Second-1)/time.Second)))
+	}
+	now := s.nowFunc()
+	m := &Message{ShowID: sh.ID, UserID: by.UserID, Body: body, CreatedAt: now.UTC().Truncate(time.Second), Position: position(sh.Start, now)}
+	err = s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		if _, err := tx.NewInsert().Model(m).Exec(ctx); err != nil {
+			return fmt.Errorf("chat: post on show %d: %w", sh.ID, err)
+		}
+		return s.shows.AddComments(ctx, tx, sh.ID, 1)
+	})
+	if err != nil {
+		return nil, err
+	}
+	if m.User, err = s.users.Get(ctx, by.UserID); err != nil {
+		return nil, err
+	}
+	s.hub.Publish(ctx, sh.ID, Event{Type: EventChatCreated, Chat: s.View(m)})
+	return m, nil
+}
+
+// position is the offset of t from the show's start, in 10 µs units;
+// zero before the start.
+func position(start, t time.Time) int64 {
+	d := t.Sub(start)
+	if d < 0 {
+		return 0
+	}
+	return d.Microseconds() / 10
+}
+
+// List returns a page of a visible show's messages, newest first.
+func (s *Service) List(ctx context.Context, showID int64, viewer *app.Principal, page app.Page) ([]Message, int, error) {
+	if _, err := s.shows.Visible(ctx, showID, viewer); err != nil {
+		return nil, 0, err
+	}
+	var list []Message
+	n, err := s.db.NewSelect().Model(&list).Relation("User").
+		Where("m.show_id = ?", showID).Where("m.deleted_at IS NULL").
+		OrderExpr("m.created_at DESC, m.id DESC").
+		Limit(int64(page.Size)).Offset(int64(page.Offset())).ScanAndCount(ctx)
+	if err != nil {
+		return nil, 0, fmt.Errorf("chat: list show %d: %w", showID, err)
+	}
+	return list, int(n), nil
+}
+
+// Get returns one message of a visible show.
+func (s *Service) Get(ctx context.Context, showID, id int64, viewer *app.Principal) (*Message, error) {
+	if _, err := s.shows.Visible(ctx, showID, viewer); err != nil {
+		return nil, err
+	}
+	m := new(Message)
+	err := s.db.NewSelect().Model(m).Relation("User").
+		Where("m.id = ? AND m.show_id = ?", id, showID).Where("m.deleted_at IS NULL").Scan(ctx)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("chat: get %d: %w", id, err)
+	}
+	return m, nil
+}
+
+// Recent lists the newest messages across every show (the console's view).
+func (s *Service) Recent(ctx context.Context, limit int) ([]Message, error) {
+	var list []Message
+	err := s.db.NewSelect().Model(&list).Relation("User").Where("m.deleted_at IS NULL").
+		OrderExpr("m.id DESC").Limit(int64(limit)).Scan(ctx)
+	return list, err
+}
+
+// Delete hides a message (moderation, or its author taking it back) and
+// tells the room.
+func (s *Service) Delete(ctx context.Context, id int64, by *app.Principal) (*Message, error) {
+	m := new(Message)
+	if err := s.db.NewSelect().Model(m).Where("id = ? AND deleted_at IS NULL", id).Scan(ctx); err != nil {
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, ErrNotFound
+		}
+		return nil, fmt.Errorf("chat: delete %d: %w", id, err)
+	}
+	var relations []string
+	if by != nil && m.UserID == by.UserID {
+		relations = append(relations, "author")
+	}
+	if err := s.authz.Can(by, "chat", "delete", relations...); err != nil {
+		return nil, err
+	}
+	now := app.Now()
+	m.DeletedAt, m.DeletedBy = &now, &by.UserID
+	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		if _, err := tx.NewUpdate().Model(m).Column("deleted_at", "deleted_by").WherePK().Exec(ctx); err != nil {
+			return fmt.Errorf("chat: delete %d: %w", id, err)
+		}
+		return s.shows.AddComments(ctx, tx, m.ShowID, -1)
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.hub.Publish(ctx, m.ShowID, Event{Type: EventChatDeleted, ID: m.ID})
+	return m, nil
+}
+
+// Ban keeps a user out of a show's chat (showID 0: every chat).
+func (s *Service) Ban(ctx context.Context, userID, showID int64, reason string, by *app.Principal) (*Ban, error) {
+	if err := s.authz.Can(by, "chat", "ban"); err != nil {
+		return nil, err
+	}
+	if banned, err := s.bannedExactly(ctx, userID, showID); err != nil || banned != nil {
+		return banned, err
+	}
+	b := &Ban{UserID: userID, ShowID: showID, Reason: reason, CreatedBy: by.UserID, CreatedAt: app.Now()}
+	if _, err := s.db.NewInsert().Model(b).Exec(ctx); err != nil {
+		return nil, fmt.Errorf("chat: ban %d: %w", userID, err)
+	}
+	return b, nil
+}
+
+// Unban lifts a ban of the user on that show (showID 0: the global ban).
+func (s *Service) Unban(ctx context.Context, userID, showID int64, by *app.Principal) error {
+	if err := s.authz.Can(by, "chat", "ban"); err != nil {
+		return err
+	}
+	_, err := s.db.NewDelete().Model((*Ban)(nil)).Where("user_id = ? AND show_id = ?", userID, showID).Exec(ctx)
+	return err
+}
+
+// Bans lists the bans, newest first.
+func (s *Service) Bans(ctx context.Context) ([]Ban, error) {
+	var list []Ban
+	err := s.db.NewSelect().Model(&list).Order("id DESC").Limit(500).Scan(ctx)
+	return list, err
+}
+
+func (s *Service) bannedExactly(ctx context.Context, userID, showID int64) (*Ban, error) {
+	b := new(Ban)
+	err := s.db.NewSelect().Model(b).Where("user_id = ? AND show_id = ?", userID, showID).Limit(1).Scan(ctx)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	return b, err
+}
+
+// Banned tells whether the user may not post in the show's chat.
+func (s *Service) Banned(ctx context.Context, showID, userID int64) (bool, error) {
+	ok, err := s.db.NewSelect().Model((*Ban)(nil)).
+		Where("user_id = ? AND show_id IN (0, ?)", userID, showID).Exists(ctx)
+	if err != nil {
+		return false, fmt.Errorf("chat: banned: %w", err)
+	}
+	return ok, nil
+}
+
+// SlowMode is the show's slow mode in seconds (0: off).
+func (s *Service) SlowMode(ctx context.Context, showID int64) (int, error) {
+	st := new(Settings)
+	err := s.db.NewSelect().Model(st).Where("show_id = ?", showID).Scan(ctx)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("chat: slow mode: %w", err)
+	}
+	return st.SlowMode, nil
+}
+
+// SetSlowMode sets a show's slow mode (0 turns it off; at most an hour).
+func (s *Service) SetSlowMode(ctx context.Context, showID int64, seconds int, by *app.Principal) error {
+	if err := s.authz.Can(by, "chat", "slow_mode"); err != nil {
+		return err
+	}
+	if seconds < 0 || seconds > 3600 {
+		return app.Validation{"slow_mode": "must be between 0 and 3600 seconds"}.Err()
+	}
+	if _, err := s.shows.Get(ctx, showID); err != nil {
+		return err
+	}
+	st := &Settings{ShowID: showID, SlowMode: seconds, UpdatedAt: app.Now()}
+	return s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		if _, err := tx.NewDelete().Model((*Settings)(nil)).Where("show_id = ?", showID).Exec(ctx); err != nil {
+			return err
+		}
+		_, err := tx.NewInsert().Model(st).Exec(ctx)
+		return err
+	})
+}
+
+// deleteShow removes every message, ban and setting of a deleted show.
+func (s *Service) deleteShow(ctx context.Context, showID int64) error {
+	for _, model := range []any{(*Message)(nil), (*Ban)(nil), (*Settings)(nil)} {
+		if _, err := s.db.NewDelete().Model(model).Where("show_id = ?", showID).Exec(ctx); err != nil {
+			return fmt.Errorf("chat: delete show %d: %w", showID, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,148 @@
+package chat
+
+import (
+	"crypto/rand"
+	"fmt"
+	"regexp"
+	"time"
+
+	"github.com/gofiber/contrib/websocket"
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/onair/onair/app"
+)
+
+// Heartbeats: the server pings every pingEvery and drops a peer that has
+// not answered (or sent anything) within pongWait.
+var (
+	pingEvery  = 25 * time.Second
+	pongWait   = 60 * time.Second
+	writeWait  = 10 * time.Second
+	readLimit  = int64(4096)
+	viewerKey  = "onair.chat.viewer"
+	showIDKey  = "onair.chat.show"
+	anonCookie = "onair_viewer"
+)
+
+var uuidPattern = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
+
+// newUUID makes a random (version 4) UUID.
+func newUUID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	b[6] = (b[6] & 0x0f) | 0x40
+	b[8] = (b[8] & 0x3f) | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}
+
+// apiSocket prepares GET /v1/shows/:id/chat/socket: the Bearer-token
+// client joins as its user.
+func (m *Module) apiSocket(c *fiber.Ctx) error {
+	p := app.CurrentPrincipal(c)
+	return m.prepareSocket(c, p, func() (Viewer, error) {
+		u, err := m.users.Get(c.UserContext(), p.UserID)
+		if err != nil {
+			return Viewer{}, err
+		}
+		return Viewer{UserID: u.ID, Name: u.Name}, nil
+	})
+}
+
+// webSocket prepares GET /ws/shows/:id for web pages: the signed-in user of
+// the session cookie, or an anonymous viewer known by a UUID cookie.
+func (m *Module) webSocket(c *fiber.Ctx) error {
+	var p *app.Principal
+	for _, mod := range m.core.Modules {
+		if sr, ok := mod.(app.SessionReader); ok {
+			if got, err := sr.SessionPrincipal(c); err == nil && got != nil {
+				p = got
+				break
+			}
+		}
+	}
+	if p != nil {
+		return m.prepareSocket(c, p, func() (Viewer, error) {
+			u, err := m.users.Get(c.UserContext(), p.UserID)
+			if err != nil {
+				return Viewer{}, err
+			}
+			return Viewer{UserID: u.ID, Name: u.Name}, nil
+		})
+	}
+	id := c.Cookies(anonCookie)
+	if !uuidPattern.MatchString(id) {
+		id = newUUID()
+	}
+	return m.prepareSocket(c, nil, func() (Viewer, error) {
+		return Viewer{AnonID: id, Name: AnonymousName(id)}, nil
+	})
+}
+
+// prepareSocket checks the show is visible to the viewer before upgrading.
+func (m *Module) prepareSocket(c *fiber.Ctx, p *app.Principal, viewer func() (Viewer, error)) error {
+	if !websocket.IsWebSocketUpgrade(c) {
+		return &app.Error{Status: fiber.StatusUpgradeRequired, Code: "upgrade_required", Message: "this route speaks WebSocket"}
+	}
+	showID, err := showIDParam(c, "id")
+	if err != nil {
+		return err
+	}
+	if _, err := m.shows.Visible(c.UserContext(), showID, p); err != nil {
+		return err
+	}
+	v, err := viewer()
+	if err != nil {
+		return err
+	}
+	c.Locals(viewerKey, v)
+	c.Locals(showIDKey, showID)
+	return c.Next()
+}
+
+// serveSocket runs one socket: it joins the room, writes the room's events
+// and heartbeats, and reads only to notice the peer leaving.
+func (m *Module) serveSocket(conn *websocket.Conn) {
+	v, _ := conn.Locals(viewerKey).(Viewer)
+	showID, _ := conn.Locals(showIDKey).(int64)
+	ctx := m.ctx
+	cl := m.hub.join(ctx, showID, v)
+	defer m.hub.leave(ctx, showID, cl)
+
+	writerDone := make(chan struct{})
+	go func() {
+		defer close(writerDone)
+		ticker := time.NewTicker(pingEvery)
+		defer ticker.Stop()
+		for {
+			select {
+			case msg := <-cl.send:
+				conn.SetWriteDeadline(time.Now().Add(writeWait))
+				if err := conn.WriteMessage(websocket.TextMessage, msg); err != nil {
+					cl.drop()
+				}
+			case <-ticker.C:
+				if err := conn.WriteControl(websocket.PingMessage, nil, time.Now().Add(writeWait)); err != nil {
+					cl.drop()
+				}
+			case <-cl.gone:
+				conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseGoingAway, ""), time.Now().Add(time.Second))
+				conn.Close()
+				return
+			case <-ctx.Done():
+				cl.drop()
+			}
+		}
+	}()
+
+	conn.SetReadLimit(readLimit)
+	conn.SetReadDeadline(time.Now().Add(pongWait))
+	conn.SetPongHandler(func(string) error { return conn.SetReadDeadline(time.Now().Add(pongWait)) })
+	for {
+		if _, _, err := conn.ReadMessage(); err != nil {
+			break
+		}
+		conn.SetReadDeadline(time.Now().Add(pongWait))
+	}
+	cl.drop()
+	<-writerDone
+}

@@ -1,0 +1,164 @@
+package chat_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fasthttp/websocket"
+
+	"github.com/onair/onair/internal/onairtest"
+)
+
+// socket is a test client of a room.
+type socket struct {
+	t      *testing.T
+	conn   *websocket.Conn
+	events chan map[string]any
+}
+
+// dial opens a room socket: with a Bearer token on the /v1 route, or with
+// a viewer cookie (anonymous) on the public route.
+func dial(t *testing.T, base string, showID int64, token, anonID string) *socket {
+	t.Helper()
+	wsBase := "ws" + strings.TrimPrefix(base, "http")
+	h := http.Header{}
+	target := fmt.Sprintf("%s/v1/shows/%d/chat/socket", wsBase, showID)
+	if token != "" {
+		h.Set("Authorization", "Bearer "+token)
+	} else {
+		target = fmt.Sprintf("%s/ws/shows/%d", wsBase, showID)
+		h.Set("Cookie", "onair_viewer="+anonID)
+	}
+	conn, resp, err := websocket.DefaultDialer.Dial(target, h)
+	if err != nil {
+		status := 0
+		if resp != nil {
+			status = resp.StatusCode
+		}
+		t.Fatalf("dial %s: %v (status %d)", target, err, status)
+	}
+	s := &socket{t: t, conn: conn, events: make(chan map[string]any, 256)}
+	go func() {
+		defer close(s.events)
+		for {
+			_, data, err := conn.ReadMessage()
+			if err != nil {
+				return
+			}
+			var ev map[string]any
+			if json.Unmarshal(data, &ev) == nil {
+				s.events <- ev
+			}
+		}
+	}()
+	t.Cleanup(func() { conn.Close() })
+	return s
+}
+
+// await returns the first event of the type that matches, within 5 s.
+func (s *socket) await(typ string, match func(map[string]any) bool) map[string]any {
+	s.t.Helper()
+	deadline := time.After(5 * time.Second)
+	for {
+		select {
+		case ev, ok := <-s.events:
+			if !ok {
+				s.t.Fatalf("socket closed while waiting for %s", typ)
+			}
+			if ev["type"] == typ && (match == nil || match(ev)) {
+				return ev
+			}
+		case <-deadline:
+			s.t.Fatalf("no %s event within 5 s", typ)
+			return nil
+		}
+	}
+}
+
+// roomNames polls chat_users until it lists exactly want (sorted names).
+func roomNames(t *testing.T, env *onairtest.Env, token string, showID int64, want []string) map[string]any {
+	t.Helper()
+	var body map[string]any
+	var names []string
+	for i := 0; i < 50; i++ {
+		body = env.Do("GET", fmt.Sprintf("/v1/shows/%d/chat_users", showID), token, nil).Expect(t, http.StatusOK).JSON(t)
+		names = names[:0]
+		for _, e := range body["chat_users"].([]any) {
+			names = append(names, e.(map[string]any)["name"].(string))
+		}
+		sort.Strings(names)
+		if strings.Join(names, "|") == strings.Join(want, "|") && int(body["count"].(float64)) == len(want) {
+			return body
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("chat_users %v (count %v), want %v", names, body["count"], want)
+	return nil
+}
+
+func TestRoomSockets(t *testing.T) {
+	env := onairtest.New(t, onairtest.Options{})
+	_, ownerTok := env.CreateUser("Rita Radio")
+	_, fanTok := env.CreateUser("Sam Listener")
+	showID := createShow(t, env, ownerTok, nil)
+	anonID := "3f0c2a8e-4b7d-4e8a-9c1f-0a1b2c3d4e5f"
+
+	a := dial(t, env.URL, showID, ownerTok, "")
+	b := dial(t, env.URL, showID, fanTok, "")
+	b2 := dial(t, env.URL, showID, fanTok, "") // a second tab of the same user
+	anon := dial(t, env.URL, showID, "", anonID)
+
+	body := roomNames(t, env, fanTok, showID, []string{"Guest 3f0c", "Rita Radio", "Sam Listener"})
+	for _, e := range body["chat_users"].([]any) {
+		entry := e.(map[string]any)
+		switch entry["registered"] {
+		case true:
+			if _, ok := entry["followers_count"]; !ok {
+				t.Errorf("registered entry without followers_count: %v", entry)
+			}
+			if _, ok := entry["email"]; ok {
+				t.Errorf("chat user shows an email: %v", entry)
+			}
+		case false:
+			if entry["id"] != anonID || len(entry) != 3 {
+				t.Errorf("anonymous entry %v", entry)
+			}
+		default:
+			t.Errorf("entry without registered: %v", entry)
+		}
+	}
+
+	env.Do("POST", fmt.Sprintf("/v1/shows/%d/chats", showID), fanTok, map[string]any{"message": "hello room"}).Expect(t, http.StatusCreated)
+	for name, s := range map[string]*socket{"owner": a, "fan": b, "fan tab 2": b2, "anonymous": anon} {
+		ev := s.await("chat.created", nil)
+		c := ev["chat"].(map[string]any)
+		if c["message"] != "hello room" || c["user"].(map[string]any)["name"] != "Sam Listener" {
+			t.Errorf("%s got %v", name, ev)
+		}
+	}
+
+	// Closing one of two tabs keeps the viewer; closing the anonymous one
+	// removes it, and the room hears who left.
+	b2.conn.Close()
+	anon.conn.Close()
+	roomNames(t, env, fanTok, showID, []string{"Rita Radio", "Sam Listener"})
+	left := a.await("presence", func(ev map[string]any) bool { return ev["left"] != nil })
+	if left["left"].(map[string]any)["name"] != "Guest 3f0c" {
+		t.Errorf("left event %v", left)
+	}
+
+	// A socket needs a token on /v1, and a visible show.
+	if _, resp, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(env.URL, "http")+fmt.Sprintf("/v1/shows/%d/chat/socket", showID), nil); err == nil || resp == nil || resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("socket without a token was not refused with 401")
+	}
+	private := createShow(t, env, ownerTok, map[string]any{"private": true})
+	h := http.Header{"Authorization": {"Bearer " + fanTok}}
+	if _, resp, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(env.URL, "http")+fmt.Sprintf("/v1/shows/%d/chat/socket", private), h); err == nil || resp == nil || resp.StatusCode != http.StatusNotFound {
+		t.Errorf("socket to another user's private show was not refused with 404")
+	}
+}
