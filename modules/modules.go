@@ -5,5 +5,8 @@
 package modules
 
 import (
+	_ "github.com/onair/onair/modules/chat"
+	_ "github.com/onair/onair/modules/live"
+	_ "github.com/onair/onair/modules/shows"
 	_ "github.com/onair/onair/modules/users"
 )

@@ -1,0 +1,31 @@
+// Package hls packages a live H.264/AAC stream into HTTP Live Streaming
+// (RFC 8216) files in a directory, in process and without external tools.
+//
+// A Packager receives FLV audio and video tag bodies, as an RTMP publisher
+// sends them, and writes two renditions from the same input:
+//
+//   - PlaylistAV (index.m3u8): H.264 and AAC in MPEG-TS segments;
+//   - PlaylistAudio (audio.m3u8): AAC only, so listeners download no video.
+//
+// Segments are cut at the first IDR keyframe once SegmentDuration (2 s)
+// has accumulated; audio-only output is cut on time. EXT-X-TARGETDURATION
+// is fixed for the stream at TargetDuration (4 s by default), so keyframe
+// intervals up to about 4 s give clean segments; a longer interval forces
+// a cut before a non-keyframe, and while such a segment is in a playlist
+// the playlist omits EXT-X-INDEPENDENT-SEGMENTS. Live playlists keep the
+// last Window (6) segments, each with EXT-X-PROGRAM-DATE-TIME, and are
+// replaced atomically (temporary file and rename).
+//
+// Every finished segment is synced to disk and appended to IndexFile
+// before it appears in a playlist, so a restart loses no finished segment.
+// Opening a Packager on a directory with segments continues their
+// numbering after EXT-X-DISCONTINUITY (a publisher that reconnected).
+// Finalize writes the VOD playlists of every segment (ArchiveAV,
+// ArchiveAudio) from the index and ends the live playlists.
+//
+// The transport stream muxer is hand-written: PAT and PMT (with their
+// CRC-32) open every segment, H.264 is carried as Annex-B access units with
+// an access unit delimiter and with SPS and PPS before every IDR, AAC as
+// ADTS frames, PCR rides on the video track (on audio when there is no
+// video), and continuity counters run across segments.
+package hls

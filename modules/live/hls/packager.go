@@ -1,0 +1,430 @@
+package hls
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"os"
+	"time"
+
+	"github.com/onair/onair/modules/live/flv"
+)
+
+// ErrUnsupportedCodec is returned for audio or video that is not AAC or
+// H.264; the publisher should be told to change its encoder settings.
+var ErrUnsupportedCodec = errors.New("hls: unsupported codec")
+
+// ErrClosed is returned by a Packager used after Close.
+var ErrClosed = errors.New("hls: packager closed")
+
+// Options tune a Packager. Zero fields take the defaults named after them.
+type Options struct {
+	// SegmentDuration is the duration the cutter aims for: a segment ends
+	// at the first keyframe (any frame, for audio) once it is this long.
+	SegmentDuration time.Duration
+	// TargetDuration is the EXT-X-TARGETDURATION of the live playlists, in
+	// whole seconds, fixed for the life of the stream. No segment is
+	// allowed to round above it: when the encoder's keyframe interval is
+	// longer, the cutter cuts before a non-keyframe instead (such segments
+	// are marked not independent). It must be at least SegmentDuration.
+	TargetDuration int
+	// Window is the number of segments in the live playlists.
+	Window int
+	// ProbeDuration bounds how long the packager waits, in media time,
+	// to learn which tracks exist when onMetaData does not say.
+	ProbeDuration time.Duration
+	// Now returns the wall-clock time used for EXT-X-PROGRAM-DATE-TIME.
+	Now func() time.Time
+	// Logger receives notices about the stream; slog.Default() when nil.
+	Logger *slog.Logger
+	// OnSegment, if set, is called after each segment is recorded and
+	// published, on the goroutine feeding the Packager.
+	OnSegment func(Segment)
+
+	// noSync skips fsync, for tests and fuzzing only.
+	noSync bool
+}
+
+// Defaults for Options.
+const (
+	DefaultSegmentDuration = 2 * time.Second
+	DefaultTargetDuration  = 4
+	DefaultWindow          = 6
+	DefaultProbeDuration   = 2 * time.Second
+)
+
+func (o Options) withDefaults() Options {
+	if o.SegmentDuration <= 0 {
+		o.SegmentDuration = DefaultSegmentDuration
+	}
+	if o.TargetDuration <= 0 {
+		o.TargetDuration = DefaultTargetDuration
+	}
+	o.TargetDuration = max(o.TargetDuration, int(math.Ceil(o.SegmentDuration.Seconds())))
+	if o.Window <= 0 {
+		o.Window = DefaultWindow
+	}
+	if o.ProbeDuration <= 0 {
+		o.ProbeDuration = DefaultProbeDuration
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return o
+}
+
+// maxPending caps the bytes buffered while probing for tracks.
+const maxPending = 16 << 20
+
+// Packager turns one publisher session's FLV audio and video into HLS in a
+// directory: an A/V rendition (PlaylistAV) and an audio-only rendition
+// (PlaylistAudio) from the same input. Its methods match rtmp.Sink's media
+// methods so a Sink can forward to it directly. It is not safe for
+// concurrent use.
+//
+// A Packager opened on a directory that already holds segments (the same
+// stream after the publisher reconnected) continues their numbering and
+// live playlists after an EXT-X-DISCONTINUITY; timestamps may restart.
+type Packager struct {
+	dir  string
+	opts Options
+	log  *slog.Logger
+
+	avc        *flv.AVCConfig
+	asc        *flv.AudioSpecificConfig
+	hintVideo  *bool
+	hintAudio  *bool
+	prior      []Segment
+	probing    bool
+	pending    []pendingTag
+	pendingLen int
+	firstWall  time.Time
+
+	clock    clock
+	av, aud  *rendition
+	hasVideo bool
+	hasAudio bool
+	lastDTS  int64 // 90 kHz, see clock.t
+	sawVideo bool
+	frameDur int64 // last video frame interval, 90 kHz
+	// Audio timestamps are regenerated from the sample count, anchored
+	// on the publisher's timestamps: encoders such as GStreamer's flvmux
+	// jitter AAC timestamps by tens of milliseconds and even repeat them.
+	audioBase   int64
+	audioFrames int64
+	audioSynced bool
+	nalus       [][]byte
+	annexB      []byte
+	adts        []byte
+	warnedFor   map[string]bool
+	err         error
+}
+
+type pendingTag struct {
+	video bool
+	ts    int64
+	body  []byte
+}
+
+// Open prepares a Packager writing into dir, creating it if needed.
+func Open(dir string, opts Options) (*Packager, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("create stream directory: %w", err)
+	}
+	prior, err := ReadIndex(dir)
+	if err != nil {
+		return nil, err
+	}
+	o := opts.withDefaults()
+	return &Packager{
+		dir:       dir,
+		opts:      o,
+		log:       o.Logger.With("dir", dir),
+		prior:     prior,
+		probing:   true,
+		frameDur:  40 * 90,
+		warnedFor: map[string]bool{},
+	}, nil
+}
+
+// Metadata takes track hints from onMetaData: encoders list videocodecid
+// and audiocodecid for the tracks they will send, which lets packaging
+// start without waiting for ProbeDuration.
+func (p *Packager) Metadata(meta map[string]any) {
+	_, v := meta["videocodecid"]
+	_, a := meta["audiocodecid"]
+	if v || a {
+		p.hintVideo, p.hintAudio = &v, &a
+	}
+}
+
+// Video takes an FLV video tag body with its timestamp in milliseconds.
+func (p *Packager) Video(ts int64, body []byte) error {
+	if p.err != nil {
+		return p.err
+	}
+	if err := p.video(ts, body); err != nil {
+		p.err = err
+		return err
+	}
+	return nil
+}
+
+// Audio takes an FLV audio tag body with its timestamp in milliseconds.
+func (p *Packager) Audio(ts int64, body []byte) error {
+	if p.err != nil {
+		return p.err
+	}
+	if err := p.audio(ts, body); err != nil {
+		p.err = err
+		return err
+	}
+	return nil
+}
+
+func (p *Packager) video(ts int64, body []byte) error {
+	tag, err := flv.ParseVideoTag(body)
+	if err != nil {
+		return fmt.Errorf("video tag: %w", err)
+	}
+	if tag.FrameType == flv.FrameInfoCommand {
+		return nil
+	}
+	if tag.CodecID != flv.CodecAVC {
+		return fmt.Errorf("video codec %s: %w (use H.264)", codecName(tag.FourCC, tag.CodecID), ErrUnsupportedCodec)
+	}
+	switch tag.PacketType {
+	case flv.AVCSequenceHeader:
+		cfg, err := flv.ParseAVCConfig(tag.Data)
+		if err != nil {
+			return fmt.Errorf("avc sequence header: %w", err)
+		}
+		if len(cfg.SPS) == 0 || len(cfg.PPS) == 0 {
+			return errors.New("hls: avc sequence header without sps or pps")
+		}
+		cfg.SPS, cfg.PPS = cloneAll(cfg.SPS), cloneAll(cfg.PPS)
+		p.avc = &cfg
+		return p.probe()
+	case flv.AVCNALU:
+		if p.avc == nil {
+			return nil // no decoder configuration yet: undecodable
+		}
+		if p.probing {
+			return p.buffer(true, ts, body)
+		}
+		return p.writeVideo(ts, tag)
+	default:
+		return nil
+	}
+}
+
+func (p *Packager) audio(ts int64, body []byte) error {
+	tag, err := flv.ParseAudioTag(body)
+	if err != nil {
+		return fmt.Errorf("audio tag: %w", err)
+	}
+	if tag.SoundFormat != flv.SoundFormatAAC {
+		return fmt.Errorf("audio codec %s: %w (use AAC)", codecName(tag.FourCC, tag.SoundFormat), ErrUnsupportedCodec)
+	}
+	switch tag.PacketType {
+	case flv.AACSequenceHeader:
+		cfg, err := flv.ParseAudioSpecificConfig(tag.Data)
+		if err != nil {
+			return fmt.Errorf("aac sequence header: %w", err)
+		}
+		if _, err := cfg.AppendADTS(nil, 0); err != nil {
+			return fmt.Errorf("aac configuration: %w", err)
+		}
+		p.asc = &cfg
+		return p.probe()
+	case flv.AACRaw:
+		if p.asc == nil || len(tag.Data) == 0 {
+			return nil
+		}
+		if p.probing {
+			return p.buffer(false, ts, body)
+		}
+		return p.writeAudio(ts, tag.Data)
+	default:
+		return nil
+	}
+}
+
+func codecName(fourCC string, id uint8) string {
+	if fourCC != "" {
+		return fmt.Sprintf("%q", fourCC)
+	}
+	return fmt.Sprintf("id %d", id)
+}
+
+func cloneAll(in [][]byte) [][]byte {
+	out := make([][]byte, len(in))
+	for i, b := range in {
+		out[i] = append([]byte(nil), b...)
+	}
+	return out
+}
+
+// buffer holds a tag while the track set is unknown.
+func (p *Packager) buffer(video bool, ts int64, body []byte) error {
+	if len(p.pending) == 0 {
+		p.firstWall = p.opts.Now()
+	}
+	p.pending = append(p.pending, pendingTag{video: video, ts: ts, body: append([]byte(nil), body...)})
+	p.pendingLen += len(body)
+	return p.probe()
+}
+
+// probe decides which tracks the stream has, as soon as it can: when both
+// configurations are known, when those announced by onMetaData are, or
+// when ProbeDuration of media (or maxPending bytes) has been buffered.
+func (p *Packager) probe() error {
+	if !p.probing || (p.avc == nil && p.asc == nil) {
+		return nil
+	}
+	ready := p.avc != nil && p.asc != nil
+	if p.hintVideo != nil && (!*p.hintVideo || p.avc != nil) && (!*p.hintAudio || p.asc != nil) {
+		ready = true
+	}
+	if n := len(p.pending); n > 0 {
+		span := p.pending[n-1].ts - p.pending[0].ts
+		if span >= p.opts.ProbeDuration.Milliseconds() || span < 0 || p.pendingLen > maxPending {
+			ready = true
+		}
+	}
+	if !ready || len(p.pending) == 0 {
+		return nil
+	}
+	return p.startOutput()
+}
+
+// startOutput creates the renditions and replays the buffered tags.
+func (p *Packager) startOutput() error {
+	p.probing = false
+	p.hasVideo = p.avc != nil
+	p.hasAudio = p.asc != nil
+	p.clock = clock{media: p.pending[0].ts, wall: p.firstWall}
+	var priorAV, priorAudio []Segment
+	for _, s := range p.prior {
+		if s.Rendition == RenditionAudio {
+			priorAudio = append(priorAudio, s)
+		} else {
+			priorAV = append(priorAV, s)
+		}
+	}
+	p.av = newRendition(RenditionAV, PlaylistAV, p.dir, p.hasVideo, p.hasAudio, p.opts, &p.clock, priorAV)
+	if p.hasAudio {
+		p.aud = newRendition(RenditionAudio, PlaylistAudio, p.dir, false, true, p.opts, &p.clock, priorAudio)
+	}
+	p.log.Info("hls packaging started", "video", p.hasVideo, "audio", p.hasAudio)
+	pending := p.pending
+	p.pending, p.pendingLen = nil, 0
+	for _, t := range pending {
+		var err error
+		if t.video {
+			err = p.video(t.ts, t.body)
+		} else {
+			err = p.audio(t.ts, t.body)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (p *Packager) writeVideo(dts int64, tag flv.VideoTag) error {
+	if !p.hasVideo {
+		p.warnOnce("video", "video started after packaging began audio-only; ignoring it")
+		return nil
+	}
+	var err error
+	p.nalus, err = flv.AppendNALUs(p.nalus[:0], tag.Data, p.avc.NALULengthSize)
+	if err != nil {
+		return fmt.Errorf("video frame: %w", err)
+	}
+	if len(p.nalus) == 0 {
+		return nil
+	}
+	var idr bool
+	p.annexB, idr = appendAnnexB(p.annexB[:0], p.nalus, p.avc)
+	t := p.clock.t(dts)
+	pts := t + int64(tag.CompositionTime)*90
+	if p.sawVideo && t <= p.lastDTS {
+		// Decoding times must increase; nudge a repeated one forward.
+		t = p.lastDTS + 1
+		pts = max(pts, t)
+	}
+	if d := t - p.lastDTS; p.sawVideo && d <= 90000 {
+		p.frameDur = d
+	}
+	p.lastDTS, p.sawVideo = t, true
+	return p.av.writeVideo(t, pts, p.frameDur, p.annexB, idr)
+}
+
+// audioResync is how far the sample-count timeline may drift from the
+// publisher's timestamps before it is re-anchored on them (a real gap).
+const audioResync = 150 * 90
+
+func (p *Packager) writeAudio(ts int64, raw []byte) error {
+	if !p.hasAudio {
+		p.warnOnce("audio", "audio started after packaging began video-only; ignoring it")
+		return nil
+	}
+	var err error
+	if p.adts, err = p.asc.AppendADTS(p.adts[:0], len(raw)); err != nil {
+		return fmt.Errorf("audio frame: %w", err)
+	}
+	p.adts = append(p.adts, raw...)
+	rate := int64(p.asc.SampleRate)
+	in := p.clock.t(ts)
+	t := p.audioBase + p.audioFrames*1024*90000/rate
+	if !p.audioSynced || t-in > audioResync || in-t > audioResync {
+		p.audioBase, p.audioFrames, p.audioSynced = in, 0, true
+		t = in
+	}
+	p.audioFrames++
+	dur := 1024 * 90000 / rate
+	if err := p.av.writeAudio(t, dur, p.adts); err != nil {
+		return err
+	}
+	return p.aud.writeAudio(t, dur, p.adts)
+}
+
+func (p *Packager) warnOnce(key, msg string) {
+	if !p.warnedFor[key] {
+		p.warnedFor[key] = true
+		p.log.Warn(msg)
+	}
+}
+
+// Close finishes the segments in progress and updates the live playlists.
+// It does not end them (no EXT-X-ENDLIST): the publisher may come back,
+// and Finalize ends the stream. Close is idempotent.
+func (p *Packager) Close() error {
+	if errors.Is(p.err, ErrClosed) {
+		return nil
+	}
+	var errs []error
+	if p.probing && len(p.pending) > 0 && (p.avc != nil || p.asc != nil) {
+		errs = append(errs, p.startOutput())
+	}
+	for _, r := range []*rendition{p.av, p.aud} {
+		if r != nil {
+			errs = append(errs, r.close())
+		}
+	}
+	p.err = ErrClosed
+	return errors.Join(errs...)
+}
+
+// HasVideo and HasAudio report the tracks being packaged; both are false
+// until the packager has seen enough of the stream to decide.
+func (p *Packager) HasVideo() bool { return p.hasVideo }
+
+// HasAudio reports whether an audio track is being packaged.
+func (p *Packager) HasAudio() bool { return p.hasAudio }

@@ -1,0 +1,239 @@
+package hls
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// tsOffset is added to every PES timestamp so that samples slightly
+// earlier than the first one (audio ahead of video, negative composition
+// offsets) and the PCR, which runs pcrDelay ahead, stay positive.
+const tsOffset = 126000 // 1.4 s on the 90 kHz clock
+
+// rendition cuts one output (A/V or audio-only) into segments and keeps
+// its live playlist.
+type rendition struct {
+	name     string
+	playlist string
+	dir      string
+	video    bool // carries the video track; cuts on keyframes
+	audio    bool
+
+	// Times below are on the unwrapped 90 kHz clock (see clock.t).
+	target    int64 // cut at the first keyframe after this much
+	limit     int64 // never let a segment reach this (rounds above TARGETDURATION)
+	td        int
+	window    int
+	onSegment func(Segment)
+	clock     *clock
+	durable   bool
+
+	seq      uint64 // sequence number of the next segment
+	nextDisc bool   // the next segment follows a reconnection
+	live     []Segment
+	discSeq  uint64
+
+	mux      *tsMuxer
+	cur      *segmentWriter
+	curFile  string
+	curStart int64
+	curIndep bool
+	end      int64 // end of the last sample written
+}
+
+// clock maps the publisher's millisecond timestamps onto an unwrapped
+// 90 kHz clock starting at tsOffset, and that clock onto wall-clock time.
+// Transport stream timestamps are its values modulo 2^33.
+type clock struct {
+	media int64 // ms timestamp of the first sample
+	wall  time.Time
+}
+
+func (c *clock) t(ms int64) int64 { return (ms-c.media)*90 + tsOffset }
+
+func (c *clock) at(t int64) time.Time {
+	return c.wall.Add(time.Duration(t-tsOffset) * time.Second / 90000)
+}
+
+func newRendition(name, playlistName, dir string, video, audio bool, o Options, c *clock, prior []Segment) *rendition {
+	r := &rendition{
+		name:      name,
+		playlist:  playlistName,
+		dir:       dir,
+		video:     video,
+		audio:     audio,
+		target:    o.SegmentDuration.Milliseconds() * 90,
+		limit:     int64(o.TargetDuration)*90000 + 45000,
+		td:        o.TargetDuration,
+		window:    o.Window,
+		onSegment: o.OnSegment,
+		clock:     c,
+		durable:   !o.noSync,
+	}
+	r.mux = newTSMuxer(nil, video, audio)
+	if len(prior) > 0 {
+		// A reconnection: continue the numbering and the live window,
+		// and mark the break in timestamps and encoder state.
+		r.seq = prior[len(prior)-1].Sequence + 1
+		r.nextDisc = true
+		start := max(0, len(prior)-r.window)
+		r.live = append([]Segment(nil), prior[start:]...)
+		for _, s := range prior[:start] {
+			if s.Discontinuity {
+				r.discSeq++
+			}
+		}
+	}
+	return r
+}
+
+// writeVideo adds an access unit (Annex-B) with its timestamps.
+func (r *rendition) writeVideo(dts, pts, frameDur int64, au []byte, idr bool) error {
+	switch {
+	case r.cur == nil:
+		if !idr {
+			return nil // wait for a keyframe: a segment must start decodable
+		}
+		if err := r.start(dts, true); err != nil {
+			return err
+		}
+	case idr && dts-r.curStart >= r.target:
+		if err := r.cut(dts, true); err != nil {
+			return err
+		}
+	case dts+frameDur-r.curStart >= r.limit:
+		// The keyframe interval is longer than the playlist allows: cut
+		// anyway, producing a segment that does not start with a keyframe.
+		if err := r.cut(dts, false); err != nil {
+			return err
+		}
+	}
+	t := r.mux.track(pidVideo)
+	if err := r.mux.writePES(t, pts&tsClockMask, dts&tsClockMask, au, idr); err != nil {
+		return fmt.Errorf("write video: %w", err)
+	}
+	r.end = max(r.end, dts+frameDur)
+	return nil
+}
+
+// writeAudio adds an ADTS frame with its timestamp.
+func (r *rendition) writeAudio(ts, frameDur int64, frame []byte) error {
+	if r.video {
+		if r.cur == nil {
+			return nil // the A/V rendition starts at the first keyframe
+		}
+	} else {
+		switch {
+		case r.cur == nil:
+			if err := r.start(ts, true); err != nil {
+				return err
+			}
+		case ts-r.curStart >= r.target, ts+frameDur-r.curStart >= r.limit:
+			if err := r.cut(ts, true); err != nil {
+				return err
+			}
+		}
+	}
+	t := r.mux.track(pidAudio)
+	if err := r.mux.writePES(t, ts&tsClockMask, -1, frame, !r.video); err != nil {
+		return fmt.Errorf("write audio: %w", err)
+	}
+	r.end = max(r.end, ts+frameDur)
+	return nil
+}
+
+func (r *rendition) start(ts int64, independent bool) error {
+	name := segmentFile(r.name, r.seq)
+	w, err := createSegment(filepath.Join(r.dir, name))
+	if err != nil {
+		return err
+	}
+	r.cur, r.curFile, r.curStart, r.curIndep = w, name, ts, independent
+	r.end = ts
+	r.mux.w = w
+	if err := r.mux.writeTables(); err != nil {
+		return fmt.Errorf("write tables: %w", err)
+	}
+	return nil
+}
+
+func (r *rendition) cut(ts int64, independent bool) error {
+	if err := r.finish(ts); err != nil {
+		return err
+	}
+	return r.start(ts, independent)
+}
+
+// finish closes the current segment, which ends where the next begins
+// (next), records it and publishes it in the live playlist.
+func (r *rendition) finish(next int64) error {
+	dur := next - r.curStart
+	if dur >= r.limit || dur <= 0 {
+		// A gap in the input: count only the media actually present.
+		dur = r.end - r.curStart
+	}
+	w := r.cur
+	r.cur = nil
+	if err := w.finish(r.durable); err != nil {
+		return err
+	}
+	seg := Segment{
+		Rendition:       r.name,
+		Sequence:        r.seq,
+		File:            r.curFile,
+		Duration:        float64(max(dur, 90)) / 90000,
+		ProgramDateTime: r.clock.at(r.curStart),
+		Discontinuity:   r.nextDisc,
+		Independent:     r.curIndep,
+	}
+	r.seq++
+	r.nextDisc = false
+	if err := appendIndex(r.dir, seg, r.durable); err != nil {
+		return err
+	}
+	r.live = append(r.live, seg)
+	if n := len(r.live) - r.window; n > 0 {
+		for _, s := range r.live[:n] {
+			if s.Discontinuity {
+				r.discSeq++
+			}
+		}
+		r.live = append(r.live[:0], r.live[n:]...)
+	}
+	if err := r.writePlaylist(false); err != nil {
+		return err
+	}
+	if r.onSegment != nil {
+		r.onSegment(seg)
+	}
+	return nil
+}
+
+func (r *rendition) writePlaylist(ended bool) error {
+	if len(r.live) == 0 {
+		return nil
+	}
+	p := playlist{
+		targetDuration: r.td,
+		mediaSequence:  r.live[0].Sequence,
+		discontinuity:  r.discSeq,
+		segments:       r.live,
+		ended:          ended,
+	}
+	return writeFileAtomic(r.dir, r.playlist, p.render())
+}
+
+// close finishes the segment in progress, if it holds any media.
+func (r *rendition) close() error {
+	if r.cur == nil {
+		return nil
+	}
+	if r.end <= r.curStart {
+		r.cur.abandon()
+		r.cur = nil
+		return os.Remove(filepath.Join(r.dir, r.curFile))
+	}
+	return r.finish(r.end)
+}

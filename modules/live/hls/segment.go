@@ -1,0 +1,173 @@
+package hls
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// File names inside a stream's directory. The caller serves the directory
+// as is; playlists reference segments by bare file name.
+const (
+	// PlaylistAV is the live playlist with video and audio.
+	PlaylistAV = "index.m3u8"
+	// PlaylistAudio is the live audio-only playlist, for listeners who
+	// should not download video.
+	PlaylistAudio = "audio.m3u8"
+	// ArchiveAV and ArchiveAudio are the VOD playlists of every segment,
+	// written by Finalize.
+	ArchiveAV    = "archive.m3u8"
+	ArchiveAudio = "archive_audio.m3u8"
+	// IndexFile records every finished segment, one JSON object a line.
+	IndexFile = "segments.jsonl"
+)
+
+// Rendition names, as recorded in Segment.Rendition.
+const (
+	RenditionAV    = "av"
+	RenditionAudio = "audio"
+)
+
+// Segment describes one finished segment.
+type Segment struct {
+	Rendition string `json:"r"`
+	Sequence  uint64 `json:"seq"`
+	File      string `json:"file"`
+	// Duration is the media duration in seconds.
+	Duration float64 `json:"dur"`
+	// ProgramDateTime is the wall-clock time of the first sample.
+	ProgramDateTime time.Time `json:"pdt"`
+	// Discontinuity is set on the first segment after the publisher
+	// reconnected: timestamps and encoder settings may change there.
+	Discontinuity bool `json:"disc,omitempty"`
+	// Independent is false when the segment had to be cut before a
+	// keyframe because the encoder's keyframe interval was too long.
+	Independent bool `json:"ind"`
+}
+
+// segmentFile is the file name of a segment of a rendition.
+func segmentFile(rendition string, seq uint64) string {
+	if rendition == RenditionAudio {
+		return fmt.Sprintf("audio-%06d.ts", seq)
+	}
+	return fmt.Sprintf("seg-%06d.ts", seq)
+}
+
+// ReadIndex returns the segments recorded in dir's index, in order. A
+// missing index yields no segments. A torn last line (a crash while
+// appending) is ignored; so are entries whose file has disappeared.
+func ReadIndex(dir string) ([]Segment, error) {
+	data, err := os.ReadFile(filepath.Join(dir, IndexFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read segment index: %w", err)
+	}
+	var out []Segment
+	for line := range bytes.Lines(data) {
+		var s Segment
+		if err := json.Unmarshal(line, &s); err != nil || s.File == "" || filepath.Base(s.File) != s.File {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(dir, s.File)); err != nil {
+			continue
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// appendIndex durably records a finished segment.
+func appendIndex(dir string, s Segment, durable bool) error {
+	line, err := json.Marshal(s)
+	if err != nil {
+		return fmt.Errorf("encode segment index: %w", err)
+	}
+	f, err := os.OpenFile(filepath.Join(dir, IndexFile), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return fmt.Errorf("open segment index: %w", err)
+	}
+	_, err = f.Write(append(line, '\n'))
+	if err == nil && durable {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("append segment index: %w", err)
+	}
+	return nil
+}
+
+// writeFileAtomic replaces name in dir with data so readers never see a
+// partial playlist: write a temporary file in the same directory, then
+// rename it over the old one.
+func writeFileAtomic(dir, name string, data []byte) error {
+	f, err := os.CreateTemp(dir, "."+name+".tmp*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", name, err)
+	}
+	tmp := f.Name()
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(tmp, 0o644)
+	}
+	if err == nil {
+		err = os.Rename(tmp, filepath.Join(dir, name))
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("write %s: %w", name, err)
+	}
+	return nil
+}
+
+// segmentWriter is an open segment file.
+type segmentWriter struct {
+	f  *os.File
+	bw *bufio.Writer
+}
+
+func createSegment(path string) (*segmentWriter, error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("create segment: %w", err)
+	}
+	return &segmentWriter{f: f, bw: bufio.NewWriterSize(f, 64<<10)}, nil
+}
+
+func (s *segmentWriter) Write(p []byte) (int, error) { return s.bw.Write(p) }
+
+// finish flushes and syncs the file, so that once it is in the index it
+// survives a crash.
+func (s *segmentWriter) finish(durable bool) error {
+	err := s.bw.Flush()
+	if err == nil && durable {
+		err = s.f.Sync()
+	}
+	if cerr := s.f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("finish segment: %w", err)
+	}
+	return nil
+}
+
+// abandon closes the file without recording it.
+func (s *segmentWriter) abandon() {
+	s.f.Close()
+}
+
+var _ io.Writer = (*segmentWriter)(nil)

@@ -1,0 +1,231 @@
+package live
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/onair/onair/modules/live/hls"
+	"github.com/onair/onair/modules/shows"
+)
+
+// Media URLs of a private show carry a token in the path,
+// /media/shows/{id}/t/{expiry}.{signature}/{file}, so that the relative
+// segment URIs inside a playlist inherit it and a plain web player works.
+// Tokens last between signedFor and signedFor+1h: the expiry is rounded up
+// to the hour so one show's URLs stay stable (and cacheable) for an hour.
+const signedFor = 6 * time.Hour
+
+var fileName = regexp.MustCompile(`^[a-z0-9_-]{1,64}\.(m3u8|ts|jpg|gif)$`)
+
+// signer makes and checks the HMAC tokens of private media.
+type signer struct{ key []byte }
+
+// loadSigner reads the signing key from path, creating it on first start.
+// The key stays on the node that holds the media.
+func loadSigner(path string) (*signer, error) {
+	key, err := os.ReadFile(path)
+	if err == nil && len(key) >= 32 {
+		return &signer{key: key}, nil
+	}
+	key = make([]byte, 32)
+	if _, err := rand.Read(key); err != nil {
+		return nil, fmt.Errorf("live: signing key: %w", err)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, fmt.Errorf("live: signing key: %w", err)
+	}
+	if err := os.WriteFile(path, key, 0o600); err != nil {
+		return nil, fmt.Errorf("live: signing key: %w", err)
+	}
+	return &signer{key: key}, nil
+}
+
+func (s *signer) mac(showID, expiry int64) string {
+	h := hmac.New(sha256.New, s.key)
+	fmt.Fprintf(h, "%d.%d", showID, expiry)
+	return hex.EncodeToString(h.Sum(nil)[:16])
+}
+
+// token is a fresh path token for the show.
+func (s *signer) token(showID int64, now time.Time) string {
+	exp := now.Add(signedFor).Truncate(time.Hour).Add(time.Hour).Unix()
+	return fmt.Sprintf("%d.%s", exp, s.mac(showID, exp))
+}
+
+// valid checks a token in constant time and its expiry.
+func (s *signer) valid(showID int64, token string, now time.Time) bool {
+	expRaw, sig, ok := strings.Cut(token, ".")
+	exp, err := strconv.ParseInt(expRaw, 10, 64)
+	if !ok || err != nil || now.Unix() > exp {
+		return false
+	}
+	return hmac.Equal([]byte(sig), []byte(s.mac(showID, exp)))
+}
+
+// signURL is the shows module's media signer: the media URLs of a private
+// show get a token. Only callers allowed to see the show get its View, so
+// only they get working URLs.
+func (m *Module) signURL(sh *shows.Show, raw string) string {
+	prefix := fmt.Sprintf("%s/media/shows/%d/", m.core.Config.PublicURL, sh.ID)
+	if !sh.Private || !strings.HasPrefix(raw, prefix) {
+		return raw
+	}
+	file := strings.TrimPrefix(raw, prefix)
+	if !fileName.MatchString(file) {
+		return raw
+	}
+	return prefix + "t/" + m.signer.token(sh.ID, time.Now()) + "/" + file
+}
+
+// visibility caches, for a few seconds, whether a show's media may be
+// served without a token, so segment requests do not each hit the database.
+type visibility struct {
+	shows *shows.Service
+	mu    sync.Mutex
+	cache map[int64]visEntry
+}
+
+type visEntry struct {
+	public, exists bool
+	at             time.Time
+}
+
+const visibilityTTL = 2 * time.Second
+
+func newVisibility(s *shows.Service) *visibility {
+	return &visibility{shows: s, cache: map[int64]visEntry{}}
+}
+
+// state reports whether the show exists and is public (not private, not off).
+func (v *visibility) state(ctx context.Context, id int64) (exists, public bool, err error) {
+	v.mu.Lock()
+	e, ok := v.cache[id]
+	v.mu.Unlock()
+	if ok && time.Since(e.at) < visibilityTTL {
+		return e.exists, e.public, nil
+	}
+	sh, err := v.shows.Get(ctx, id)
+	switch {
+	case errors.Is(err, shows.ErrNotFound):
+		e = visEntry{at: time.Now()}
+	case err != nil:
+		return false, false, err
+	default:
+		e = visEntry{exists: true, public: !sh.Private && !sh.Off, at: time.Now()}
+	}
+	v.mu.Lock()
+	if len(v.cache) > 10000 {
+		v.cache = map[int64]visEntry{}
+	}
+	v.cache[id] = e
+	v.mu.Unlock()
+	return e.exists, e.public, nil
+}
+
+func (v *visibility) forget(id int64) {
+	v.mu.Lock()
+	delete(v.cache, id)
+	v.mu.Unlock()
+}
+
+// servePublic answers /media/shows/:id/:file for public shows.
+func (m *Module) servePublic(c *fiber.Ctx) error {
+	id, file, err := mediaParams(c)
+	if err != nil {
+		return err
+	}
+	exists, public, err := m.vis.state(c.UserContext(), id)
+	if err != nil {
+		return err
+	}
+	if !exists || !public {
+		return fiber.ErrNotFound
+	}
+	return m.sendMedia(c, id, file, "public")
+}
+
+// serveSigned answers /media/shows/:id/t/:token/:file: any show, with a
+// valid token.
+func (m *Module) serveSigned(c *fiber.Ctx) error {
+	id, file, err := mediaParams(c)
+	if err != nil {
+		return err
+	}
+	if !m.signer.valid(id, c.Params("token"), time.Now()) {
+		return fiber.NewError(fiber.StatusForbidden, "media link expired or invalid")
+	}
+	if exists, _, err := m.vis.state(c.UserContext(), id); err != nil {
+		return err
+	} else if !exists {
+		return fiber.ErrNotFound
+	}
+	return m.sendMedia(c, id, file, "private")
+}
+
+func mediaParams(c *fiber.Ctx) (int64, string, error) {
+	id, err := strconv.ParseInt(c.Params("id"), 10, 64)
+	file := c.Params("file")
+	if err != nil || id < 1 || !fileName.MatchString(file) {
+		return 0, "", fiber.ErrNotFound
+	}
+	return id, file, nil
+}
+
+// sendMedia sends a file of the show's directory with the content type and
+// cache policy players expect: live playlists are revalidated on every
+// poll, segments never change.
+func (m *Module) sendMedia(c *fiber.Ctx, id int64, file, scope string) error {
+	path := filepath.Join(m.showDir(id), file)
+	ext := filepath.Ext(file)
+	cache := scope + ", max-age=31536000, immutable"
+	switch ext {
+	case ".m3u8":
+		c.Set(fiber.HeaderContentType, "application/vnd.apple.mpegurl")
+		cache = "no-cache"
+		if file == hls.ArchiveAV || file == hls.ArchiveAudio {
+			cache = scope + ", max-age=300"
+		}
+	case ".ts":
+		c.Set(fiber.HeaderContentType, "video/mp2t")
+	case ".jpg":
+		c.Set(fiber.HeaderContentType, "image/jpeg")
+		cache = scope + ", max-age=30"
+	case ".gif":
+		c.Set(fiber.HeaderContentType, "image/gif")
+		cache = scope + ", max-age=30"
+	}
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return fiber.ErrNotFound
+	}
+	if err != nil {
+		return fmt.Errorf("live: read %s: %w", file, err)
+	}
+	c.Set(fiber.HeaderCacheControl, cache)
+	c.Set(fiber.HeaderAccessControlAllowOrigin, "*")
+	c.Set(fiber.HeaderAccessControlExposeHeaders, "Content-Length")
+	return c.Send(data)
+}
+
+// preflight answers CORS preflight requests of players on other origins.
+func preflight(c *fiber.Ctx) error {
+	c.Set(fiber.HeaderAccessControlAllowOrigin, "*")
+	c.Set(fiber.HeaderAccessControlAllowMethods, "GET, HEAD, OPTIONS")
+	c.Set(fiber.HeaderAccessControlAllowHeaders, "Range")
+	c.Set(fiber.HeaderAccessControlMaxAge, "86400")
+	return c.SendStatus(fiber.StatusNoContent)
+}

@@ -1,0 +1,184 @@
+// Package live is the live-media module: the RTMP ingest server, in-process
+// HLS packaging (an A/V and an audio-only rendition), the archive of every
+// non-radio show as a VOD playlist, thumbnails, and the media routes that
+// serve all of it (with signed, expiring URLs for private shows).
+//
+// The protocol work lives in sub-packages (amf0, rtmp, flv, hls); this
+// package ties a publication to its show through the shows module's
+// lifecycle service, which keeps every state rule.
+package live
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/onair/onair/app"
+	"github.com/onair/onair/modules/live/rtmp"
+	"github.com/onair/onair/modules/shows"
+)
+
+func init() { app.Register(&Module{}) }
+
+// Module is the live-media module.
+type Module struct {
+	core   *app.Core
+	shows  *shows.Service
+	rtmp   *rtmp.Server
+	ln     net.Listener
+	app    string // the RTMP application name of ONAIR_RTMP_URL ("live")
+	root   string // media directory: <data dir>/media/shows
+	signer *signer
+	thumbs *thumbnailer
+	vis    *visibility
+
+	mu      sync.Mutex
+	streams map[int64]*stream
+	work    sync.WaitGroup // archive and clean-up jobs
+	ctx     context.Context
+	cancel  context.CancelFunc
+}
+
+var (
+	_ app.Provisioner  = (*Module)(nil)
+	_ app.PublicRouter = (*Module)(nil)
+	_ app.Service      = (*Module)(nil)
+)
+
+func (*Module) Name() string { return "live" }
+
+func (m *Module) Provision(core *app.Core) error {
+	m.core = core
+	m.shows = shows.From(core)
+	m.streams = map[int64]*stream{}
+	m.root = filepath.Join(core.Config.DataDir, "media", "shows")
+	if err := os.MkdirAll(m.root, 0o755); err != nil {
+		return fmt.Errorf("live: media directory: %w", err)
+	}
+	u, err := url.Parse(core.Config.RTMPURL)
+	if err != nil {
+		return fmt.Errorf("live: ONAIR_RTMP_URL: %w", err)
+	}
+	m.app = strings.Trim(u.Path, "/")
+	if m.signer, err = loadSigner(filepath.Join(core.Config.DataDir, "media", "signing.key")); err != nil {
+		return err
+	}
+	m.vis = newVisibility(m.shows)
+	m.ctx, m.cancel = context.WithCancel(context.Background())
+	if ffmpeg, err := exec.LookPath("ffmpeg"); err == nil {
+		m.thumbs = newThumbnailer(ffmpeg, core.Log)
+	} else {
+		core.Log.Info("ffmpeg not on PATH: shows get a placeholder image and no animated preview")
+	}
+	m.shows.SetMediaSigner(m.signURL)
+	m.shows.Subscribe(m.onShowEvent)
+	m.rtmp = &rtmp.Server{Handler: rtmp.HandlerFunc(m.publish), Logger: core.Log}
+	return nil
+}
+
+// Start listens for publishers on ONAIR_RTMP_ADDR and reconciles what a
+// previous run left behind.
+func (m *Module) Start(ctx context.Context) error {
+	ln, err := net.Listen("tcp", m.core.Config.RTMPAddr)
+	if err != nil {
+		return fmt.Errorf("live: listen on ONAIR_RTMP_ADDR %s: %w", m.core.Config.RTMPAddr, err)
+	}
+	m.ln = ln
+	go func() {
+		if err := m.rtmp.Serve(ln); err != nil && !errors.Is(err, rtmp.ErrServerClosed) {
+			m.core.Log.Error("rtmp server stopped", "err", err)
+		}
+	}()
+	m.core.Log.Info("rtmp ingest listening", "addr", ln.Addr().String(), "stream_url", m.core.Config.RTMPURL)
+	if m.thumbs != nil {
+		m.thumbs.start(m.ctx)
+	}
+	if err := m.reconcile(ctx); err != nil {
+		m.core.Log.Error("live: reconcile after restart", "err", err)
+	}
+	return nil
+}
+
+// Stop closes the RTMP server (publishers are cut off and their shows wait
+// in the reconnect window) and waits for archive jobs.
+func (m *Module) Stop(ctx context.Context) error {
+	if m.rtmp != nil {
+		m.rtmp.Close()
+	}
+	done := make(chan struct{})
+	go func() {
+		m.mu.Lock()
+		list := make([]*stream, 0, len(m.streams))
+		for _, s := range m.streams {
+			list = append(list, s)
+		}
+		m.mu.Unlock()
+		for _, s := range list {
+			<-s.closed
+		}
+		m.work.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
+	m.cancel()
+	if m.thumbs != nil {
+		m.thumbs.wait()
+	}
+	return nil
+}
+
+// RTMPAddr is the address the ingest server listens on (tests use it).
+func (m *Module) RTMPAddr() string {
+	if m.ln == nil {
+		return ""
+	}
+	return m.ln.Addr().String()
+}
+
+// PublicRoutes serve the media of shows.
+func (m *Module) PublicRoutes(r fiber.Router) {
+	r.Options("/media/shows/:id/*", preflight)
+	r.Get("/media/shows/:id/t/:token/:file", m.serveSigned)
+	r.Get("/media/shows/:id/:file", m.servePublic)
+}
+
+// showDir is where a show's media lives.
+func (m *Module) showDir(id int64) string { return filepath.Join(m.root, fmt.Sprint(id)) }
+
+// mediaURL is the unsigned public URL of a show's media file.
+func (m *Module) mediaURL(id int64, file string) string {
+	return fmt.Sprintf("%s/media/shows/%d/%s", m.core.Config.PublicURL, id, file)
+}
+
+// Streams counts the publishers connected now.
+func (m *Module) Streams() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.streams)
+}
+
+// Wait blocks until pending archive and clean-up jobs are done (tests).
+func (m *Module) Wait() { m.work.Wait() }
+
+// sleep waits d or until the module stops.
+func (m *Module) sleep(d time.Duration) bool {
+	select {
+	case <-time.After(d):
+		return true
+	case <-m.ctx.Done():
+		return false
+	}
+}

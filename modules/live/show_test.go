@@ -1,0 +1,358 @@
+package live_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os/exec"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/onair/onair/internal/onairtest"
+	"github.com/onair/onair/modules/live"
+)
+
+// requireTools skips a test only when one of the real clients is missing.
+func requireTools(t *testing.T, tools ...string) {
+	t.Helper()
+	for _, tool := range tools {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s not on PATH", tool)
+		}
+	}
+}
+
+// broadcast is one running show of a full OnAir.
+type broadcast struct {
+	env   *onairtest.Env
+	token string
+	id    int64
+	key   string
+	rtmp  string // rtmp://127.0.0.1:port/live
+}
+
+func newBroadcast(t *testing.T, env *onairtest.Env, token string, extra map[string]any) *broadcast {
+	t.Helper()
+	body := map[string]any{"name": "Set " + strconv.FormatInt(time.Now().UnixNano()%1e6, 10), "description": "test broadcast"}
+	for k, v := range extra {
+		body[k] = v
+	}
+	r := env.Do("POST", "/v1/shows", token, body)
+	if r.Status/100 != 2 {
+		t.Fatalf("create show: %d %s", r.Status, r.Body)
+	}
+	show := r.JSON(t)["show"].(map[string]any)
+	m, _ := onairtest.Module[*live.Module](env)
+	return &broadcast{env: env, token: token, id: int64(show["id"].(float64)), key: show["stream_key"].(string),
+		rtmp: "rtmp://" + m.RTMPAddr() + "/live"}
+}
+
+func (b *broadcast) show(t *testing.T) map[string]any {
+	t.Helper()
+	return b.env.Do("GET", fmt.Sprintf("/v1/shows/%d", b.id), b.token, nil).Expect(t, http.StatusOK).JSON(t)["show"].(map[string]any)
+}
+
+// await polls the show until cond holds.
+func (b *broadcast) await(t *testing.T, what string, within time.Duration, cond func(map[string]any) bool) map[string]any {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		s := b.show(t)
+		if cond(s) {
+			return s
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("show never %s within %s: %v", what, within, s)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// ffmpegArgs publishes seconds of test video (unless audioOnly) and tone.
+func ffmpegArgs(target string, seconds int, audioOnly bool) []string {
+	args := []string{"-hide_banner", "-loglevel", "error", "-re"}
+	if !audioOnly {
+		args = append(args, "-f", "lavfi", "-i", fmt.Sprintf("testsrc=size=320x240:rate=25:duration=%d", seconds))
+	}
+	args = append(args, "-f", "lavfi", "-i", fmt.Sprintf("sine=frequency=440:sample_rate=44100:duration=%d", seconds))
+	if !audioOnly {
+		args = append(args, "-c:v", "libx264", "-preset", "ultrafast", "-tune", "zerolatency", "-pix_fmt", "yuv420p", "-g", "50")
+	}
+	return append(args, "-c:a", "aac", "-b:a", "96k", "-f", "flv", target)
+}
+
+// publish starts ffmpeg and returns a channel with its exit error.
+func publish(t *testing.T, target string, seconds int, audioOnly bool) (*exec.Cmd, <-chan error) {
+	t.Helper()
+	cmd := exec.Command("ffmpeg", ffmpegArgs(target, seconds, audioOnly)...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		err := cmd.Wait()
+		if err != nil {
+			err = fmt.Errorf("%w: %s", err, stderr.String())
+		}
+		done <- err
+	}()
+	t.Cleanup(func() { cmd.Process.Kill() })
+	return cmd, done
+}
+
+type probed struct {
+	CodecType string `json:"codec_type"`
+	CodecName string `json:"codec_name"`
+}
+
+// ffprobe lists the codecs of a media URL, sorted ("aac,h264").
+func ffprobe(t *testing.T, url string) string {
+	t.Helper()
+	out, err := exec.Command("ffprobe", "-v", "error", "-show_streams", "-of", "json", url).Output()
+	if err != nil {
+		t.Fatalf("ffprobe %s: %v", url, err)
+	}
+	var res struct{ Streams []probed }
+	if err := json.Unmarshal(out, &res); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, s := range res.Streams {
+		names = append(names, s.CodecName)
+	}
+	sort.Strings(names)
+	return strings.Join(names, ",")
+}
+
+func fetch(t *testing.T, url string) (int, http.Header, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header, string(body)
+}
+
+var extinf = regexp.MustCompile(`#EXTINF:([0-9.]+),`)
+
+func playlistSeconds(text string) float64 {
+	total := 0.0
+	for _, m := range extinf.FindAllStringSubmatch(text, -1) {
+		v, _ := strconv.ParseFloat(m[1], 64)
+		total += v
+	}
+	return total
+}
+
+func isLive(s map[string]any) bool { return s["live"] == true }
+
+// TestBroadcast is the whole path a DJ and a listener take: ffmpeg
+// publishes H.264+AAC, the show goes live, ffprobe plays video_url (h264 +
+// aac) and audio_url (aac only), stop, and the archive is a VOD playlist
+// whose duration matches what was published.
+func TestBroadcast(t *testing.T) {
+	requireTools(t, "ffmpeg", "ffprobe")
+	env := onairtest.New(t, onairtest.Options{})
+	_, token := env.CreateUser("Dee Jay")
+	b := newBroadcast(t, env, token, nil)
+	before := b.show(t)
+	const seconds = 8
+	_, done := publish(t, b.rtmp+"/"+b.key, seconds, false)
+
+	s := b.await(t, "live", 10*time.Second, isLive)
+	if s["thumbnail_label"] != "Live" || s["video_url"] == nil || s["audio_url"] == nil {
+		t.Fatalf("live show: %v", s)
+	}
+	if s["start"] == before["start"] && before["start"] != s["created_at"] {
+		t.Errorf("start did not become the actual start: %v", s["start"])
+	}
+	videoURL, audioURL := s["video_url"].(string), s["audio_url"].(string)
+	if got := ffprobe(t, videoURL); got != "aac,h264" {
+		t.Errorf("video_url streams %q, want aac,h264", got)
+	}
+	if got := ffprobe(t, audioURL); got != "aac" {
+		t.Errorf("audio_url streams %q, want only aac", got)
+	}
+	status, h, text := fetch(t, videoURL)
+	if status != 200 || h.Get("Content-Type") != "application/vnd.apple.mpegurl" || h.Get("Access-Control-Allow-Origin") != "*" ||
+		h.Get("Cache-Control") != "no-cache" || !strings.Contains(text, "#EXT-X-PROGRAM-DATE-TIME") {
+		t.Errorf("live playlist: %d %v\n%s", status, h, text)
+	}
+
+	if err := <-done; err != nil {
+		t.Fatalf("ffmpeg: %v", err)
+	}
+	if s := b.show(t); !isLive(s) {
+		t.Fatalf("show is not live inside the reconnect window after the publisher left: %v", s)
+	}
+	stopped := env.Do("POST", fmt.Sprintf("/v1/shows/%d/stop", b.id), token, nil).Expect(t, http.StatusOK).JSON(t)["show"].(map[string]any)
+	if stopped["complete"] != true || stopped["live"] != false || stopped["thumbnail_label"] != "Finished" || stopped["duration"] == nil {
+		t.Fatalf("stopped show: %v", stopped)
+	}
+
+	s = b.await(t, "archived", 10*time.Second, func(s map[string]any) bool { return s["archive"] == true })
+	if !regexp.MustCompile(`^00:00:\d\d$`).MatchString(s["thumbnail_label"].(string)) {
+		t.Errorf("archived label %v, want HH:MM:SS", s["thumbnail_label"])
+	}
+	status, _, vod := fetch(t, s["video_url"].(string))
+	if status != 200 || !strings.Contains(vod, "#EXT-X-PLAYLIST-TYPE:VOD") || !strings.Contains(vod, "#EXT-X-ENDLIST") {
+		t.Fatalf("archive playlist %d:\n%s", status, vod)
+	}
+	if d := playlistSeconds(vod); d < seconds-1 || d > seconds+1 {
+		t.Errorf("archive lasts %.2f s, published %d s", d, seconds)
+	}
+	if got := ffprobe(t, s["audio_url"].(string)); got != "aac" {
+		t.Errorf("archived audio_url streams %q", got)
+	}
+	// ffmpeg made a real thumbnail and preview from a keyframe.
+	s = b.await(t, "thumbnailed", 20*time.Second, func(s map[string]any) bool { return s["gif_url"] != nil })
+	if status, h, _ := fetch(t, s["image_url"].(string)); status != 200 || h.Get("Content-Type") != "image/jpeg" {
+		t.Errorf("image_url %v: %d %s", s["image_url"], status, h.Get("Content-Type"))
+	}
+	if status, h, _ := fetch(t, s["gif_url"].(string)); status != 200 || h.Get("Content-Type") != "image/gif" {
+		t.Errorf("gif_url %v: %d %s", s["gif_url"], status, h.Get("Content-Type"))
+	}
+}
+
+// TestReconnectContinuesTheShow publishes twice with the same key inside
+// the reconnect window: one show, one start, one archive of both parts.
+func TestReconnectContinuesTheShow(t *testing.T) {
+	requireTools(t, "ffmpeg")
+	env := onairtest.New(t, onairtest.Options{})
+	_, token := env.CreateUser("Re Connect")
+	b := newBroadcast(t, env, token, nil)
+	_, done := publish(t, b.rtmp+"/"+b.key, 4, false)
+	first := b.await(t, "live", 10*time.Second, isLive)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	_, done = publish(t, b.rtmp+"/"+b.key, 4, false)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	s := b.show(t)
+	if !isLive(s) || s["start"] != first["start"] {
+		t.Fatalf("after reconnect: live %v start %v (first start %v)", s["live"], s["start"], first["start"])
+	}
+	env.Do("POST", fmt.Sprintf("/v1/shows/%d/stop", b.id), token, nil).Expect(t, http.StatusOK)
+	s = b.await(t, "archived", 10*time.Second, func(s map[string]any) bool { return s["archive"] == true })
+	_, _, vod := fetch(t, s["video_url"].(string))
+	if !strings.Contains(vod, "#EXT-X-DISCONTINUITY") {
+		t.Errorf("archive of a reconnected show has no discontinuity:\n%s", vod)
+	}
+	if d := playlistSeconds(vod); d < 7 || d > 9 {
+		t.Errorf("archive of two 4 s parts lasts %.2f s", d)
+	}
+}
+
+// TestStopDisconnectsPublisher: stopping through the API cuts the
+// publisher off, and its key is refused from then on.
+func TestStopDisconnectsPublisher(t *testing.T) {
+	requireTools(t, "ffmpeg")
+	env := onairtest.New(t, onairtest.Options{})
+	_, token := env.CreateUser("Cut Off")
+	b := newBroadcast(t, env, token, nil)
+	_, done := publish(t, b.rtmp+"/"+b.key, 60, false)
+	b.await(t, "live", 10*time.Second, isLive)
+	env.Do("POST", fmt.Sprintf("/v1/shows/%d/stop", b.id), token, nil).Expect(t, http.StatusOK)
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("ffmpeg still publishing 10 s after stop")
+	}
+	_, done = publish(t, b.rtmp+"/"+b.key, 2, false)
+	if err := <-done; err == nil {
+		t.Fatal("the key of a complete show was accepted")
+	}
+}
+
+// TestWrongKeyRefused: a wrong key never goes live.
+func TestWrongKeyRefused(t *testing.T) {
+	requireTools(t, "ffmpeg")
+	env := onairtest.New(t, onairtest.Options{})
+	_, token := env.CreateUser("Wrong Key")
+	b := newBroadcast(t, env, token, nil)
+	for _, key := range []string{b.key + "x", "sk_" + strconv.FormatInt(b.id, 10) + "_guess", "nonsense"} {
+		_, done := publish(t, b.rtmp+"/"+key, 2, false)
+		if err := <-done; err == nil {
+			t.Errorf("key %q accepted", key)
+		}
+	}
+	if s := b.show(t); isLive(s) {
+		t.Fatal("show went live on a wrong key")
+	}
+}
+
+// TestAudioOnly: a publisher without video gets audio_url and a null
+// video_url.
+func TestAudioOnly(t *testing.T) {
+	requireTools(t, "ffmpeg", "ffprobe")
+	env := onairtest.New(t, onairtest.Options{})
+	_, token := env.CreateUser("Radio Voice")
+	b := newBroadcast(t, env, token, nil)
+	_, done := publish(t, b.rtmp+"/"+b.key, 6, true)
+	s := b.await(t, "live", 10*time.Second, isLive)
+	if s["video_url"] != nil || s["audio_url"] == nil {
+		t.Fatalf("audio-only show: video_url %v audio_url %v", s["video_url"], s["audio_url"])
+	}
+	if got := ffprobe(t, s["audio_url"].(string)); got != "aac" {
+		t.Errorf("audio_url streams %q", got)
+	}
+	<-done
+}
+
+// TestGStreamerShowGoesLive: GStreamer's rtmp2sink is a publisher too.
+func TestGStreamerShowGoesLive(t *testing.T) {
+	requireTools(t, "gst-launch-1.0", "ffprobe")
+	env := onairtest.New(t, onairtest.Options{})
+	_, token := env.CreateUser("Gee Streamer")
+	b := newBroadcast(t, env, token, nil)
+	pipeline := fmt.Sprintf("videotestsrc is-live=true num-buffers=150 ! video/x-raw,width=320,height=240,framerate=25/1 ! "+
+		"x264enc key-int-max=50 tune=zerolatency speed-preset=ultrafast ! h264parse ! flvmux name=m streamable=true ! "+
+		"rtmp2sink location=%s/%s audiotestsrc is-live=true num-buffers=260 ! audioconvert ! avenc_aac ! aacparse ! m.", b.rtmp, b.key)
+	cmd := exec.Command("gst-launch-1.0", append([]string{"-q"}, strings.Fields(pipeline)...)...)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	s := b.await(t, "live", 15*time.Second, isLive)
+	if got := ffprobe(t, s["video_url"].(string)); got != "aac,h264" {
+		t.Errorf("video_url streams %q", got)
+	}
+}
+
+// TestPrivateMedia: a private show's media is served only through the
+// signed URLs its owner gets.
+func TestPrivateMedia(t *testing.T) {
+	requireTools(t, "ffmpeg")
+	env := onairtest.New(t, onairtest.Options{})
+	_, token := env.CreateUser("Pri Vate")
+	b := newBroadcast(t, env, token, map[string]any{"private": true})
+	_, done := publish(t, b.rtmp+"/"+b.key, 5, false)
+	s := b.await(t, "live", 10*time.Second, isLive)
+	signed := s["video_url"].(string)
+	if !strings.Contains(signed, "/t/") {
+		t.Fatalf("private video_url is not signed: %s", signed)
+	}
+	if status, _, _ := fetch(t, signed); status != 200 {
+		t.Errorf("signed URL: %d", status)
+	}
+	unsigned := fmt.Sprintf("%s/media/shows/%d/index.m3u8", env.URL, b.id)
+	if status, _, _ := fetch(t, unsigned); status != 404 {
+		t.Errorf("unsigned URL of a private show: %d", status)
+	}
+	tampered := regexp.MustCompile(`/t/(\d+)\.[0-9a-f]+/`).ReplaceAllString(signed, "/t/${1}.00000000000000000000000000000000/")
+	if status, _, _ := fetch(t, tampered); status != 403 {
+		t.Errorf("tampered token: %d", status)
+	}
+	<-done
+}
