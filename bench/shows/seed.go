@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
+
+	"github.com/onair/onair/modules/shows"
 )
 
 // tagNames of the seed; the first ones are the most used.
@@ -36,7 +38,7 @@ func seed(ctx context.Context, db *sql.DB, nUsers, nShows int) error {
 	if err != nil {
 		return err
 	}
-	for _, t := range []string{"show_favorites", "show_tags", "shows", "user_tags", "follows", "tokens", "tags", "users"} {
+	for _, t := range []string{"show_favorites", "show_grams", "show_tags", "shows", "user_tags", "follows", "tokens", "tags", "users"} {
 		if _, err := c.ExecContext(ctx, "TRUNCATE TABLE "+t); err != nil {
 			c.Close()
 			return err
@@ -115,10 +117,11 @@ func seed(ctx context.Context, db *sql.DB, nUsers, nShows int) error {
 		lo := lo
 		g.Go(func() error {
 			r := rand.New(rand.NewPCG(uint64(lo), 42))
-			var sb, tb strings.Builder
+			var sb, tb, gb strings.Builder
 			sb.WriteString("INSERT INTO shows (id, user_id, slug, name, description, start, created_at, updated_at, duration, live, complete, archive, featured, upload, private, radio, off, headline, comments_count, favorites_count, thumbnail_label, video_url, audio_url, image_url, gif_url, stream_key, went_live_at, ended_at, disconnected_at) VALUES ")
 			tb.WriteString("INSERT INTO show_tags (show_id, tag_id, start) VALUES ")
-			nt := 0
+			gb.WriteString("INSERT INTO show_grams (gram, show_id) VALUES ")
+			nt, ng := 0, 0
 			for id := lo; id < lo+batch && id <= nShows; id++ {
 				if id > lo {
 					sb.WriteByte(',')
@@ -161,6 +164,14 @@ func seed(ctx context.Context, db *sql.DB, nUsers, nShows int) error {
 					boolInt(live), boolInt(complete), boolInt(archive), boolInt(r.Float64() < 0.02),
 					boolInt(r.Float64() < 0.03), boolInt(radio), boolInt(r.Float64() < 0.005),
 					r.IntN(200), r.IntN(50), label, video, id, id, went, ended)
+				// The name filter's gram index, as the shows service writes it.
+				for _, gram := range shows.NameGrams(name) {
+					if ng > 0 {
+						gb.WriteByte(',')
+					}
+					ng++
+					fmt.Fprintf(&gb, "('%s',%d)", strings.ReplaceAll(gram, "'", "''"), id)
+				}
 				k := r.IntN(3) // 0, 1 or 2 tags
 				seen := map[int]bool{}
 				for j := 0; j < k; j++ {
@@ -179,6 +190,11 @@ func seed(ctx context.Context, db *sql.DB, nUsers, nShows int) error {
 			}
 			if err := exec(sb.String()); err != nil {
 				return err
+			}
+			if ng > 0 {
+				if err := exec(gb.String()); err != nil {
+					return err
+				}
 			}
 			if nt > 0 {
 				return exec(tb.String())

@@ -177,6 +177,8 @@ func (m *Module) onShowEvent(_ context.Context, ev shows.Event) {
 			if s != nil {
 				<-s.closed
 			}
+			m.mediaMu.Lock()
+			defer m.mediaMu.Unlock()
 			if err := os.RemoveAll(m.showDir(ev.Show.ID)); err != nil {
 				m.core.Log.Error("live: remove media", "show", ev.Show.ID, "err", err)
 			}
@@ -203,8 +205,14 @@ func (m *Module) background(job func()) {
 }
 
 // archive finalises a complete show's recording into VOD playlists and
-// points the show at them.
+// points the show at them. It holds mediaMu so that it never races the
+// removal of a show deleted meanwhile.
 func (m *Module) archive(showID int64) {
+	m.mediaMu.Lock()
+	defer m.mediaMu.Unlock()
+	if _, err := m.shows.Get(context.Background(), showID); err != nil {
+		return // deleted since it stopped: its media is going away
+	}
 	dir := m.showDir(showID)
 	segs, err := hls.ReadIndex(dir)
 	if err != nil || len(segs) == 0 {

@@ -44,6 +44,7 @@ type Module struct {
 
 	mu      sync.Mutex
 	streams map[int64]*stream
+	mediaMu sync.Mutex     // archive and removal of a show's media directory
 	work    sync.WaitGroup // archive and clean-up jobs
 	ctx     context.Context
 	cancel  context.CancelFunc

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strconv"
@@ -355,4 +357,29 @@ func TestPrivateMedia(t *testing.T) {
 		t.Errorf("tampered token: %d", status)
 	}
 	<-done
+}
+
+// TestDeleteLiveShow: deleting a live show cuts the publisher off and
+// removes its media; nothing is archived for it.
+func TestDeleteLiveShow(t *testing.T) {
+	requireTools(t, "ffmpeg")
+	env := onairtest.New(t, onairtest.Options{})
+	_, token := env.CreateUser("Del Ete")
+	b := newBroadcast(t, env, token, nil)
+	_, done := publish(t, b.rtmp+"/"+b.key, 60, false)
+	s := b.await(t, "live", 10*time.Second, isLive)
+	env.Do("DELETE", fmt.Sprintf("/v1/shows/%d", b.id), token, nil).Expect(t, http.StatusOK)
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("ffmpeg still publishing 10 s after the show was deleted")
+	}
+	m, _ := onairtest.Module[*live.Module](env)
+	m.Wait()
+	if status, _, _ := fetch(t, s["video_url"].(string)); status != http.StatusNotFound {
+		t.Errorf("media of a deleted show answers %d", status)
+	}
+	if _, err := os.Stat(filepath.Join(env.Core.Config.DataDir, "media", "shows", strconv.FormatInt(b.id, 10))); !os.IsNotExist(err) {
+		t.Errorf("media directory of a deleted show remains (%v)", err)
+	}
 }

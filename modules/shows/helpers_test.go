@@ -309,6 +309,18 @@ func (f *fixture) seed(t *testing.T, specs []seedSpec) []int64 {
 			t.Fatalf("seed show_tags: %v", err)
 		}
 	}
+	// The name filter's index, as Create would have written it.
+	var grams []shows.ShowGram
+	for i := range rows {
+		for _, g := range shows.NameGrams(rows[i].Name) {
+			grams = append(grams, shows.ShowGram{Gram: g, ShowID: ids[i]})
+		}
+	}
+	if len(grams) > 0 {
+		if _, err := db.NewInsert().Model(&grams).Exec(f.ctx); err != nil {
+			t.Fatalf("seed show_grams: %v", err)
+		}
+	}
 	return ids
 }
 

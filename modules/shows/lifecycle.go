@@ -301,7 +301,7 @@ func (s *Service) Delete(ctx context.Context, id int64, by *app.Principal) (*Sho
 			wasLive = true
 			applyStop(sh, now)
 		}
-		for _, model := range []any{(*ShowTag)(nil), (*Favorite)(nil)} {
+		for _, model := range []any{(*ShowTag)(nil), (*Favorite)(nil), (*ShowGram)(nil)} {
 			if _, err := tx.NewDelete().Model(model).Where("show_id = ?", id).Exec(ctx); err != nil {
 				return err
 			}

@@ -3,7 +3,6 @@ package shows
 import (
 	"context"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -31,6 +30,9 @@ type ListQuery struct {
 	// Scheduled true: start in the future and not yet live; false: complete.
 	Scheduled                      *bool
 	Live, Archive, Featured, Radio *bool
+	// Off filters on the staff's take-down (the console; the API has no
+	// such filter, since off shows are hidden from everyone else anyway).
+	Off *bool
 	// RanOnly leaves scheduled and pending shows out unless Scheduled is
 	// set (the default of GET /users/:id/shows).
 	RanOnly bool
@@ -136,7 +138,7 @@ func (s *Service) filtered(sel *bun.SelectQuery, q ListQuery, tagID int64, now t
 		sel = sel.Where("s.user_id = ?", q.UserID)
 	}
 	if q.Filter != "" {
-		sel = sel.Where("LOWER(s.name) LIKE ? ESCAPE '!'", "%"+users.EscapeLike(strings.ToLower(q.Filter))+"%")
+		sel = whereNameContains(sel, q.Filter)
 	}
 	if q.Slug != "" {
 		sel = sel.Where("s.slug = ?", q.Slug)
@@ -160,7 +162,7 @@ func (s *Service) filtered(sel *bun.SelectQuery, q ListQuery, tagID int64, now t
 	for _, f := range []struct {
 		col string
 		v   *bool
-	}{{"s.live", q.Live}, {"s.archive", q.Archive}, {"s.featured", q.Featured}, {"s.radio", q.Radio}} {
+	}{{"s.live", q.Live}, {"s.archive", q.Archive}, {"s.featured", q.Featured}, {"s.radio", q.Radio}, {"s.off", q.Off}} {
 		if f.v != nil {
 			sel = sel.Where(f.col+" = ?", *f.v)
 		}
@@ -212,8 +214,8 @@ func (q ListQuery) cacheKey(tagID int64) string {
 		}
 		return v.UTC().Format(time.RFC3339)
 	}
-	return fmt.Sprintf("%q|%q|%d|%s|%s|%s|%s|%s|%s|%s|%v",
-		q.Filter, q.Slug, tagID, t(q.From), t(q.To), b(q.Scheduled), b(q.Live), b(q.Archive), b(q.Featured), b(q.Radio), q.RanOnly)
+	return fmt.Sprintf("%q|%q|%d|%s|%s|%s|%s|%s|%s|%s|%s|%v",
+		q.Filter, q.Slug, tagID, t(q.From), t(q.To), b(q.Scheduled), b(q.Live), b(q.Archive), b(q.Featured), b(q.Radio), b(q.Off), q.RanOnly)
 }
 
 // Counts of at least countCacheMin shows are cached per process: counting

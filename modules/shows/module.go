@@ -51,7 +51,7 @@ func (*Module) Name() string { return "shows" }
 
 // Models: the m2m join model first, as Bun requires.
 func (*Module) Models() []any {
-	return []any{(*ShowTag)(nil), (*Show)(nil), (*Favorite)(nil)}
+	return []any{(*ShowTag)(nil), (*Show)(nil), (*Favorite)(nil), (*ShowGram)(nil)}
 }
 
 // Migrations create the tables and the indexes that serve every list
@@ -77,6 +77,8 @@ func (*Module) Migrations() []migrations.Migration {
 		idx("0010_index_slug", "shows_slug_idx", "slug", "start", "id"),
 		{ID: "0011_index_tag_start", Up: migrations.CreateIndex((*ShowTag)(nil), "show_tags_tag_start_idx", "tag_id", "start", "show_id")},
 		{ID: "0012_index_favorites_show", Up: migrations.CreateIndex((*Favorite)(nil), "show_favorites_show_idx", "show_id")},
+		{ID: "0013_create_grams", Up: migrations.CreateTables((*ShowGram)(nil))},
+		{ID: "0014_backfill_grams", Up: backfillGrams},
 	}
 }
 

@@ -293,6 +293,9 @@ func (s *Service) Create(ctx context.Context, by *app.Principal, in Input) (*Sho
 			if err := s.setTags(ctx, tx, sh, c.tags); err != nil {
 				return err
 			}
+			if err := setGrams(ctx, tx, sh.ID, sh.Name); err != nil {
+				return err
+			}
 			if sh.Headline {
 				return clearOtherHeadlines(ctx, tx, sh)
 			}
@@ -346,6 +349,9 @@ func (s *Service) Update(ctx context.Context, id int64, by *app.Principal, in In
 		if in.Name != nil {
 			sh.Name = *in.Name
 			cols = append(cols, "name")
+			if err := setGrams(ctx, tx, sh.ID, sh.Name); err != nil {
+				return err
+			}
 		}
 		if in.Description != nil {
 			sh.Description = *in.Description

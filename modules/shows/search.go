@@ -1,0 +1,102 @@
+package shows
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/uptrace/bun"
+
+	"github.com/onair/onair/modules/users"
+)
+
+// ShowGram is one trigram of a show's lower-cased name. The grams are the
+// index behind the name filter: "name contains X" is a substring match that
+// no B-tree index serves, so GET /shows?filter=X first finds the shows whose
+// names hold every trigram of X (an index range per gram), then checks the
+// substring on those rows only, instead of scanning every show.
+type ShowGram struct {
+	bun.BaseModel `bun:"table:show_grams"`
+
+	Gram   string `bun:"gram,pk,type:varchar(16)"`
+	ShowID int64  `bun:"show_id,pk"`
+}
+
+// gramLen is the length, in characters, of an indexed gram.
+const gramLen = 3
+
+// NameGrams returns the distinct trigrams of a lower-cased name, sorted.
+// A name shorter than three characters has none.
+func NameGrams(name string) []string {
+	r := []rune(strings.ToLower(name))
+	seen := map[string]bool{}
+	var out []string
+	for i := 0; i+gramLen <= len(r); i++ {
+		g := string(r[i : i+gramLen])
+		if !seen[g] {
+			seen[g] = true
+			out = append(out, g)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// setGrams replaces the grams of a show after its name was set.
+func setGrams(ctx context.Context, tx bun.IDB, showID int64, name string) error {
+	if _, err := tx.NewDelete().Model((*ShowGram)(nil)).Where("show_id = ?", showID).Exec(ctx); err != nil {
+		return fmt.Errorf("shows: grams of %d: %w", showID, err)
+	}
+	grams := NameGrams(name)
+	if len(grams) == 0 {
+		return nil
+	}
+	rows := make([]ShowGram, len(grams))
+	for i, g := range grams {
+		rows[i] = ShowGram{Gram: g, ShowID: showID}
+	}
+	if _, err := tx.NewInsert().Model(&rows).Exec(ctx); err != nil {
+		return fmt.Errorf("shows: grams of %d: %w", showID, err)
+	}
+	return nil
+}
+
+// whereNameContains adds the name filter: the gram index narrows the rows
+// when the term has three characters or more, and LIKE checks the exact
+// substring (shorter terms can only scan).
+func whereNameContains(sel *bun.SelectQuery, term string) *bun.SelectQuery {
+	if grams := NameGrams(term); len(grams) > 0 {
+		sel = sel.Where("s.id IN (SELECT g.show_id FROM show_grams AS g WHERE g.gram IN (?) GROUP BY g.show_id HAVING COUNT(*) = ?)",
+			bun.In(grams), len(grams))
+	}
+	return sel.Where("LOWER(s.name) LIKE ? ESCAPE '!'", "%"+users.EscapeLike(strings.ToLower(term))+"%")
+}
+
+// backfillGrams indexes the names of shows created before the gram table
+// existed, a batch at a time.
+func backfillGrams(ctx context.Context, db bun.IDB) error {
+	var last int64
+	for {
+		var batch []Show
+		err := db.NewSelect().Model(&batch).Column("id", "name").Where("id > ?", last).OrderExpr("id ASC").Limit(1000).Scan(ctx)
+		if err != nil {
+			return fmt.Errorf("shows: backfill grams: %w", err)
+		}
+		if len(batch) == 0 {
+			return nil
+		}
+		var rows []ShowGram
+		for _, sh := range batch {
+			for _, g := range NameGrams(sh.Name) {
+				rows = append(rows, ShowGram{Gram: g, ShowID: sh.ID})
+			}
+			last = sh.ID
+		}
+		if len(rows) > 0 {
+			if _, err := db.NewInsert().Model(&rows).Ignore().Exec(ctx); err != nil {
+				return fmt.Errorf("shows: backfill grams: %w", err)
+			}
+		}
+	}
+}
