@@ -13,7 +13,8 @@ import (
 const PageSize = 20
 
 type handlers struct {
-	svc *Service
+	svc   *Service
+	authz *app.Authz
 }
 
 // list is GET /v1/users: most followed first, 20 a page, filter/slug/name.
@@ -65,6 +66,19 @@ func (h *handlers) unfollow(c *fiber.Ctx) error {
 		return err
 	}
 	return h.answerFresh(c, u.ID)
+}
+
+// requestRadio is POST /v1/users/me/radio_request (extension beyond v1):
+// the caller asks staff for the radio approval; it answers the caller.
+func (h *handlers) requestRadio(c *fiber.Ctx) error {
+	p := app.CurrentPrincipal(c)
+	if err := h.authz.Can(p, "users", "request_radio"); err != nil {
+		return err
+	}
+	if _, err := h.svc.RequestRadio(c.UserContext(), p.UserID); err != nil {
+		return err
+	}
+	return h.answerFresh(c, p.UserID)
 }
 
 func (h *handlers) answerFresh(c *fiber.Ctx, id int64) error {

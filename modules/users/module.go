@@ -21,6 +21,8 @@ func init() { app.Register(&Module{}) }
 // modules (shows, chat, admin) to use.
 type Module struct {
 	Service *Service
+
+	authz *app.Authz
 }
 
 var (
@@ -54,27 +56,33 @@ func (*Module) Migrations() []migrations.Migration {
 	}
 }
 
-// Policies: staff manage users; only admins change roles.
+// Policies: staff manage users; only admins change roles and manage the
+// tokens of other staff (a token of an admin is an admin); every user may
+// ask for the radio approval.
 func (*Module) Policies() []string {
 	return []string{
+		"p, user, users, request_radio",
 		"p, moderator, users, update",
 		"p, moderator, users, approve_radio",
 		"p, moderator, users, create",
 		"p, moderator, tokens, manage",
 		"p, admin, users, set_role",
+		"p, admin, tokens, manage_staff",
 	}
 }
 
 func (m *Module) Provision(core *app.Core) error {
 	m.Service = NewService(core.DB, core.Config.PublicURL)
 	m.Service.hintOut = core.Stderr
+	m.authz = core.Authz
 	return nil
 }
 
 // Routes of the module, in one place.
 func (m *Module) APIRoutes(r fiber.Router) {
-	h := &handlers{svc: m.Service}
+	h := &handlers{svc: m.Service, authz: m.authz}
 	r.Get("/users", h.list)
+	r.Post("/users/me/radio_request", h.requestRadio)
 	r.Get("/users/:id", h.get)
 	r.Post("/users/:id/follow", h.follow)
 	r.Delete("/users/:id/follow", h.unfollow)

@@ -197,18 +197,54 @@ func (s *Service) Find(ctx context.Context, idOrEmail string) (*User, error) {
 	return u, nil
 }
 
-// ListQuery are the filters of GET /users.
+// ListQuery are the filters of GET /users (and of the console's lists).
 type ListQuery struct {
 	Filter string // name or slug contains
 	Slug   string // exact slug
 	Name   string // name contains
-	Page   app.Page
+	// Search: name, slug or email contains (the console's search).
+	Search string
+	// Radio and RadioRequested filter on the radio approval and the
+	// pending request (nil: either).
+	Radio, RadioRequested *bool
+	Page                  app.Page
 }
 
 // List returns a page of users, most followed first, and the total count.
 func (s *Service) List(ctx context.Context, q ListQuery) ([]User, int, error) {
 	var list []User
-	sel := s.db.NewSelect().Model(&list).Relation("Tags")
+	sel := filterUsers(s.db.NewSelect().Model(&list).Relation("Tags"), q)
+	count, err := sel.OrderExpr("u.followers_count DESC, u.id ASC").Limit(int64(q.Page.Size)).Offset(int64(q.Page.Offset())).ScanAndCount(ctx)
+	if err != nil {
+		return nil, 0, fmt.Errorf("users: list: %w", err)
+	}
+	return list, int(count), nil
+}
+
+// Count is the number of users List would return over all pages.
+func (s *Service) Count(ctx context.Context, q ListQuery) (int, error) {
+	n, err := filterUsers(s.db.NewSelect().Model((*User)(nil)), q).Count(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("users: count: %w", err)
+	}
+	return int(n), nil
+}
+
+// filterUsers adds the WHERE clauses of q.
+func filterUsers(sel *bun.SelectQuery, q ListQuery) *bun.SelectQuery {
+	if q.Search != "" {
+		like := "%" + EscapeLike(strings.ToLower(strings.TrimSpace(q.Search))) + "%"
+		sel.WhereGroup(" AND ", func(w *bun.SelectQuery) *bun.SelectQuery {
+			return w.Where("LOWER(u.name) LIKE ? ESCAPE '!'", like).WhereOr("u.slug LIKE ? ESCAPE '!'", like).
+				WhereOr("u.email LIKE ? ESCAPE '!'", like)
+		})
+	}
+	if q.Radio != nil {
+		sel.Where("u.radio = ?", *q.Radio)
+	}
+	if q.RadioRequested != nil {
+		sel.Where("u.radio_requested = ?", *q.RadioRequested)
+	}
 	if q.Filter != "" {
 		like := "%" + EscapeLike(strings.ToLower(q.Filter)) + "%"
 		sel.WhereGroup(" AND ", func(w *bun.SelectQuery) *bun.SelectQuery {
@@ -223,11 +259,7 @@ func (s *Service) List(ctx context.Context, q ListQuery) ([]User, int, error) {
 	if q.Name != "" {
 		sel.Where("LOWER(u.name) LIKE ? ESCAPE '!'", "%"+EscapeLike(strings.ToLower(q.Name))+"%")
 	}
-	count, err := sel.OrderExpr("u.followers_count DESC, u.id ASC").Limit(int64(q.Page.Size)).Offset(int64(q.Page.Offset())).ScanAndCount(ctx)
-	if err != nil {
-		return nil, 0, fmt.Errorf("users: list: %w", err)
-	}
-	return list, int(count), nil
+	return sel
 }
 
 // EscapeLike escapes LIKE wildcards with "!" (used with ESCAPE '!'), which

@@ -84,7 +84,12 @@ func (s *Service) EndSession(c *fiber.Ctx) error {
 			return fmt.Errorf("users: end session: %w", err)
 		}
 	}
-	c.ClearCookie(SessionCookie)
+	// Expire the cookie with the attributes it was set with: a bare
+	// deletion would carry the request's path and miss it.
+	c.Cookie(&fiber.Cookie{
+		Name: SessionCookie, Path: "/", HTTPOnly: true, SameSite: fiber.CookieSameSiteLaxMode,
+		Secure: len(s.publicURL) > 5 && s.publicURL[:5] == "https", Expires: time.Unix(1, 0),
+	})
 	return nil
 }
 

@@ -1,0 +1,204 @@
+package admin
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/onair/onair/app"
+	"github.com/onair/onair/modules/users"
+)
+
+// Login throttling: this many failed sign-ins for one email from one
+// address within LoginWindow answer 429 until the window ends.
+const (
+	LoginAttempts = 5
+	LoginWindow   = 15 * time.Minute
+)
+
+// CSRFFieldName is the form field (or X-CSRF-Token header) that carries
+// the session's CSRF secret on every POST.
+const CSRFFieldName = "csrf"
+
+// loginCookie holds the CSRF secret of the sign-in form, before any
+// session exists (double submit: the form field must match the cookie).
+const loginCookie = "onair_admin_login"
+
+// loginForm is GET /admin/login.
+func (m *Module) loginForm(c *fiber.Ctx) error {
+	if sess, err := m.users.Session(c); err == nil && sess != nil && m.isStaff(sess.User) {
+		return c.Redirect(nextPath(c.Query("next")), fiber.StatusSeeOther)
+	}
+	token, err := loginToken(c)
+	if err != nil {
+		return err
+	}
+	// The flash of a sign-out is shown here.
+	c.SetUserContext(context.WithValue(c.UserContext(), requestKey{}, &Request{Flash: takeFlash(c), Path: c.Path()}))
+	return Render(c, loginPage(loginView{CSRF: token, Next: nextPath(c.Query("next"))}))
+}
+
+// login is POST /admin/login: CSRF, throttle, password, staff, session.
+func (m *Module) login(c *fiber.Ctx) error {
+	cookie := c.Cookies(loginCookie)
+	field := c.FormValue(CSRFFieldName)
+	if cookie == "" || len(field) != len(cookie) || subtle.ConstantTimeCompare([]byte(cookie), []byte(field)) != 1 {
+		return app.Forbidden("the sign-in form has expired or did not come from this site; reload it and try again")
+	}
+	email := strings.ToLower(strings.TrimSpace(c.FormValue("email")))
+	view := loginView{CSRF: cookie, Next: nextPath(c.FormValue("next")), Email: email}
+	key := email + "|" + c.IP()
+	ctx := c.UserContext()
+	if wait, err := m.throttle.blocked(ctx, key); err != nil {
+		return err
+	} else if wait > 0 {
+		return tooMany(wait)
+	}
+	u, err := m.users.CheckPassword(ctx, email, c.FormValue("password"))
+	if errors.Is(err, users.ErrNotFound) {
+		if err := m.throttle.fail(ctx, key); err != nil {
+			return err
+		}
+		view.Error = "Wrong email or password."
+		return RenderStatus(c, fiber.StatusUnauthorized, loginPage(view))
+	}
+	if err != nil {
+		return err
+	}
+	if !m.isStaff(u) {
+		// The password was right, so this is no guessing: no failure is
+		// counted, but the console is for staff and signs nobody else in.
+		return app.Forbidden("the console is for staff; this account is not a moderator or an admin")
+	}
+	if err := m.throttle.reset(ctx, key); err != nil {
+		return err
+	}
+	// A fresh session id on every sign-in (no fixation).
+	if err := m.users.EndSession(c); err != nil {
+		return err
+	}
+	if _, err := m.users.StartSession(c, u.ID); err != nil {
+		return err
+	}
+	c.Cookie(&fiber.Cookie{Name: loginCookie, Path: Prefix + "/login", HTTPOnly: true,
+		SameSite: fiber.CookieSameSiteStrictMode, Expires: time.Unix(1, 0)})
+	return c.Redirect(view.Next, fiber.StatusSeeOther)
+}
+
+// logout is POST /admin/logout (CSRF-checked like every POST).
+func (m *Module) logout(c *fiber.Ctx) error {
+	if err := m.users.EndSession(c); err != nil {
+		return err
+	}
+	setFlash(c, Flash{Message: "Signed out."})
+	return c.Redirect(Prefix+"/login", fiber.StatusSeeOther)
+}
+
+// session loads the signed-in user of the request. Without a session,
+// every request is sent to the sign-in form (GET keeps where it was
+// going). POSTs must carry the session's CSRF secret.
+func (m *Module) session(c *fiber.Ctx) error {
+	sess, err := m.users.Session(c)
+	if err != nil {
+		return err
+	}
+	if sess == nil {
+		to := Prefix + "/login"
+		if c.Method() == fiber.MethodGet {
+			to += "?next=" + url.QueryEscape(string(c.Request().RequestURI()))
+		}
+		return c.Redirect(to, fiber.StatusSeeOther)
+	}
+	p := users.PrincipalOf(sess.User, 0)
+	app.SetPrincipal(c, p)
+	req := &Request{User: sess.User, Principal: p, CSRF: sess.CSRF, Path: c.Path(), authz: m.core.Authz, db: m.core.DB}
+	c.SetUserContext(context.WithValue(c.UserContext(), requestKey{}, req))
+	if c.Method() != fiber.MethodGet && c.Method() != fiber.MethodHead {
+		token := c.FormValue(CSRFFieldName)
+		if token == "" {
+			token = c.Get("X-CSRF-Token")
+		}
+		if !sess.CheckCSRF(token) {
+			return app.Forbidden("the form is missing its security token or it has expired; reload the page and try again")
+		}
+	} else {
+		req.Flash = takeFlash(c)
+	}
+	return c.Next()
+}
+
+// staffOnly answers 403 to a signed-in user who is not staff, and builds
+// the navigation for those who are.
+func (m *Module) staffOnly(c *fiber.Ctx) error {
+	req := Current(c)
+	if !req.Can("admin", "enter") {
+		return app.Forbidden("the console is for staff; your account is not a moderator or an admin")
+	}
+	for _, p := range m.pages {
+		if p.Title == "" || (p.Object != "" && !req.Can(p.Object, p.Action)) {
+			continue
+		}
+		href := Prefix + p.Path
+		current := req.Path == href || req.Path == href+"/" || (p.Path != "" && strings.HasPrefix(req.Path, href+"/"))
+		req.Nav = append(req.Nav, NavItem{Title: p.Title, Href: href, Current: current})
+	}
+	return c.Next()
+}
+
+func (m *Module) isStaff(u *users.User) bool {
+	return u != nil && m.core.Authz.Allowed(users.PrincipalOf(u, 0).Roles, "admin", "enter")
+}
+
+// nextPath keeps a redirect target only when it is a console path on this
+// site (no //host, no backslashes): anything else goes to the dashboard.
+func nextPath(next string) string {
+	if safeNext(next) {
+		return next
+	}
+	return Prefix
+}
+
+func safeNext(p string) bool {
+	return (p == Prefix || strings.HasPrefix(p, Prefix+"/") || strings.HasPrefix(p, Prefix+"?")) &&
+		!strings.ContainsAny(p, "\\\r\n") && !strings.Contains(p, "..") && !strings.HasPrefix(p, Prefix+"/login") && !strings.HasPrefix(p, Prefix+"/logout")
+}
+
+// loginToken returns the sign-in form's CSRF secret, setting its cookie
+// the first time.
+func loginToken(c *fiber.Ctx) (string, error) {
+	if v := c.Cookies(loginCookie); len(v) == 64 {
+		return v, nil
+	}
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("admin: randomness: %w", err)
+	}
+	v := hex.EncodeToString(b)
+	c.Cookie(&fiber.Cookie{Name: loginCookie, Value: v, Path: Prefix + "/login", HTTPOnly: true,
+		SameSite: fiber.CookieSameSiteStrictMode, MaxAge: int(LoginWindow / time.Second * 4)})
+	return v, nil
+}
+
+func tooMany(wait time.Duration) error {
+	secs := int((wait + time.Second - 1) / time.Second)
+	return app.TooManyRequests(fmt.Sprintf("too many failed sign-ins; try again in %d minutes", (secs+59)/60), secs)
+}
+
+// securityHeaders: console pages are never cached, framed or leaked in a
+// Referer, and load nothing but their own stylesheet.
+func securityHeaders(c *fiber.Ctx) error {
+	c.Set("Cache-Control", "no-store")
+	c.Set("X-Frame-Options", "DENY")
+	c.Set("X-Content-Type-Options", "nosniff")
+	c.Set("Referrer-Policy", "same-origin")
+	c.Set("Content-Security-Policy", "default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+	return c.Next()
+}

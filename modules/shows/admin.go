@@ -1,0 +1,219 @@
+package shows
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/onair/onair/admin"
+	"github.com/onair/onair/app"
+)
+
+// The shows page of the staff console: search and filter every show
+// (hidden ones included), a show's state, and the staff's lifecycle
+// actions. Every action goes through the lifecycle service, which asks
+// Casbin, exactly as the API does; each success is audited.
+
+var (
+	_ app.AdminPager    = (*Module)(nil)
+	_ app.AdminWidgeter = (*Module)(nil)
+)
+
+// AdminPages lists the console routes of the module in one place.
+func (m *Module) AdminPages() []app.AdminPage {
+	h := &adminHandlers{svc: m.Service}
+	return []app.AdminPage{{Path: "/shows", Title: "Shows", Order: 10, Mount: func(r fiber.Router) {
+		r.Get("/", h.list)
+		r.Get("/:id", h.show)
+		r.Post("/:id/feature", h.feature)
+		r.Post("/:id/off", h.off)
+		r.Post("/:id/stop", h.stop)
+		r.Post("/:id/delete", h.delete)
+	}}}
+}
+
+// AdminWidgets: shows live now and shows starting today (UTC).
+func (m *Module) AdminWidgets(ctx context.Context) ([]app.AdminWidget, error) {
+	yes := true
+	_, live, err := m.Service.List(ctx, ListQuery{Live: &yes, Page: app.Page{Number: 1, Size: 1}})
+	if err != nil {
+		return nil, err
+	}
+	from, to := today()
+	_, todays, err := m.Service.List(ctx, ListQuery{From: &from, To: &to, Page: app.Page{Number: 1, Size: 1}})
+	if err != nil {
+		return nil, err
+	}
+	return []app.AdminWidget{
+		{Label: "Live now", Value: strconv.Itoa(live), Link: "/shows?state=live", Order: 10},
+		{Label: "Shows today", Value: strconv.Itoa(todays), Link: "/shows?state=today", Order: 20},
+	}, nil
+}
+
+func today() (time.Time, time.Time) {
+	from := app.Now().Truncate(24 * time.Hour)
+	return from, from.Add(24 * time.Hour)
+}
+
+// AdminStates are the filters of the console's show list, in menu order.
+var AdminStates = []struct{ Value, Label string }{
+	{"", "All"}, {"live", "Live"}, {"today", "Today"}, {"scheduled", "Scheduled"}, {"complete", "Complete"},
+	{"archived", "Archived"}, {"off", "Off"}, {"featured", "Featured"}, {"radio", "Radio"},
+}
+
+type adminHandlers struct{ svc *Service }
+
+// stateQuery turns the state filter into list filters.
+func stateQuery(state string, q *ListQuery) {
+	yes := true
+	switch state {
+	case "live":
+		q.Live = &yes
+	case "today":
+		from, to := today()
+		q.From, q.To = &from, &to
+	case "scheduled":
+		q.Scheduled = &yes
+	case "complete":
+		no := false
+		q.Scheduled = &no
+	case "archived":
+		q.Archive = &yes
+	case "off":
+		q.Off = &yes
+	case "featured":
+		q.Featured = &yes
+	case "radio":
+		q.Radio = &yes
+	}
+}
+
+// list is GET /admin/shows?q=&state=&page=.
+func (h *adminHandlers) list(c *fiber.Ctx) error {
+	n := admin.PageNumber(c)
+	f := showFilter{Q: strings.TrimSpace(c.Query("q")), State: c.Query("state")}
+	q := ListQuery{Filter: f.Q, Page: app.Page{Number: n, Size: PageSize}}
+	stateQuery(f.State, &q)
+	list, count, err := h.svc.List(c.UserContext(), q)
+	if err != nil {
+		return err
+	}
+	return admin.Render(c, adminShowsView(f, list, admin.NewPagination(c, n, count, PageSize)))
+}
+
+// show is GET /admin/shows/:id.
+func (h *adminHandlers) show(c *fiber.Ctx) error {
+	sh, err := h.load(c)
+	if err != nil {
+		return err
+	}
+	return admin.Render(c, adminShowView(sh, h.svc.View(sh, false)))
+}
+
+func (h *adminHandlers) load(c *fiber.Ctx) (*Show, error) {
+	id, err := admin.IDParam(c, "id")
+	if err != nil {
+		return nil, err
+	}
+	return h.svc.Get(c.UserContext(), id)
+}
+
+// stateOf is what the audit log records of a show's state.
+type stateOf struct {
+	Live     bool `json:"live"`
+	Complete bool `json:"complete"`
+	Featured bool `json:"featured"`
+	Off      bool `json:"off"`
+	Duration *int `json:"duration,omitempty"`
+}
+
+func state(sh *Show) stateOf {
+	return stateOf{Live: sh.Live, Complete: sh.Complete, Featured: sh.Featured, Off: sh.Off, Duration: sh.Duration}
+}
+
+// feature is POST /admin/shows/:id/feature with featured=true|false.
+func (h *adminHandlers) feature(c *fiber.Ctx) error {
+	return h.toggle(c, "featured", "shows.feature", "shows.unfeature", "Featured", "No longer featuring",
+		func(id int64, on bool) (*Show, error) {
+			return h.svc.SetFeatured(c.UserContext(), id, on, admin.Principal(c))
+		})
+}
+
+// off is POST /admin/shows/:id/off with off=true (take off; a live show is
+// stopped) or off=false (restore).
+func (h *adminHandlers) off(c *fiber.Ctx) error {
+	return h.toggle(c, "off", "shows.off", "shows.restore", "Took off", "Restored",
+		func(id int64, on bool) (*Show, error) {
+			return h.svc.SetOff(c.UserContext(), id, on, admin.Principal(c))
+		})
+}
+
+func (h *adminHandlers) toggle(c *fiber.Ctx, field, actOn, actOff, msgOn, msgOff string, set func(int64, bool) (*Show, error)) error {
+	on, err := app.ParseBool(c.FormValue(field))
+	if err != nil {
+		return app.Validation{field: "must be true or false"}.Err()
+	}
+	before, err := h.load(c)
+	if err != nil {
+		return err
+	}
+	sh, err := set(before.ID, on)
+	if err != nil {
+		return err
+	}
+	action, msg := actOn, msgOn
+	if !on {
+		action, msg = actOff, msgOff
+	}
+	if err := admin.Log(c, action, admin.Target("show", sh.ID), state(before), state(sh)); err != nil {
+		return err
+	}
+	return admin.Back(c, admin.Path("/shows/%d", sh.ID), msg+" “"+sh.Name+"”.")
+}
+
+// stop is POST /admin/shows/:id/stop (409 unless live).
+func (h *adminHandlers) stop(c *fiber.Ctx) error {
+	before, err := h.load(c)
+	if err != nil {
+		return err
+	}
+	sh, err := h.svc.Stop(c.UserContext(), before.ID, admin.Principal(c))
+	if err != nil {
+		return err
+	}
+	if err := admin.Log(c, "shows.stop", admin.Target("show", sh.ID), state(before), state(sh)); err != nil {
+		return err
+	}
+	return admin.Back(c, admin.Path("/shows/%d", sh.ID), "Stopped “"+sh.Name+"”.")
+}
+
+// deletedShow is what the audit log keeps of a deleted show.
+type deletedShow struct {
+	stateOf
+	Name   string `json:"name"`
+	UserID int64  `json:"user_id"`
+	Slug   string `json:"slug"`
+	Start  string `json:"start"`
+}
+
+// delete is POST /admin/shows/:id/delete (a live show is stopped first).
+func (h *adminHandlers) delete(c *fiber.Ctx) error {
+	sh, err := h.load(c)
+	if err != nil {
+		return err
+	}
+	before := deletedShow{stateOf: state(sh), Name: sh.Name, UserID: sh.UserID, Slug: sh.Slug, Start: admin.Time(sh.Start)}
+	if _, err := h.svc.Delete(c.UserContext(), sh.ID, admin.Principal(c)); err != nil {
+		return err
+	}
+	if err := admin.Log(c, "shows.delete", admin.Target("show", sh.ID), before, nil); err != nil {
+		return err
+	}
+	return admin.Redirect(c, admin.Path("/shows"), "Deleted “"+sh.Name+"”.")
+}
+
+// showFilter is the list's search form.
+type showFilter struct{ Q, State string }

@@ -1,0 +1,93 @@
+// Package usersadmin is the users module's part of the staff console: the
+// users page (search, marks, roles, new users, API tokens) and the radio
+// approvals. It is a module of its own only because the console imports
+// the users package for its sessions, so users cannot import the console.
+package usersadmin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/onair/onair/admin"
+	"github.com/onair/onair/app"
+	"github.com/onair/onair/modules/users"
+)
+
+func init() { app.Register(&Module{}) }
+
+// Module contributes the users and radio pages.
+type Module struct {
+	users *users.Service
+	authz *app.Authz
+}
+
+var (
+	_ app.Provisioner   = (*Module)(nil)
+	_ app.AdminPager    = (*Module)(nil)
+	_ app.AdminWidgeter = (*Module)(nil)
+)
+
+func (*Module) Name() string { return "users-admin" }
+
+func (m *Module) Provision(core *app.Core) error {
+	um, ok := app.Lookup[*users.Module](core)
+	if !ok || um.Service == nil {
+		return fmt.Errorf("usersadmin: the users module is not provisioned")
+	}
+	m.users, m.authz = um.Service, core.Authz
+	return nil
+}
+
+// AdminPages lists the pages and their routes in one place.
+func (m *Module) AdminPages() []app.AdminPage {
+	return []app.AdminPage{
+		{Path: "/radio", Title: "Radio", Order: 30, Mount: func(r fiber.Router) {
+			r.Get("/", m.radioPage)
+			r.Post("/:id/approve", m.approveRadio)
+			r.Post("/:id/revoke", m.revokeRadio)
+		}},
+		{Path: "/users", Title: "Users", Order: 40, Mount: func(r fiber.Router) {
+			r.Get("/", m.listPage)
+			r.Post("/", m.create)
+			r.Get("/:id", m.userPage)
+			r.Post("/:id/flags", m.setFlags)
+			r.Post("/:id/role", m.setRole)
+			r.Post("/:id/tokens", m.issueToken)
+			r.Post("/:id/tokens/:token/revoke", m.revokeToken)
+		}},
+	}
+}
+
+// AdminWidgets: how many users, and radio requests waiting.
+func (m *Module) AdminWidgets(ctx context.Context) ([]app.AdminWidget, error) {
+	all, err := m.users.Count(ctx, users.ListQuery{})
+	if err != nil {
+		return nil, err
+	}
+	yes := true
+	waiting, err := m.users.Count(ctx, users.ListQuery{RadioRequested: &yes})
+	if err != nil {
+		return nil, err
+	}
+	return []app.AdminWidget{
+		{Label: "Users", Value: strconv.Itoa(all), Link: "/users", Order: 30},
+		{Label: "Radio requests", Value: strconv.Itoa(waiting), Link: "/radio", Order: 35},
+	}, nil
+}
+
+// user loads the :id user; a missing one is 404.
+func (m *Module) user(c *fiber.Ctx) (*users.User, error) {
+	id, err := admin.IDParam(c, "id")
+	if err != nil {
+		return nil, err
+	}
+	u, err := m.users.Get(c.UserContext(), id)
+	if errors.Is(err, users.ErrNotFound) {
+		return nil, app.NotFound("user")
+	}
+	return u, err
+}
