@@ -29,7 +29,9 @@ func TestHealthAndReadiness(t *testing.T) {
 		}{
 			{"healthz", "/healthz", 200, `{"status":"ok"}`},
 			{"readyz", "/readyz", 200, `{"status":"ok"}`},
-			{"unknown page is a JSON 404", "/no-such-page", 404, `"code":"not_found"`},
+			// Outside /v1 an unknown path is the public pages' 404 (HTML).
+			{"unknown page is a 404", "/no-such-page/at/all", 404, ""},
+			{"unknown API route is a JSON 401 before anything", "/v1/no-such-route", 401, `"code":"unauthorized"`},
 			{"another method is a JSON 405", "POST /healthz", 405, `"code":"method_not_allowed"`},
 		}
 		for _, tt := range tests {

@@ -5,8 +5,11 @@
 package modules
 
 import (
+	_ "github.com/onair/onair/admin"
 	_ "github.com/onair/onair/modules/chat"
 	_ "github.com/onair/onair/modules/live"
+	_ "github.com/onair/onair/modules/pages"
 	_ "github.com/onair/onair/modules/shows"
 	_ "github.com/onair/onair/modules/users"
+	_ "github.com/onair/onair/modules/users/usersadmin"
 )

@@ -1,0 +1,436 @@
+package pages_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/network"
+	cdppage "github.com/chromedp/cdproto/page"
+	"github.com/chromedp/chromedp"
+
+	"github.com/onair/onair/internal/onairtest"
+	"github.com/onair/onair/modules/live"
+)
+
+// The browser suite runs the pages in real headless Chromium against a
+// whole OnAir with a show that ffmpeg publishes. It is skipped only when
+// Chromium is not on the PATH.
+
+// chromiumPath finds the browser or skips the test.
+func chromiumPath(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	t.Skip("chromium is not on PATH")
+	return ""
+}
+
+// browser is one Chromium process; each tab made with tab gets a fresh
+// browser context (its own cookies), like a separate person.
+type browser struct {
+	t   *testing.T
+	ctx context.Context
+}
+
+func newBrowser(t *testing.T) *browser {
+	t.Helper()
+	exe := chromiumPath(t)
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(exe),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.Flag("headless", true),
+		chromedp.Flag("no-sandbox", true),
+		chromedp.Flag("disable-gpu", true),
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("no-first-run", true),
+		chromedp.Flag("autoplay-policy", "no-user-gesture-required"),
+		chromedp.WindowSize(1280, 800),
+	}
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancel := chromedp.NewContext(allocCtx)
+	t.Cleanup(func() { cancel(); cancelAlloc() })
+	if err := chromedp.Do(ctx, chromedp.Navigate("about:blank")); err != nil {
+		t.Fatalf("start chromium: %v", err)
+	}
+	return &browser{t: t, ctx: ctx}
+}
+
+// tab opens a tab in a new browser context.
+func (b *browser) tab() context.Context {
+	ctx, cancel := chromedp.NewContext(b.ctx, chromedp.WithNewBrowserContext())
+	b.t.Cleanup(cancel)
+	if err := chromedp.Do(ctx, chromedp.Navigate("about:blank")); err != nil {
+		b.t.Fatalf("new tab: %v", err)
+	}
+	return ctx
+}
+
+// do runs actions in a tab with a time limit, the tab in front (Chromium
+// defers video playback in background tabs).
+func do(t *testing.T, tab context.Context, limit time.Duration, steps ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(tab, limit)
+	defer cancel()
+	if _, err := chromedp.Call(ctx, cdppage.BringToFront, cdp.Empty{}); err != nil {
+		t.Fatalf("browser: bring tab to front: %v", err)
+	}
+	if err := chromedp.Do(ctx, steps...); err != nil {
+		t.Fatalf("browser: %v", err)
+	}
+}
+
+// eval evaluates a JavaScript expression in a tab.
+func eval[T any](t *testing.T, tab context.Context, expr string) T {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(tab, 10*time.Second)
+	defer cancel()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr))
+	if err != nil {
+		t.Fatalf("evaluate %s: %v", expr, err)
+	}
+	return v
+}
+
+// waitFor polls a JavaScript predicate in a tab until it holds.
+func waitFor(t *testing.T, tab context.Context, what, predicate string, within time.Duration) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(tab, within+5*time.Second)
+	defer cancel()
+	if _, err := chromedp.Run(ctx, chromedp.Poll[chromedp.Void](predicate, chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(within))); err != nil {
+		state, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`(() => { const m = document.getElementById('media'); const p = document.getElementById('player');
+			return m ? JSON.stringify({engine: p.dataset.engine, src: p.dataset.src, t: m.currentTime, paused: m.paused, ready: m.readyState, net: m.networkState, err: m.error && m.error.message}) : 'no player'; })()`))
+		t.Fatalf("%s: not within %s (%v); player: %s", what, within, err, state)
+	}
+}
+
+// artifacts is where screenshots go: $ONAIR_TEST_ARTIFACTS/pages, or
+// test-artifacts/pages at the repository root.
+func artifacts(t *testing.T) string {
+	t.Helper()
+	dir := os.Getenv("ONAIR_TEST_ARTIFACTS")
+	if dir != "" {
+		dir = filepath.Join(dir, "pages")
+	} else {
+		wd, _ := os.Getwd()
+		for d := wd; ; d = filepath.Dir(d) {
+			if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
+				dir = filepath.Join(d, "test-artifacts", "pages")
+				break
+			}
+			if filepath.Dir(d) == d {
+				dir = filepath.Join(wd, "test-artifacts", "pages")
+				break
+			}
+		}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// publish runs ffmpeg sending seconds of test video and tone to the show.
+func publish(t *testing.T, rtmpURL string, seconds int) {
+	t.Helper()
+	if _, err := exec.LookPath("ffmpeg"); err != nil {
+		t.Fatal("ffmpeg is not on PATH; the browser suite needs it to publish a show")
+	}
+	cmd := exec.Command("ffmpeg", "-hide_banner", "-loglevel", "error", "-re",
+		"-f", "lavfi", "-i", fmt.Sprintf("testsrc=size=320x240:rate=25:duration=%d", seconds),
+		"-f", "lavfi", "-i", fmt.Sprintf("sine=frequency=440:sample_rate=44100:duration=%d", seconds),
+		"-c:v", "libx264", "-preset", "ultrafast", "-tune", "zerolatency", "-pix_fmt", "yuv420p", "-g", "50",
+		"-c:a", "aac", "-b:a", "96k", "-f", "flv", rtmpURL)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+}
+
+// apiShow reads a show through the API.
+func apiShow(t *testing.T, env *onairtest.Env, token string, id int64) map[string]any {
+	t.Helper()
+	return env.Do("GET", path("/v1/shows/%d", id), token, nil).Expect(t, http.StatusOK).JSON(t)["show"].(map[string]any)
+}
+
+func awaitShow(t *testing.T, env *onairtest.Env, token string, id int64, what string, cond func(map[string]any) bool) map[string]any {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		s := apiShow(t, env, token, id)
+		if cond(s) {
+			return s
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("show never %s: %v", what, s)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// screenshot saves a full-page PNG of the tab's page at a desktop and a
+// phone width, and checks nothing overflows sideways on the phone.
+func screenshot(t *testing.T, tab context.Context, url, name string) {
+	t.Helper()
+	dir := artifacts(t)
+	for _, vp := range []struct {
+		label         string
+		width, height int64
+		mobile        bool
+	}{{"desktop", 1280, 800, false}, {"phone", 390, 844, true}} {
+		emulate := chromedp.EmulateViewport(vp.width, vp.height)
+		if vp.mobile {
+			emulate = chromedp.EmulateViewport(vp.width, vp.height, chromedp.EmulateScale(2), chromedp.EmulateMobile)
+		}
+		do(t, tab, 20*time.Second, emulate, chromedp.Navigate(url))
+		time.Sleep(1500 * time.Millisecond) // the player's first frame
+		if vp.mobile {
+			if over := eval[bool](t, tab, `document.documentElement.scrollWidth > window.innerWidth + 1`); over {
+				t.Errorf("%s overflows sideways at %d px", name, vp.width)
+			}
+		}
+		ctx, cancel := context.WithTimeout(tab, 20*time.Second)
+		png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+		cancel()
+		if err != nil {
+			t.Fatalf("screenshot %s: %v", name, err)
+		}
+		file := filepath.Join(dir, name+"-"+vp.label+".png")
+		if err := os.WriteFile(file, png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	do(t, tab, 5*time.Second, chromedp.ResetViewport())
+}
+
+// TestBrowser is what a listener and a broadcaster do in a real browser.
+func TestBrowser(t *testing.T) {
+	t.Parallel()
+	br := newBrowser(t)
+	env := onairtest.New(t, onairtest.Options{})
+	dj := newPerson(t, env, "Dee Jay")
+	id, showPath, key := createShow(t, env, dj, map[string]any{
+		"name": "Sunset Session", "description": "Two hours of deep house from the roof.\nBring a friend.", "tags": []string{"Deep House", "Live"},
+	})
+	env.Do("PUT", path("/v1/shows/%d", id), dj.token, map[string]any{"headline": true}).Expect(t, http.StatusOK)
+	createShow(t, env, dj, map[string]any{"name": "Next Week", "start": time.Now().UTC().Add(7 * 24 * time.Hour).Format("2006-01-02 15:04:05")})
+	showURL := env.URL + showPath
+	listener := br.tab() // anonymous
+	fan := br.tab()      // signs up
+
+	// The listener is on the page before the show goes live: the player
+	// starts by itself when the chat socket says it went live.
+	do(t, listener, 20*time.Second, chromedp.Navigate(showURL))
+	waitFor(t, listener, "the listener's chat socket", `document.getElementById('chat').hasAttribute('data-connected')`, 10*time.Second)
+	if !eval[bool](t, listener, `document.getElementById('media').hidden && !!document.querySelector('#player .notice')`) {
+		t.Error("a show that is not live yet shows a player instead of a notice")
+	}
+	lm, _ := onairtest.Module[*live.Module](env)
+	publish(t, "rtmp://"+lm.RTMPAddr()+"/live/"+key, 120)
+	show := awaitShow(t, env, dj.token, id, "live", func(s map[string]any) bool { return s["live"] == true })
+
+	t.Run("sign up, create a token, call the API with it", func(t *testing.T) {
+		do(t, fan, 20*time.Second,
+			chromedp.Navigate(env.URL+"/signup"),
+			chromedp.SetValue(chromedp.ID("name"), "Fan Tastic"),
+			chromedp.SetValue(chromedp.ID("email"), "fan@example.com"),
+			chromedp.SetValue(chromedp.ID("password"), "a long secret"),
+			chromedp.Click(chromedp.CSS(`form.stack button[type=submit]`)),
+			chromedp.WaitVisible(chromedp.CSS(`form[action="/account/tokens"]`)),
+			chromedp.SetValue(chromedp.ID("label"), "my script"),
+			chromedp.Click(chromedp.CSS(`form[action="/account/tokens"] button`)),
+			chromedp.WaitVisible(chromedp.ID("new-token")),
+		)
+		ctx, cancel := context.WithTimeout(fan, 5*time.Second)
+		token, err := chromedp.Run(ctx, chromedp.Text(chromedp.ID("new-token")))
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		me := env.Do("GET", "/v1/users/me", strings.TrimSpace(token), nil).Expect(t, http.StatusOK).JSON(t)
+		if u := me["user"].(map[string]any); u["name"] != "Fan Tastic" {
+			t.Fatalf("/v1/users/me with the new token: %v", me)
+		}
+	})
+
+	t.Run("the show page plays the show once it is live", func(t *testing.T) {
+		do(t, listener, 5*time.Second) // in front
+		waitFor(t, listener, "video currentTime past 3 s", `document.querySelector('video#media') && document.querySelector('video#media').currentTime > 3`, 40*time.Second)
+		// Chromium is not Apple's browser and has Media Source Extensions:
+		// the page plays with hls.js whatever canPlayType says.
+		if engine := eval[string](t, listener, `document.getElementById('player').dataset.engine`); engine != "hls.js" || !eval[bool](t, listener, `typeof Hls === 'function'`) {
+			t.Errorf("the player used %q, want hls.js", engine)
+		}
+		// hls.js came after the page, and the page before it is light.
+		type weight struct {
+			Bytes, HlsStart, LoadEnd float64
+			HlsLoaded                bool
+		}
+		w := eval[weight](t, listener, `(() => {
+			const nav = performance.getEntriesByType('navigation')[0];
+			let bytes = nav.decodedBodySize, hls = null;
+			for (const r of performance.getEntriesByType('resource')) {
+				if (r.name.includes('hls.light')) { hls = r; continue; }
+				if (r.initiatorType === 'link' || r.initiatorType === 'script' || r.initiatorType === 'css') bytes += r.decodedBodySize;
+			}
+			return {Bytes: bytes, HlsStart: hls ? hls.startTime : -1, LoadEnd: nav.loadEventStart, HlsLoaded: !!hls};
+		})()`)
+		t.Logf("show page before the player: %.0f bytes of HTML, CSS and JS; hls.js requested at %.0f ms, page loaded at %.0f ms", w.Bytes, w.HlsStart, w.LoadEnd)
+		if w.Bytes > 200<<10 {
+			t.Errorf("the show page weighs %.0f bytes before the player starts", w.Bytes)
+		}
+		if w.HlsLoaded && w.HlsStart < w.LoadEnd {
+			t.Errorf("hls.js was requested at %.0f ms, before the page finished loading at %.0f ms", w.HlsStart, w.LoadEnd)
+		}
+	})
+
+	t.Run("the anonymous viewer is listed in chat_users", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(listener, 5*time.Second)
+		res, err := chromedp.Call(ctx, network.GetCookies, network.GetCookiesParams{URLs: []string{env.URL}})
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		viewer := ""
+		for _, c := range res.Cookies {
+			if c.Name == "onair_viewer" {
+				viewer = c.Value
+			}
+		}
+		if viewer == "" {
+			t.Fatal("the show page did not give the browser an onair_viewer cookie")
+		}
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			var body struct {
+				Count     int `json:"count"`
+				ChatUsers []struct {
+					ID any `json:"id"`
+				} `json:"chat_users"`
+			}
+			env.Do("GET", path("/v1/shows/%d/chat_users", id), dj.token, nil).Expect(t, http.StatusOK).Decode(t, &body)
+			for _, u := range body.ChatUsers {
+				if u.ID == viewer {
+					return
+				}
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("viewer %s not in chat_users: %+v", viewer, body)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	})
+
+	t.Run("a message posted in one browser appears in another within a second", func(t *testing.T) {
+		do(t, fan, 20*time.Second, chromedp.Navigate(showURL))
+		waitFor(t, fan, "the fan's chat socket", `document.getElementById('chat').hasAttribute('data-connected')`, 10*time.Second)
+		waitFor(t, listener, "the listener's chat socket", `document.getElementById('chat').hasAttribute('data-connected')`, 10*time.Second)
+		waitFor(t, listener, "the presence count", `Number(document.getElementById('presence').textContent) >= 2`, 3*time.Second)
+		text := "hello from the roof <b>" + fmt.Sprint(time.Now().UnixNano()%1000) + "</b>"
+		do(t, fan, 10*time.Second,
+			chromedp.SetValue(chromedp.ID("chat-message"), text),
+			chromedp.Click(chromedp.CSS(`#chat-form button`)),
+		)
+		sent := time.Now()
+		waitFor(t, listener, "the message in the other browser", fmt.Sprintf(`[...document.querySelectorAll('#messages li')].some(li => li.textContent.includes(%q))`, text), time.Second)
+		t.Logf("the message reached the other browser %s after the click", time.Since(sent).Round(time.Millisecond))
+		if eval[bool](t, listener, `!!document.querySelector('#messages li b b')`) {
+			t.Error("a chat message's HTML was rendered as markup")
+		}
+		waitFor(t, fan, "the chat input cleared after sending", `document.getElementById('chat-message').value === ''`, 2*time.Second)
+	})
+
+	t.Run("listen mode plays audio only", func(t *testing.T) {
+		do(t, listener, 20*time.Second, chromedp.Navigate(showURL+"?listen=1"))
+		waitFor(t, listener, "audio currentTime past 3 s", `document.querySelector('audio#media') && document.querySelector('audio#media').currentTime > 3`, 40*time.Second)
+		if eval[bool](t, listener, `!!document.querySelector('video')`) {
+			t.Error("listen mode has a video element")
+		}
+		src := eval[string](t, listener, `window.onairHls ? window.onairHls.url : document.getElementById('media').currentSrc`)
+		if want := show["audio_url"].(string); src != want {
+			t.Errorf("listen mode plays %q, want audio_url %q", src, want)
+		}
+	})
+
+	t.Run("the embed plays in an iframe on another origin", func(t *testing.T) {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		host := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			fmt.Fprintf(w, `<!DOCTYPE html><title>A blog</title><h1>My favourite DJ</h1>
+<iframe src="%s/embed/%d?chat=1" width="800" height="360" allow="autoplay; fullscreen" allowfullscreen></iframe>
+<script>
+window.addEventListener('message', e => {
+  if (e.data && e.data.source === 'onair') { window.onairTime = e.data.currentTime; window.onairFrom = e.origin; }
+});
+</script>`, env.URL, id)
+		})}
+		go host.Serve(ln)
+		t.Cleanup(func() { host.Close() })
+		page := "http://" + ln.Addr().String() + "/"
+		do(t, listener, 20*time.Second, chromedp.Navigate(page))
+		waitFor(t, listener, "the embedded player past 3 s", `window.onairTime > 3`, 40*time.Second)
+		if from := eval[string](t, listener, `window.onairFrom`); from != env.URL {
+			t.Errorf("player events came from %q, want %q", from, env.URL)
+		}
+		screenshot(t, listener, page, "embed-in-iframe")
+	})
+
+	t.Run("screenshots", func(t *testing.T) {
+		for _, p := range []struct{ name, url string }{
+			{"home", env.URL + "/"},
+			{"show", showURL},
+			{"user", env.URL + "/" + dj.user.Slug},
+			{"embed", env.URL + path("/embed/%d?chat=1", id)},
+			{"account", env.URL + "/account"},
+		} {
+			screenshot(t, fan, p.url, p.name)
+		}
+	})
+
+	t.Run("an archive replays its chat in step with playback", func(t *testing.T) {
+		env.Do("POST", path("/v1/shows/%d/stop", id), dj.token, nil).Expect(t, http.StatusOK)
+		awaitShow(t, env, dj.token, id, "archived", func(s map[string]any) bool { return s["archive"] == true })
+		var chats struct {
+			Chats []struct {
+				Message  string `json:"message"`
+				Position string `json:"position"`
+			} `json:"chats"`
+		}
+		env.Do("GET", path("/v1/shows/%d/chats", id), dj.token, nil).Expect(t, http.StatusOK).Decode(t, &chats)
+		if len(chats.Chats) == 0 {
+			t.Fatal("no chat message to replay")
+		}
+		var pos float64
+		fmt.Sscan(chats.Chats[0].Position, &pos)
+		if pos < 2 {
+			t.Fatalf("the message was posted at %.2f s, too early to tell replay from showing everything", pos)
+		}
+		do(t, listener, 20*time.Second, chromedp.Navigate(showURL))
+		waitFor(t, listener, "the replay loaded and playing", `document.querySelectorAll('#messages li[data-pos]').length > 0 && document.getElementById('media').currentTime > 0.2`, 30*time.Second)
+		visible := `[...document.querySelectorAll('#messages li[data-pos]')].filter(li => !li.hidden).length`
+		if n := eval[int](t, listener, fmt.Sprintf(`document.getElementById('media').currentTime < %f ? %s : -1`, pos-1, visible)); n > 0 {
+			t.Errorf("%d messages shown before playback reached them", n)
+		}
+		do(t, listener, 5*time.Second, chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`document.getElementById('media').currentTime = %f`, pos+0.5)))
+		waitFor(t, listener, "the message once playback passes its position", visible+` > 0`, 5*time.Second)
+		do(t, listener, 5*time.Second, chromedp.Evaluate[chromedp.Void](`document.getElementById('media').currentTime = 0`))
+		waitFor(t, listener, "the message hidden again after seeking back", visible+` === 0`, 5*time.Second)
+	})
+}

@@ -1,0 +1,122 @@
+package pages
+
+import (
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/onair/onair/app"
+	"github.com/onair/onair/modules/shows"
+)
+
+// layout is what every page's frame needs.
+type layout struct {
+	Title       string
+	Description string
+	Canonical   string
+	CSS, JS     string
+	BodyClass   string
+	Path        string // the request path, for "sign in and come back"
+	SignedIn    bool
+	UserName    string
+	UserPath    string
+	CSRF        string
+}
+
+func (m *Module) layout(c *fiber.Ctx, v *visitor, title, description string) layout {
+	l := layout{
+		Title: title, Description: description,
+		CSS: m.assets.URL("onair.css"), JS: m.assets.URL("onair.js"),
+		Path: string(c.Request().URI().RequestURI()),
+	}
+	if v != nil && v.signedIn() {
+		l.SignedIn, l.UserName, l.UserPath, l.CSRF = true, v.user.Name, "/"+v.user.Slug, v.csrf()
+	}
+	return l
+}
+
+// card is a show in a list.
+type card struct {
+	Path, Name, Owner, OwnerPath, Image, Label, Badge, BadgeClass string
+	Start                                                         time.Time
+	Private, Off                                                  bool
+}
+
+func (m *Module) card(sh *shows.Show) card {
+	v := m.shows.View(sh, false)
+	st := stateOf(sh)
+	c := card{
+		Name: sh.Name, Image: v.ImageURL, Label: sh.ThumbnailLabel, Start: sh.Start,
+		Badge: st.label, BadgeClass: st.class, Private: sh.Private, Off: sh.Off,
+	}
+	if sh.User != nil {
+		c.Path, c.Owner, c.OwnerPath = "/"+sh.User.Slug+"/"+sh.Slug, sh.User.Name, "/"+sh.User.Slug
+	}
+	return c
+}
+
+func (m *Module) cards(list []shows.Show) []card {
+	out := make([]card, 0, len(list))
+	for i := range list {
+		out = append(out, m.card(&list[i]))
+	}
+	return out
+}
+
+// state is how a show's situation reads on a page.
+type state struct {
+	label, class string
+	live         bool
+	archive      bool
+	scheduled    bool
+	ended        bool // complete, recording not (or never) available
+}
+
+func stateOf(sh *shows.Show) state {
+	switch {
+	case sh.Live:
+		return state{label: "Live", class: "live", live: true}
+	case sh.Archive:
+		return state{label: "Archive", class: "archived", archive: true}
+	case sh.Complete:
+		return state{label: "Finished", class: "", ended: true}
+	case sh.Start.After(app.Now()):
+		return state{label: "Scheduled", class: "", scheduled: true}
+	default:
+		return state{label: "Starting soon", class: ""}
+	}
+}
+
+// utc renders a time for people, in UTC (the script shows local time).
+func utc(t time.Time) string { return t.UTC().Format("2006-01-02 15:04") + " UTC" }
+
+// iso is a time for a <time datetime> attribute.
+func iso(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+
+// hms renders a duration in seconds as H:MM:SS or M:SS.
+func hms(seconds int) string {
+	h, m, s := seconds/3600, seconds/60%60, seconds%60
+	if h > 0 {
+		return fmt.Sprintf("%d:%02d:%02d", h, m, s)
+	}
+	return fmt.Sprintf("%d:%02d", m, s)
+}
+
+// excerpt shortens text to about n characters on a word boundary.
+func excerpt(text string, n int) string {
+	text = strings.Join(strings.Fields(text), " ")
+	r := []rune(text)
+	if len(r) <= n {
+		return text
+	}
+	cut := string(r[:n])
+	if i := strings.LastIndex(cut, " "); i > n/2 {
+		cut = cut[:i]
+	}
+	return cut + "…"
+}
+
+func queryEscape(s string) string { return url.QueryEscape(s) }

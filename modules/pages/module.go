@@ -1,0 +1,96 @@
+// Package pages is the public web side of OnAir: server-rendered templ
+// pages for listeners and broadcasters (home, a show's page with its player
+// and live chat, a user's page, the embeddable player, sign up and sign in,
+// the account page with API tokens and stream keys). It owns no table: it
+// reads and writes through the users, shows and chat services, and the live
+// chat itself is the chat module's public WebSocket.
+//
+// A show's page lives at its url, /{user_slug}/{show_slug}, and a user's at
+// /{user_slug}. Those two routes are catch-alls: they are mounted last, and
+// a first segment that is reserved (users.ReservedSlug) or names no user
+// falls through to whatever route comes after them, so they never shadow
+// /v1, /admin, /media, /ws, /healthz and the rest.
+package pages
+
+import (
+	"fmt"
+	"log/slog"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/onair/onair/app"
+	"github.com/onair/onair/modules/chat"
+	"github.com/onair/onair/modules/shows"
+	"github.com/onair/onair/modules/users"
+)
+
+func init() { app.Register(&Module{}) }
+
+// Module is the pages module.
+type Module struct {
+	users  *users.Service
+	shows  *shows.Service
+	chat   *chat.Service
+	assets assets
+	public string // ONAIR_PUBLIC_URL
+	rtmp   string // ONAIR_RTMP_URL, the stream url shown to owners
+	log    *slog.Logger
+}
+
+var (
+	_ app.Provisioner  = (*Module)(nil)
+	_ app.PublicRouter = (*Module)(nil)
+)
+
+func (*Module) Name() string { return "pages" }
+
+// Provision finds the services the pages work through. Those modules'
+// packages are imported here, so they are provisioned first.
+func (m *Module) Provision(core *app.Core) error {
+	um, ok := app.Lookup[*users.Module](core)
+	if !ok || um.Service == nil {
+		return fmt.Errorf("pages: the users module is not provisioned")
+	}
+	cm, ok := app.Lookup[*chat.Module](core)
+	if !ok || cm.Service == nil {
+		return fmt.Errorf("pages: the chat module is not provisioned")
+	}
+	assets, err := loadAssets()
+	if err != nil {
+		return err
+	}
+	m.users, m.shows, m.chat = um.Service, shows.From(core), cm.Service
+	m.assets, m.public, m.rtmp, m.log = assets, core.Config.PublicURL, core.Config.RTMPURL, core.Log
+	return nil
+}
+
+// PublicRoutes lists every route of the pages, the catch-alls last.
+func (m *Module) PublicRoutes(r fiber.Router) {
+	r.Get("/static/:file", m.assets.serve)
+
+	r.Get("/", m.page(m.home))
+	r.Get("/embed/:id", m.page(m.embed))
+
+	r.Get("/signup", m.page(m.signUpForm))
+	r.Post("/signup", m.page(m.signUp))
+	r.Get("/signin", m.page(m.signInForm))
+	r.Post("/signin", m.page(m.signIn))
+	r.Post("/signout", m.page(m.signOut))
+
+	r.Get("/account", m.page(m.account))
+	r.Post("/account/tokens", m.page(m.createToken))
+	r.Post("/account/tokens/:id/revoke", m.page(m.revokeToken))
+	r.Post("/account/shows/:id/key", m.page(m.revealKey))
+	r.Post("/account/shows/:id/key/regenerate", m.page(m.regenerateKey))
+
+	r.Post("/follow/:id", m.page(m.follow))
+
+	// JSON for the chat script: post as the session's user, and the
+	// messages of an archive to replay.
+	r.Post("/chat/:id", m.postChat)
+	r.Get("/chat/:id/replay", m.replayChat)
+
+	// Catch-alls, last.
+	r.Get("/:user", m.page(m.userPage))
+	r.Get("/:user/:show", m.page(m.showPage))
+}

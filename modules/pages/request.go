@@ -1,0 +1,277 @@
+package pages
+
+import (
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/a-h/templ"
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/onair/onair/app"
+	"github.com/onair/onair/modules/users"
+)
+
+// visitor is who is looking at a page: a signed-in user with their session,
+// or nobody. p is never nil: an anonymous visitor is a principal without a
+// user id or roles, which the services' visibility rule treats as "sees
+// only public shows" (a nil principal would be the system, which sees all).
+type visitor struct {
+	sess *users.Session
+	user *users.User
+	p    *app.Principal
+}
+
+func (v *visitor) signedIn() bool { return v.user != nil }
+
+// csrf is the session's form token ("" when signed out).
+func (v *visitor) csrf() string {
+	if v.sess == nil {
+		return ""
+	}
+	return v.sess.CSRF
+}
+
+const visitorKey = "onair.pages.visitor"
+
+// visitorOf loads the session of the request once.
+func (m *Module) visitorOf(c *fiber.Ctx) (*visitor, error) {
+	if v, ok := c.Locals(visitorKey).(*visitor); ok {
+		return v, nil
+	}
+	sess, err := m.users.Session(c)
+	if err != nil {
+		return nil, err
+	}
+	v := &visitor{p: &app.Principal{}}
+	if sess != nil {
+		v.sess, v.user, v.p = sess, sess.User, users.PrincipalOf(sess.User, 0)
+		app.SetPrincipal(c, v.p)
+	}
+	c.Locals(visitorKey, v)
+	return v, nil
+}
+
+// page wraps an HTML handler: security headers, and errors rendered as an
+// HTML page rather than the API's JSON.
+func (m *Module) page(h func(c *fiber.Ctx, v *visitor) error) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		v, err := m.visitorOf(c)
+		if err == nil {
+			err = h(c, v)
+		}
+		if err == nil {
+			return nil
+		}
+		var p passedOn
+		if errors.As(err, &p) {
+			return p.err
+		}
+		return m.renderError(c, v, err)
+	}
+}
+
+// passedOn is the error of a route after the catch-alls (a module's
+// public route, a test route): that route's error, for the kernel's error
+// handler to render, not an HTML page.
+type passedOn struct{ err error }
+
+func (p passedOn) Error() string { return p.err.Error() }
+func (p passedOn) Unwrap() error { return p.err }
+
+// renderError shows an API error (404, 403, 422…) as a page with its
+// status; anything else is logged and is a 500 page.
+func (m *Module) renderError(c *fiber.Ctx, v *visitor, err error) error {
+	if v == nil {
+		v = &visitor{p: &app.Principal{}}
+	}
+	status, msg := http.StatusInternalServerError, "Something went wrong on our side. Please try again."
+	var apiErr *app.Error
+	var fe *fiber.Error
+	switch {
+	case errors.As(err, &apiErr):
+		status, msg = apiErr.Status, apiErr.Message
+	case errors.As(err, &fe):
+		status, msg = fe.Code, fe.Message
+	default:
+		m.log.Error("page failed", "method", c.Method(), "path", c.Path(), "request_id", app.RequestID(c), "err", err)
+	}
+	if status == http.StatusNotFound {
+		msg = "There is nothing here. The page may have moved, or it may be private."
+	}
+	if apiErr != nil && apiErr.RetryAfter > 0 {
+		c.Set(fiber.HeaderRetryAfter, fmt.Sprint(apiErr.RetryAfter))
+	}
+	title := http.StatusText(status)
+	return m.render(c, status, errorPage(m.layout(c, v, title, ""), status, title, msg))
+}
+
+// next hands the request to the routes after the catch-alls; when none
+// answers, the visitor gets the HTML 404 page.
+func (m *Module) next(c *fiber.Ctx, v *visitor) error {
+	err := c.Next()
+	var fe *fiber.Error
+	if errors.As(err, &fe) && fe.Code == fiber.StatusNotFound {
+		return m.renderError(c, v, app.NotFound("page"))
+	}
+	if err != nil {
+		return passedOn{err}
+	}
+	return nil
+}
+
+// Content-Security-Policy of the pages: scripts and styles only from our
+// own files (no inline code), media and playlists from anywhere (the
+// ingest node may be another host), and framing only by ourselves, except
+// the embed page, which any site may frame.
+const (
+	cspBase = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data: http: https:; " +
+		"media-src 'self' blob: http: https:; connect-src 'self' http: https:; worker-src 'self' blob:; " +
+		"object-src 'none'; base-uri 'self'; form-action 'self'; "
+	cspPage  = cspBase + "frame-ancestors 'self'"
+	cspEmbed = cspBase + "frame-ancestors *"
+)
+
+// render writes a component as the HTML response.
+func (m *Module) render(c *fiber.Ctx, status int, comp templ.Component) error {
+	c.Set(fiber.HeaderContentType, fiber.MIMETextHTMLCharsetUTF8)
+	if c.GetRespHeader("Content-Security-Policy") == "" {
+		c.Set("Content-Security-Policy", cspPage)
+		c.Set(fiber.HeaderXFrameOptions, "SAMEORIGIN")
+	}
+	c.Set("X-Content-Type-Options", "nosniff")
+	c.Set(fiber.HeaderReferrerPolicy, "strict-origin-when-cross-origin")
+	if c.GetRespHeader(fiber.HeaderCacheControl) == "" {
+		c.Set(fiber.HeaderCacheControl, "private, no-cache")
+	}
+	c.Status(status)
+	return comp.Render(c.UserContext(), c.Response().BodyWriter())
+}
+
+// embeddable lets any site frame the response.
+func embeddable(c *fiber.Ctx) {
+	c.Set("Content-Security-Policy", cspEmbed)
+	c.Response().Header.Del(fiber.HeaderXFrameOptions)
+}
+
+// noStore keeps a page with secrets (tokens, keys) out of every cache.
+func noStore(c *fiber.Ctx) { c.Set(fiber.HeaderCacheControl, "no-store") }
+
+// ---- CSRF -------------------------------------------------------------
+
+// Forms of a signed-in visitor carry the session's secret (field "csrf" or
+// header X-CSRF-Token). Forms of a signed-out visitor (sign in, sign up)
+// carry the value of the onair_csrf cookie (double submit). Every POST
+// must also come from our own origin when the browser says where it comes
+// from.
+const csrfCookie = "onair_csrf"
+
+var errCSRF = app.Forbidden("the form has expired or did not come from this site; reload the page and try again")
+
+// checkCSRF verifies a POST of a signed-in visitor.
+func (m *Module) checkCSRF(c *fiber.Ctx, v *visitor) error {
+	if !m.sameOrigin(c) {
+		return errCSRF
+	}
+	token := c.Get("X-CSRF-Token")
+	if token == "" {
+		token = c.FormValue("csrf")
+	}
+	if !v.sess.CheckCSRF(token) {
+		return errCSRF
+	}
+	return nil
+}
+
+// formToken returns the signed-out visitor's form token, setting its
+// cookie when there is none yet.
+func (m *Module) formToken(c *fiber.Ctx) string {
+	if t := c.Cookies(csrfCookie); len(t) == 64 {
+		return t
+	}
+	t := randomHex(32)
+	c.Cookie(&fiber.Cookie{Name: csrfCookie, Value: t, Path: "/", HTTPOnly: true, SameSite: fiber.CookieSameSiteLaxMode,
+		Secure: strings.HasPrefix(m.public, "https:"), Expires: time.Now().Add(24 * time.Hour)})
+	return t
+}
+
+// checkFormToken verifies a POST of a signed-out visitor.
+func (m *Module) checkFormToken(c *fiber.Ctx) error {
+	cookie, field := c.Cookies(csrfCookie), c.FormValue("csrf")
+	if !m.sameOrigin(c) || len(cookie) != 64 || subtle.ConstantTimeCompare([]byte(cookie), []byte(field)) != 1 {
+		return errCSRF
+	}
+	return nil
+}
+
+// sameOrigin is false when the browser names another origin (Origin, or
+// else Referer) than ours: the public URL's or the request's own host.
+func (m *Module) sameOrigin(c *fiber.Ctx) bool {
+	from := c.Get(fiber.HeaderOrigin)
+	if from == "" {
+		if ref := c.Get(fiber.HeaderReferer); ref != "" {
+			if u, err := url.Parse(ref); err == nil {
+				from = u.Scheme + "://" + u.Host
+			}
+		}
+	}
+	if from == "" {
+		return true
+	}
+	return from == origin(m.public) || from == c.BaseURL()
+}
+
+func origin(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return ""
+	}
+	return u.Scheme + "://" + u.Host
+}
+
+// ---- Anonymous viewers --------------------------------------------------
+
+// viewerCookie is the chat module's cookie for anonymous viewers; a page
+// with a chat sets it so the viewer keeps one identity in chat_users.
+const viewerCookie = "onair_viewer"
+
+var uuidPattern = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
+
+func (m *Module) ensureViewerCookie(c *fiber.Ctx) {
+	if uuidPattern.MatchString(c.Cookies(viewerCookie)) {
+		return
+	}
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	b[6] = (b[6] & 0x0f) | 0x40
+	b[8] = (b[8] & 0x3f) | 0x80
+	id := fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+	c.Cookie(&fiber.Cookie{Name: viewerCookie, Value: id, Path: "/", HTTPOnly: true, SameSite: fiber.CookieSameSiteLaxMode,
+		Secure: strings.HasPrefix(m.public, "https:"), Expires: time.Now().Add(365 * 24 * time.Hour)})
+}
+
+// ---- Small helpers ------------------------------------------------------
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// safeNext keeps a post-sign-in redirect on this site.
+func safeNext(next string) string {
+	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.ContainsAny(next, "\\\r\n") {
+		return ""
+	}
+	return next
+}
+
+// redirect answers 303 See Other, the right answer to a form POST.
+func redirect(c *fiber.Ctx, to string) error { return c.Redirect(to, fiber.StatusSeeOther) }

@@ -1,0 +1,175 @@
+package pages
+
+import (
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/onair/onair/app"
+	"github.com/onair/onair/modules/chat"
+	"github.com/onair/onair/modules/shows"
+	"github.com/onair/onair/modules/users"
+)
+
+// playerData is what the player component needs.
+type playerData struct {
+	ShowID, Kind, Src, HLS, Image, Name, Notice string
+}
+
+// chatData is what the chat component needs.
+type chatData struct {
+	ShowID, WS, Mode, ReplayURL, Present string
+	Messages                             []chatLine
+	CanPost                              bool
+	PostURL, CSRF, SignInPath            string
+}
+
+type chatLine struct{ ID, Position, Name, Text string }
+
+// showData is the show page.
+type showData struct {
+	Name, Description, Path, OwnerName, OwnerPath, OwnerImage, Duration string
+	Start                                                               time.Time
+	Tags                                                                []string
+	State                                                               state
+	Private, Off, IsOwner, Listen, HasVideo, HasAudio                   bool
+	Player                                                              playerData
+	Chat                                                                chatData
+}
+
+// recentChat is how many messages a live show's page starts with.
+const recentChat = 50
+
+// userBySlug finds the user whose page is /{slug}; nil when there is none
+// (or the slug is one of the server's own paths).
+func (m *Module) userBySlug(c *fiber.Ctx, slug string) (*users.User, error) {
+	if slug == "" || users.ReservedSlug(slug) || len(slug) > 120 {
+		return nil, nil
+	}
+	list, _, err := m.users.List(c.UserContext(), users.ListQuery{Slug: slug, Page: app.Page{Number: 1, Size: 1}})
+	if err != nil || len(list) == 0 {
+		return nil, err
+	}
+	return &list[0], nil
+}
+
+// showPage is GET /{user_slug}/{show_slug}, a show's url. A private or off
+// show is a 404 for anyone but its owner and staff, like a missing one.
+func (m *Module) showPage(c *fiber.Ctx, v *visitor) error {
+	owner, err := m.userBySlug(c, c.Params("user"))
+	if err != nil {
+		return err
+	}
+	if owner == nil {
+		return m.next(c, v)
+	}
+	// Find the id as the system, then apply the visitor's visibility.
+	list, _, err := m.shows.List(c.UserContext(), shows.ListQuery{UserID: owner.ID, Slug: c.Params("show"), Page: app.Page{Number: 1, Size: 1}})
+	if err != nil {
+		return err
+	}
+	if len(list) == 0 {
+		return shows.ErrNotFound
+	}
+	sh, err := m.shows.Visible(c.UserContext(), list[0].ID, v.p)
+	if err != nil {
+		return err
+	}
+	view := m.shows.View(sh, false)
+	st := stateOf(sh)
+	listen := c.Query("listen") == "1" || (view.VideoURL == nil && view.AudioURL != nil)
+	d := showData{
+		Name: sh.Name, Description: sh.Description, Path: "/" + owner.Slug + "/" + sh.Slug,
+		OwnerName: owner.Name, OwnerPath: "/" + owner.Slug,
+		OwnerImage: users.NewView(m.public, owner, users.ForShowRead).ImageURL,
+		Start:      sh.Start, State: st, Private: sh.Private, Off: sh.Off,
+		IsOwner: v.signedIn() && v.user.ID == sh.UserID, Listen: listen,
+		HasVideo: view.VideoURL != nil || (!st.live && !st.archive), HasAudio: view.AudioURL != nil,
+	}
+	for _, t := range sh.Tags {
+		d.Tags = append(d.Tags, t.Name)
+	}
+	if sh.Duration != nil {
+		d.Duration = hms(*sh.Duration)
+	}
+	d.Player = m.playerFor(sh, view, listen)
+	if d.Chat, err = m.chatFor(c, v, sh, st, true); err != nil {
+		return err
+	}
+	m.ensureViewerCookie(c)
+	l := m.layout(c, v, sh.Name, excerpt(sh.Description, 160))
+	l.Canonical = view.URL
+	return m.render(c, fiber.StatusOK, showPageView(l, d))
+}
+
+// playerFor picks what the player plays: the video playlist, or the
+// audio-only one in listen mode. A show that has not gone live, or has
+// ended without an archive, has nothing to play yet.
+func (m *Module) playerFor(sh *shows.Show, view *shows.View, listen bool) playerData {
+	p := playerData{ShowID: strconv.FormatInt(sh.ID, 10), Kind: "video", HLS: m.assets.URL("hls.light.min.js"), Image: view.ImageURL, Name: sh.Name}
+	if listen {
+		p.Kind = "audio"
+	}
+	st := stateOf(sh)
+	switch {
+	case st.live || st.archive:
+		if listen && view.AudioURL != nil {
+			p.Src = *view.AudioURL
+		} else if view.VideoURL != nil {
+			p.Src = *view.VideoURL
+		} else if view.AudioURL != nil {
+			p.Src, p.Kind = *view.AudioURL, "audio"
+		}
+	case st.ended:
+		p.Notice = "This show has ended. Its recording is not available (yet)."
+	case st.scheduled:
+		p.Notice = "This show starts " + utc(sh.Start) + ". The player starts by itself when it goes live."
+	default:
+		p.Notice = "This show is not live yet. The player starts by itself when it goes live."
+	}
+	return p
+}
+
+// chatFor prepares the chat of a show: the last messages of a live (or
+// upcoming) show, or the replay of an archive. canPost is false on the
+// embed, whose chat is read-only.
+func (m *Module) chatFor(c *fiber.Ctx, v *visitor, sh *shows.Show, st state, canPost bool) (chatData, error) {
+	id := strconv.FormatInt(sh.ID, 10)
+	d := chatData{ShowID: id, WS: "/ws/shows/" + id, Mode: "live", ReplayURL: "/chat/" + id + "/replay"}
+	// Who is here now: the socket's presence events keep it current, but a
+	// viewer whose new socket overlaps their old one gets none.
+	present, err := m.chat.ChatUsers(c, sh.ID)
+	if err != nil {
+		return d, err
+	}
+	d.Present = strconv.Itoa(len(present))
+	if st.archive {
+		d.Mode = "replay"
+	} else {
+		msgs, _, err := m.chat.List(c.UserContext(), sh.ID, v.p, app.Page{Number: 1, Size: recentChat})
+		if err != nil && !errors.Is(err, shows.ErrNotFound) {
+			return d, err
+		}
+		for i := len(msgs) - 1; i >= 0; i-- {
+			d.Messages = append(d.Messages, line(&msgs[i]))
+		}
+	}
+	if canPost {
+		if v.signedIn() {
+			d.CanPost, d.PostURL, d.CSRF = true, "/chat/"+id, v.csrf()
+		} else {
+			d.SignInPath = "/signin?next=" + queryEscape(string(c.Request().URI().RequestURI()))
+		}
+	}
+	return d, nil
+}
+
+func line(msg *chat.Message) chatLine {
+	name := ""
+	if msg.User != nil {
+		name = msg.User.Name
+	}
+	return chatLine{ID: strconv.FormatInt(msg.ID, 10), Position: msg.PositionString(), Name: name, Text: msg.Body}
+}
