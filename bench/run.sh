@@ -2,6 +2,7 @@
 # Runs the benchmarks under bench/. Each bench/NAME/ directory is one
 # benchmark: its own run.sh when it has one (for set-up such as starting a
 # server or seeding a database), otherwise its main package with `go run`.
+# bench/internal/ holds code the benchmarks share and is not one.
 # Arguments name the benchmarks to run (default: all of them). Results go
 # to stdout; docs/benchmarks.md records the figures worth keeping.
 set -euo pipefail
@@ -9,7 +10,9 @@ cd "$(dirname "$0")/.."
 
 names=("$@")
 if [ ${#names[@]} -eq 0 ]; then
-  for d in bench/*/; do names+=("$(basename "$d")"); done
+  for d in bench/*/; do
+    [ "$(basename "$d")" = internal ] || names+=("$(basename "$d")")
+  done
 fi
 
 ran=0

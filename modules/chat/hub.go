@@ -1,6 +1,7 @@
 package chat
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
@@ -21,15 +22,17 @@ const (
 
 // Event is one JSON message on a room's sockets.
 type Event struct {
-	Type   string  `json:"type"`
-	ShowID int64   `json:"show_id"`
-	Chat   *View   `json:"chat,omitempty"`
-	ID     int64   `json:"id,omitempty"`
-	State  string  `json:"state,omitempty"`
-	Show   any     `json:"show,omitempty"`
-	Count  *int    `json:"count,omitempty"`
-	Joined *Viewer `json:"joined,omitempty"`
-	Left   *Viewer `json:"left,omitempty"`
+	Type   string `json:"type"`
+	ShowID int64  `json:"show_id"`
+	Chat   *View  `json:"chat,omitempty"`
+	ID     int64  `json:"id,omitempty"`
+	State  string `json:"state,omitempty"`
+	Show   any    `json:"show,omitempty"`
+	Count  *int   `json:"count,omitempty"`
+	// Joined and Left list who came and went since the room's previous
+	// presence event (presence is sent at most every presenceEvery).
+	Joined []Viewer `json:"joined,omitempty"`
+	Left   []Viewer `json:"left,omitempty"`
 }
 
 // Viewer is one present person: a registered user (UserID set) or an
@@ -100,11 +103,18 @@ type Presence interface {
 type client struct {
 	viewer Viewer
 	send   chan []byte
-	once   sync.Once
-	gone   chan struct{}
+	// presence holds only the newest presence event: a socket that is
+	// behind skips stale counts instead of being dropped for them.
+	presence chan []byte
+	once     sync.Once
+	gone     chan struct{}
 }
 
-func (c *client) drop() { c.once.Do(func() { close(c.gone) }) }
+// drop closes the socket (once) and reports whether this call did it.
+func (c *client) drop() (first bool) {
+	c.once.Do(func() { close(c.gone); first = true })
+	return first
+}
 
 // clientBuffer is how many events may wait for a slow socket.
 const clientBuffer = 64
@@ -122,12 +132,18 @@ type Hub struct {
 
 	mu    sync.RWMutex
 	rooms map[int64]*room
+
+	// Presence changes of each room wait here until the room's next
+	// presence event, so a crowd arriving costs one event a tick, not one
+	// per arrival for every socket.
+	pmu     sync.Mutex
+	pending map[int64]*presenceBatch
 }
 
 // NewLocalHub is the hub of a single node: events and presence stay in
 // this process.
 func NewLocalHub(log *slog.Logger) *Hub {
-	h := &Hub{log: log, rooms: map[int64]*room{}}
+	h := &Hub{log: log, rooms: map[int64]*room{}, pending: map[int64]*presenceBatch{}}
 	h.bus, h.presence = &localBus{hub: h}, &localPresence{hub: h}
 	return h
 }
@@ -135,7 +151,7 @@ func NewLocalHub(log *slog.Logger) *Hub {
 // NewSharedHub is the hub of one node among several: events and presence
 // go through bus and presence (Redis).
 func NewSharedHub(bus Bus, presence Presence, log *slog.Logger) *Hub {
-	return &Hub{bus: bus, presence: presence, log: log, rooms: map[int64]*room{}}
+	return &Hub{bus: bus, presence: presence, log: log, rooms: map[int64]*room{}, pending: map[int64]*presenceBatch{}}
 }
 
 // Publish sends an event to the show's room on every node.
@@ -157,6 +173,19 @@ func (h *Hub) deliver(showID int64, payload []byte) {
 	h.mu.RLock()
 	r := h.rooms[showID]
 	var slow []*client
+	if r != nil && isPresence(payload) {
+		for c := range r.clients {
+			select {
+			case <-c.presence: // replace a stale count
+			default:
+			}
+			select {
+			case c.presence <- payload:
+			default:
+			}
+		}
+		r = nil
+	}
 	if r != nil {
 		for c := range r.clients {
 			select {
@@ -167,16 +196,19 @@ func (h *Hub) deliver(showID int64, payload []byte) {
 		}
 	}
 	h.mu.RUnlock()
+	// A dropped socket stays in the room until its goroutine leaves, and
+	// its buffer stays full meanwhile: log it once, not once per event.
 	for _, c := range slow {
-		h.log.Warn("chat: dropping slow socket", "show", showID, "viewer", c.viewer.Key())
-		c.drop()
+		if c.drop() {
+			h.log.Warn("chat: dropping slow socket", "show", showID, "viewer", c.viewer.Key())
+		}
 	}
 }
 
 // join adds a socket; the viewer's first socket makes them present and
 // tells the room.
 func (h *Hub) join(ctx context.Context, showID int64, v Viewer) *client {
-	c := &client{viewer: v, send: make(chan []byte, clientBuffer), gone: make(chan struct{})}
+	c := &client{viewer: v, send: make(chan []byte, clientBuffer), presence: make(chan []byte, 1), gone: make(chan struct{})}
 	h.mu.Lock()
 	r := h.rooms[showID]
 	if r == nil {
@@ -191,7 +223,7 @@ func (h *Hub) join(ctx context.Context, showID int64, v Viewer) *client {
 		if err := h.presence.Join(ctx, showID, v.Key()); err != nil {
 			h.log.Error("chat: presence join", "err", err)
 		}
-		h.publishPresence(ctx, showID, &v, nil)
+		h.presenceChanged(showID, &v, nil)
 	}
 	return c
 }
@@ -222,19 +254,62 @@ func (h *Hub) leave(ctx context.Context, showID int64, c *client) {
 			h.log.Error("chat: presence leave", "err", err)
 		}
 		v := c.viewer
-		h.publishPresence(ctx, showID, nil, &v)
+		h.presenceChanged(showID, nil, &v)
 	}
 }
 
-func (h *Hub) publishPresence(ctx context.Context, showID int64, joined, left *Viewer) {
+// presenceEvery is the least time between two presence events of a room.
+var presenceEvery = 250 * time.Millisecond
+
+// presenceBatch is what changed in a room since its last presence event.
+type presenceBatch struct {
+	joined, left []Viewer
+}
+
+// presenceChanged records a join or leave and makes sure the room's next
+// presence event is on its way.
+func (h *Hub) presenceChanged(showID int64, joined, left *Viewer) {
+	h.pmu.Lock()
+	defer h.pmu.Unlock()
+	b := h.pending[showID]
+	if b == nil {
+		b = &presenceBatch{}
+		h.pending[showID] = b
+		time.AfterFunc(presenceEvery, func() { h.flushPresence(showID) })
+	}
+	if joined != nil {
+		b.joined = append(b.joined, *joined)
+	}
+	if left != nil {
+		b.left = append(b.left, *left)
+	}
+}
+
+// flushPresence sends the room's count and who joined or left meanwhile.
+func (h *Hub) flushPresence(showID int64) {
+	h.pmu.Lock()
+	b := h.pending[showID]
+	delete(h.pending, showID)
+	h.pmu.Unlock()
+	if b == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
 	keys, err := h.presence.Keys(ctx, showID)
 	if err != nil {
 		h.log.Error("chat: presence keys", "err", err)
 		return
 	}
 	n := len(keys)
-	h.Publish(ctx, showID, Event{Type: EventPresence, Count: &n, Joined: joined, Left: left})
+	h.Publish(ctx, showID, Event{Type: EventPresence, Count: &n, Joined: b.joined, Left: b.left})
 }
+
+// presencePrefix starts every encoded presence event (Type is the first
+// field of Event).
+var presencePrefix = []byte(`{"type":"` + EventPresence + `"`)
+
+func isPresence(payload []byte) bool { return bytes.HasPrefix(payload, presencePrefix) }
 
 // closeRoom drops every local socket of a show (it went off or away).
 func (h *Hub) closeRoom(showID int64) {

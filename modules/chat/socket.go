@@ -120,6 +120,11 @@ func (m *Module) serveSocket(conn *websocket.Conn) {
 				if err := conn.WriteMessage(websocket.TextMessage, msg); err != nil {
 					cl.drop()
 				}
+			case msg := <-cl.presence:
+				conn.SetWriteDeadline(time.Now().Add(writeWait))
+				if err := conn.WriteMessage(websocket.TextMessage, msg); err != nil {
+					cl.drop()
+				}
 			case <-ticker.C:
 				if err := conn.WriteControl(websocket.PingMessage, nil, time.Now().Add(writeWait)); err != nil {
 					cl.drop()

@@ -148,7 +148,7 @@ func TestRoomSockets(t *testing.T) {
 	anon.conn.Close()
 	roomNames(t, env, fanTok, showID, []string{"Rita Radio", "Sam Listener"})
 	left := a.await("presence", func(ev map[string]any) bool { return ev["left"] != nil })
-	if left["left"].(map[string]any)["name"] != "Guest 3f0c" {
+	if gone := left["left"].([]any); len(gone) != 1 || gone[0].(map[string]any)["name"] != "Guest 3f0c" || left["count"].(float64) != 2 {
 		t.Errorf("left event %v", left)
 	}
 
@@ -160,5 +160,40 @@ func TestRoomSockets(t *testing.T) {
 	h := http.Header{"Authorization": {"Bearer " + fanTok}}
 	if _, resp, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(env.URL, "http")+fmt.Sprintf("/v1/shows/%d/chat/socket", private), h); err == nil || resp == nil || resp.StatusCode != http.StatusNotFound {
 		t.Errorf("socket to another user's private show was not refused with 404")
+	}
+}
+
+// TestCrowdArrives: hundreds of viewers joining at once get coalesced
+// presence events and none is dropped as a slow socket; a message then
+// reaches every one of them.
+func TestCrowdArrives(t *testing.T) {
+	env := onairtest.New(t, onairtest.Options{})
+	_, tok := env.CreateUser("Crowd Host")
+	showID := createShow(t, env, tok, nil)
+	const crowd = 300
+	sockets := make([]*socket, crowd)
+	for i := range sockets {
+		sockets[i] = dial(t, env.URL, showID, "", fmt.Sprintf("00000000-0000-4000-8000-%012d", i))
+	}
+	roomCount := func() int {
+		body := env.Do("GET", fmt.Sprintf("/v1/shows/%d/chat_users", showID), tok, nil).Expect(t, http.StatusOK).JSON(t)
+		return int(body["count"].(float64))
+	}
+	for i := 0; i < 50 && roomCount() != crowd; i++ {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if n := roomCount(); n != crowd {
+		t.Fatalf("chat_users counts %d, want %d", n, crowd)
+	}
+	// The first viewer hears the whole crowd in a few coalesced events.
+	sockets[0].await("presence", func(ev map[string]any) bool { return ev["count"].(float64) == crowd })
+	env.Do("POST", fmt.Sprintf("/v1/shows/%d/chats", showID), tok, map[string]any{"message": "welcome all"}).Expect(t, http.StatusCreated)
+	for i, s := range sockets {
+		if ev := s.await("chat.created", nil); ev["chat"].(map[string]any)["message"] != "welcome all" {
+			t.Fatalf("socket %d got %v", i, ev)
+		}
+	}
+	if strings.Contains(env.Logs(), "dropping slow socket") {
+		t.Error("the server dropped sockets of an arriving crowd")
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -208,17 +209,35 @@ func (m *Module) sendMedia(c *fiber.Ctx, id int64, file, scope string) error {
 		c.Set(fiber.HeaderContentType, "image/gif")
 		cache = scope + ", max-age=30"
 	}
-	data, err := os.ReadFile(path)
+	// The file is opened once and, unless it is a (small, rewritten)
+	// playlist, sent as a body stream, which fasthttp hands to
+	// sendfile(2): a ~600 KB segment is not copied through a fresh heap
+	// buffer per request (bench/live measured 0.3–0.6× nginx that way).
+	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return fiber.ErrNotFound
 	}
 	if err != nil {
-		return fmt.Errorf("live: read %s: %w", file, err)
+		return fmt.Errorf("live: open %s: %w", file, err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return fmt.Errorf("live: stat %s: %w", file, err)
 	}
 	c.Set(fiber.HeaderCacheControl, cache)
 	c.Set(fiber.HeaderAccessControlAllowOrigin, "*")
 	c.Set(fiber.HeaderAccessControlExposeHeaders, "Content-Length")
-	return c.Send(data)
+	if ext == ".m3u8" {
+		defer f.Close()
+		data := make([]byte, fi.Size()) // playlists are replaced by rename: the open file is whole
+		if _, err := io.ReadFull(f, data); err != nil {
+			return fmt.Errorf("live: read %s: %w", file, err)
+		}
+		return c.Send(data)
+	}
+	c.Response().SetBodyStream(f, int(fi.Size())) // closed by fasthttp once sent
+	return nil
 }
 
 // preflight answers CORS preflight requests of players on other origins.

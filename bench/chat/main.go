@@ -1,0 +1,308 @@
+// Command chat is the benchmark of chat fan-out: one show's room with
+// 1,000 then 10,000 WebSocket viewers on this machine while messages are
+// posted through the REST API at 20 a second.
+//
+// It builds the onair binary and runs it as its own process (SQLite in a
+// temporary data directory, 127.0.0.1), so the client's memory and CPU are
+// not mixed into the server's; the server starts afresh for each crowd.
+// Each viewer is an anonymous socket of the public room route with a
+// viewer cookie of its own. Messages come from a pool of users (twice the
+// rate, so each user posts every 2 s, within the one-a-second limit), each
+// with the send time in its text. The benchmark reports delivery latency
+// from the POST to the receipt (p50/p99 over a sample of sockets),
+// messages delivered per second (counted on every socket) as a fraction of
+// the ideal viewers × rate, and the server's RSS growth per viewer
+// (/proc/PID/status before and after the crowd connects).
+//
+//	go run ./bench/chat                          # 1,000 and 10,000 viewers
+//	go run ./bench/chat -viewers 500,2000 -seconds 10 -docs ''
+//
+// 10,000 sockets need that many file descriptors in both processes (the Go
+// runtime raises the soft limit to the hard one; bench/chat/run.sh raises
+// the hard one). It is a program, not a timed test: the figures go to
+// docs/benchmarks.md.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/onair/onair/bench/internal/benchkit"
+)
+
+type options struct {
+	viewers     []int
+	modes       []string
+	rate        int
+	seconds     int
+	posters     int
+	sample      int
+	concurrency int
+	connectMax  time.Duration
+	docs        string
+	keep        bool
+	profile     string
+	profileSecs int
+}
+
+func main() {
+	var o options
+	counts := flag.String("viewers", benchkit.EnvOr("ONAIR_BENCH_VIEWERS", "1000,10000"), "comma-separated crowd sizes, one phase each ($ONAIR_BENCH_VIEWERS)")
+	modes := flag.String("viewer-ids", benchkit.EnvOr("ONAIR_BENCH_VIEWER_IDS", "distinct,shared"), "distinct: every socket is a viewer of its own (each join and leave is a presence event to the room); shared: one viewer id on every socket (one presence event), to measure message fan-out alone; comma-separated, one phase per crowd and mode ($ONAIR_BENCH_VIEWER_IDS)")
+	flag.IntVar(&o.rate, "rate", envInt("ONAIR_BENCH_RATE", 20), "messages posted per second ($ONAIR_BENCH_RATE)")
+	flag.IntVar(&o.seconds, "seconds", envInt("ONAIR_BENCH_SECONDS", 20), "seconds of posting per phase ($ONAIR_BENCH_SECONDS)")
+	flag.IntVar(&o.posters, "posters", 0, "users who post, in turn (default twice the rate: each posts every 2 s)")
+	flag.IntVar(&o.sample, "sample", 1000, "sockets whose delivery latency is recorded (deliveries are counted on all)")
+	flag.IntVar(&o.concurrency, "dial-concurrency", 64, "sockets being opened at once")
+	flag.DurationVar(&o.connectMax, "connect-within", 3*time.Minute, "give up opening sockets after this long")
+	flag.StringVar(&o.docs, "docs", "docs/benchmarks.md", "markdown file whose \"Chat fan-out\" section gets the figures (empty: only print)")
+	flag.BoolVar(&o.keep, "keep", false, "keep the temporary directory (server log, database)")
+	flag.StringVar(&o.profile, "profile", "", "directory for the server's CPU profile of the first seconds of each phase and its heap with the crowd connected (runs the onair build with pprof)")
+	flag.IntVar(&o.profileSecs, "profile-seconds", 30, "length of the CPU profile from the start of connecting")
+	flag.Parse()
+	for _, s := range strings.Split(*counts, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 1 || n > 50_000 {
+			fmt.Fprintf(os.Stderr, "chat: -viewers: %q is not a count between 1 and 50000\n", s)
+			os.Exit(2)
+		}
+		o.viewers = append(o.viewers, n)
+	}
+	for _, m := range strings.Split(*modes, ",") {
+		if m = strings.TrimSpace(m); m != "distinct" && m != "shared" {
+			fmt.Fprintf(os.Stderr, "chat: -viewer-ids: %q is neither distinct nor shared\n", m)
+			os.Exit(2)
+		}
+		o.modes = append(o.modes, strings.TrimSpace(m))
+	}
+	if o.rate < 1 || o.rate > 1000 || o.seconds < 1 || o.seconds > 600 {
+		fmt.Fprintln(os.Stderr, "chat: -rate must be 1–1000 and -seconds 1–600")
+		os.Exit(2)
+	}
+	if o.posters == 0 {
+		o.posters = 2 * o.rate
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, o); err != nil {
+		fmt.Fprintln(os.Stderr, "chat:", err)
+		os.Exit(1)
+	}
+}
+
+func envInt(name string, def int) int {
+	if n, err := strconv.Atoi(os.Getenv(name)); err == nil {
+		return n
+	}
+	return def
+}
+
+// phase is the result of one crowd.
+type phase struct {
+	mode                string
+	viewers, connected  int
+	connectTime         time.Duration
+	dialFailures        string
+	presenceEvents      int64
+	settled             bool
+	rssBefore, rssAfter int64
+	posted              int // messages the server stored
+	ok, limited, failed int // POST answers: 201, 429, other or none
+	postP50, postP99    time.Duration
+	delivered           int64
+	window              time.Duration // first POST to last delivery
+	p50, p99, max       time.Duration
+	samples             int
+	droppedBefore       int // sockets the server closed before posting began
+	droppedByServer     int // ... by the end of the phase
+	slowDrops           int
+	loadDuring          string
+}
+
+func run(ctx context.Context, o options) error {
+	root, err := benchkit.RepoRoot()
+	if err != nil {
+		return err
+	}
+	tmp, err := os.MkdirTemp("", "onair-bench-chat-")
+	if err != nil {
+		return err
+	}
+	if o.keep {
+		fmt.Fprintln(os.Stderr, "keeping", tmp)
+	} else {
+		defer os.RemoveAll(tmp)
+	}
+	bin, err := benchkit.Build(root, tmp, o.profile != "")
+	if err != nil {
+		return err
+	}
+	dataDir := filepath.Join(tmp, "onair")
+	if err := os.MkdirAll(dataDir, 0o755); err != nil {
+		return err
+	}
+	env := map[string]string{}
+	if o.profile != "" {
+		if err := os.MkdirAll(o.profile, 0o755); err != nil {
+			return err
+		}
+		if env["ONAIR_BENCH_PPROF_ADDR"], err = benchkit.FreeAddr(); err != nil {
+			return err
+		}
+	}
+	srv, err := benchkit.NewServer(bin, dataDir, env)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "creating %d posting users...\n", o.posters)
+	tokens := make([]string, o.posters)
+	for i := range tokens {
+		if _, tokens[i], err = srv.CreateUser(fmt.Sprintf("Poster %d", i+1), fmt.Sprintf("poster%d@bench.invalid", i+1)); err != nil {
+			return err
+		}
+	}
+	rep := report{o: o, started: time.Now(), loadBefore: benchkit.LoadAvg()}
+	for _, mode := range o.modes {
+		for _, n := range o.viewers {
+			p, err := runPhase(ctx, srv, tokens, n, mode, o)
+			if err != nil {
+				return fmt.Errorf("%d viewers (%s ids): %w", n, mode, err)
+			}
+			rep.phases = append(rep.phases, p)
+		}
+	}
+	rep.loadAfter = benchkit.LoadAvg()
+	fmt.Println(rep.table())
+	if o.docs != "" {
+		path := o.docs
+		if !filepath.IsAbs(path) {
+			path = filepath.Join(root, path)
+		}
+		if err := benchkit.WriteSection(path, "Chat fan-out", "bench/chat", rep.markdown()); err != nil {
+			return err
+		}
+		fmt.Fprintln(os.Stderr, "wrote the figures into", path)
+	}
+	return nil
+}
+
+// runPhase starts the server, fills the room with n viewers, posts for the
+// configured time and measures what reached them.
+func runPhase(ctx context.Context, srv *benchkit.Server, tokens []string, n int, mode string, o options) (phase, error) {
+	p := phase{viewers: n, mode: mode}
+	if err := srv.Start(); err != nil {
+		return p, err
+	}
+	defer srv.Stop()
+	logStart := len(srv.Log())
+	show, err := srv.CreateShow(ctx, tokens[0], fmt.Sprintf("Chat bench %d %s", n, mode))
+	if err != nil {
+		return p, err
+	}
+	// Warm the posting path once, then let the server settle.
+	if err := postOne(ctx, srv, tokens[len(tokens)-1], show.ID, "warm-up"); err != nil {
+		return p, err
+	}
+	time.Sleep(2 * time.Second)
+	if p.rssBefore, err = benchkit.RSS(srv.PID()); err != nil {
+		return p, err
+	}
+
+	var profiled chan error
+	if o.profile != "" {
+		profiled = make(chan error, 1)
+		go func() {
+			profiled <- srv.Profile("profile", o.profileSecs, filepath.Join(o.profile, fmt.Sprintf("chat-%d-%s.cpu.pprof", n, mode)))
+		}()
+	}
+	fmt.Fprintf(os.Stderr, "%d viewers, %s ids: connecting...\n", n, mode)
+	wsURL := fmt.Sprintf("ws://%s/ws/shows/%d", srv.HTTPAddr, show.ID)
+	cookie := newUUID
+	if mode == "shared" {
+		id := newUUID()
+		cookie = func() string { return id }
+	}
+	start := time.Now()
+	c := connect(ctx, wsURL, n, o.concurrency, o.sample, o.connectMax, cookie)
+	defer c.close()
+	p.connectTime = time.Since(start)
+	p.connected = len(c.viewers)
+	p.dialFailures = summarizeFailures(c.failed)
+	fmt.Fprintf(os.Stderr, "  %d connected in %s (%d failed); waiting for presence events to settle...\n",
+		p.connected, p.connectTime.Round(time.Millisecond), len(c.failed))
+	p.settled, _ = c.settle(3*time.Second, 2*time.Minute)
+	_, p.presenceEvents, _, _ = c.totals()
+	time.Sleep(time.Second)
+	if p.rssAfter, err = benchkit.RSS(srv.PID()); err != nil {
+		return p, err
+	}
+	if o.profile != "" {
+		if err := srv.Profile("heap", 0, filepath.Join(o.profile, fmt.Sprintf("chat-%d-%s.heap.pprof", n, mode))); err != nil {
+			return p, err
+		}
+	}
+	fmt.Fprintf(os.Stderr, "  %d presence events received (settled: %v); RSS %d → %d MB; posting %d/s for %d s...\n",
+		p.presenceEvents, p.settled, p.rssBefore>>20, p.rssAfter>>20, o.rate, o.seconds)
+
+	chats0, _, _, closed0 := c.totals()
+	posts := postAll(ctx, srv, tokens, show.ID, o.rate, o.seconds)
+	p.loadDuring = benchkit.LoadAvg()
+	_, lastEvent := c.settle(3*time.Second, time.Minute)
+	chats1, _, _, closed1 := c.totals()
+	p.delivered = chats1 - chats0
+	p.droppedBefore, p.droppedByServer = closed0, closed1
+	p.ok, p.limited, p.failed = posts.ok, posts.limited, posts.failed
+	p.window = lastEvent.Sub(posts.start)
+	if p.posted, err = stored(ctx, srv, tokens[0], show.ID); err != nil {
+		return p, err
+	}
+	p.posted-- // the warm-up message
+	slices.Sort(posts.latency)
+	p.postP50, p.postP99 = benchkit.Percentile(posts.latency, 50), benchkit.Percentile(posts.latency, 99)
+
+	c.close()
+	lat := c.latencies()
+	slices.Sort(lat)
+	p.samples = len(lat)
+	p.p50, p.p99 = benchkit.Percentile(lat, 50), benchkit.Percentile(lat, 99)
+	if len(lat) > 0 {
+		p.max = lat[len(lat)-1]
+	}
+	if profiled != nil {
+		if err := <-profiled; err != nil {
+			return p, err
+		}
+	}
+	p.slowDrops = strings.Count(srv.Log()[logStart:], "dropping slow socket")
+	fmt.Fprintf(os.Stderr, "  stored %d (POST 201: %d, 429: %d, other: %d), delivered %d (%.1f%% of ideal), p50 %s p99 %s, server dropped %d sockets\n",
+		p.posted, p.ok, p.limited, p.failed, p.delivered, 100*p.fraction(), p.p50.Round(time.Microsecond), p.p99.Round(time.Microsecond), p.droppedByServer)
+	return p, nil
+}
+
+// fraction is the deliveries out of what every connected viewer should
+// have received.
+func (p phase) fraction() float64 {
+	ideal := float64(p.posted) * float64(p.connected)
+	if ideal == 0 {
+		return 0
+	}
+	return float64(p.delivered) / ideal
+}
+
+// perSecond is the deliveries per second from the first POST to the last
+// delivery.
+func (p phase) perSecond() float64 {
+	if p.window <= 0 {
+		return 0
+	}
+	return float64(p.delivered) / p.window.Seconds()
+}

@@ -1,0 +1,97 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/onair/onair/bench/internal/benchkit"
+)
+
+var postClient = &http.Client{
+	Timeout:   30 * time.Second,
+	Transport: &http.Transport{MaxIdleConnsPerHost: 64, MaxConnsPerHost: 64},
+}
+
+// post sends one chat message and returns the HTTP status.
+func post(ctx context.Context, srv *benchkit.Server, token string, showID int64, text string) (int, error) {
+	body, _ := json.Marshal(map[string]string{"message": text})
+	req, err := http.NewRequestWithContext(ctx, "POST", fmt.Sprintf("%s/v1/shows/%d/chats", srv.URL, showID), bytes.NewReader(body))
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := postClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode, nil
+}
+
+// stored counts the show's chat messages on the server.
+func stored(ctx context.Context, srv *benchkit.Server, token string, showID int64) (int, error) {
+	var list struct{ Count int }
+	err := srv.API(ctx, "GET", fmt.Sprintf("/v1/shows/%d/chats", showID), token, nil, &list)
+	return list.Count, err
+}
+
+func postOne(ctx context.Context, srv *benchkit.Server, token string, showID int64, text string) error {
+	status, err := post(ctx, srv, token, showID, text)
+	if err == nil && status != http.StatusCreated {
+		err = fmt.Errorf("POST chat: status %d", status)
+	}
+	return err
+}
+
+type posting struct {
+	ok, limited, failed int             // 201, 429, anything else (timeouts included)
+	latency             []time.Duration // of the 201 POST requests
+	start               time.Time
+}
+
+// postAll posts rate messages a second for seconds, each from the next
+// user in turn, with the send time in the text ("bench t=<Unix ns>").
+func postAll(ctx context.Context, srv *benchkit.Server, tokens []string, showID int64, rate, seconds int) posting {
+	var (
+		res posting
+		mu  sync.Mutex
+		wg  sync.WaitGroup
+	)
+	total := rate * seconds
+	tick := time.NewTicker(time.Second / time.Duration(rate))
+	defer tick.Stop()
+	res.start = time.Now()
+	for i := 0; i < total && ctx.Err() == nil; i++ {
+		if i > 0 {
+			<-tick.C
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sent := time.Now()
+			status, err := post(ctx, srv, tokens[i%len(tokens)], showID, fmt.Sprintf("message %d bench t=%d", i, sent.UnixNano()))
+			d := time.Since(sent)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil && status == http.StatusCreated:
+				res.ok++
+				res.latency = append(res.latency, d)
+			case err == nil && status == http.StatusTooManyRequests:
+				res.limited++
+			default:
+				res.failed++
+			}
+		}()
+	}
+	wg.Wait()
+	return res
+}

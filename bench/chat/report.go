@@ -1,0 +1,87 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"strings"
+	"time"
+)
+
+type report struct {
+	o                     options
+	started               time.Time
+	loadBefore, loadAfter string
+	phases                []phase
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.1f", float64(d)/float64(time.Millisecond)) }
+
+func (r *report) table() string {
+	var b strings.Builder
+	b.WriteString("| Viewer ids | Viewers (connected) | connect all | presence events received | delivery p50 (ms) | p99 (ms) | max (ms) | POST p50 / p99 (ms) | delivered/s | ÷ ideal (viewers × rate) | sockets dropped by server (before posting / in all) | RSS per viewer | load (1/5/15 min) |\n")
+	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
+	for _, p := range r.phases {
+		perViewer := "–"
+		if p.connected > 0 {
+			perViewer = fmt.Sprintf("%.1f KB", float64(p.rssAfter-p.rssBefore)/float64(p.connected)/1024)
+		}
+		p50, p99, pmax := ms(p.p50), ms(p.p99), ms(p.max)
+		if p.samples == 0 {
+			p50, p99, pmax = "–", "–", "–" // nothing reached a sampled socket
+		}
+		fmt.Fprintf(&b, "| %s | %d (%d) | %.1f s | %d | %s | %s | %s | %s / %s | %.0f | %.3f | %d / %d | %s | %s |\n",
+			p.mode, p.viewers, p.connected, p.connectTime.Seconds(), p.presenceEvents,
+			p50, p99, pmax, ms(p.postP50), ms(p.postP99),
+			p.perSecond(), p.fraction(), p.droppedBefore, p.droppedByServer, perViewer, p.loadDuring)
+	}
+	for _, p := range r.phases {
+		var notes []string
+		if p.dialFailures != "" {
+			notes = append(notes, "sockets that failed to open: "+p.dialFailures)
+		}
+		if !p.settled {
+			notes = append(notes, "presence events were still arriving 2 min after the last socket opened")
+		}
+		if p.limited+p.failed > 0 {
+			notes = append(notes, fmt.Sprintf("POST answers: %d × 201, %d × 429, %d errors or timeouts (30 s); the server stored %d messages", p.ok, p.limited, p.failed, p.posted))
+		}
+		if p.slowDrops > 0 {
+			notes = append(notes, fmt.Sprintf("the server dropped %d sockets as slow (\"dropping slow socket\" in its log)", p.slowDrops))
+		}
+		if len(notes) > 0 {
+			fmt.Fprintf(&b, "\n- %d viewers, %s ids: %s.", p.viewers, p.mode, strings.Join(notes, "; "))
+		}
+	}
+	return b.String()
+}
+
+func cpuModel() string {
+	b, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		return ""
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if name, ok := strings.CutPrefix(line, "model name"); ok {
+			return strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(name), ":"))
+		}
+	}
+	return ""
+}
+
+func (r *report) markdown() string {
+	o := r.o
+	counts := make([]string, len(o.viewers))
+	for i, n := range o.viewers {
+		counts[i] = fmt.Sprint(n)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "Run of %s: %d cores (%s), %s, server and clients on the same cores; load average %s before and %s after (1/5/15 min). %d messages a second for %d s from %d users in turn; latency sampled on %d sockets per crowd (every socket counted).\n\n",
+		r.started.UTC().Format("2006-01-02 15:04 UTC"), runtime.NumCPU(), cpuModel(), runtime.Version(), r.loadBefore, r.loadAfter,
+		o.rate, o.seconds, o.posters, o.sample)
+	b.WriteString(r.table())
+	b.WriteString("\n\nCommand of this run:\n\n```sh\n")
+	fmt.Fprintf(&b, "bash bench/chat/run.sh -viewers %s -viewer-ids %s -rate %d -seconds %d   # or: task bench -- chat\n", strings.Join(counts, ","), strings.Join(o.modes, ","), o.rate, o.seconds)
+	b.WriteString("```\n")
+	return b.String()
+}

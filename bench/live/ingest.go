@@ -1,0 +1,204 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/onair/onair/bench/internal/benchkit"
+)
+
+// encodeArgs make the input once: 720p30 test pattern and a tone, H.264 at
+// ~2.5 Mb/s with a keyframe every 2 s (60 frames), AAC 128 kb/s, in FLV.
+func encodeArgs(out string, seconds int) []string {
+	return []string{"-hide_banner", "-loglevel", "error", "-nostdin", "-y",
+		"-f", "lavfi", "-i", "testsrc2=size=1280x720:rate=30",
+		"-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000",
+		"-t", fmt.Sprint(seconds),
+		"-c:v", "libx264", "-preset", "veryfast", "-pix_fmt", "yuv420p",
+		"-b:v", "2400k", "-maxrate", "2400k", "-bufsize", "4800k",
+		"-g", "60", "-keyint_min", "60", "-sc_threshold", "0",
+		"-c:a", "aac", "-b:a", "128k", "-ac", "2",
+		"-f", "flv", out}
+}
+
+// ensureInput returns the cached FLV, encoding it first when missing.
+func ensureInput(cacheDir string, seconds int) (string, error) {
+	if err := os.MkdirAll(cacheDir, 0o755); err != nil {
+		return "", err
+	}
+	path := filepath.Join(cacheDir, fmt.Sprintf("testsrc2-720p30-2500k-g60-%ds.flv", seconds))
+	if _, err := os.Stat(path); err == nil {
+		return path, nil
+	}
+	tmp := path + ".part"
+	fmt.Fprintf(os.Stderr, "encoding the %d s input once into %s (about half a minute per minute on 2 cores)\n", seconds, path)
+	cmd := exec.Command("ffmpeg", encodeArgs(tmp, seconds)...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		os.Remove(tmp)
+		return "", fmt.Errorf("encode input: %w\n%s", err, out)
+	}
+	return path, os.Rename(tmp, path)
+}
+
+// publishArgs copy the input to an RTMP URL at its own pace.
+func publishArgs(input, url string, seconds int) []string {
+	return []string{"-hide_banner", "-loglevel", "error", "-nostdin", "-re", "-i", input,
+		"-t", fmt.Sprint(seconds), "-c", "copy", "-f", "flv", url}
+}
+
+// target is a server under test during an ingest run.
+type target struct {
+	name     string
+	pids     func() []int
+	children bool   // count waited-for children (OnAir's thumbnail ffmpeg)
+	idle     func() // waits until background work of the run is over
+	urls     func(i int) (rtmp, playlist string)
+}
+
+// ingestResult is one run of N publishers against one target.
+type ingestResult struct {
+	publishers int
+	wall       time.Duration
+	cpu        time.Duration // server process(es), per stream
+	children   time.Duration // waited-for children (thumbnails), per stream
+	first      []time.Duration
+	failures   []string
+	load       string
+}
+
+func (r ingestResult) firstMedian() time.Duration {
+	s := slices.Clone(r.first)
+	slices.Sort(s)
+	return benchkit.Percentile(s, 50)
+}
+
+func (r ingestResult) firstMax() time.Duration {
+	if len(r.first) == 0 {
+		return 0
+	}
+	return slices.Max(r.first)
+}
+
+// runIngest starts N ffmpeg publishers at once, measures for each the time
+// from its start to the first playlist that lists a segment, and the
+// server's CPU time over the whole run.
+func runIngest(ctx context.Context, t target, input string, n, seconds int) (ingestResult, error) {
+	res := ingestResult{publishers: n}
+	before, err := benchkit.ReadCPUs(t.pids())
+	if err != nil {
+		return res, err
+	}
+	start := time.Now()
+	var (
+		wg sync.WaitGroup
+		mu sync.Mutex
+	)
+	fail := func(format string, args ...any) {
+		mu.Lock()
+		res.failures = append(res.failures, fmt.Sprintf(format, args...))
+		mu.Unlock()
+	}
+	for i := range n {
+		rtmpURL, playlist := t.urls(i)
+		wg.Add(2)
+		cmd := exec.CommandContext(ctx, "ffmpeg", publishArgs(input, rtmpURL, seconds)...)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		began := time.Now()
+		if err := cmd.Start(); err != nil {
+			return res, err
+		}
+		go func() {
+			defer wg.Done()
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			select {
+			case err := <-done:
+				if err != nil {
+					fail("%s publisher %d: %v %s", t.name, i, err, strings.TrimSpace(stderr.String()))
+				}
+			case <-time.After(time.Duration(seconds)*time.Second + 30*time.Second):
+				cmd.Process.Kill()
+				<-done
+				fail("%s publisher %d: still running 30 s after its input ended", t.name, i)
+			}
+		}()
+		go func() {
+			defer wg.Done()
+			d, err := awaitSegment(ctx, playlist, began, 30*time.Second)
+			if err != nil {
+				fail("%s publisher %d: %v", t.name, i, err)
+				return
+			}
+			mu.Lock()
+			res.first = append(res.first, d)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	res.load = benchkit.LoadAvg()
+	t.idle()
+	res.wall = time.Since(start)
+	after, err := benchkit.ReadCPUs(t.pids())
+	if err != nil {
+		return res, err
+	}
+	res.cpu = (after.Own - before.Own) / time.Duration(n)
+	if t.children {
+		res.children = (after.Children - before.Children) / time.Duration(n)
+	}
+	return res, nil
+}
+
+// awaitSegment polls a live playlist every 20 ms until it lists a segment
+// and returns the time since began.
+func awaitSegment(ctx context.Context, url string, began time.Time, within time.Duration) (time.Duration, error) {
+	client := &http.Client{Timeout: 2 * time.Second}
+	deadline := began.Add(within)
+	for time.Now().Before(deadline) {
+		req, _ := http.NewRequestWithContext(ctx, "GET", url, nil)
+		if resp, err := client.Do(req); err == nil {
+			ok := resp.StatusCode == http.StatusOK && listsSegment(resp.Body)
+			resp.Body.Close()
+			if ok {
+				return time.Since(began), nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	return 0, fmt.Errorf("no segment in %s within %s", url, within)
+}
+
+func listsSegment(r io.Reader) bool {
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line != "" && !strings.HasPrefix(line, "#") && strings.Contains(line, ".ts") {
+			return true
+		}
+	}
+	return false
+}
+
+// waitNoChildren waits (at most within) until pid has no child processes:
+// OnAir's thumbnail ffmpeg jobs of the run are done and counted.
+func waitNoChildren(pid int, within time.Duration) {
+	deadline := time.Now().Add(within)
+	for time.Now().Before(deadline) && len(benchkit.ChildPIDs(pid)) > 0 {
+		time.Sleep(100 * time.Millisecond)
+	}
+}

@@ -1,0 +1,352 @@
+// Command live is the benchmark of live media: RTMP ingest with HLS
+// packaging, and HLS serving, of OnAir beside nginx with libnginx-mod-rtmp
+// measured in the same run on the same input and segment length.
+//
+// It encodes once a 60 s 720p H.264+AAC FLV (~2.5 Mb/s, a keyframe every
+// 2 s) into a cache directory, builds the onair binary and runs it as its
+// own process (SQLite in a temporary data directory) next to an nginx with
+// a temporary prefix, both on 127.0.0.1. For each count of publishers it
+// copies the FLV with `ffmpeg -re -c copy` to each server in turn and
+// reports the server's CPU seconds per stream (/proc/PID/stat) and the time
+// from a publisher's start to the first live playlist that lists a segment.
+// Then wrk measures requests per second for a live playlist and a ~600 KB
+// segment from OnAir's /media route and the same bytes as static files of
+// nginx.
+//
+//	go run ./bench/live                      # 1 and 4 publishers, 30 s each
+//	go run ./bench/live -publishers 1,2,8 -seconds 20 -docs ''
+//
+// Needs ffmpeg, nginx, libnginx-mod-rtmp and wrk. It is a program, not a
+// timed test: the figures go to docs/benchmarks.md.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/onair/onair/bench/internal/benchkit"
+)
+
+type options struct {
+	publishers   []int
+	seconds      int
+	inputSeconds int
+	cacheDir     string
+	nginxModule  string
+	nginxWorkers int
+	wrkDuration  time.Duration
+	wrkConns     int
+	wrkThreads   int
+	segmentSize  int
+	docs         string
+	keep         bool
+	profile      string
+}
+
+func main() {
+	var o options
+	cache, _ := os.UserCacheDir()
+	pubs := flag.String("publishers", benchkit.EnvOr("ONAIR_BENCH_PUBLISHERS", "1,4"), "comma-separated counts of simultaneous publishers, one run each ($ONAIR_BENCH_PUBLISHERS)")
+	flag.IntVar(&o.seconds, "seconds", envInt("ONAIR_BENCH_SECONDS", 30), "seconds each publisher streams ($ONAIR_BENCH_SECONDS)")
+	flag.IntVar(&o.inputSeconds, "input-seconds", 60, "length of the pre-encoded input")
+	flag.StringVar(&o.cacheDir, "cache", benchkit.EnvOr("ONAIR_BENCH_CACHE", filepath.Join(cache, "onair-bench")), "where the pre-encoded input is kept ($ONAIR_BENCH_CACHE)")
+	flag.StringVar(&o.nginxModule, "nginx-module", "/usr/lib/nginx/modules/ngx_rtmp_module.so", "the RTMP module of nginx (Debian libnginx-mod-rtmp)")
+	flag.IntVar(&o.nginxWorkers, "nginx-workers", runtime.NumCPU(), "nginx worker processes (OnAir uses every core too)")
+	flag.DurationVar(&o.wrkDuration, "wrk-duration", 10*time.Second, "wrk run per HLS request kind and server")
+	flag.IntVar(&o.wrkConns, "wrk-connections", 64, "wrk connections")
+	flag.IntVar(&o.wrkThreads, "wrk-threads", 2, "wrk threads")
+	flag.IntVar(&o.segmentSize, "segment-size", 600<<10, "serve the recorded segment whose size is closest to this (bytes)")
+	flag.StringVar(&o.docs, "docs", "docs/benchmarks.md", "markdown file whose \"Live media\" section gets the figures (empty: only print)")
+	flag.BoolVar(&o.keep, "keep", false, "keep the temporary directory (server logs, nginx prefix, media)")
+	flag.StringVar(&o.profile, "profile", "", "directory for OnAir's CPU profiles of each ingest run and of its first wrk run of each request (runs the onair build with pprof)")
+	flag.Parse()
+	for _, s := range strings.Split(*pubs, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 1 || n > 64 {
+			fmt.Fprintf(os.Stderr, "live: -publishers: %q is not a count between 1 and 64\n", s)
+			os.Exit(2)
+		}
+		o.publishers = append(o.publishers, n)
+	}
+	if o.seconds < 5 || o.seconds > o.inputSeconds {
+		fmt.Fprintf(os.Stderr, "live: -seconds must be between 5 and %d\n", o.inputSeconds)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, o); err != nil {
+		fmt.Fprintln(os.Stderr, "live:", err)
+		os.Exit(1)
+	}
+}
+
+func envInt(name string, def int) int {
+	if n, err := strconv.Atoi(os.Getenv(name)); err == nil {
+		return n
+	}
+	return def
+}
+
+func run(ctx context.Context, o options) error {
+	for _, tool := range []string{"ffmpeg", "nginx", "wrk"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			return fmt.Errorf("%s is not on PATH (apt-get install -y ffmpeg nginx libnginx-mod-rtmp wrk)", tool)
+		}
+	}
+	if _, err := os.Stat(o.nginxModule); err != nil {
+		return fmt.Errorf("nginx RTMP module: %w (apt-get install -y libnginx-mod-rtmp)", err)
+	}
+	root, err := benchkit.RepoRoot()
+	if err != nil {
+		return err
+	}
+	input, err := ensureInput(o.cacheDir, o.inputSeconds)
+	if err != nil {
+		return err
+	}
+	tmp, err := os.MkdirTemp("", "onair-bench-live-")
+	if err != nil {
+		return err
+	}
+	if o.keep {
+		fmt.Fprintln(os.Stderr, "keeping", tmp)
+	} else {
+		defer os.RemoveAll(tmp)
+	}
+	bin, err := benchkit.Build(root, tmp, o.profile != "")
+	if err != nil {
+		return err
+	}
+
+	// OnAir: a user, a token and one show per publisher of every run.
+	dataDir := filepath.Join(tmp, "onair")
+	if err := os.MkdirAll(dataDir, 0o755); err != nil {
+		return err
+	}
+	env := map[string]string{
+		// Nothing of the lifecycle should run during the measurements:
+		// a publisher leaving keeps its show live for an hour.
+		"ONAIR_RECONNECT_WINDOW": "1h",
+		"ONAIR_RATE_LIMIT":       "100000",
+	}
+	if o.profile != "" {
+		if err := os.MkdirAll(o.profile, 0o755); err != nil {
+			return err
+		}
+		if env["ONAIR_BENCH_PPROF_ADDR"], err = benchkit.FreeAddr(); err != nil {
+			return err
+		}
+	}
+	srv, err := benchkit.NewServer(bin, dataDir, env)
+	if err != nil {
+		return err
+	}
+	_, token, err := srv.CreateUser("Bench DJ", "dj@bench.invalid")
+	if err != nil {
+		return err
+	}
+	if err := srv.Start(); err != nil {
+		return err
+	}
+	defer srv.Stop()
+	shows := map[int][]benchkit.Show{}
+	for _, n := range o.publishers {
+		for i := range n {
+			sh, err := srv.CreateShow(ctx, token, fmt.Sprintf("Bench %d publishers #%d", n, i+1))
+			if err != nil {
+				return err
+			}
+			shows[n] = append(shows[n], sh)
+		}
+	}
+	ngx, err := startNginx(filepath.Join(tmp, "nginx"), o.nginxModule, o.nginxWorkers)
+	if err != nil {
+		return err
+	}
+	defer ngx.stop()
+
+	rep := report{o: o, input: input, started: time.Now(), loadBefore: benchkit.LoadAvg(), nginxConf: ngx.confText, nginxPrefix: ngx.prefix, nginxRTMP: ngx.rtmpAddr}
+	if fi, err := os.Stat(input); err == nil {
+		rep.inputRate = float64(fi.Size()) * 8 / float64(o.inputSeconds) / 1e6
+	}
+	for _, n := range o.publishers {
+		list := shows[n]
+		onair := target{
+			name:     "OnAir",
+			pids:     func() []int { return []int{srv.PID()} },
+			children: true,
+			idle:     func() { time.Sleep(time.Second); waitNoChildren(srv.PID(), 30*time.Second) },
+			urls: func(i int) (string, string) {
+				return "rtmp://" + srv.RTMPAddr + "/live/" + list[i].StreamKey,
+					fmt.Sprintf("%s/media/shows/%d/index.m3u8", srv.URL, list[i].ID)
+			},
+		}
+		nginxT := target{
+			name: "nginx",
+			pids: ngx.pids,
+			idle: func() { time.Sleep(time.Second) },
+			urls: func(i int) (string, string) {
+				key := fmt.Sprintf("bench-%d-%d", n, i)
+				return "rtmp://" + ngx.rtmpAddr + "/live/" + key, "http://" + ngx.httpAddr + "/hls/" + key + ".m3u8"
+			},
+		}
+		var pair [2]ingestResult
+		for j, t := range []target{onair, nginxT} {
+			fmt.Fprintf(os.Stderr, "%s: %d publisher(s) for %d s...\n", t.name, n, o.seconds)
+			var profiled chan error
+			if o.profile != "" && j == 0 {
+				profiled = profile(srv, o.seconds, filepath.Join(o.profile, fmt.Sprintf("ingest-%d.cpu.pprof", n)))
+			}
+			res, err := runIngest(ctx, t, input, n, o.seconds)
+			if profiled != nil {
+				if err := <-profiled; err != nil {
+					return err
+				}
+			}
+			if err != nil {
+				return fmt.Errorf("%s, %d publishers: %w", t.name, n, err)
+			}
+			for _, f := range res.failures {
+				fmt.Fprintln(os.Stderr, "  FAILED:", f)
+			}
+			fmt.Fprintf(os.Stderr, "  CPU %.2f s/stream (children %.2f), first segment median %s max %s, load %s\n",
+				res.cpu.Seconds(), res.children.Seconds(), res.firstMedian().Round(time.Millisecond), res.firstMax().Round(time.Millisecond), res.load)
+			pair[j] = res
+		}
+		rep.ingest = append(rep.ingest, pair)
+	}
+
+	// Serving: the same playlist and segment bytes from OnAir's media route
+	// and as static files of nginx.
+	show := shows[o.publishers[len(o.publishers)-1]][0]
+	dir := filepath.Join(dataDir, "media", "shows", fmt.Sprint(show.ID))
+	seg, size, err := closestSegment(dir, int64(o.segmentSize))
+	if err != nil {
+		return err
+	}
+	for _, f := range []string{"index.m3u8", seg} {
+		if err := copyFile(filepath.Join(dir, f), filepath.Join(ngx.prefix, "static", f)); err != nil {
+			return err
+		}
+	}
+	rep.segment, rep.segmentSize = seg, size
+	kinds := []struct{ name, file string }{{"live playlist (index.m3u8)", "index.m3u8"}, {fmt.Sprintf("segment (%d KB)", size>>10), seg}}
+	for _, k := range kinds {
+		onairURL := fmt.Sprintf("%s/media/shows/%d/%s", srv.URL, show.ID, k.file)
+		nginxURL := "http://" + ngx.httpAddr + "/static/" + k.file
+		a, err := fetch(onairURL)
+		if err != nil {
+			return err
+		}
+		b, err := fetch(nginxURL)
+		if err != nil {
+			return err
+		}
+		if len(a) != len(b) {
+			return fmt.Errorf("%s: OnAir serves %d bytes, nginx %d", k.file, len(a), len(b))
+		}
+		// OnAir, nginx, nginx, OnAir: a drift in the machine's load
+		// weighs on both sides alike; each side's figure is its mean.
+		var runs [2][]wrkResult
+		for i, j := range []int{0, 1, 1, 0} {
+			url := []string{onairURL, nginxURL}[j]
+			pids := []int{srv.PID()}
+			if j == 1 {
+				pids = ngx.pids()
+			}
+			fmt.Fprintf(os.Stderr, "wrk %s for %s...\n", url, o.wrkDuration)
+			var profiled chan error
+			if o.profile != "" && i == 0 {
+				profiled = profile(srv, int(o.wrkDuration.Seconds())-1, filepath.Join(o.profile, "serve-"+k.file+".cpu.pprof"))
+			}
+			r, err := runWrk(url, o.wrkThreads, o.wrkConns, o.wrkDuration, pids)
+			if err != nil {
+				return err
+			}
+			if profiled != nil {
+				if err := <-profiled; err != nil {
+					return err
+				}
+			}
+			r.load = benchkit.LoadAvg()
+			fmt.Fprintf(os.Stderr, "  %.0f req/s, p50 %s, p99 %s, server CPU %.0f µs/request %s\n", r.rps, r.p50, r.p99, r.cpuPerRequest(), r.errors)
+			runs[j] = append(runs[j], r)
+		}
+		pair := [2]wrkResult{mergeWrk(runs[0]), mergeWrk(runs[1])}
+		rep.serving = append(rep.serving, servingRow{name: k.name, bytes: len(a), onair: pair[0], nginx: pair[1]})
+	}
+	rep.loadAfter = benchkit.LoadAvg()
+	rep.cpuModel = cpuModel()
+
+	table := rep.tables()
+	fmt.Println(table)
+	if o.docs != "" {
+		path := o.docs
+		if !filepath.IsAbs(path) {
+			path = filepath.Join(root, path)
+		}
+		if err := benchkit.WriteSection(path, "Live media (RTMP ingest and HLS)", "bench/live", rep.markdown()); err != nil {
+			return err
+		}
+		fmt.Fprintln(os.Stderr, "wrote the figures into", path)
+	}
+	return nil
+}
+
+// profile records OnAir's CPU profile of the next seconds in the background.
+func profile(srv *benchkit.Server, seconds int, path string) chan error {
+	done := make(chan error, 1)
+	go func() { done <- srv.Profile("profile", max(1, seconds), path) }()
+	return done
+}
+
+// closestSegment picks the A/V segment whose size is nearest to want.
+func closestSegment(dir string, want int64) (string, int64, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "seg-*.ts"))
+	if err != nil || len(files) == 0 {
+		return "", 0, fmt.Errorf("no segments recorded in %s", dir)
+	}
+	best, bestSize := "", int64(0)
+	for _, f := range files {
+		fi, err := os.Stat(f)
+		if err != nil {
+			continue
+		}
+		if best == "" || math.Abs(float64(fi.Size()-want)) < math.Abs(float64(bestSize-want)) {
+			best, bestSize = filepath.Base(f), fi.Size()
+		}
+	}
+	return best, bestSize, nil
+}
+
+func copyFile(from, to string) error {
+	b, err := os.ReadFile(from)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(to, b, 0o644)
+}
+
+func cpuModel() string {
+	b, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		return ""
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if name, ok := strings.CutPrefix(line, "model name"); ok {
+			return strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(name), ":"))
+		}
+	}
+	return ""
+}
