@@ -29,10 +29,9 @@ const Prefix = "/admin"
 
 // Module is the staff console.
 type Module struct {
-	core     *app.Core
-	users    *users.Service
-	throttle throttle
-	pages    []app.AdminPage
+	core  *app.Core
+	users *users.Service
+	pages []app.AdminPage
 }
 
 var (
@@ -72,11 +71,6 @@ func (m *Module) Provision(core *app.Core) error {
 		return fmt.Errorf("admin: the users module is not provisioned")
 	}
 	m.core, m.users = core, um.Service
-	if core.Redis != nil {
-		m.throttle = &redisThrottle{rdb: core.Redis, prefix: core.Config.RedisPrefix + "admin:login:"}
-	} else {
-		m.throttle = newMemoryThrottle()
-	}
 	return nil
 }
 

@@ -17,11 +17,12 @@ import (
 	"github.com/onair/onair/modules/users"
 )
 
-// Login throttling: this many failed sign-ins for one email from one
+// Login throttling is the users module's, shared with the public sign-in
+// form (users.Service.SignIn): this many failures for one email from one
 // address within LoginWindow answer 429 until the window ends.
 const (
-	LoginAttempts = 5
-	LoginWindow   = 15 * time.Minute
+	LoginAttempts = users.LoginAttempts
+	LoginWindow   = users.LoginWindow
 )
 
 // CSRFFieldName is the form field (or X-CSRF-Token header) that carries
@@ -55,18 +56,8 @@ func (m *Module) login(c *fiber.Ctx) error {
 	}
 	email := strings.ToLower(strings.TrimSpace(c.FormValue("email")))
 	view := loginView{CSRF: cookie, Next: nextPath(c.FormValue("next")), Email: email}
-	key := email + "|" + c.IP()
-	ctx := c.UserContext()
-	if wait, err := m.throttle.blocked(ctx, key); err != nil {
-		return err
-	} else if wait > 0 {
-		return tooMany(wait)
-	}
-	u, err := m.users.CheckPassword(ctx, email, c.FormValue("password"))
+	u, err := m.users.SignIn(c.UserContext(), email, c.FormValue("password"), c.IP())
 	if errors.Is(err, users.ErrNotFound) {
-		if err := m.throttle.fail(ctx, key); err != nil {
-			return err
-		}
 		view.Error = "Wrong email or password."
 		return RenderStatus(c, fiber.StatusUnauthorized, loginPage(view))
 	}
@@ -77,9 +68,6 @@ func (m *Module) login(c *fiber.Ctx) error {
 		// The password was right, so this is no guessing: no failure is
 		// counted, but the console is for staff and signs nobody else in.
 		return app.Forbidden("the console is for staff; this account is not a moderator or an admin")
-	}
-	if err := m.throttle.reset(ctx, key); err != nil {
-		return err
 	}
 	// A fresh session id on every sign-in (no fixation).
 	if err := m.users.EndSession(c); err != nil {

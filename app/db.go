@@ -119,3 +119,15 @@ func sqlitePath(raw string) string {
 
 // IsMySQL tells whether db speaks the MySQL dialect.
 func IsMySQL(db bun.IDB) bool { return db.Dialect().Name() == dialect.MySQL }
+
+// IsDuplicate tells whether err is a unique-key violation, on MySQL
+// ("Duplicate entry", error 1062) or SQLite ("UNIQUE constraint failed"):
+// the loser of a race for a unique value, to be answered or retried, never
+// a 500.
+func IsDuplicate(err error) bool {
+	if err == nil {
+		return false
+	}
+	msg := err.Error()
+	return strings.Contains(msg, "UNIQUE constraint failed") || strings.Contains(msg, "Duplicate entry")
+}

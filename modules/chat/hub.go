@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/onair/onair/app"
 	"log/slog"
 	"sort"
 	"strconv"
@@ -102,7 +103,10 @@ type Presence interface {
 // keep up is dropped rather than holding up the room.
 type client struct {
 	viewer Viewer
-	send   chan []byte
+	// who is the viewer as the visibility rule sees them (an anonymous
+	// viewer is an empty principal, never nil: nil would be the system).
+	who  *app.Principal
+	send chan []byte
 	// presence holds only the newest presence event: a socket that is
 	// behind skips stale counts instead of being dropped for them.
 	presence chan []byte
@@ -132,6 +136,11 @@ type Hub struct {
 
 	mu    sync.RWMutex
 	rooms map[int64]*room
+
+	// mayView answers, for a show that changed, who may still see it; the
+	// hub drops every socket of the room that may not (the show went
+	// private or off, or was deleted). Set by the module.
+	mayView func(ctx context.Context, showID int64) func(*app.Principal) bool
 
 	// Presence changes of each room wait here until the room's next
 	// presence event, so a crowd arriving costs one event a tick, not one
@@ -170,6 +179,9 @@ func (h *Hub) Publish(ctx context.Context, showID int64, ev Event) {
 // deliver hands a payload to every local socket of the room without
 // blocking: a full buffer drops that socket.
 func (h *Hub) deliver(showID int64, payload []byte) {
+	if h.mayView != nil && bytes.HasPrefix(payload, showUpdatedPrefix) {
+		h.enforceVisibility(showID)
+	}
 	h.mu.RLock()
 	r := h.rooms[showID]
 	var slow []*client
@@ -207,8 +219,8 @@ func (h *Hub) deliver(showID int64, payload []byte) {
 
 // join adds a socket; the viewer's first socket makes them present and
 // tells the room.
-func (h *Hub) join(ctx context.Context, showID int64, v Viewer) *client {
-	c := &client{viewer: v, send: make(chan []byte, clientBuffer), presence: make(chan []byte, 1), gone: make(chan struct{})}
+func (h *Hub) join(ctx context.Context, showID int64, v Viewer, who *app.Principal) *client {
+	c := &client{viewer: v, who: who, send: make(chan []byte, clientBuffer), presence: make(chan []byte, 1), gone: make(chan struct{})}
 	h.mu.Lock()
 	r := h.rooms[showID]
 	if r == nil {
@@ -304,6 +316,30 @@ func (h *Hub) flushPresence(showID int64) {
 	n := len(keys)
 	h.Publish(ctx, showID, Event{Type: EventPresence, Count: &n, Joined: b.joined, Left: b.left})
 }
+
+// enforceVisibility drops the sockets of a room whose viewer may no longer
+// see its show. Every node runs it when the show's update reaches it, so
+// nobody keeps hearing a show that went private or off.
+func (h *Hub) enforceVisibility(showID int64) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	may := h.mayView(ctx, showID)
+	h.mu.RLock()
+	var out []*client
+	if r := h.rooms[showID]; r != nil {
+		for c := range r.clients {
+			if !may(c.who) {
+				out = append(out, c)
+			}
+		}
+	}
+	h.mu.RUnlock()
+	for _, c := range out {
+		c.drop()
+	}
+}
+
+var showUpdatedPrefix = []byte(`{"type":"` + EventShowUpdated + `"`)
 
 // presencePrefix starts every encoded presence event (Type is the first
 // field of Event).

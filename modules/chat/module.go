@@ -91,18 +91,30 @@ func (m *Module) Provision(core *app.Core) error {
 		db: core.DB, shows: m.shows, users: m.users, authz: core.Authz, rate: rate,
 		hub: m.hub, public: core.Config.PublicURL, nowFunc: time.Now,
 	}
+	m.hub.mayView = m.mayView
 	m.shows.Subscribe(m.onShowEvent)
 	return nil
+}
+
+// mayView loads a changed show once and answers who may still see it; a
+// show that is gone (or cannot be read) is seen by nobody.
+func (m *Module) mayView(ctx context.Context, showID int64) func(*app.Principal) bool {
+	sh, err := m.shows.Get(ctx, showID)
+	if err != nil {
+		return func(*app.Principal) bool { return false }
+	}
+	return func(p *app.Principal) bool { return p != nil && m.shows.CanView(sh, p) }
 }
 
 // onShowEvent tells a show's room that the show changed. Hidden states
 // (off, deleted) carry no show details; a deleted show's messages go with
 // it.
 func (m *Module) onShowEvent(ctx context.Context, ev shows.Event) {
+	// Only a public show's details go to the room: everyone in it may be
+	// anyone, and a private show's view carries signed media URLs. Sockets
+	// that may no longer see the show are dropped as the event arrives.
 	out := Event{Type: EventShowUpdated, State: ev.Type}
-	switch ev.Type {
-	case shows.EventOff, shows.EventDeleted:
-	default:
+	if ev.Type != shows.EventDeleted && !ev.Show.Private && !ev.Show.Off {
 		out.Show = m.shows.View(ev.Show, false)
 	}
 	m.hub.Publish(ctx, ev.Show.ID, out)

@@ -21,6 +21,7 @@ var (
 	readLimit  = int64(4096)
 	viewerKey  = "onair.chat.viewer"
 	showIDKey  = "onair.chat.show"
+	whoKey     = "onair.chat.who"
 	anonCookie = "onair_viewer"
 )
 
@@ -73,7 +74,8 @@ func (m *Module) webSocket(c *fiber.Ctx) error {
 	if !uuidPattern.MatchString(id) {
 		id = newUUID()
 	}
-	return m.prepareSocket(c, nil, func() (Viewer, error) {
+	// An anonymous viewer is an empty principal: it sees public shows only.
+	return m.prepareSocket(c, &app.Principal{}, func() (Viewer, error) {
 		return Viewer{AnonID: id, Name: AnonymousName(id)}, nil
 	})
 }
@@ -96,6 +98,7 @@ func (m *Module) prepareSocket(c *fiber.Ctx, p *app.Principal, viewer func() (Vi
 	}
 	c.Locals(viewerKey, v)
 	c.Locals(showIDKey, showID)
+	c.Locals(whoKey, p)
 	return c.Next()
 }
 
@@ -105,7 +108,11 @@ func (m *Module) serveSocket(conn *websocket.Conn) {
 	v, _ := conn.Locals(viewerKey).(Viewer)
 	showID, _ := conn.Locals(showIDKey).(int64)
 	ctx := m.ctx
-	cl := m.hub.join(ctx, showID, v)
+	who, _ := conn.Locals(whoKey).(*app.Principal)
+	if who == nil {
+		who = &app.Principal{}
+	}
+	cl := m.hub.join(ctx, showID, v, who)
 	defer m.hub.leave(ctx, showID, cl)
 
 	writerDone := make(chan struct{})

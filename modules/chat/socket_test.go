@@ -197,3 +197,52 @@ func TestCrowdArrives(t *testing.T) {
 		t.Error("the server dropped sockets of an arriving crowd")
 	}
 }
+
+// TestRoomFollowsVisibility: an anonymous socket cannot open a private or
+// off show's room, and when a show goes private (or off, or away) every
+// socket that may no longer see it is dropped; its owner stays.
+func TestRoomFollowsVisibility(t *testing.T) {
+	env := onairtest.New(t, onairtest.Options{})
+	_, ownerTok := env.CreateUser("Vis Owner")
+	_, fanTok := env.CreateUser("Vis Fan")
+	wsURL := "ws" + strings.TrimPrefix(env.URL, "http")
+
+	private := createShow(t, env, ownerTok, map[string]any{"private": true})
+	if _, resp, err := websocket.DefaultDialer.Dial(fmt.Sprintf("%s/ws/shows/%d", wsURL, private), nil); err == nil || resp == nil || resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("an anonymous socket opened another user's private show")
+	}
+
+	showID := createShow(t, env, ownerTok, nil)
+	owner := dial(t, env.URL, showID, ownerTok, "")
+	fan := dial(t, env.URL, showID, fanTok, "")
+	anon := dial(t, env.URL, showID, "", "6a1f3c2e-9b8d-4c7a-8e6f-5d4c3b2a1f0e")
+	roomNames(t, env, ownerTok, showID, []string{"Guest 6a1f", "Vis Fan", "Vis Owner"})
+
+	env.Do("PUT", fmt.Sprintf("/v1/shows/%d", showID), ownerTok, map[string]any{"private": true}).Expect(t, http.StatusOK)
+	ev := owner.await("show.updated", nil)
+	if ev["show"] != nil {
+		t.Errorf("a private show's details went to the room: %v", ev["show"])
+	}
+	for name, s := range map[string]*socket{"fan": fan, "anonymous": anon} {
+		select {
+		case <-drain(s):
+		case <-time.After(5 * time.Second):
+			t.Errorf("%s socket still open 5 s after the show went private", name)
+		}
+	}
+	env.Do("POST", fmt.Sprintf("/v1/shows/%d/chats", showID), ownerTok, map[string]any{"message": "just us"}).Expect(t, http.StatusCreated)
+	if ev := owner.await("chat.created", nil); ev["chat"].(map[string]any)["message"] != "just us" {
+		t.Errorf("owner got %v", ev)
+	}
+}
+
+// drain discards a socket's events and reports (by closing) when it ends.
+func drain(s *socket) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		for range s.events {
+		}
+		close(done)
+	}()
+	return done
+}

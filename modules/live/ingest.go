@@ -54,28 +54,38 @@ func (m *Module) publish(ctx context.Context, req rtmp.PublishRequest) (rtmp.Sin
 		m.core.Log.Warn("publish refused", "remote", req.RemoteAddr.String(), "reason", err)
 		return nil, fmt.Errorf("%w: %v", rtmp.ErrUnauthorized, err)
 	}
-	m.mu.Lock()
-	old := m.streams[sh.ID]
-	m.mu.Unlock()
-	if old != nil {
+	s := &stream{m: m, showID: sh.ID, dir: m.showDir(sh.ID), req: req, jobs: make(chan func(), 16), closed: make(chan struct{})}
+	// Take the show's slot: a publisher already there (a half-open earlier
+	// connection, or one racing this one) is cut off, and this one waits
+	// until it has let go of the files before claiming them.
+	deadline := time.After(replaceWait)
+	for {
+		m.mu.Lock()
+		old := m.streams[sh.ID]
+		if old == nil {
+			m.streams[sh.ID] = s
+			m.mu.Unlock()
+			break
+		}
+		m.mu.Unlock()
 		m.core.Log.Info("publisher replaced", "show", sh.ID)
 		old.req.Disconnect(errReplaced)
 		select {
 		case <-old.closed:
-		case <-time.After(replaceWait):
+		case <-deadline:
 			return nil, fmt.Errorf("live: show %d: previous publisher did not let go", sh.ID)
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
 	}
-	s := &stream{m: m, showID: sh.ID, dir: m.showDir(sh.ID), req: req, jobs: make(chan func(), 16), closed: make(chan struct{})}
 	s.pkg, err = hls.Open(s.dir, hls.Options{Logger: m.core.Log.With("show", sh.ID), OnSegment: s.onSegment})
 	if err != nil {
+		m.mu.Lock()
+		delete(m.streams, sh.ID)
+		m.mu.Unlock()
+		close(s.closed)
 		return nil, fmt.Errorf("live: show %d: %w", sh.ID, err)
 	}
-	m.mu.Lock()
-	m.streams[sh.ID] = s
-	m.mu.Unlock()
 	go s.work()
 	m.core.Log.Info("publisher connected", "show", sh.ID, "remote", req.RemoteAddr.String())
 	return s, nil

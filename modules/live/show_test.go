@@ -383,3 +383,27 @@ func TestDeleteLiveShow(t *testing.T) {
 		t.Errorf("media directory of a deleted show remains (%v)", err)
 	}
 }
+
+// TestRacingPublishers: two publishers with one key at the same moment
+// never both stream; after stop neither is left publishing.
+func TestRacingPublishers(t *testing.T) {
+	requireTools(t, "ffmpeg")
+	env := onairtest.New(t, onairtest.Options{})
+	_, token := env.CreateUser("Race Condition")
+	b := newBroadcast(t, env, token, nil)
+	_, doneA := publish(t, b.rtmp+"/"+b.key, 60, false)
+	_, doneB := publish(t, b.rtmp+"/"+b.key, 60, false)
+	b.await(t, "live", 15*time.Second, isLive)
+	env.Do("POST", fmt.Sprintf("/v1/shows/%d/stop", b.id), token, nil).Expect(t, http.StatusOK)
+	for name, done := range map[string]<-chan error{"first": doneA, "second": doneB} {
+		select {
+		case <-done:
+		case <-time.After(15 * time.Second):
+			t.Errorf("%s publisher still streaming 15 s after stop", name)
+		}
+	}
+	m, _ := onairtest.Module[*live.Module](env)
+	if n := m.Streams(); n != 0 {
+		t.Errorf("%d streams still registered after stop", n)
+	}
+}

@@ -78,7 +78,7 @@ func (m *Module) signIn(c *fiber.Ctx, v *visitor) error {
 		return err
 	}
 	f := authData{Email: c.FormValue("email"), Next: safeNext(c.FormValue("next"))}
-	u, err := m.users.CheckPassword(c.UserContext(), f.Email, c.FormValue("password"))
+	u, err := m.users.SignIn(c.UserContext(), f.Email, c.FormValue("password"), c.IP())
 	if errors.Is(err, users.ErrNotFound) {
 		f.Error = "That email and password do not match an account."
 		return m.authPage(c, v, fiber.StatusUnauthorized, f)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/onair/onair/internal/onairtest"
 	"github.com/onair/onair/modules/shows"
+	"github.com/onair/onair/modules/users"
 )
 
 // TestPageStatus: who gets which page. A private or off show is a 404 for
@@ -332,5 +334,36 @@ func TestPageWeight(t *testing.T) {
 		if total > 200<<10 {
 			t.Errorf("%s weighs %d bytes before the player starts, over 200 KB", p, total)
 		}
+	}
+}
+
+// TestSignInGuards: the public sign-in form shares the console's throttle
+// (so it is no way around it), and its redirect never leaves the site.
+func TestSignInGuards(t *testing.T) {
+	env := onairtest.New(t, onairtest.Options{})
+	env.CreateUser("Guarded Person", onairtest.Password("a long secret"))
+	var email string
+	if err := env.Core.DB.NewSelect().Table("users").Column("email").Where("name = ?", "Guarded Person").Scan(context.Background(), &email); err != nil {
+		t.Fatal(err)
+	}
+	v := newVisitor(t, env)
+	for _, next := range []string{"/\t/evil.example", "//evil.example", "/\\evil.example", "https://evil.example/"} {
+		form := v.get("/signin?next=" + url.QueryEscape(next))
+		r := v.post("/signin", url.Values{"csrf": {formCSRF(t, form)}, "email": {email}, "password": {"a long secret"}, "next": {next}})
+		if r.status != http.StatusSeeOther || r.header.Get("Location") != "/" {
+			t.Errorf("next %q: %d to %q, want 303 to /", next, r.status, r.header.Get("Location"))
+		}
+		v.post("/signout", url.Values{"csrf": {formCSRF(t, v.get("/account"))}})
+	}
+
+	attacker := newVisitor(t, env)
+	statuses := []int{}
+	for i := 0; i <= users.LoginAttempts; i++ {
+		form := attacker.get("/signin")
+		r := attacker.post("/signin", url.Values{"csrf": {formCSRF(t, form)}, "email": {email}, "password": {fmt.Sprint("guess ", i)}})
+		statuses = append(statuses, r.status)
+	}
+	if last := statuses[len(statuses)-1]; last != http.StatusTooManyRequests {
+		t.Fatalf("statuses %v: the sign-in form is not throttled", statuses)
 	}
 }

@@ -267,7 +267,17 @@ func randomHex(n int) string {
 
 // safeNext keeps a post-sign-in redirect on this site.
 func safeNext(next string) string {
-	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.ContainsAny(next, "\\\r\n") {
+	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.ContainsRune(next, '\\') {
+		return ""
+	}
+	// Browsers drop tabs and newlines inside URLs ("/\t/evil" is "//evil"):
+	// refuse every control character, and anything with a scheme or host.
+	for _, r := range next {
+		if r < 0x20 || r == 0x7f {
+			return ""
+		}
+	}
+	if u, err := url.Parse(next); err != nil || u.Scheme != "" || u.Host != "" {
 		return ""
 	}
 	return next

@@ -56,7 +56,9 @@ func setGrams(ctx context.Context, tx bun.IDB, showID int64, name string) error 
 	for i, g := range grams {
 		rows[i] = ShowGram{Gram: g, ShowID: showID}
 	}
-	if _, err := tx.NewInsert().Model(&rows).Exec(ctx); err != nil {
+	// Ignore: under MySQL's accent-insensitive collation "afé" and "afe"
+	// are one key, and one row serves both (LIKE checks the exact text).
+	if _, err := tx.NewInsert().Model(&rows).Ignore().Exec(ctx); err != nil {
 		return fmt.Errorf("shows: grams of %d: %w", showID, err)
 	}
 	return nil

@@ -533,10 +533,7 @@ func keyShowID(key string) (int64, bool) {
 	return id, true
 }
 
-func isDuplicate(err error) bool {
-	msg := err.Error()
-	return strings.Contains(msg, "UNIQUE constraint failed") || strings.Contains(msg, "Duplicate entry")
-}
+func isDuplicate(err error) bool { return app.IsDuplicate(err) }
 
 // wrap prefixes an error with the operation unless it is an API error,
 // which must reach the client as it is.

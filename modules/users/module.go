@@ -73,6 +73,9 @@ func (*Module) Policies() []string {
 
 func (m *Module) Provision(core *app.Core) error {
 	m.Service = NewService(core.DB, core.Config.PublicURL)
+	if core.Redis != nil {
+		m.Service.UseRedisThrottle(core.Redis, core.Config.RedisPrefix+"login:")
+	}
 	m.Service.hintOut = core.Stderr
 	m.authz = core.Authz
 	return nil

@@ -28,11 +28,12 @@ type Service struct {
 	db        *bun.DB
 	publicURL string
 	hintOut   io.Writer
+	throttle  throttle // failed sign-ins (see SignIn)
 }
 
 // NewService returns the users service over db; URLs are built on publicURL.
 func NewService(db *bun.DB, publicURL string) *Service {
-	return &Service{db: db, publicURL: publicURL, hintOut: os.Stderr}
+	return &Service{db: db, publicURL: publicURL, hintOut: os.Stderr, throttle: newMemoryThrottle()}
 }
 
 // DB is the database the service works on.
@@ -114,6 +115,28 @@ func (s *Service) Create(ctx context.Context, n NewUser) (*User, error) {
 	if base == "" {
 		base = "user"
 	}
+	// A concurrent sign-up can take the email or the slug between the
+	// checks and the insert: the unique index refuses it, and the loser
+	// gets the 422 or the next slug, never a 500.
+	for attempt := 0; ; attempt++ {
+		if err := s.freeSlug(ctx, u, base); err != nil {
+			return nil, err
+		}
+		_, err := s.db.NewInsert().Model(u).Exec(ctx)
+		if err == nil {
+			return u, nil
+		}
+		if !app.IsDuplicate(err) || attempt == 4 {
+			return nil, fmt.Errorf("users: create %s: %w", n.Email, err)
+		}
+		if taken, _ := s.db.NewSelect().Model((*User)(nil)).Where("email = ?", n.Email).Exists(ctx); taken {
+			return nil, app.Validation{"email": "is already registered"}.Err()
+		}
+	}
+}
+
+// freeSlug gives u the first free, unreserved slug from base.
+func (s *Service) freeSlug(ctx context.Context, u *User, base string) error {
 	for i := 1; ; i++ {
 		u.Slug = base
 		if i > 1 {
@@ -124,16 +147,12 @@ func (s *Service) Create(ctx context.Context, n NewUser) (*User, error) {
 		}
 		exists, err := s.db.NewSelect().Model((*User)(nil)).Where("slug = ?", u.Slug).Exists(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("users: create: %w", err)
+			return fmt.Errorf("users: create: %w", err)
 		}
 		if !exists {
-			break
+			return nil
 		}
 	}
-	if _, err := s.db.NewInsert().Model(u).Exec(ctx); err != nil {
-		return nil, fmt.Errorf("users: create %s: %w", n.Email, err)
-	}
-	return u, nil
 }
 
 // reservedSlugs are the first path segments the server answers itself. A

@@ -1,14 +1,18 @@
-package admin
+package users
 
 import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/onair/onair/app"
 )
 
 // throttle counts failed sign-ins per key (email and client address) in a
@@ -136,4 +140,44 @@ func (t *redisThrottle) reset(ctx context.Context, key string) error {
 		return fmt.Errorf("admin: throttle: %w", err)
 	}
 	return nil
+}
+
+// Sign-in throttling, shared by every sign-in form (the public pages and
+// the console): LoginAttempts failures per email and client address within
+// LoginWindow block that pair until the window ends.
+const (
+	LoginAttempts = 5
+	LoginWindow   = 15 * time.Minute
+)
+
+// SignIn checks an email and password for a client address, counting
+// failures: a wrong pair is ErrNotFound, a blocked one a 429 with
+// Retry-After. A right pair clears the count.
+func (s *Service) SignIn(ctx context.Context, email, password, ip string) (*User, error) {
+	key := strings.ToLower(strings.TrimSpace(email)) + "|" + ip
+	if wait, err := s.throttle.blocked(ctx, key); err != nil {
+		return nil, err
+	} else if wait > 0 {
+		secs := int((wait + time.Second - 1) / time.Second)
+		return nil, app.TooManyRequests(fmt.Sprintf("too many failed sign-ins; try again in %d minutes", (secs+59)/60), secs)
+	}
+	u, err := s.CheckPassword(ctx, email, password)
+	if errors.Is(err, ErrNotFound) {
+		if ferr := s.throttle.fail(ctx, key); ferr != nil {
+			return nil, ferr
+		}
+		return nil, err
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := s.throttle.reset(ctx, key); err != nil {
+		return nil, err
+	}
+	return u, nil
+}
+
+// UseRedisThrottle shares the sign-in counts of every node through Redis.
+func (s *Service) UseRedisThrottle(rdb *redis.Client, prefix string) {
+	s.throttle = &redisThrottle{rdb: rdb, prefix: prefix}
 }
