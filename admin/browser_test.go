@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/onair/onair/admin"
 	"github.com/onair/onair/admin/admintest"
+	"github.com/onair/onair/internal/browsertest"
 	"github.com/onair/onair/internal/onairtest"
 )
 
@@ -22,72 +22,13 @@ import (
 // moderator would, and checks the outcome through /v1. It is skipped only
 // when Chromium is not on the PATH.
 
-func chromium(t *testing.T) string {
-	t.Helper()
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	t.Skip("chromium is not on PATH")
-	return ""
-}
-
-// artifactDir is where screenshots go: $ONAIR_TEST_ARTIFACTS/admin, or
-// test-artifacts/admin at the repository root (ignored by git).
-func artifactDir(t *testing.T) string {
-	t.Helper()
-	root := os.Getenv("ONAIR_TEST_ARTIFACTS")
-	if root == "" {
-		wd, _ := os.Getwd()
-		root = filepath.Join(wd, "test-artifacts")
-		for d := wd; filepath.Dir(d) != d; d = filepath.Dir(d) {
-			if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
-				root = filepath.Join(d, "test-artifacts")
-				break
-			}
-		}
-	}
-	dir := filepath.Join(root, "admin")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return dir
-}
-
-func newChromium(t *testing.T) context.Context {
-	t.Helper()
-	opts := []chromedp.ExecAllocatorOption{
-		chromedp.ExecPath(chromium(t)),
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.Flag("headless", true),
-		chromedp.Flag("no-sandbox", true),
-		chromedp.Flag("disable-gpu", true),
-		chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("no-first-run", true),
-		chromedp.WindowSize(1280, 800),
-	}
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancel := chromedp.NewContext(allocCtx)
-	t.Cleanup(func() { cancel(); cancelAlloc() })
-	// The first run starts the browser and must have no time limit: its
-	// context's end would stop the browser.
-	if err := chromedp.Do(ctx, chromedp.Navigate("about:blank")); err != nil {
-		t.Fatalf("start chromium: %v", err)
-	}
-	return ctx
-}
-
 func TestBrowserModeration(t *testing.T) {
-	chromium(t) // skips without a browser
-	dir := artifactDir(t)
+	browsertest.Path(t) // skips without a browser
+	dir := browsertest.ArtifactDir(t, "admin")
 	env := admintest.NewEnv(t, "sqlite")
 	// Started after the server, so it is stopped first (cleanups run in
 	// reverse): its open connections would hold the server's shutdown.
-	ctx := newChromium(t)
+	ctx := browsertest.Start(t)
 
 	mod, _ := env.CreateUser("Mona Moderator", onairtest.Role("moderator"), onairtest.Password(admintest.Password))
 	_, ownerTok := env.CreateUser("Olga Owner")

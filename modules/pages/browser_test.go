@@ -17,6 +17,7 @@ import (
 	cdppage "github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
+	"github.com/onair/onair/internal/browsertest"
 	"github.com/onair/onair/internal/onairtest"
 	"github.com/onair/onair/modules/live"
 )
@@ -24,18 +25,6 @@ import (
 // The browser suite runs the pages in real headless Chromium against a
 // whole OnAir with a show that ffmpeg publishes. It is skipped only when
 // Chromium is not on the PATH.
-
-// chromiumPath finds the browser or skips the test.
-func chromiumPath(t *testing.T) string {
-	t.Helper()
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	t.Skip("chromium is not on PATH")
-	return ""
-}
 
 // browser is one Chromium process; each tab made with tab gets a fresh
 // browser context (its own cookies), like a separate person.
@@ -46,27 +35,7 @@ type browser struct {
 
 func newBrowser(t *testing.T) *browser {
 	t.Helper()
-	exe := chromiumPath(t)
-	opts := []chromedp.ExecAllocatorOption{
-		chromedp.ExecPath(exe),
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.Flag("headless", true),
-		chromedp.Flag("no-sandbox", true),
-		chromedp.Flag("disable-gpu", true),
-		chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("no-first-run", true),
-		chromedp.Flag("autoplay-policy", "no-user-gesture-required"),
-		chromedp.WindowSize(1280, 800),
-	}
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancel := chromedp.NewContext(allocCtx)
-	t.Cleanup(func() { cancel(); cancelAlloc() })
-	if err := chromedp.Do(ctx, chromedp.Navigate("about:blank")); err != nil {
-		t.Fatalf("start chromium: %v", err)
-	}
+	ctx := browsertest.Start(t, chromedp.Flag("autoplay-policy", "no-user-gesture-required"))
 	return &browser{t: t, ctx: ctx}
 }
 
@@ -118,32 +87,6 @@ func waitFor(t *testing.T, tab context.Context, what, predicate string, within t
 	}
 }
 
-// artifacts is where screenshots go: $ONAIR_TEST_ARTIFACTS/pages, or
-// test-artifacts/pages at the repository root.
-func artifacts(t *testing.T) string {
-	t.Helper()
-	dir := os.Getenv("ONAIR_TEST_ARTIFACTS")
-	if dir != "" {
-		dir = filepath.Join(dir, "pages")
-	} else {
-		wd, _ := os.Getwd()
-		for d := wd; ; d = filepath.Dir(d) {
-			if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
-				dir = filepath.Join(d, "test-artifacts", "pages")
-				break
-			}
-			if filepath.Dir(d) == d {
-				dir = filepath.Join(wd, "test-artifacts", "pages")
-				break
-			}
-		}
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return dir
-}
-
 // publish runs ffmpeg sending seconds of test video and tone to the show.
 func publish(t *testing.T, rtmpURL string, seconds int) {
 	t.Helper()
@@ -186,7 +129,7 @@ func awaitShow(t *testing.T, env *onairtest.Env, token string, id int64, what st
 // phone width, and checks nothing overflows sideways on the phone.
 func screenshot(t *testing.T, tab context.Context, url, name string) {
 	t.Helper()
-	dir := artifacts(t)
+	dir := browsertest.ArtifactDir(t, "pages")
 	for _, vp := range []struct {
 		label         string
 		width, height int64
