@@ -3,7 +3,9 @@ package chat
 import (
 	"crypto/rand"
 	"fmt"
+	"net/url"
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/gofiber/contrib/websocket"
@@ -52,6 +54,12 @@ func (m *Module) apiSocket(c *fiber.Ctx) error {
 // webSocket prepares GET /ws/shows/:id for web pages: the signed-in user of
 // the session cookie, or an anonymous viewer known by a UUID cookie.
 func (m *Module) webSocket(c *fiber.Ctx) error {
+	// The web socket rides on the session cookie, so only pages of this
+	// site may open it (no cross-site WebSocket hijacking); clients that
+	// send no Origin are not browsers and carry no one's cookie by accident.
+	if origin := c.Get(fiber.HeaderOrigin); origin != "" && !sameOrigin(origin, m.core.Config.PublicURL) {
+		return app.Forbidden("web sockets of this site open from its own pages only")
+	}
 	var p *app.Principal
 	for _, mod := range m.core.Modules {
 		if sr, ok := mod.(app.SessionReader); ok {
@@ -157,4 +165,17 @@ func (m *Module) serveSocket(conn *websocket.Conn) {
 	}
 	cl.drop()
 	<-writerDone
+}
+
+// sameOrigin tells whether an Origin header names the site of publicURL.
+func sameOrigin(origin, publicURL string) bool {
+	o, err := url.Parse(origin)
+	if err != nil {
+		return false
+	}
+	p, err := url.Parse(publicURL)
+	if err != nil {
+		return false
+	}
+	return strings.EqualFold(o.Scheme, p.Scheme) && strings.EqualFold(o.Host, p.Host)
 }

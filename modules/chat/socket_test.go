@@ -246,3 +246,21 @@ func drain(s *socket) <-chan struct{} {
 	}()
 	return done
 }
+
+// TestWebSocketOrigin: the cookie-authenticated web socket opens only from
+// this site's pages.
+func TestWebSocketOrigin(t *testing.T) {
+	env := onairtest.New(t, onairtest.Options{})
+	_, tok := env.CreateUser("Origin Owner")
+	showID := createShow(t, env, tok, nil)
+	target := fmt.Sprintf("ws%s/ws/shows/%d", strings.TrimPrefix(env.URL, "http"), showID)
+	for origin, want := range map[string]int{"https://evil.example": http.StatusForbidden, env.URL: http.StatusSwitchingProtocols} {
+		conn, resp, err := websocket.DefaultDialer.Dial(target, http.Header{"Origin": {origin}})
+		if conn != nil {
+			conn.Close()
+		}
+		if resp == nil || resp.StatusCode != want {
+			t.Errorf("origin %s: %v (err %v), want %d", origin, resp, err, want)
+		}
+	}
+}

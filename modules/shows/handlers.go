@@ -126,6 +126,20 @@ func (h *handlers) stop(c *fiber.Ctx) error {
 	return h.answer(c, fiber.StatusOK, sh, true)
 }
 
+// regenerateKey is POST /v1/shows/:id/stream_key (an extension): a new
+// key for a leaked one, answered in the write form that carries it.
+func (h *handlers) regenerateKey(c *fiber.Ctx) error {
+	id, err := showID(c)
+	if err != nil {
+		return err
+	}
+	sh, err := h.svc.RegenerateKey(c.UserContext(), id, app.CurrentPrincipal(c))
+	if err != nil {
+		return err
+	}
+	return h.answer(c, fiber.StatusOK, sh, true)
+}
+
 // delete is DELETE /v1/shows/:id: the show as it was, in its read form.
 func (h *handlers) delete(c *fiber.Ctx) error {
 	id, err := showID(c)

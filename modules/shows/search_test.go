@@ -53,3 +53,27 @@ func TestNameFilterIndex(t *testing.T) {
 		}
 	})
 }
+
+// TestRegenerateStreamKey: the owner gets a new key through the API, the
+// old one is refused, and nobody else may do it.
+func TestRegenerateStreamKey(t *testing.T) {
+	env := onairtest.New(t, onairtest.Options{})
+	_, owner := env.CreateUser("Key Owner")
+	_, other := env.CreateUser("Key Other")
+	r := env.Do("POST", "/v1/shows", owner, map[string]any{"name": "Leaky", "description": "x"}).Expect(t, http.StatusCreated)
+	show := r.JSON(t)["show"].(map[string]any)
+	id, oldKey := int64(show["id"].(float64)), show["stream_key"].(string)
+	env.Do("POST", fmt.Sprintf("/v1/shows/%d/stream_key", id), other, nil).Expect(t, http.StatusForbidden)
+	fresh := env.Do("POST", fmt.Sprintf("/v1/shows/%d/stream_key", id), owner, nil).Expect(t, http.StatusOK).JSON(t)["show"].(map[string]any)
+	newKey, _ := fresh["stream_key"].(string)
+	if newKey == "" || newKey == oldKey || fresh["stream_url"] == nil {
+		t.Fatalf("new key %q (old %q), stream_url %v", newKey, oldKey, fresh["stream_url"])
+	}
+	svc := shows.From(env.Core)
+	if _, err := svc.Authorize(context.Background(), oldKey); err == nil {
+		t.Error("the old key is still accepted")
+	}
+	if sh, err := svc.Authorize(context.Background(), newKey); err != nil || sh.ID != id {
+		t.Errorf("the new key is refused: %v", err)
+	}
+}
