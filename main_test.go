@@ -10,29 +10,12 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/onair/onair/internal/onairtest"
 )
-
-// lockedBuffer collects a child process's stderr while the test reads it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // TestNewUserPath is the README's first five minutes, with the real binary:
 // start it on an empty SQLite database, read the first-run hint, create a
@@ -43,11 +26,7 @@ func TestNewUserPath(t *testing.T) {
 		t.Skip("builds the binary")
 	}
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "onair")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := onairtest.Binary(t)
 	// A clean environment: only what a shell would have, no ONAIR_* of the
 	// CI around us, and the data in ./data of the working directory.
 	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "ONAIR_HTTP_ADDR=127.0.0.1:0", "ONAIR_RTMP_ADDR=127.0.0.1:0"}
@@ -59,7 +38,7 @@ func TestNewUserPath(t *testing.T) {
 	}
 
 	server := onair()
-	var serverErr lockedBuffer
+	var serverErr onairtest.LockedBuffer
 	server.Stderr = &serverErr
 	server.Stdout = io.Discard
 	if err := server.Start(); err != nil {

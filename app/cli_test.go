@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -188,24 +187,6 @@ func TestCLISettings(t *testing.T) {
 	})
 }
 
-// lockedBuffer is a bytes.Buffer safe for the server's goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // serve, run as the binary runs it: it logs where it listens, prints the
 // first-run hint on an empty database, and exits 0 on SIGTERM (a cancelled
 // context).
@@ -214,7 +195,7 @@ func TestCLIServe(t *testing.T) {
 	env := map[string]string{"ONAIR_DATA_DIR": dir, "ONAIR_HTTP_ADDR": "127.0.0.1:0", "ONAIR_RTMP_ADDR": "127.0.0.1:0"}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var out, errb lockedBuffer
+	var out, errb onairtest.LockedBuffer
 	done := make(chan int, 1)
 	go func() { done <- app.Run(ctx, []string{"serve"}, &out, &errb, func(k string) string { return env[k] }) }()
 	addr := regexp.MustCompile(`msg="onair serving".* http=(\S+)`)

@@ -83,7 +83,7 @@ type Env struct {
 	Server *app.Server
 	URL    string // http://127.0.0.1:port
 	Client *http.Client
-	logs   *syncBuffer
+	logs   *LockedBuffer
 	// openapi checks /v1 responses against the document (nil: off).
 	openapi *openAPIValidator
 	stop    func() error
@@ -137,7 +137,7 @@ func New(t testing.TB, opts Options) *Env {
 	if opts.Configure != nil {
 		opts.Configure(cfg)
 	}
-	logs := &syncBuffer{}
+	logs := &LockedBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	ctx, cancel := context.WithCancel(context.Background())
 	core, err := app.Boot(ctx, cfg, app.BootOptions{Log: log, Stderr: logs})
@@ -408,24 +408,6 @@ func randomHex(n int) string {
 		panic(err)
 	}
 	return hex.EncodeToString(b)
-}
-
-// syncBuffer collects the server's log lines from many goroutines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.buf.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.buf.String()
 }
 
 // Module returns the running instance of a module type in env.

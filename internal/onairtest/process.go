@@ -1,0 +1,150 @@
+package onairtest
+
+import (
+	"bytes"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// LockedBuffer is a bytes.Buffer that a child process (or a server's
+// goroutines) may write while the test reads it.
+type LockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *LockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *LockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// FreeAddr returns a 127.0.0.1 address that was free a moment ago, for a
+// child process that must be told its port in advance.
+func FreeAddr(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+var (
+	buildOnce sync.Once
+	binary    string
+	buildErr  error
+	buildOut  []byte
+)
+
+// Binary builds the onair binary once per test process and returns its path.
+func Binary(t testing.TB) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "onair-test-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binary = filepath.Join(dir, "onair")
+		buildOut, buildErr = exec.Command("go", "build", "-o", binary, "github.com/onair/onair").CombinedOutput()
+	})
+	if buildErr != nil {
+		t.Fatalf("build onair: %v\n%s", buildErr, buildOut)
+	}
+	return binary
+}
+
+// Process is a real `onair serve` a test can start, kill and start again
+// on the same ports and data directory (a crash and restart), and whose CLI
+// it can run with the same settings.
+type Process struct {
+	t    testing.TB
+	bin  string
+	Env  []string // ONAIR_* settings, extra ones last
+	URL  string   // http://127.0.0.1:port (also ONAIR_PUBLIC_URL)
+	RTMP string   // 127.0.0.1:port of the ingest
+	cmd  *exec.Cmd
+	log  LockedBuffer
+}
+
+// NewProcess prepares a server on free ports with its own data directory;
+// extra settings ("ONAIR_DATABASE_URL=…") come after and win.
+func NewProcess(t testing.TB, extra ...string) *Process {
+	t.Helper()
+	httpAddr, rtmpAddr := FreeAddr(t), FreeAddr(t)
+	p := &Process{t: t, bin: Binary(t), URL: "http://" + httpAddr, RTMP: rtmpAddr}
+	p.Env = append([]string{
+		"ONAIR_DATA_DIR=" + t.TempDir(), "ONAIR_HTTP_ADDR=" + httpAddr, "ONAIR_PUBLIC_URL=" + p.URL,
+		"ONAIR_RTMP_ADDR=" + rtmpAddr, "ONAIR_RTMP_URL=rtmp://" + rtmpAddr + "/live",
+	}, extra...)
+	t.Cleanup(func() {
+		if p.cmd != nil && p.cmd.ProcessState == nil {
+			p.cmd.Process.Signal(syscall.SIGTERM)
+			p.cmd.Wait()
+		}
+		if t.Failed() {
+			t.Logf("server %s log:\n%s", p.URL, p.log.String())
+		}
+	})
+	return p
+}
+
+// Start runs `onair serve` and waits until /readyz answers.
+func (p *Process) Start() {
+	p.t.Helper()
+	p.cmd = exec.Command(p.bin, "serve")
+	p.cmd.Env = append(os.Environ(), p.Env...)
+	p.cmd.Stdout, p.cmd.Stderr = &p.log, &p.log
+	if err := p.cmd.Start(); err != nil {
+		p.t.Fatal(err)
+	}
+	for i := 0; i < 150; i++ {
+		if resp, err := http.Get(p.URL + "/readyz"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	p.t.Fatalf("server %s not ready:\n%s", p.URL, p.log.String())
+}
+
+// Kill ends the server the hard way, as a crash would.
+func (p *Process) Kill() {
+	p.cmd.Process.Kill()
+	p.cmd.Wait()
+}
+
+// Run runs an onair command with the server's settings and returns stdout.
+func (p *Process) Run(args ...string) string {
+	p.t.Helper()
+	cmd := exec.Command(p.bin, args...)
+	cmd.Env = append(os.Environ(), p.Env...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		p.t.Fatalf("onair %v: %v\n%s", args, err, errb.String())
+	}
+	return out.String()
+}
+
+// Client is an Env that speaks to the process (for Do and its checks).
+func (p *Process) Client() *Env {
+	return &Env{T: p.t, URL: p.URL, Client: &http.Client{Timeout: 30 * time.Second}}
+}
