@@ -45,20 +45,27 @@ func (h *handlers) list(c *fiber.Ctx) error {
 	return c.JSON(app.NewList(c, h.m.core.Config.PublicURL, page, count, "chats", views))
 }
 
-// get is GET /v1/shows/:show_id/chats/:id.
-func (h *handlers) get(c *fiber.Ctx) error {
+// message loads the :id message of the :show_id show for the caller; a
+// bad id, a message of another show and a hidden show are all 404.
+func (h *handlers) message(c *fiber.Ctx) (*Message, error) {
 	showID, err := showIDParam(c, "show_id")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	id, err := strconv.ParseInt(c.Params("id"), 10, 64)
 	if err != nil || id < 1 {
-		return app.NotFound("chat message")
+		return nil, app.NotFound("chat message")
 	}
 	m, err := h.m.Service.Get(c.UserContext(), showID, id, app.CurrentPrincipal(c))
 	if errors.Is(err, ErrNotFound) {
-		return app.NotFound("chat message")
+		return nil, app.NotFound("chat message")
 	}
+	return m, err
+}
+
+// get is GET /v1/shows/:show_id/chats/:id.
+func (h *handlers) get(c *fiber.Ctx) error {
+	m, err := h.message(c)
 	if err != nil {
 		return err
 	}
@@ -89,23 +96,11 @@ func (h *handlers) post(c *fiber.Ctx) error {
 // remove is DELETE /v1/shows/:show_id/chats/:id: the author or staff hide
 // a message (an extension beyond v1).
 func (h *handlers) remove(c *fiber.Ctx) error {
-	showID, err := showIDParam(c, "show_id")
+	m, err := h.message(c)
 	if err != nil {
 		return err
 	}
-	id, err := strconv.ParseInt(c.Params("id"), 10, 64)
-	if err != nil || id < 1 {
-		return app.NotFound("chat message")
-	}
-	p := app.CurrentPrincipal(c)
-	m, err := h.m.Service.Get(c.UserContext(), showID, id, p)
-	if errors.Is(err, ErrNotFound) {
-		return app.NotFound("chat message")
-	}
-	if err != nil {
-		return err
-	}
-	if _, err := h.m.Service.Delete(c.UserContext(), m.ID, p); err != nil {
+	if _, err := h.m.Service.Delete(c.UserContext(), m.ID, app.CurrentPrincipal(c)); err != nil {
 		return err
 	}
 	return c.JSON(fiber.Map{"chat": h.m.Service.View(m)})
