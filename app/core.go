@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 	"github.com/uptrace/bun"
 
@@ -27,6 +28,10 @@ type Core struct {
 	Redis   *redis.Client // nil unless ONAIR_REDIS_URL is set
 	Modules []Module
 	Auth    Authenticator
+	// Metrics is the Prometheus registry of this boot, served at /metrics.
+	// It holds the Go and process collectors and the HTTP server's
+	// figures; modules register their own collectors here in Provision.
+	Metrics *prometheus.Registry
 	// Stderr receives notices meant for the person at the terminal (the
 	// first-run hint): the command's stderr, never nil after Boot.
 	Stderr io.Writer
@@ -52,7 +57,7 @@ func Boot(ctx context.Context, cfg *Config, opts BootOptions) (*Core, error) {
 	if log == nil {
 		log = NewLogger(os.Stderr, cfg)
 	}
-	core := &Core{Config: cfg, Log: log, Modules: fresh(Modules()), Stderr: opts.Stderr}
+	core := &Core{Config: cfg, Log: log, Modules: fresh(Modules()), Stderr: opts.Stderr, Metrics: newMetricsRegistry()}
 	if core.Stderr == nil {
 		core.Stderr = os.Stderr
 	}

@@ -20,6 +20,8 @@ import (
 // Lifecycle of a module, in order:
 //
 //	init()      the package calls Register(&Module{}).
+//	Settings    the module's settings are read with the kernel's, from the
+//	            environment and flags, before anything boots.
 //	Models      models are registered with Bun (m2m join tables first).
 //	Migrations  schema steps run, namespaced by module name.
 //	Policies    the module's Casbin lines are parsed into the one enforcer.
@@ -33,6 +35,15 @@ import (
 // always registered after it, so its dependencies are provisioned first.
 type Module interface {
 	Name() string
+}
+
+// Configurer declares the module's settings: ONAIR_* variables and flags
+// that the kernel reads, validates (a bad value stops start-up naming the
+// variable) and documents in onair help. The module reads them with
+// app.Get once provisioned. Settings are declared on the registered
+// prototype, before any boot, so Settings must not depend on module state.
+type Configurer interface {
+	Settings() []Setting
 }
 
 // Modeler contributes Bun models that must be registered before use

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"strings"
 	"time"
 
@@ -24,16 +25,22 @@ const BodyLimit = 4 << 20
 type Server struct {
 	App     *fiber.App
 	core    *Core
-	Metrics *Metrics
 	started []Service
+	// metricsLn is the listener of ONAIR_METRICS_ADDR while serving.
+	metricsLn net.Listener
 }
 
 // NewServer builds the Fiber app: shared middleware, /healthz, /readyz,
 // /metrics, /v1/openapi.json, then every module's routes.
 func NewServer(core *Core) (*Server, error) {
-	s := &Server{core: core, Metrics: NewMetrics()}
+	s := &Server{core: core}
 	app := fiber.New(fiber.Config{
-		AppName:               "onair",
+		AppName: "onair",
+		// Every string and []byte a handler gets from *fiber.Ctx is its
+		// own copy, never a view of fasthttp's reused buffers: values kept
+		// past the handler (map keys, structs, goroutines) stay intact.
+		// See docs/modules.md, "Request memory".
+		Immutable:             true,
 		ErrorHandler:          ErrorHandler(core.Log),
 		BodyLimit:             BodyLimit,
 		DisableStartupMessage: true,
@@ -43,7 +50,7 @@ func NewServer(core *Core) (*Server, error) {
 	})
 	s.App = app
 	app.Use(requestid.New(requestid.Config{ContextKey: requestIDKey}))
-	app.Use(s.Metrics.Middleware())
+	app.Use(newHTTPMetrics(core.Metrics).middleware())
 	app.Use(accessLog(core.Log))
 	app.Use(recover.New(recover.Config{EnableStackTrace: true, StackTraceHandler: func(c *fiber.Ctx, e any) {
 		core.Log.Error("panic", "path", c.Path(), "request_id", RequestID(c), "panic", fmt.Sprint(e))
@@ -58,7 +65,15 @@ func NewServer(core *Core) (*Server, error) {
 		}
 		return c.JSON(fiber.Map{"status": "ok"})
 	})
-	app.Get("/metrics", s.Metrics.Handler())
+	if core.Config.MetricsAddr == "" {
+		app.Get("/metrics", fiberMetricsHandler(core.Metrics))
+	} else {
+		ln, err := net.Listen("tcp", core.Config.MetricsAddr)
+		if err != nil {
+			return nil, fmt.Errorf("listen on ONAIR_METRICS_ADDR %s: %w", core.Config.MetricsAddr, err)
+		}
+		s.metricsLn = ln
+	}
 
 	doc, err := BuildOpenAPI(core)
 	if err != nil {
@@ -121,6 +136,12 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- s.App.Listener(ln) }()
+	if s.metricsLn != nil {
+		ms := &http.Server{Handler: metricsHandler(s.core.Metrics), ReadHeaderTimeout: 10 * time.Second,
+			ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second, IdleTimeout: 120 * time.Second}
+		go ms.Serve(s.metricsLn)
+		defer ms.Close()
+	}
 	select {
 	case err := <-errc:
 		s.StopServices(context.Background())
@@ -136,6 +157,15 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		return err
 	}
 	return shutdownErr
+}
+
+// MetricsAddr is the address /metrics is served on when ONAIR_METRICS_ADDR
+// moves it off the public port; nil otherwise.
+func (s *Server) MetricsAddr() net.Addr {
+	if s.metricsLn == nil {
+		return nil
+	}
+	return s.metricsLn.Addr()
 }
 
 // StartServices starts every module's background services in order.

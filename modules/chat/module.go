@@ -12,6 +12,7 @@ import (
 
 	"github.com/gofiber/contrib/websocket"
 	"github.com/gofiber/fiber/v2"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/onair/onair/app"
 	"github.com/onair/onair/migrations"
@@ -93,7 +94,10 @@ func (m *Module) Provision(core *app.Core) error {
 	}
 	m.hub.mayView = m.mayView
 	m.shows.Subscribe(m.onShowEvent)
-	return nil
+	return core.Metrics.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "onair_chat_connections",
+		Help: "Chat web sockets open on this node.",
+	}, func() float64 { return float64(m.hub.Sockets()) }))
 }
 
 // mayView loads a changed show once and answers who may still see it; a

@@ -171,6 +171,7 @@ func (m *Module) onShowEvent(_ context.Context, ev shows.Event) {
 	m.vis.forget(ev.Show.ID)
 	switch ev.Type {
 	case shows.EventStopped:
+		m.viewers.forget(ev.Show.ID)
 		s := m.disconnect(ev.Show.ID, errStopped)
 		radio := ev.Show.Radio
 		m.background(func() {
@@ -182,6 +183,7 @@ func (m *Module) onShowEvent(_ context.Context, ev shows.Event) {
 			}
 		})
 	case shows.EventDeleted:
+		m.viewers.forget(ev.Show.ID)
 		s := m.disconnect(ev.Show.ID, errStopped)
 		m.background(func() {
 			if s != nil {

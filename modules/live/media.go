@@ -199,6 +199,8 @@ func (m *Module) sendMedia(c *fiber.Ctx, id int64, file, scope string) error {
 		cache = "no-cache"
 		if file == hls.ArchiveAV || file == hls.ArchiveAudio {
 			cache = scope + ", max-age=300"
+		} else {
+			m.viewers.saw(id, c.IP(), time.Now())
 		}
 	case ".ts":
 		c.Set(fiber.HeaderContentType, "video/mp2t")

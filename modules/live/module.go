@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/onair/onair/app"
 	"github.com/onair/onair/modules/live/rtmp"
@@ -41,6 +42,8 @@ type Module struct {
 	signer *signer
 	thumbs *thumbnailer
 	vis    *visibility
+	// viewers counts who watches each live show (from playlist polls).
+	viewers *viewers
 
 	mu      sync.Mutex
 	streams map[int64]*stream
@@ -54,7 +57,17 @@ var (
 	_ app.Provisioner  = (*Module)(nil)
 	_ app.PublicRouter = (*Module)(nil)
 	_ app.Service      = (*Module)(nil)
+	_ app.Configurer   = (*Module)(nil)
 )
+
+// SettingRTMPAddr is where the RTMP ingest server listens.
+const SettingRTMPAddr = "ONAIR_RTMP_ADDR"
+
+func (*Module) Settings() []app.Setting {
+	return []app.Setting{
+		{Env: SettingRTMPAddr, Flag: "rtmp-addr", Default: ":1935", Help: "address the RTMP ingest server listens on", Parse: app.ParseAddr},
+	}
+}
 
 func (*Module) Name() string { return "live" }
 
@@ -66,7 +79,7 @@ func (m *Module) Provision(core *app.Core) error {
 	if err := os.MkdirAll(m.root, 0o755); err != nil {
 		return fmt.Errorf("live: media directory: %w", err)
 	}
-	u, err := url.Parse(core.Config.RTMPURL)
+	u, err := url.Parse(app.Get[string](core.Config, shows.SettingRTMPURL))
 	if err != nil {
 		return fmt.Errorf("live: ONAIR_RTMP_URL: %w", err)
 	}
@@ -84,15 +97,38 @@ func (m *Module) Provision(core *app.Core) error {
 	m.shows.SetMediaSigner(m.signURL)
 	m.shows.Subscribe(m.onShowEvent)
 	m.rtmp = &rtmp.Server{Handler: rtmp.HandlerFunc(m.publish), Logger: core.Log}
+	m.viewers = newViewers(viewerWindow)
+	return m.registerMetrics(core.Metrics)
+}
+
+// registerMetrics adds the module's gauges to the kernel's registry.
+func (m *Module) registerMetrics(reg prometheus.Registerer) error {
+	for _, g := range []prometheus.Collector{
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "onair_live_publishers", Help: "Publishers streaming a show to this node.",
+		}, func() float64 { return float64(m.Streams()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "onair_rtmp_connections", Help: "RTMP connections open on this node, publishing or not.",
+		}, func() float64 { return float64(m.rtmp.Conns()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "onair_hls_viewers",
+			Help: "Client addresses that fetched a live playlist from this node in the last 30 seconds.",
+		}, func() float64 { return float64(m.viewers.total(time.Now())) }),
+	} {
+		if err := reg.Register(g); err != nil {
+			return fmt.Errorf("live: metrics: %w", err)
+		}
+	}
 	return nil
 }
 
 // Start listens for publishers on ONAIR_RTMP_ADDR and reconciles what a
 // previous run left behind.
 func (m *Module) Start(ctx context.Context) error {
-	ln, err := net.Listen("tcp", m.core.Config.RTMPAddr)
+	addr := app.Get[string](m.core.Config, SettingRTMPAddr)
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return fmt.Errorf("live: listen on ONAIR_RTMP_ADDR %s: %w", m.core.Config.RTMPAddr, err)
+		return fmt.Errorf("live: listen on ONAIR_RTMP_ADDR %s: %w", addr, err)
 	}
 	m.ln = ln
 	go func() {
@@ -100,7 +136,7 @@ func (m *Module) Start(ctx context.Context) error {
 			m.core.Log.Error("rtmp server stopped", "err", err)
 		}
 	}()
-	m.core.Log.Info("rtmp ingest listening", "addr", ln.Addr().String(), "stream_url", m.core.Config.RTMPURL)
+	m.core.Log.Info("rtmp ingest listening", "addr", ln.Addr().String(), "stream_url", app.Get[string](m.core.Config, shows.SettingRTMPURL))
 	if m.thumbs != nil {
 		m.thumbs.start(m.ctx)
 	}
@@ -170,6 +206,10 @@ func (m *Module) Streams() int {
 	defer m.mu.Unlock()
 	return len(m.streams)
 }
+
+// Viewers counts the client addresses watching a live show now (polling
+// its playlists within the last 30 s).
+func (m *Module) Viewers(showID int64) int { return m.viewers.count(showID, time.Now()) }
 
 // Wait blocks until pending archive and clean-up jobs are done (tests).
 func (m *Module) Wait() { m.work.Wait() }

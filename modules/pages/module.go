@@ -60,7 +60,7 @@ func (m *Module) Provision(core *app.Core) error {
 		return err
 	}
 	m.users, m.shows, m.chat = um.Service, shows.From(core), cm.Service
-	m.assets, m.public, m.rtmp, m.log = assets, core.Config.PublicURL, core.Config.RTMPURL, core.Log
+	m.assets, m.public, m.rtmp, m.log = assets, core.Config.PublicURL, app.Get[string](core.Config, shows.SettingRTMPURL), core.Log
 	return nil
 }
 

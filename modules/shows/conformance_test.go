@@ -456,7 +456,7 @@ func testLifecycle(t *testing.T, f *fixture) {
 	if n, err := f.svc.Sweep(f.ctx, now); err != nil || n != 0 {
 		t.Errorf("sweep inside the window stopped %d: %v", n, err)
 	}
-	window := f.env.Core.Config.ReconnectWindow
+	window := app.Get[time.Duration](f.env.Core.Config, shows.SettingReconnectWindow)
 	if n, err := f.svc.Sweep(f.ctx, now.Add(window+time.Second)); err != nil || n != 1 {
 		t.Errorf("sweep after the window stopped %d, want 1: %v", n, err)
 	}

@@ -193,8 +193,8 @@ func (f *fixture) checkShow(t *testing.T, sh map[string]any, write bool) {
 		isType("user."+k, typ, user[k])
 	}
 	if write {
-		if sh["stream_url"] != f.env.Core.Config.RTMPURL {
-			t.Fatalf("stream_url = %v, want %s", sh["stream_url"], f.env.Core.Config.RTMPURL)
+		if sh["stream_url"] != app.Get[string](f.env.Core.Config, shows.SettingRTMPURL) {
+			t.Fatalf("stream_url = %v, want %s", sh["stream_url"], app.Get[string](f.env.Core.Config, shows.SettingRTMPURL))
 		}
 		if k, _ := sh["stream_key"].(string); !streamKeyRE.MatchString(k) || !strings.HasPrefix(k, fmt.Sprintf("sk_%d_", n)) {
 			t.Fatalf("stream_key = %v", sh["stream_key"])

@@ -36,7 +36,24 @@ var (
 	_ app.PublicRouter      = (*Module)(nil)
 	_ app.OpenAPIDocumenter = (*Module)(nil)
 	_ app.Service           = (*Module)(nil)
+	_ app.Configurer        = (*Module)(nil)
 )
+
+// Settings of the module: where broadcasters publish, and how long a live
+// show whose publisher dropped waits for it.
+const (
+	SettingRTMPURL         = "ONAIR_RTMP_URL"
+	SettingReconnectWindow = "ONAIR_RECONNECT_WINDOW"
+)
+
+func (*Module) Settings() []app.Setting {
+	return []app.Setting{
+		{Env: SettingRTMPURL, Flag: "rtmp-url", Default: "rtmp://localhost:1935/live",
+			Help: "RTMP address given to broadcasters as stream_url", Parse: app.ParseURLSetting(false, "rtmp", "rtmps")},
+		{Env: SettingReconnectWindow, Flag: "reconnect-window", Default: "60s",
+			Help: "how long a dropped live show waits for its publisher", Parse: app.ParseDuration},
+	}
+}
 
 // From returns the provisioned shows service of a booted core.
 func From(core *app.Core) *Service {
@@ -106,7 +123,7 @@ func (m *Module) Provision(core *app.Core) error {
 		return fmt.Errorf("shows: the users module is not provisioned")
 	}
 	m.Service = NewService(core)
-	m.janitor = newJanitor(m.Service, core.Config.ReconnectWindow)
+	m.janitor = newJanitor(m.Service, m.Service.window)
 	return nil
 }
 

@@ -46,8 +46,8 @@ func NewService(core *app.Core) *Service {
 		authz:  core.Authz,
 		log:    core.Log,
 		public: core.Config.PublicURL,
-		rtmp:   core.Config.RTMPURL,
-		window: core.Config.ReconnectWindow,
+		rtmp:   app.Get[string](core.Config, SettingRTMPURL),
+		window: app.Get[time.Duration](core.Config, SettingReconnectWindow),
 	}
 }
 

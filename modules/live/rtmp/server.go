@@ -52,6 +52,13 @@ type Server struct {
 	epoch     time.Time
 }
 
+// Conns counts the connections open now, publishers or not.
+func (s *Server) Conns() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.conns)
+}
+
 func (s *Server) logger() *slog.Logger {
 	if s.Logger != nil {
 		return s.Logger
