@@ -68,7 +68,9 @@ func TestConfigSources(t *testing.T) {
 					c.TrustedProxies[1].String() == "192.168.0.0/16" && c.TrustedProxies[2].String() == "::1/128"
 			}},
 		{"cors origins", map[string]string{"ONAIR_CORS_ORIGINS": "https://a.example, http://localhost:3000"}, nil,
-			func(c *Config) bool { return reflect.DeepEqual(c.CORSOrigins, []string{"https://a.example", "http://localhost:3000"}) }},
+			func(c *Config) bool {
+				return reflect.DeepEqual(c.CORSOrigins, []string{"https://a.example", "http://localhost:3000"})
+			}},
 		{"metrics address", map[string]string{"ONAIR_METRICS_ADDR": "127.0.0.1:9100"}, nil,
 			func(c *Config) bool { return c.MetricsAddr == "127.0.0.1:9100" }},
 	}
