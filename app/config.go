@@ -43,6 +43,9 @@ type Config struct {
 	AuthFailures int
 	// RequestTimeout bounds the work of one request (its context's deadline).
 	RequestTimeout time.Duration
+	// StorageURL names the media store: file:///path (the default, in the
+	// data dir).
+	StorageURL string
 
 	values map[string]any // module settings, by variable name
 }
@@ -93,6 +96,18 @@ var kernelSettings = []Setting{
 			}
 			_, _, err := ParseDatabaseURL(v)
 			return err
+		}},
+	{Env: "ONAIR_STORAGE_URL", Flag: "storage-url", Help: "where media (recordings, thumbnails, images) is kept: file:///path (default: media/ in the data dir)",
+		set: func(c *Config, v string) error {
+			c.StorageURL = v
+			if v == "" {
+				return nil
+			}
+			u, err := url.Parse(v)
+			if err != nil || u.Scheme != "file" || u.Path == "" || u.Host != "" {
+				return fmt.Errorf("must be file:///absolute/path")
+			}
+			return nil
 		}},
 	{Env: "ONAIR_REDIS_URL", Flag: "redis-url", Help: "redis://host:6379/0; enables shared rate limits, chat fan-out and presence across nodes",
 		set: func(c *Config, v string) error {
@@ -224,6 +239,13 @@ func LoadConfig(fs *flag.FlagSet, args []string, getenv func(string) string) (*C
 			}
 			return nil, fmt.Errorf("config: %s=%q: %v", name, *values[s.Env], err)
 		}
+	}
+	if c.StorageURL == "" {
+		abs, err := filepath.Abs(filepath.Join(c.DataDir, "media"))
+		if err != nil {
+			return nil, fmt.Errorf("config: ONAIR_DATA_DIR: %w", err)
+		}
+		c.StorageURL = "file://" + abs
 	}
 	if c.DatabaseURL == "" {
 		abs, err := filepath.Abs(filepath.Join(c.DataDir, "onair.db"))

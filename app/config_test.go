@@ -27,9 +27,10 @@ func TestConfigDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	abs, _ := filepath.Abs("data/onair.db")
+	media, _ := filepath.Abs("data/media")
 	want := Config{
 		HTTPAddr: ":8080", PublicURL: "http://localhost:8080", DataDir: "./data",
-		DatabaseURL: "sqlite://" + abs, RedisPrefix: "onair:", RateLimit: 600,
+		DatabaseURL: "sqlite://" + abs, StorageURL: "file://" + media, RedisPrefix: "onair:", RateLimit: 600,
 		AuthFailures: 20, CORSOrigins: []string{"*"}, MaxConnsPerIP: 256,
 		RequestTimeout: 30 * time.Second, LogFormat: "text", LogLevel: "info",
 	}

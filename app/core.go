@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/url"
 	"os"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 	"github.com/uptrace/bun"
 
+	"github.com/onair/onair/internal/store"
 	"github.com/onair/onair/migrations"
 )
 
@@ -28,6 +30,9 @@ type Core struct {
 	Redis   *redis.Client // nil unless ONAIR_REDIS_URL is set
 	Modules []Module
 	Auth    Authenticator
+	// Store keeps media objects (recordings, thumbnails, images): files
+	// in the data dir, or the store ONAIR_STORAGE_URL names.
+	Store store.Store
 	// Metrics is the Prometheus registry of this boot, served at /metrics.
 	// It holds the Go and process collectors and the HTTP server's
 	// figures; modules register their own collectors here in Provision.
@@ -92,6 +97,9 @@ func Boot(ctx context.Context, cfg *Config, opts BootOptions) (*Core, error) {
 	if core.Authz, err = NewAuthz(lines); err != nil {
 		return fail(err)
 	}
+	if core.Store, err = OpenStore(cfg.StorageURL); err != nil {
+		return fail(err)
+	}
 	if cfg.RedisURL != "" {
 		ropts, err := redis.ParseURL(cfg.RedisURL)
 		if err != nil {
@@ -121,6 +129,19 @@ func Boot(ctx context.Context, cfg *Config, opts BootOptions) (*Core, error) {
 		return fail(errors.New("app: no module authenticates tokens"))
 	}
 	return core, nil
+}
+
+// OpenStore opens the media store ONAIR_STORAGE_URL names.
+func OpenStore(raw string) (store.Store, error) {
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme != "file" {
+		return nil, fmt.Errorf("config: ONAIR_STORAGE_URL=%q: must be file:///absolute/path", raw)
+	}
+	s, err := store.NewLocal(u.Path)
+	if err != nil {
+		return nil, fmt.Errorf("config: ONAIR_STORAGE_URL: %w", err)
+	}
+	return s, nil
 }
 
 // Migrate applies every module's pending migrations.

@@ -1,0 +1,127 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"strings"
+	"sync"
+	"testing"
+)
+
+func TestLocal(t *testing.T) {
+	s, err := NewLocal(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	conformance(t, s)
+}
+
+// conformance is what every Store must do; each implementation's test runs
+// it against a real store.
+func conformance(t *testing.T, s Store) {
+	ctx := context.Background()
+	t.Run("put, stat, open", func(t *testing.T) {
+		if err := PutBytes(ctx, s, "shows/1/seg-000001.m4s", []byte("first"), "video/mp4"); err != nil {
+			t.Fatal(err)
+		}
+		if err := PutBytes(ctx, s, "shows/1/seg-000001.m4s", []byte("second!"), "video/mp4"); err != nil {
+			t.Fatal(err)
+		}
+		info, err := s.Stat(ctx, "shows/1/seg-000001.m4s")
+		if err != nil || info.Size != 7 || info.ETag == "" {
+			t.Fatalf("stat %+v %v", info, err)
+		}
+		obj, err := s.Open(ctx, "shows/1/seg-000001.m4s")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer obj.Body.Close()
+		if _, err := obj.Body.Seek(3, io.SeekStart); err != nil {
+			t.Fatal(err)
+		}
+		rest, _ := io.ReadAll(obj.Body)
+		if string(rest) != "ond!" || obj.Size != 7 {
+			t.Fatalf("read %q size %d", rest, obj.Size)
+		}
+	})
+	t.Run("unknown size", func(t *testing.T) {
+		if err := s.Put(ctx, "users/7/avatar.jpg", strings.NewReader("jpeg"), -1, "image/jpeg"); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := ReadAll(ctx, s, "users/7/avatar.jpg"); err != nil || string(got) != "jpeg" {
+			t.Fatalf("%q %v", got, err)
+		}
+	})
+	t.Run("missing keys", func(t *testing.T) {
+		if _, err := s.Open(ctx, "shows/1/nope.m4s"); !IsNotExist(err) {
+			t.Fatalf("open: %v", err)
+		}
+		if _, err := s.Stat(ctx, "shows/404/nope.m4s"); !IsNotExist(err) {
+			t.Fatalf("stat: %v", err)
+		}
+		if err := s.Delete(ctx, "shows/404/nope.m4s"); err != nil {
+			t.Fatalf("delete: %v", err)
+		}
+	})
+	t.Run("bad keys", func(t *testing.T) {
+		for _, k := range []string{"", "/abs", "a/../b", "a//b", "a/./b", "dir/", `a\b`} {
+			if err := PutBytes(ctx, s, k, []byte("x"), ""); err == nil {
+				t.Errorf("put %q accepted", k)
+			}
+		}
+		if err := s.DeletePrefix(ctx, "shows"); err == nil {
+			t.Error("prefix without a trailing slash accepted")
+		}
+	})
+	t.Run("list and delete a prefix", func(t *testing.T) {
+		for _, k := range []string{"shows/2/a.m4s", "shows/2/b.m4s", "shows/2/sub/c.jpg", "shows/20/other.m4s"} {
+			if err := PutBytes(ctx, s, k, []byte(k), ""); err != nil {
+				t.Fatal(err)
+			}
+		}
+		list, err := s.List(ctx, "shows/2/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var keys []string
+		for _, i := range list {
+			keys = append(keys, i.Key)
+		}
+		if strings.Join(keys, ",") != "shows/2/a.m4s,shows/2/b.m4s,shows/2/sub/c.jpg" {
+			t.Fatalf("list %v", keys)
+		}
+		if err := s.DeletePrefix(ctx, "shows/2/"); err != nil {
+			t.Fatal(err)
+		}
+		if list, _ := s.List(ctx, "shows/2/"); len(list) != 0 {
+			t.Fatalf("left %v", list)
+		}
+		if _, err := s.Stat(ctx, "shows/20/other.m4s"); err != nil {
+			t.Fatalf("a sibling prefix was deleted: %v", err)
+		}
+	})
+	t.Run("concurrent puts of one key leave one whole object", func(t *testing.T) {
+		var wg sync.WaitGroup
+		bodies := [][]byte{bytes.Repeat([]byte("a"), 1<<16), bytes.Repeat([]byte("b"), 1<<16)}
+		for i := range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := PutBytes(ctx, s, "shows/3/race.m4s", bodies[i%2], ""); err != nil {
+					t.Error(err)
+				}
+			}()
+		}
+		wg.Wait()
+		got, err := ReadAll(ctx, s, "shows/3/race.m4s")
+		if err != nil || (!bytes.Equal(got, bodies[0]) && !bytes.Equal(got, bodies[1])) {
+			t.Fatalf("torn object (%d bytes) %v", len(got), err)
+		}
+	})
+	t.Run("ping", func(t *testing.T) {
+		if err := s.Ping(ctx); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
