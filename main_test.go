@@ -63,7 +63,7 @@ func TestNewUserPath(t *testing.T) {
 	if base == "" {
 		t.Fatalf("onair did not say where it listens:\n%s", serverErr.String())
 	}
-	for _, want := range []string{"OnAir has no users yet", "onair users create", "onair tokens create --user"} {
+	for _, want := range []string{"OnAir has no users yet", "/signup", "/admin", "onair users create", "onair tokens create --user"} {
 		if !strings.Contains(serverErr.String(), want) {
 			t.Fatalf("first-run hint lacks %q:\n%s", want, serverErr.String())
 		}

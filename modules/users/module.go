@@ -123,13 +123,19 @@ func (m *Module) Stop(context.Context) error { return nil }
 
 func printFirstRunHint(w io.Writer, publicURL string) {
 	fmt.Fprintf(w, `
-  OnAir has no users yet. Create one and an API token:
+  OnAir has no users yet. It serves %[1]s:
 
-    onair users create --name "Your Name" --email you@example.com --password 'a long secret'
+    %[1]s/signup   make an account in the browser (DJs start here)
+    %[1]s/admin    the staff console, for users with the admin role
+
+  Or from a terminal, an admin and an API token:
+
+    onair users create --name "Your Name" --email you@example.com --password 'a long secret' --role admin
     onair tokens create --user you@example.com
+    curl -H "Authorization: Bearer <token>" %[1]s/v1/users/me
 
   (from a source checkout: go run . users create ..., go run . tokens create ...)
-  then: curl -H "Authorization: Bearer <token>" %s/v1/users/me
+  onair help lists every command and setting.
 
 `, publicURL)
 }
