@@ -23,15 +23,13 @@ import (
 	"net/url"
 	"os"
 	"runtime/pprof"
-	"sort"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/onair/onair/app"
+	"github.com/onair/onair/bench/internal/benchkit"
 	_ "github.com/onair/onair/modules"
 	"github.com/onair/onair/modules/users"
 )
@@ -171,13 +169,14 @@ func run(dbURL string, nShows, nUsers int, reseed bool, duration time.Duration, 
 		if i > 0 && only != "" && !strings.Contains(sc.name, only) {
 			continue
 		}
-		res, err := measure(ctx, client, base, token, sc, duration, workers)
+		lr, err := benchkit.Load(ctx, client, token, func(r *rand.Rand) string { return base + sc.path(r) }, duration, workers)
 		if err != nil {
 			return fmt.Errorf("%s: %w", sc.name, err)
 		}
+		res := result{name: sc.name, LoadResult: lr}
 		results = append(results, res)
 		fmt.Fprintf(os.Stderr, "%-48s cold %7.2f ms  p50 %7.2f ms  p99 %7.2f ms  %8.0f req/s\n",
-			res.name, ms(res.cold), ms(res.p50), ms(res.p99), res.rps)
+			res.name, benchkit.Ms(res.Cold), benchkit.Ms(res.P50), benchkit.Ms(res.P99), res.RPS)
 	}
 	printTable(results, nShows, workers, duration)
 	return nil
@@ -195,85 +194,9 @@ func fixed(name, path string) scenario {
 }
 
 type result struct {
-	name           string
-	cold, p50, p99 time.Duration
-	rps            float64
-	n              int
+	name string
+	benchkit.LoadResult
 }
-
-// measure sends one cold request, warms up for a second, then runs workers
-// for d and returns the latency percentiles and throughput.
-func measure(ctx context.Context, client *http.Client, base, token string, sc scenario, d time.Duration, workers int) (result, error) {
-	r0 := rand.New(rand.NewPCG(1, 2))
-	cold, err := get(client, base+sc.path(r0), token)
-	if err != nil {
-		return result{}, err
-	}
-	var (
-		mu     sync.Mutex
-		lat    []time.Duration
-		failed atomic.Value
-	)
-	phase := func(d time.Duration, record bool) {
-		deadline := time.Now().Add(d)
-		var wg sync.WaitGroup
-		for w := 0; w < workers; w++ {
-			wg.Add(1)
-			go func(w int) {
-				defer wg.Done()
-				r := rand.New(rand.NewPCG(uint64(w), 7))
-				var local []time.Duration
-				for time.Now().Before(deadline) && ctx.Err() == nil {
-					took, err := get(client, base+sc.path(r), token)
-					if err != nil {
-						failed.Store(err)
-						return
-					}
-					local = append(local, took)
-				}
-				if record {
-					mu.Lock()
-					lat = append(lat, local...)
-					mu.Unlock()
-				}
-			}(w)
-		}
-		wg.Wait()
-	}
-	phase(time.Second, false)
-	phase(d, true)
-	if err, _ := failed.Load().(error); err != nil {
-		return result{}, err
-	}
-	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
-	pct := func(p float64) time.Duration { return lat[int(p*float64(len(lat)-1))] }
-	return result{name: sc.name, cold: cold, p50: pct(0.50), p99: pct(0.99), rps: float64(len(lat)) / d.Seconds(), n: len(lat)}, nil
-}
-
-func get(client *http.Client, u, token string) (time.Duration, error) {
-	req, err := http.NewRequest("GET", u, nil)
-	if err != nil {
-		return 0, err
-	}
-	req.Header.Set("Authorization", "Bearer "+token)
-	start := time.Now()
-	resp, err := client.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	_, err = io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	took := time.Since(start)
-	if err != nil {
-		return 0, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return 0, fmt.Errorf("GET %s: status %d", u, resp.StatusCode)
-	}
-	return took, nil
-}
-
-func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 func printTable(results []result, nShows, workers int, d time.Duration) {
 	ceiling := results[0]
@@ -282,7 +205,7 @@ func printTable(results []result, nShows, workers int, d time.Duration) {
 	fmt.Println("|---|---:|---:|---:|---:|---:|---:|")
 	for _, r := range results {
 		fmt.Printf("| %s | %.2f | %.2f | %.2f | %.0f | %.1f× | %.3f |\n",
-			r.name, ms(r.cold), ms(r.p50), ms(r.p99), r.rps, float64(r.p50)/float64(ceiling.p50), r.rps/ceiling.rps)
+			r.name, benchkit.Ms(r.Cold), benchkit.Ms(r.P50), benchkit.Ms(r.P99), r.RPS, float64(r.P50)/float64(ceiling.P50), r.RPS/ceiling.RPS)
 	}
 }
 
