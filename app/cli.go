@@ -151,12 +151,13 @@ func serve(ctx context.Context, core *Core, _ io.Writer) error {
 		return fmt.Errorf("listen on ONAIR_HTTP_ADDR %s: %w", core.Config.HTTPAddr, err)
 	}
 	core.Log.Info("onair serving", "version", Version, "http", ln.Addr().String(), "public_url", core.Config.PublicURL,
-		"database", RedactDatabaseURL(core.Config.DatabaseURL), "redis", core.Config.RedisURL != "")
+		"database", RedactURL(core.Config.DatabaseURL), "storage", core.Store.Kind(), "redis", core.Config.RedisURL != "")
 	return srv.Serve(ctx, ln)
 }
 
-// RedactDatabaseURL hides the password of a database URL for logs.
-func RedactDatabaseURL(raw string) string {
+// RedactURL hides the password of a URL with credentials (database,
+// Redis, object store) for logs and error messages.
+func RedactURL(raw string) string {
 	if at := strings.LastIndex(raw, "@"); at > 0 {
 		if scheme := strings.Index(raw, "://"); scheme > 0 {
 			creds := raw[scheme+3 : at]

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/onair/onair/internal/store"
 )
 
 // Config is every setting of the process. Each one comes from an ONAIR_*
@@ -44,7 +46,7 @@ type Config struct {
 	// RequestTimeout bounds the work of one request (its context's deadline).
 	RequestTimeout time.Duration
 	// StorageURL names the media store: file:///path (the default, in the
-	// data dir).
+	// data dir) or s3://ACCESS:SECRET@host:port/bucket.
 	StorageURL string
 
 	values map[string]any // module settings, by variable name
@@ -97,15 +99,19 @@ var kernelSettings = []Setting{
 			_, _, err := ParseDatabaseURL(v)
 			return err
 		}},
-	{Env: "ONAIR_STORAGE_URL", Flag: "storage-url", Help: "where media (recordings, thumbnails, images) is kept: file:///path (default: media/ in the data dir)",
+	{Env: "ONAIR_STORAGE_URL", Flag: "storage-url", Help: "where media (recordings, thumbnails, images) is kept: file:///path or s3://ACCESS:SECRET@host:port/bucket?secure=false&region=us-east-1 (default: media/ in the data dir)",
 		set: func(c *Config, v string) error {
 			c.StorageURL = v
 			if v == "" {
 				return nil
 			}
+			if strings.HasPrefix(v, "s3:") {
+				_, err := store.ParseS3URL(v)
+				return err
+			}
 			u, err := url.Parse(v)
 			if err != nil || u.Scheme != "file" || u.Path == "" || u.Host != "" {
-				return fmt.Errorf("must be file:///absolute/path")
+				return fmt.Errorf("must be file:///absolute/path or s3://ACCESS:SECRET@host:port/bucket")
 			}
 			return nil
 		}},
@@ -237,7 +243,7 @@ func LoadConfig(fs *flag.FlagSet, args []string, getenv func(string) string) (*C
 			if explicit[s.Flag] {
 				name = "-" + s.Flag
 			}
-			return nil, fmt.Errorf("config: %s=%q: %v", name, *values[s.Env], err)
+			return nil, fmt.Errorf("config: %s=%q: %v", name, RedactURL(*values[s.Env]), err)
 		}
 	}
 	if c.StorageURL == "" {

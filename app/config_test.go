@@ -74,6 +74,8 @@ func TestConfigSources(t *testing.T) {
 			}},
 		{"metrics address", map[string]string{"ONAIR_METRICS_ADDR": "127.0.0.1:9100"}, nil,
 			func(c *Config) bool { return c.MetricsAddr == "127.0.0.1:9100" }},
+		{"s3 storage", map[string]string{"ONAIR_STORAGE_URL": "s3://AK:SK@127.0.0.1:9000/media?secure=false"}, nil,
+			func(c *Config) bool { return c.StorageURL == "s3://AK:SK@127.0.0.1:9000/media?secure=false" }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -114,6 +116,8 @@ func TestConfigBadValues(t *testing.T) {
 		{"auth failures zero", map[string]string{"ONAIR_AUTH_FAILURES": "0"}, nil, "ONAIR_AUTH_FAILURES"},
 		{"request timeout zero", map[string]string{"ONAIR_REQUEST_TIMEOUT": "0s"}, nil, "ONAIR_REQUEST_TIMEOUT"},
 		{"metrics addr", map[string]string{"ONAIR_METRICS_ADDR": "9100"}, nil, "ONAIR_METRICS_ADDR"},
+		{"storage with another scheme", map[string]string{"ONAIR_STORAGE_URL": "ftp://h/media"}, nil, "ONAIR_STORAGE_URL"},
+		{"s3 storage without keys", map[string]string{"ONAIR_STORAGE_URL": "s3://h:9000/media"}, nil, "ONAIR_STORAGE_URL"},
 		{"rate limit zero", map[string]string{"ONAIR_RATE_LIMIT": "0"}, nil, "ONAIR_RATE_LIMIT"},
 		{"rate limit words", map[string]string{"ONAIR_RATE_LIMIT": "many"}, nil, "ONAIR_RATE_LIMIT"},
 		{"log format", map[string]string{"ONAIR_LOG_FORMAT": "xml"}, nil, "ONAIR_LOG_FORMAT"},
@@ -161,11 +165,19 @@ func TestParseDatabaseURL(t *testing.T) {
 	}
 }
 
-func TestRedactDatabaseURL(t *testing.T) {
-	if got := RedactDatabaseURL("mysql://u:secret@h:3306/db"); got != "mysql://u:***@h:3306/db" {
+// A bad value that carries a secret is named without the secret.
+func TestConfigErrorsHideSecrets(t *testing.T) {
+	_, err := loadConfig(t, map[string]string{"ONAIR_STORAGE_URL": "s3://AK:topsecret@h:9000/Bad_Bucket"})
+	if err == nil || !strings.Contains(err.Error(), "ONAIR_STORAGE_URL") || strings.Contains(err.Error(), "topsecret") {
+		t.Fatalf("error %v", err)
+	}
+}
+
+func TestRedactURL(t *testing.T) {
+	if got := RedactURL("mysql://u:secret@h:3306/db"); got != "mysql://u:***@h:3306/db" {
 		t.Fatalf("got %s", got)
 	}
-	if got := RedactDatabaseURL("sqlite:///x/onair.db"); got != "sqlite:///x/onair.db" {
+	if got := RedactURL("sqlite:///x/onair.db"); got != "sqlite:///x/onair.db" {
 		t.Fatalf("got %s", got)
 	}
 }

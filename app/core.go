@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/url"
 	"os"
+	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
@@ -97,7 +98,7 @@ func Boot(ctx context.Context, cfg *Config, opts BootOptions) (*Core, error) {
 	if core.Authz, err = NewAuthz(lines); err != nil {
 		return fail(err)
 	}
-	if core.Store, err = OpenStore(cfg.StorageURL); err != nil {
+	if core.Store, err = OpenStore(ctx, cfg.StorageURL); err != nil {
 		return fail(err)
 	}
 	if cfg.RedisURL != "" {
@@ -131,11 +132,25 @@ func Boot(ctx context.Context, cfg *Config, opts BootOptions) (*Core, error) {
 	return core, nil
 }
 
-// OpenStore opens the media store ONAIR_STORAGE_URL names.
-func OpenStore(raw string) (store.Store, error) {
+// OpenStore opens the media store ONAIR_STORAGE_URL names: a directory
+// (file://) or a bucket of an S3-compatible store (s3://), created when
+// missing. Wrong keys or an unreachable store stop start-up here, with a
+// message that names the variable.
+func OpenStore(ctx context.Context, raw string) (store.Store, error) {
+	if strings.HasPrefix(raw, "s3:") {
+		cfg, err := store.ParseS3URL(raw)
+		if err != nil {
+			return nil, fmt.Errorf("config: ONAIR_STORAGE_URL: %w", err)
+		}
+		s, err := store.NewS3(ctx, cfg)
+		if err != nil {
+			return nil, fmt.Errorf("config: ONAIR_STORAGE_URL (s3 at %s, bucket %s): %w", cfg.Endpoint, cfg.Bucket, err)
+		}
+		return s, nil
+	}
 	u, err := url.Parse(raw)
 	if err != nil || u.Scheme != "file" {
-		return nil, fmt.Errorf("config: ONAIR_STORAGE_URL=%q: must be file:///absolute/path", raw)
+		return nil, fmt.Errorf("config: ONAIR_STORAGE_URL: must be file:///absolute/path or s3://ACCESS:SECRET@host:port/bucket")
 	}
 	s, err := store.NewLocal(u.Path)
 	if err != nil {

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/onair/onair/internal/miniotest"
 )
 
 func TestLocal(t *testing.T) {
@@ -124,4 +126,62 @@ func conformance(t *testing.T, s Store) {
 			t.Fatal(err)
 		}
 	})
+}
+
+func TestS3(t *testing.T) {
+	srv := miniotest.Start(t)
+	cfg, err := ParseS3URL(srv.URL("onair-store-test"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := NewS3(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conformance(t, s)
+
+	t.Run("a bucket made by another node is fine", func(t *testing.T) {
+		if _, err := NewS3(context.Background(), cfg); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("wrong keys are named", func(t *testing.T) {
+		bad := cfg
+		bad.SecretKey = "not-the-secret"
+		if _, err := NewS3(context.Background(), bad); err == nil || !strings.Contains(err.Error(), "secret key is wrong") {
+			t.Fatalf("wrong secret: %v", err)
+		}
+		bad = cfg
+		bad.AccessKey = "nobody"
+		if _, err := NewS3(context.Background(), bad); err == nil || !strings.Contains(err.Error(), "access key is not known") {
+			t.Fatalf("unknown access key: %v", err)
+		}
+	})
+}
+
+func TestParseS3URL(t *testing.T) {
+	good, err := ParseS3URL("s3://AK:S%2Fk@minio.local:9000/media?secure=false&region=eu-west-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if good != (S3Config{Endpoint: "minio.local:9000", AccessKey: "AK", SecretKey: "S/k", Bucket: "media", Region: "eu-west-1"}) {
+		t.Fatalf("%+v", good)
+	}
+	if d, _ := ParseS3URL("s3://AK:SK@s3.example.com/media"); !d.Secure || d.Region != "us-east-1" {
+		t.Fatalf("defaults %+v", d)
+	}
+	for raw, want := range map[string]string{
+		"http://AK:SK@h/media":             "must be s3://",
+		"s3://AK:SK@/media":                "needs a host",
+		"s3://h:9000/media":                "access and secret keys",
+		"s3://AK:SK@h:9000/":               "not a valid bucket",
+		"s3://AK:SK@h:9000/Media":          "not a valid bucket",
+		"s3://AK:SK@h:9000/m/sub":          "not a valid bucket",
+		"s3://AK:SK@h:9000/media?secure=x": "secure must be",
+		"s3://AK:SK@h:9000/media?tls=1":    "unknown parameter",
+	} {
+		if _, err := ParseS3URL(raw); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", raw, err, want)
+		}
+	}
 }
