@@ -3,10 +3,8 @@ package admin
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/url"
 	"strings"
-	"time"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -147,11 +145,6 @@ func nextPath(next string) string {
 func safeNext(p string) bool {
 	return (p == Prefix || strings.HasPrefix(p, Prefix+"/") || strings.HasPrefix(p, Prefix+"?")) &&
 		!strings.ContainsAny(p, "\\\r\n") && !strings.Contains(p, "..") && !strings.HasPrefix(p, Prefix+"/login") && !strings.HasPrefix(p, Prefix+"/logout")
-}
-
-func tooMany(wait time.Duration) error {
-	secs := int((wait + time.Second - 1) / time.Second)
-	return app.TooManyRequests(fmt.Sprintf("too many failed sign-ins; try again in %d minutes", (secs+59)/60), secs)
 }
 
 // securityHeaders: console pages are never cached, framed or leaked in a
