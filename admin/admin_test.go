@@ -2,6 +2,7 @@ package admin_test
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -163,6 +164,36 @@ func TestCSRF(t *testing.T) {
 		resp.Body.Close()
 		if resp.StatusCode != http.StatusForbidden {
 			t.Fatalf("status %d", resp.StatusCode)
+		}
+	})
+	t.Run("another session's token", func(t *testing.T) {
+		_, other := admintest.Staff(t, env, "Other Mo", "moderator")
+		if other.CSRF == "" || other.CSRF == mod.CSRF {
+			t.Fatalf("tokens %q and %q", other.CSRF, mod.CSRF)
+		}
+		mod.PostNoCSRF(path, url.Values{"dj": {"true"}, "csrf": {other.CSRF}}).Expect(t, http.StatusForbidden)
+	})
+	t.Run("another origin, with the right token", func(t *testing.T) {
+		mod.Get("/admin/users/" + strconv.FormatInt(target.ID, 10))
+		for name, h := range map[string][2]string{
+			"Origin":         {"Origin", "https://evil.example"},
+			"Sec-Fetch-Site": {"Sec-Fetch-Site", "cross-site"},
+		} {
+			form := url.Values{"dj": {"true"}, "csrf": {mod.CSRF}}
+			req, _ := http.NewRequest("POST", env.URL+path, strings.NewReader(form.Encode()))
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			req.Header.Set(h[0], h[1])
+			resp, err := mod.HTTP.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			// The console's own error page, not the API's JSON.
+			if resp.StatusCode != http.StatusForbidden || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") ||
+				!strings.Contains(string(body), "did not come from this site") {
+				t.Errorf("%s: %d %s", name, resp.StatusCode, resp.Header.Get("Content-Type"))
+			}
 		}
 	})
 	u := getUser(t, env, target.ID)

@@ -18,6 +18,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/onair/onair/app"
+	"github.com/onair/onair/internal/csrf"
 	"github.com/onair/onair/migrations"
 	"github.com/onair/onair/modules/users"
 )
@@ -31,6 +32,7 @@ const Prefix = "/admin"
 type Module struct {
 	core  *app.Core
 	users *users.Service
+	csrf  *csrf.Guard
 	pages []app.AdminPage
 }
 
@@ -70,7 +72,11 @@ func (m *Module) Provision(core *app.Core) error {
 	if !ok || um.Service == nil {
 		return fmt.Errorf("admin: the users module is not provisioned")
 	}
-	m.core, m.users = core, um.Service
+	guard, err := csrf.New(core.Config.PublicURL)
+	if err != nil {
+		return err
+	}
+	m.core, m.users, m.csrf = core, um.Service, guard
 	return nil
 }
 

@@ -2,18 +2,14 @@ package admin
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/subtle"
-	"encoding/hex"
 	"errors"
-	"fmt"
 	"net/url"
 	"strings"
-	"time"
 
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/onair/onair/app"
+	"github.com/onair/onair/internal/csrf"
 	"github.com/onair/onair/modules/users"
 )
 
@@ -26,19 +22,18 @@ const (
 )
 
 // CSRFFieldName is the form field (or X-CSRF-Token header) that carries
-// the session's CSRF secret on every POST.
-const CSRFFieldName = "csrf"
-
-// loginCookie holds the CSRF secret of the sign-in form, before any
-// session exists (double submit: the form field must match the cookie).
-const loginCookie = "onair_admin_login"
+// the session's CSRF secret on every POST; internal/csrf checks it, for
+// the console as for the public pages.
+const CSRFFieldName = csrf.Field
 
 // loginForm is GET /admin/login.
 func (m *Module) loginForm(c *fiber.Ctx) error {
 	if sess, err := m.users.Session(c); err == nil && sess != nil && m.isStaff(sess.User) {
 		return c.Redirect(nextPath(c.Query("next")), fiber.StatusSeeOther)
 	}
-	token, err := loginToken(c)
+	// The sign-in form has no session yet: its token is the signed-out
+	// browser's (a cookie the form repeats).
+	token, err := m.csrf.FormToken(c)
 	if err != nil {
 		return err
 	}
@@ -49,13 +44,11 @@ func (m *Module) loginForm(c *fiber.Ctx) error {
 
 // login is POST /admin/login: CSRF, throttle, password, staff, session.
 func (m *Module) login(c *fiber.Ctx) error {
-	cookie := c.Cookies(loginCookie)
-	field := c.FormValue(CSRFFieldName)
-	if cookie == "" || len(field) != len(cookie) || subtle.ConstantTimeCompare([]byte(cookie), []byte(field)) != 1 {
+	if !m.csrf.CheckForm(c) {
 		return app.Forbidden("the sign-in form has expired or did not come from this site; reload it and try again")
 	}
 	email := strings.ToLower(strings.TrimSpace(c.FormValue("email")))
-	view := loginView{CSRF: cookie, Next: nextPath(c.FormValue("next")), Email: email}
+	view := loginView{CSRF: c.FormValue(CSRFFieldName), Next: nextPath(c.FormValue("next")), Email: email}
 	u, err := m.users.SignIn(c.UserContext(), email, c.FormValue("password"), c.IP())
 	if errors.Is(err, users.ErrNotFound) {
 		view.Error = "Wrong email or password."
@@ -76,8 +69,6 @@ func (m *Module) login(c *fiber.Ctx) error {
 	if _, err := m.users.StartSession(c, u.ID); err != nil {
 		return err
 	}
-	c.Cookie(&fiber.Cookie{Name: loginCookie, Path: Prefix + "/login", HTTPOnly: true,
-		SameSite: fiber.CookieSameSiteStrictMode, Expires: time.Unix(1, 0)})
 	return c.Redirect(view.Next, fiber.StatusSeeOther)
 }
 
@@ -92,7 +83,8 @@ func (m *Module) logout(c *fiber.Ctx) error {
 
 // session loads the signed-in user of the request. Without a session,
 // every request is sent to the sign-in form (GET keeps where it was
-// going). POSTs must carry the session's CSRF secret.
+// going). Every other method must come from this site and carry the
+// session's CSRF secret.
 func (m *Module) session(c *fiber.Ctx) error {
 	sess, err := m.users.Session(c)
 	if err != nil {
@@ -110,12 +102,8 @@ func (m *Module) session(c *fiber.Ctx) error {
 	req := &Request{User: sess.User, Principal: p, CSRF: sess.CSRF, Path: c.Path(), authz: m.core.Authz, db: m.core.DB}
 	c.SetUserContext(context.WithValue(c.UserContext(), requestKey{}, req))
 	if c.Method() != fiber.MethodGet && c.Method() != fiber.MethodHead {
-		token := c.FormValue(CSRFFieldName)
-		if token == "" {
-			token = c.Get("X-CSRF-Token")
-		}
-		if !sess.CheckCSRF(token) {
-			return app.Forbidden("the form is missing its security token or it has expired; reload the page and try again")
+		if !m.csrf.Check(c, sess.CSRF) {
+			return app.Forbidden("the form is missing its security token, has expired or did not come from this site; reload the page and try again")
 		}
 	} else {
 		req.Flash = takeFlash(c)
@@ -157,27 +145,6 @@ func nextPath(next string) string {
 func safeNext(p string) bool {
 	return (p == Prefix || strings.HasPrefix(p, Prefix+"/") || strings.HasPrefix(p, Prefix+"?")) &&
 		!strings.ContainsAny(p, "\\\r\n") && !strings.Contains(p, "..") && !strings.HasPrefix(p, Prefix+"/login") && !strings.HasPrefix(p, Prefix+"/logout")
-}
-
-// loginToken returns the sign-in form's CSRF secret, setting its cookie
-// the first time.
-func loginToken(c *fiber.Ctx) (string, error) {
-	if v := c.Cookies(loginCookie); len(v) == 64 {
-		return v, nil
-	}
-	b := make([]byte, 32)
-	if _, err := rand.Read(b); err != nil {
-		return "", fmt.Errorf("admin: randomness: %w", err)
-	}
-	v := hex.EncodeToString(b)
-	c.Cookie(&fiber.Cookie{Name: loginCookie, Value: v, Path: Prefix + "/login", HTTPOnly: true,
-		SameSite: fiber.CookieSameSiteStrictMode, MaxAge: int(LoginWindow / time.Second * 4)})
-	return v, nil
-}
-
-func tooMany(wait time.Duration) error {
-	secs := int((wait + time.Second - 1) / time.Second)
-	return app.TooManyRequests(fmt.Sprintf("too many failed sign-ins; try again in %d minutes", (secs+59)/60), secs)
 }
 
 // securityHeaders: console pages are never cached, framed or leaked in a

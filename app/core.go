@@ -41,6 +41,8 @@ type Core struct {
 	// Stderr receives notices meant for the person at the terminal (the
 	// first-run hint): the command's stderr, never nil after Boot.
 	Stderr io.Writer
+
+	reserved map[string]bool // first path segments of the routes (ReservedSlug)
 }
 
 // URL makes an absolute URL on the public base.
@@ -56,8 +58,9 @@ type BootOptions struct {
 }
 
 // Boot opens the database and Redis, registers models, runs migrations,
-// builds the enforcer from every module's policy lines and provisions the
-// modules. It is the common start of every command.
+// builds the enforcer from every module's policy lines, provisions the
+// modules and reads back the paths their routes take (ReservedSlug). It is
+// the common start of every command.
 func Boot(ctx context.Context, cfg *Config, opts BootOptions) (*Core, error) {
 	log := opts.Log
 	if log == nil {
@@ -129,6 +132,7 @@ func Boot(ctx context.Context, cfg *Config, opts BootOptions) (*Core, error) {
 	if core.Auth == nil {
 		return fail(errors.New("app: no module authenticates tokens"))
 	}
+	core.reserved = reserveRoutes(core)
 	return core, nil
 }
 

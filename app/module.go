@@ -17,31 +17,45 @@ import (
 // Everything else a module can do is an optional ability, an extra interface
 // below that the kernel discovers by type assertion.
 //
-// Lifecycle of a module, in order:
+// Lifecycle of a module, in order (Boot runs Models to Reserved names for
+// every command; onair serve adds Routes, Start and Stop):
 //
-//	init()      the package calls Register(&Module{}).
-//	Settings    the module's settings are read with the kernel's, from the
-//	            environment and flags, before anything boots.
-//	Models      models are registered with Bun (m2m join tables first).
-//	Migrations  schema steps run, namespaced by module name.
-//	Policies    the module's Casbin lines are parsed into the one enforcer.
-//	Provision   the module receives the Core (DB, config, authz, logger...).
-//	Routes      /v1 routes (behind auth), public routes, admin pages.
-//	Start       background services start after the HTTP server is built.
-//	Stop        services stop, in reverse order, on shutdown.
+//	init()          the package calls Register(&Module{}).
+//	Settings        the module's settings are read with the kernel's, from
+//	                the environment and flags, before anything boots; a bad
+//	                value stops the command naming the variable or flag.
+//	Models          models are registered with Bun (m2m join tables first).
+//	Migrations      pending steps run, module by module (see Migrator).
+//	Policies        the module's Casbin lines are parsed into the one enforcer.
+//	Provision       the module receives the Core (DB, config, authz, logger,
+//	                store, Redis, metrics...), after the media store and Redis
+//	                are opened and the one Authenticator is found.
+//	Reserved names  every module's routes are mounted on a scratch Fiber app
+//	                and their first path segments reserved as user slugs
+//	                (Core.ReservedSlug).
+//	Routes          the server mounts /v1 routes (behind auth), then public
+//	                routes; the console mounts the admin pages.
+//	Start           background services start, in registration order, when
+//	                the server begins to serve.
+//	Stop            services stop, in reverse order, once the server has
+//	                stopped taking requests on shutdown.
 //
-// Modules are provisioned in registration order, which is Go's package
-// initialisation order: a module that imports another module's package is
-// always registered after it, so its dependencies are provisioned first.
+// Every step from Models on walks the modules in registration order (Stop
+// in reverse), which is Go's package initialisation order: a module that
+// imports another module's package is always registered after it, so its
+// dependencies are migrated and provisioned first.
 type Module interface {
 	Name() string
 }
 
 // Configurer declares the module's settings: ONAIR_* variables and flags
-// that the kernel reads, validates (a bad value stops start-up naming the
-// variable) and documents in onair help. The module reads them with
-// app.Get once provisioned. Settings are declared on the registered
-// prototype, before any boot, so Settings must not depend on module state.
+// (the flag is the variable's name: ONAIR_PING_RETENTION, -ping-retention)
+// that the kernel reads, validates with Setting.Parse (a bad value stops
+// the command naming the variable or flag) and lists in onair help;
+// README.md lists them too, which a test checks for the modules of the
+// build. The module reads a value with Get[T](core.Config, env). Settings
+// is called on the registered prototype before any boot, so it must not
+// depend on module state.
 type Configurer interface {
 	Settings() []Setting
 }
@@ -53,7 +67,11 @@ type Modeler interface {
 }
 
 // Migrator contributes schema migrations. Their ids are namespaced by the
-// module name, so two modules can never collide.
+// module name in the bookkeeping table ("shows:0001_create_tables"), so two
+// modules can never collide; a module's steps run in the lexical order of
+// their ids, each in one transaction with its bookkeeping row, on the
+// bun.IDB the step is given, and one process at a time. Steps must be
+// idempotent on MySQL, where DDL commits implicitly (package migrations).
 type Migrator interface {
 	Migrations() []migrations.Migration
 }
@@ -64,20 +82,26 @@ type Policier interface {
 	Policies() []string
 }
 
-// Provisioner receives the kernel's shared dependencies once, before any
-// route is mounted.
+// Provisioner receives the kernel's shared dependencies once per boot,
+// before any route is mounted. Modules that import this module's package
+// are provisioned after it and may use what Provision built (Lookup).
 type Provisioner interface {
 	Provision(core *Core) error
 }
 
 // APIRouter mounts routes under /v1. Every one of them sits behind the
-// Bearer-token middleware and the per-token rate limiter.
+// Bearer-token middleware and the per-token rate limiter. APIRoutes and
+// PublicRoutes are called twice when a server boots (once to reserve the
+// routes' first segments, once on the server), so they must only register
+// routes.
 type APIRouter interface {
 	APIRoutes(r fiber.Router)
 }
 
 // PublicRouter mounts routes at the root without authentication (public
-// pages, media files, health endpoints of a module).
+// pages, media files, health endpoints of a module). The first segment of
+// each route's path (/media, /embed) is reserved, so no user's page at
+// /{slug} can hide it.
 type PublicRouter interface {
 	PublicRoutes(r fiber.Router)
 }
@@ -125,8 +149,10 @@ type AdminWidget struct {
 	Order int
 }
 
-// Service is a background worker (an RTMP listener, a janitor...). Start
-// must not block; Stop must return once the work has stopped or ctx ends.
+// Service is a background worker (an RTMP listener, a janitor...), run by
+// onair serve only. Start must not block; its ctx lasts as long as the
+// server serves. A Start that fails stops the services already started and
+// the server. Stop must return once the work has stopped or ctx ends.
 type Service interface {
 	Start(ctx context.Context) error
 	Stop(ctx context.Context) error
@@ -244,7 +270,7 @@ func Lookup[T Module](core *Core) (T, bool) {
 }
 
 // SessionReader resolves the signed-in web user of a request from its
-// session cookie. The web pages module provides it; the chat's web socket
+// session cookie. The users module provides it; the chat's web socket
 // uses it to tell registered viewers from anonymous ones.
 type SessionReader interface {
 	SessionPrincipal(c *fiber.Ctx) (*Principal, error)

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"io"
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -74,36 +75,66 @@ func TestModuleSettingsBadValues(t *testing.T) {
 }
 
 // README.md's settings table lists every setting of the build, the
-// kernel's and every module's, with its flag and default, and nothing else.
+// kernel's and every module's, once, with exactly its flag and default (or,
+// for a setting without one, words rather than a literal value) and a
+// meaning, and nothing else; onair help lists the same. Each flag is its
+// variable's name ("a flag of the same name").
 func TestReadmeListsEverySetting(t *testing.T) {
 	readme, err := os.ReadFile("../README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	rows := map[string]string{}
+	type row struct{ flag, def, meaning string }
+	rows := map[string]row{}
 	for _, line := range strings.Split(string(readme), "\n") {
-		if strings.HasPrefix(line, "| `ONAIR_") {
-			env := strings.Trim(strings.Fields(line)[1], "`")
-			rows[env] = line
+		if !strings.HasPrefix(line, "| `ONAIR_") {
+			continue
 		}
+		cols := strings.Split(strings.Trim(line, "|"), " | ")
+		if len(cols) != 4 {
+			t.Errorf("README.md settings row has %d columns, not 4 (variable, flag, default, meaning): %s", len(cols), line)
+			continue
+		}
+		for i := range cols {
+			cols[i] = strings.TrimSpace(cols[i])
+		}
+		env := strings.Trim(cols[0], "`")
+		if _, dup := rows[env]; dup {
+			t.Errorf("README.md lists %s twice", env)
+		}
+		rows[env] = row{cols[1], cols[2], cols[3]}
 	}
 	all, err := app.AllSettings()
 	if err != nil {
 		t.Fatal(err)
 	}
+	help := app.SettingsHelp()
+	literal := regexp.MustCompile("^`[^`]*`$")
 	for _, s := range all {
-		row, ok := rows[s.Env]
+		if want := strings.ReplaceAll(strings.ToLower(strings.TrimPrefix(s.Env, "ONAIR_")), "_", "-"); s.Flag != want {
+			t.Errorf("%s has the flag -%s, not -%s", s.Env, s.Flag, want)
+		}
+		if !strings.Contains(help, s.Env) || !strings.Contains(help, "-"+s.Flag) {
+			t.Errorf("onair help does not list %s (-%s)", s.Env, s.Flag)
+		}
+		r, ok := rows[s.Env]
 		if !ok {
 			t.Errorf("README.md has no row for %s", s.Env)
 			continue
 		}
-		if !strings.Contains(row, "`-"+s.Flag+"`") {
-			t.Errorf("README.md row of %s lacks the flag -%s", s.Env, s.Flag)
-		}
-		if s.Default != "" && !strings.Contains(row, "`"+s.Default+"`") {
-			t.Errorf("README.md row of %s lacks the default %s", s.Env, s.Default)
-		}
 		delete(rows, s.Env)
+		if r.flag != "`-"+s.Flag+"`" {
+			t.Errorf("README.md row of %s: flag %s, want `-%s`", s.Env, r.flag, s.Flag)
+		}
+		switch {
+		case s.Default != "" && r.def != "`"+s.Default+"`":
+			t.Errorf("README.md row of %s: default %s, want `%s`", s.Env, r.def, s.Default)
+		case s.Default == "" && (r.def == "" || literal.MatchString(r.def)):
+			t.Errorf("README.md row of %s: default %q, but the setting has no literal default (say none, or what it falls back to)", s.Env, r.def)
+		}
+		if r.meaning == "" {
+			t.Errorf("README.md row of %s has no meaning", s.Env)
+		}
 	}
 	for env := range rows {
 		t.Errorf("README.md documents %s, which no setting of this build declares", env)

@@ -272,6 +272,7 @@ func (e *Env) CreateUser(name string, opts ...UserOption) (*users.User, string) 
 		o(&n)
 	}
 	svc := users.NewService(e.Core.DB, e.Core.Config.PublicURL)
+	svc.ReserveFrom(e.Core)
 	u, err := svc.Create(context.Background(), n)
 	if err != nil {
 		e.T.Fatalf("create user %q: %v", name, err)

@@ -22,7 +22,11 @@ func (m *Module) authPage(c *fiber.Ctx, v *visitor, status int, f authData) erro
 	if f.SignUp {
 		title, f.Action, f.Submit = "Sign up", "/signup", "Create account"
 	}
-	f.CSRF = m.formToken(c)
+	token, err := m.formToken(c)
+	if err != nil {
+		return err
+	}
+	f.CSRF = token
 	noStore(c)
 	return m.render(c, status, authForm(m.layout(c, v, title, ""), f))
 }

@@ -7,9 +7,10 @@
 //
 // A show's page lives at its url, /{user_slug}/{show_slug}, and a user's at
 // /{user_slug}. Those two routes are catch-alls: they are mounted last, and
-// a first segment that is reserved (users.ReservedSlug) or names no user
-// falls through to whatever route comes after them, so they never shadow
-// /v1, /admin, /media, /ws, /healthz and the rest.
+// a first segment that is reserved (the kernel reserves the first segment
+// of every route, app.Core.ReservedSlug) or names no user falls through to
+// whatever route comes after them, so they never shadow /v1, /admin,
+// /media, /ws, /healthz and the rest.
 package pages
 
 import (
@@ -19,6 +20,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/onair/onair/app"
+	"github.com/onair/onair/internal/csrf"
 	"github.com/onair/onair/modules/chat"
 	"github.com/onair/onair/modules/shows"
 	"github.com/onair/onair/modules/users"
@@ -32,6 +34,7 @@ type Module struct {
 	shows  *shows.Service
 	chat   *chat.Service
 	assets assets
+	csrf   *csrf.Guard
 	public string // ONAIR_PUBLIC_URL
 	rtmp   string // ONAIR_RTMP_URL, the stream url shown to owners
 	log    *slog.Logger
@@ -57,6 +60,9 @@ func (m *Module) Provision(core *app.Core) error {
 	}
 	assets, err := loadAssets()
 	if err != nil {
+		return err
+	}
+	if m.csrf, err = csrf.New(core.Config.PublicURL); err != nil {
 		return err
 	}
 	m.users, m.shows, m.chat = um.Service, shows.From(core), cm.Service

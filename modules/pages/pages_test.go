@@ -230,8 +230,13 @@ func TestCSRF(t *testing.T) {
 		{path("/chat/%d", id), url.Values{"message": {"hi"}}},
 		{"/signout", url.Values{}},
 	}
+	// Another browser's tokens: another user's session, and a signed-out
+	// browser's form token.
+	otherBrowser := other.signedIn(t, env)
+	anonToken := formCSRF(t, newVisitor(t, env).get("/signin"))
 	for _, f := range forms {
-		for name, csrf := range map[string]string{"missing": "", "wrong": strings.Repeat("0", 64)} {
+		for name, csrf := range map[string]string{"missing": "", "wrong": strings.Repeat("0", 64),
+			"another session's": otherBrowser.csrf, "a signed-out form's": anonToken} {
 			v := url.Values{}
 			for k, vs := range f.form {
 				v[k] = vs
@@ -247,9 +252,16 @@ func TestCSRF(t *testing.T) {
 		for k, vs := range f.form {
 			v[k] = vs
 		}
-		if p := me.do("POST", f.path, v, map[string]string{"Origin": "http://evil.example"}); p.status != http.StatusForbidden {
-			t.Errorf("POST %s from another origin: %d, want 403", f.path, p.status)
+		for _, h := range []map[string]string{{"Origin": "http://evil.example"}, {"Sec-Fetch-Site": "cross-site"}} {
+			if p := me.do("POST", f.path, v, h); p.status != http.StatusForbidden {
+				t.Errorf("POST %s from another origin (%v): %d, want 403", f.path, h, p.status)
+			}
 		}
+	}
+	// A refused form gets the pages' own error page.
+	if p := me.post("/account/tokens", url.Values{"csrf": {otherBrowser.csrf}}); p.status != http.StatusForbidden ||
+		!strings.HasPrefix(p.header.Get("Content-Type"), "text/html") || !strings.Contains(p.body, "did not come from this site") {
+		t.Errorf("refused form: %d %s", p.status, p.header.Get("Content-Type"))
 	}
 	// With the token they work.
 	p := me.post("/account/tokens", url.Values{"csrf": {me.csrf}, "label": {"ok"}})

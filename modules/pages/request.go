@@ -2,8 +2,6 @@ package pages
 
 import (
 	"crypto/rand"
-	"crypto/subtle"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/http"
@@ -166,25 +164,16 @@ func noStore(c *fiber.Ctx) { c.Set(fiber.HeaderCacheControl, "no-store") }
 
 // ---- CSRF -------------------------------------------------------------
 
-// Forms of a signed-in visitor carry the session's secret (field "csrf" or
-// header X-CSRF-Token). Forms of a signed-out visitor (sign in, sign up)
-// carry the value of the onair_csrf cookie (double submit). Every POST
-// must also come from our own origin when the browser says where it comes
-// from.
-const csrfCookie = "onair_csrf"
+// Every POST goes through internal/csrf, as the console's do: it must come
+// from this site and carry a token, the session's secret when signed in
+// (field "csrf" or header X-CSRF-Token), the onair_csrf cookie's value when
+// signed out (sign in, sign up).
 
 var errCSRF = app.Forbidden("the form has expired or did not come from this site; reload the page and try again")
 
 // checkCSRF verifies a POST of a signed-in visitor.
 func (m *Module) checkCSRF(c *fiber.Ctx, v *visitor) error {
-	if !m.sameOrigin(c) {
-		return errCSRF
-	}
-	token := c.Get("X-CSRF-Token")
-	if token == "" {
-		token = c.FormValue("csrf")
-	}
-	if !v.sess.CheckCSRF(token) {
+	if v.sess == nil || !m.csrf.Check(c, v.sess.CSRF) {
 		return errCSRF
 	}
 	return nil
@@ -192,48 +181,14 @@ func (m *Module) checkCSRF(c *fiber.Ctx, v *visitor) error {
 
 // formToken returns the signed-out visitor's form token, setting its
 // cookie when there is none yet.
-func (m *Module) formToken(c *fiber.Ctx) string {
-	if t := c.Cookies(csrfCookie); len(t) == 64 {
-		return t
-	}
-	t := randomHex(32)
-	c.Cookie(&fiber.Cookie{Name: csrfCookie, Value: t, Path: "/", HTTPOnly: true, SameSite: fiber.CookieSameSiteLaxMode,
-		Secure: strings.HasPrefix(m.public, "https:"), Expires: time.Now().Add(24 * time.Hour)})
-	return t
-}
+func (m *Module) formToken(c *fiber.Ctx) (string, error) { return m.csrf.FormToken(c) }
 
 // checkFormToken verifies a POST of a signed-out visitor.
 func (m *Module) checkFormToken(c *fiber.Ctx) error {
-	cookie, field := c.Cookies(csrfCookie), c.FormValue("csrf")
-	if !m.sameOrigin(c) || len(cookie) != 64 || subtle.ConstantTimeCompare([]byte(cookie), []byte(field)) != 1 {
+	if !m.csrf.CheckForm(c) {
 		return errCSRF
 	}
 	return nil
-}
-
-// sameOrigin is false when the browser names another origin (Origin, or
-// else Referer) than ours: the public URL's or the request's own host.
-func (m *Module) sameOrigin(c *fiber.Ctx) bool {
-	from := c.Get(fiber.HeaderOrigin)
-	if from == "" {
-		if ref := c.Get(fiber.HeaderReferer); ref != "" {
-			if u, err := url.Parse(ref); err == nil {
-				from = u.Scheme + "://" + u.Host
-			}
-		}
-	}
-	if from == "" {
-		return true
-	}
-	return from == origin(m.public) || from == c.BaseURL()
-}
-
-func origin(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return ""
-	}
-	return u.Scheme + "://" + u.Host
 }
 
 // ---- Anonymous viewers --------------------------------------------------
@@ -258,12 +213,6 @@ func (m *Module) ensureViewerCookie(c *fiber.Ctx) {
 }
 
 // ---- Small helpers ------------------------------------------------------
-
-func randomHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
-}
 
 // safeNext keeps a post-sign-in redirect on this site.
 func safeNext(next string) string {

@@ -45,7 +45,7 @@ const recentChat = 50
 // userBySlug finds the user whose page is /{slug}; nil when there is none
 // (or the slug is one of the server's own paths).
 func (m *Module) userBySlug(c *fiber.Ctx, slug string) (*users.User, error) {
-	if slug == "" || users.ReservedSlug(slug) || len(slug) > 120 {
+	if slug == "" || m.users.ReservedSlug(slug) || len(slug) > 120 {
 		return nil, nil
 	}
 	list, _, err := m.users.List(c.UserContext(), users.ListQuery{Slug: slug, Page: app.Page{Number: 1, Size: 1}})

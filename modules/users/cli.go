@@ -29,6 +29,7 @@ func commands() []app.Command {
 				fs.StringVar(&n.Role, "role", "", "staff role: admin or moderator")
 				return func(ctx context.Context, core *app.Core, stdout io.Writer) error {
 					svc := NewService(core.DB, core.Config.PublicURL)
+					svc.ReserveFrom(core)
 					u, err := svc.Create(ctx, n)
 					if err != nil {
 						return err

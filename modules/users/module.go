@@ -73,6 +73,7 @@ func (*Module) Policies() []string {
 
 func (m *Module) Provision(core *app.Core) error {
 	m.Service = NewService(core.DB, core.Config.PublicURL)
+	m.Service.ReserveFrom(core)
 	if core.Redis != nil {
 		m.Service.UseRedisThrottle(core.Redis, core.Config.RedisPrefix+"login:")
 	}

@@ -29,11 +29,13 @@ type Service struct {
 	publicURL string
 	hintOut   io.Writer
 	throttle  throttle // failed sign-ins (see SignIn)
+	reserved  func(slug string) bool
 }
 
 // NewService returns the users service over db; URLs are built on publicURL.
 func NewService(db *bun.DB, publicURL string) *Service {
-	return &Service{db: db, publicURL: publicURL, hintOut: os.Stderr, throttle: newMemoryThrottle()}
+	return &Service{db: db, publicURL: publicURL, hintOut: os.Stderr, throttle: newMemoryThrottle(),
+		reserved: new(app.Core).ReservedSlug}
 }
 
 // DB is the database the service works on.
@@ -142,7 +144,7 @@ func (s *Service) freeSlug(ctx context.Context, u *User, base string) error {
 		if i > 1 {
 			u.Slug = base + "-" + strconv.Itoa(i)
 		}
-		if ReservedSlug(u.Slug) {
+		if s.ReservedSlug(u.Slug) {
 			continue
 		}
 		exists, err := s.db.NewSelect().Model((*User)(nil)).Where("slug = ?", u.Slug).Exists(ctx)
@@ -155,21 +157,15 @@ func (s *Service) freeSlug(ctx context.Context, u *User, base string) error {
 	}
 }
 
-// reservedSlugs are the first path segments the server answers itself. A
-// user's page lives at /{slug}, so no user may take one of these: a user
-// named "Admin" gets the slug "admin-2".
-var reservedSlugs = map[string]bool{
-	"v1": true, "api": true, "admin": true, "media": true, "ws": true, "embed": true,
-	"healthz": true, "readyz": true, "metrics": true, "static": true,
-	"signup": true, "signin": true, "signout": true, "login": true, "logout": true,
-	"account": true, "settings": true, "chat": true, "follow": true, "shows": true,
-	"users": true, "live": true, "search": true, "explore": true, "about": true,
-	"help": true, "new": true,
-}
-
 // ReservedSlug tells whether slug is a path of the server rather than a
-// free user slug.
-func ReservedSlug(slug string) bool { return reservedSlugs[strings.ToLower(slug)] }
+// free user slug. A user's page lives at /{slug}, so a user named "Admin"
+// gets the slug "admin-2". The kernel derives the reserved names from the
+// routes (app.Core.ReservedSlug); a service made with NewService alone
+// knows only the kernel's own and the kept names, until ReserveFrom.
+func (s *Service) ReservedSlug(slug string) bool { return s.reserved(slug) }
+
+// ReserveFrom makes the service keep the slugs the booted core reserves.
+func (s *Service) ReserveFrom(core *app.Core) { s.reserved = core.ReservedSlug }
 
 // CheckPassword returns the user with that email when the password matches.
 func (s *Service) CheckPassword(ctx context.Context, email, password string) (*User, error) {

@@ -3,7 +3,6 @@ package users
 import (
 	"context"
 	"crypto/rand"
-	"crypto/subtle"
 	"database/sql"
 	"encoding/hex"
 	"errors"
@@ -14,6 +13,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/onair/onair/app"
+	"github.com/onair/onair/internal/csrf"
 )
 
 // SessionCookie is the name of the web session cookie (pages and console).
@@ -23,7 +23,9 @@ const SessionCookie = "onair_session"
 const SessionLifetime = 30 * 24 * time.Hour
 
 // Session is a signed-in browser. Only the hash of its cookie value is
-// stored; CSRF is a per-session secret for the double-submit check of forms.
+// stored. CSRF is the session's form token (internal/csrf): every form and
+// script of the signed-in browser sends it back, and no other session's
+// token is accepted.
 type Session struct {
 	bun.BaseModel `bun:"table:sessions,alias:sess"`
 
@@ -43,12 +45,12 @@ func (s *Service) StartSession(c *fiber.Ctx, userID int64) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	csrf, err := randomHex(32)
+	secret, err := csrf.NewSecret()
 	if err != nil {
 		return nil, err
 	}
 	now := app.Now()
-	sess := &Session{Hash: hashToken(raw), UserID: userID, CSRF: csrf, CreatedAt: now, ExpiresAt: now.Add(SessionLifetime)}
+	sess := &Session{Hash: hashToken(raw), UserID: userID, CSRF: secret, CreatedAt: now, ExpiresAt: now.Add(SessionLifetime)}
 	if _, err := s.db.NewInsert().Model(sess).Exec(c.UserContext()); err != nil {
 		return nil, fmt.Errorf("users: start session: %w", err)
 	}
@@ -91,12 +93,6 @@ func (s *Service) EndSession(c *fiber.Ctx) error {
 		Secure: len(s.publicURL) > 5 && s.publicURL[:5] == "https", Expires: time.Unix(1, 0),
 	})
 	return nil
-}
-
-// CheckCSRF compares a submitted form token with the session's secret in
-// constant time.
-func (sess *Session) CheckCSRF(token string) bool {
-	return sess != nil && len(token) == len(sess.CSRF) && subtle.ConstantTimeCompare([]byte(token), []byte(sess.CSRF)) == 1
 }
 
 // PurgeSessions deletes expired sessions.
