@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gofiber/contrib/websocket"
@@ -24,6 +25,7 @@ var (
 	viewerKey  = "onair.chat.viewer"
 	showIDKey  = "onair.chat.show"
 	whoKey     = "onair.chat.who"
+	addrKey    = "onair.chat.addr"
 	anonCookie = "onair_viewer"
 )
 
@@ -93,6 +95,11 @@ func (m *Module) prepareSocket(c *fiber.Ctx, p *app.Principal, viewer func() (Vi
 	if !websocket.IsWebSocketUpgrade(c) {
 		return &app.Error{Status: fiber.StatusUpgradeRequired, Code: "upgrade_required", Message: "this route speaks WebSocket"}
 	}
+	addr := app.ClientKey(c.IP())
+	if m.sockets.get(addr) >= m.maxSockets {
+		m.refused.Inc()
+		return m.tooManySockets()
+	}
 	showID, err := showIDParam(c, "id")
 	if err != nil {
 		return err
@@ -107,12 +114,29 @@ func (m *Module) prepareSocket(c *fiber.Ctx, p *app.Principal, viewer func() (Vi
 	c.Locals(viewerKey, v)
 	c.Locals(showIDKey, showID)
 	c.Locals(whoKey, p)
+	c.Locals(addrKey, addr)
 	return c.Next()
+}
+
+func (m *Module) tooManySockets() *app.Error {
+	return &app.Error{Status: fiber.StatusTooManyRequests, Code: "too_many_connections", RetryAfter: 5,
+		Message: fmt.Sprintf("at most %d chat sockets per client address", m.maxSockets)}
 }
 
 // serveSocket runs one socket: it joins the room, writes the room's events
 // and heartbeats, and reads only to notice the peer leaving.
 func (m *Module) serveSocket(conn *websocket.Conn) {
+	// prepareSocket answered 429 to an address at the cap; upgrades that
+	// raced past that check together are held to it here, where the
+	// socket is counted for as long as it lives.
+	addr, _ := conn.Locals(addrKey).(string)
+	if !m.sockets.take(addr, m.maxSockets) {
+		m.refused.Inc()
+		conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseTryAgainLater, m.tooManySockets().Message), time.Now().Add(writeWait))
+		conn.Close()
+		return
+	}
+	defer m.sockets.put(addr)
 	v, _ := conn.Locals(viewerKey).(Viewer)
 	showID, _ := conn.Locals(showIDKey).(int64)
 	ctx := m.ctx
@@ -178,4 +202,37 @@ func sameOrigin(origin, publicURL string) bool {
 		return false
 	}
 	return strings.EqualFold(o.Scheme, p.Scheme) && strings.EqualFold(o.Host, p.Host)
+}
+
+// addrCount counts open sockets per client address.
+type addrCount struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (a *addrCount) get(addr string) int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.n[addr]
+}
+
+// take counts one more socket of addr unless it holds max already.
+func (a *addrCount) take(addr string, max int) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.n[addr] >= max {
+		return false
+	}
+	a.n[addr]++
+	return true
+}
+
+func (a *addrCount) put(addr string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.n[addr] <= 1 {
+		delete(a.n, addr)
+	} else {
+		a.n[addr]--
+	}
 }
