@@ -82,12 +82,13 @@ const openAPIBase = `{
 
 // kernelResponses are the answers the kernel itself gives on every
 // authenticated /v1 operation (the token check, the failed-auth throttle
-// and the rate limiter, panic recovery, the request deadline), and on
+// and the rate limiter, headers over the read buffer, panic recovery, the
+// request deadline), and on
 // every operation that reads a request body (ReadInput and the body
 // limit). BuildOpenAPI adds them where a module did not, so a module
 // documents only its own outcomes.
 var (
-	kernelResponses = []string{"401", "429", "500", "503"}
+	kernelResponses = []string{"401", "429", "431", "500", "503"}
 	bodyResponses   = []string{"400", "413", "415"}
 )
 
