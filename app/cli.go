@@ -158,9 +158,6 @@ func serve(ctx context.Context, core *Core, _ io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("listen on ONAIR_HTTP_ADDR %s: %w", core.Config.HTTPAddr, err)
 	}
-	core.Log.Info("onair serving", "version", Version, "http", ln.Addr().String(), "public_url", core.Config.PublicURL,
-		"database", RedactDatabaseURL(core.Config.DatabaseURL), "redis", core.Config.RedisURL != "",
-		"max_conns", srv.MaxConns(), "max_conns_per_ip", core.Config.MaxConnsPerIP)
 	return srv.Serve(ctx, ln)
 }
 

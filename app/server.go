@@ -174,6 +174,12 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	ln = s.conns.listener(ln)
 	errc := make(chan error, 1)
 	go func() { errc <- s.App.Listener(ln) }()
+	// Logged once the services run (the first-run hint is out): what a
+	// person or a script waits for before using the server.
+	cfg := s.core.Config
+	s.core.Log.Info("onair serving", "version", Version, "http", ln.Addr().String(), "public_url", cfg.PublicURL,
+		"database", RedactDatabaseURL(cfg.DatabaseURL), "redis", cfg.RedisURL != "",
+		"max_conns", s.conns.max, "max_conns_per_ip", cfg.MaxConnsPerIP)
 	if s.metricsLn != nil {
 		ms := &http.Server{Handler: metricsHandler(s.core.Metrics), ReadHeaderTimeout: 10 * time.Second,
 			ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second, IdleTimeout: 120 * time.Second}
@@ -196,10 +202,6 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	return shutdownErr
 }
-
-// MaxConns is the cap on open HTTP connections: ONAIR_MAX_CONNS, or the
-// one derived from the descriptor limit.
-func (s *Server) MaxConns() int { return s.conns.max }
 
 // MetricsAddr is the address /metrics is served on when ONAIR_METRICS_ADDR
 // moves it off the public port; nil otherwise.
