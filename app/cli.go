@@ -142,6 +142,14 @@ func usage(w io.Writer) {
 
 // serve runs the HTTP server (and the modules' services) until a signal.
 func serve(ctx context.Context, core *Core, _ io.Writer) error {
+	// Every connection, file and database handle is a descriptor: take all
+	// the system allows before the connection cap is derived from it.
+	soft, hard, err := raiseDescriptorLimit()
+	if err != nil {
+		core.Log.Warn("descriptor limit: could not raise the soft limit to the hard one", "soft", soft, "hard", hard, "err", err)
+	} else {
+		core.Log.Info("descriptor limit", "soft", soft, "hard", hard)
+	}
 	srv, err := NewServer(core)
 	if err != nil {
 		return err
@@ -150,8 +158,6 @@ func serve(ctx context.Context, core *Core, _ io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("listen on ONAIR_HTTP_ADDR %s: %w", core.Config.HTTPAddr, err)
 	}
-	core.Log.Info("onair serving", "version", Version, "http", ln.Addr().String(), "public_url", core.Config.PublicURL,
-		"database", RedactURL(core.Config.DatabaseURL), "storage", core.Store.Kind(), "redis", core.Config.RedisURL != "")
 	return srv.Serve(ctx, ln)
 }
 

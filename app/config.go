@@ -127,25 +127,29 @@ var kernelSettings = []Setting{
 		set: func(c *Config, v string) error { c.RedisPrefix = v; return nil }},
 	{Env: "ONAIR_RATE_LIMIT", Flag: "rate-limit", Default: "600", Help: "API requests per minute per token",
 		set: func(c *Config, v string) (err error) { c.RateLimit, err = parsePositive(v); return err }},
-	{Env: "ONAIR_AUTH_FAILURES", Flag: "auth-failures", Default: "20", Help: "failed authentications a client address may make per minute before 429",
+	{Env: "ONAIR_AUTH_FAILURES", Flag: "auth-failures", Default: "20", Help: "failed /v1 authentications a client address may make per minute; beyond, 429 before any token lookup",
 		set: func(c *Config, v string) (err error) { c.AuthFailures, err = parsePositive(v); return err }},
 	{Env: "ONAIR_TRUSTED_PROXIES", Flag: "trusted-proxies", Help: "comma-separated addresses or CIDR networks of proxies whose X-Forwarded-For is believed",
 		set: func(c *Config, v string) (err error) { c.TrustedProxies, err = parseNetworks(v); return err }},
-	{Env: "ONAIR_CORS_ORIGINS", Flag: "cors-origins", Default: "*", Help: "comma-separated origins allowed to call /v1 from a browser (* for any)",
+	{Env: "ONAIR_CORS_ORIGINS", Flag: "cors-origins", Default: "*", Help: "comma-separated origins allowed to call /v1 from a browser (* for any, https://*.example.com for subdomains)",
 		set: func(c *Config, v string) error {
 			c.CORSOrigins = splitList(v)
+			if len(c.CORSOrigins) == 0 {
+				return fmt.Errorf("must be * or a list of origins")
+			}
 			for _, o := range c.CORSOrigins {
-				if o != "*" {
-					if err := checkURL(o, "http", "https"); err != nil {
-						return fmt.Errorf("origin %q: %v", o, err)
-					}
+				if o == "*" && len(c.CORSOrigins) > 1 {
+					return fmt.Errorf("* stands alone")
+				}
+				if err := checkOrigin(o); err != nil {
+					return fmt.Errorf("origin %q: %v", o, err)
 				}
 			}
 			return nil
 		}},
-	{Env: "ONAIR_MAX_CONNS", Flag: "max-conns", Default: "0", Help: "open HTTP connections of the process (0: derived from the descriptor limit)",
+	{Env: "ONAIR_MAX_CONNS", Flag: "max-conns", Default: "0", Help: "open HTTP connections of the process (0: the soft descriptor limit minus max(128, limit/8))",
 		set: func(c *Config, v string) (err error) { c.MaxConns, err = parseNonNegative(v); return err }},
-	{Env: "ONAIR_MAX_CONNS_PER_IP", Flag: "max-conns-per-ip", Default: "256", Help: "open HTTP connections of one client address",
+	{Env: "ONAIR_MAX_CONNS_PER_IP", Flag: "max-conns-per-ip", Default: "256", Help: "open HTTP connections (web sockets included) of one client address; trusted proxies are exempt",
 		set: func(c *Config, v string) (err error) { c.MaxConnsPerIP, err = parsePositive(v); return err }},
 	{Env: "ONAIR_REQUEST_TIMEOUT", Flag: "request-timeout", Default: "30s", Help: "deadline of one request's work (seen by handlers through their context)",
 		set: func(c *Config, v string) (err error) {
@@ -432,6 +436,25 @@ func checkAddr(v string) error {
 	}
 	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
 		return fmt.Errorf("port must be a number from 0 to 65535")
+	}
+	return nil
+}
+
+// checkOrigin accepts what a browser sends as Origin: scheme://host[:port],
+// with no path, query or credentials; "*." may open the host (subdomains).
+func checkOrigin(o string) error {
+	if o == "*" {
+		return nil
+	}
+	if err := checkURL(o, "http", "https"); err != nil {
+		return err
+	}
+	u, _ := url.Parse(o)
+	if (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+		return fmt.Errorf("an origin is scheme://host[:port], nothing more")
+	}
+	if strings.Contains(strings.TrimPrefix(u.Host, "*."), "*") {
+		return fmt.Errorf("* may only open the host, as in https://*.example.com")
 	}
 	return nil
 }

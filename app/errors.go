@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -79,6 +80,10 @@ func ErrorHandler(log interface{ Error(string, ...any) }) fiber.ErrorHandler {
 		case errors.As(err, &apiErr):
 		case errors.As(err, &fe):
 			apiErr = &Error{Status: fe.Code, Code: codeFor(fe.Code), Message: fe.Message}
+		case errors.Is(err, context.DeadlineExceeded) || errors.Is(c.UserContext().Err(), context.DeadlineExceeded):
+			// The request outlived ONAIR_REQUEST_TIMEOUT (requestDeadline).
+			log.Error("request timed out", "method", c.Method(), "path", c.Path(), "request_id", RequestID(c), "err", err)
+			apiErr = &Error{Status: http.StatusServiceUnavailable, Code: "timeout", Message: "the request took too long; retry later", RetryAfter: 1}
 		default:
 			log.Error("request failed", "method", c.Method(), "path", c.Path(), "request_id", RequestID(c), "err", err)
 			apiErr = &Error{Status: http.StatusInternalServerError, Code: "internal_error", Message: "internal server error"}
@@ -93,31 +98,38 @@ func ErrorHandler(log interface{ Error(string, ...any) }) fiber.ErrorHandler {
 	}
 }
 
+// codeFor is the code of a status that came without one: Fiber's and
+// fasthttp's own errors (an unknown route, a method not allowed, a request
+// too large, too slow or malformed). docs/api.md lists them.
 func codeFor(status int) string {
-	switch status {
-	case http.StatusBadRequest:
-		return "bad_request"
-	case http.StatusUnauthorized:
-		return "unauthorized"
-	case http.StatusForbidden:
-		return "forbidden"
-	case http.StatusNotFound:
-		return "not_found"
-	case http.StatusMethodNotAllowed:
-		return "method_not_allowed"
-	case http.StatusConflict:
-		return "conflict"
-	case http.StatusRequestEntityTooLarge:
-		return "body_too_large"
-	case http.StatusUnsupportedMediaType:
-		return "unsupported_media_type"
-	case http.StatusUnprocessableEntity:
-		return "validation_failed"
-	case http.StatusTooManyRequests:
-		return "rate_limited"
+	if code, ok := statusCodes[status]; ok {
+		return code
 	}
 	if status >= 500 {
 		return "internal_error"
 	}
 	return "error"
+}
+
+var statusCodes = map[int]string{
+	http.StatusBadRequest:                  "bad_request",
+	http.StatusUnauthorized:                "unauthorized",
+	http.StatusForbidden:                   "forbidden",
+	http.StatusNotFound:                    "not_found",
+	http.StatusMethodNotAllowed:            "method_not_allowed",
+	http.StatusRequestTimeout:              "request_timeout",
+	http.StatusConflict:                    "conflict",
+	http.StatusLengthRequired:              "length_required",
+	http.StatusRequestEntityTooLarge:       "body_too_large",
+	http.StatusRequestURITooLong:           "uri_too_long",
+	http.StatusUnsupportedMediaType:        "unsupported_media_type",
+	http.StatusExpectationFailed:           "expectation_failed",
+	http.StatusUnprocessableEntity:         "validation_failed",
+	http.StatusUpgradeRequired:             "upgrade_required",
+	http.StatusTooManyRequests:             "rate_limited",
+	http.StatusRequestHeaderFieldsTooLarge: "headers_too_large",
+	http.StatusNotImplemented:              "not_implemented",
+	http.StatusBadGateway:                  "bad_gateway",
+	http.StatusServiceUnavailable:          "unavailable",
+	http.StatusHTTPVersionNotSupported:     "http_version_not_supported",
 }

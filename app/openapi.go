@@ -3,6 +3,7 @@ package app
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 )
 
 // openAPIBase is the kernel's part of /v1/openapi.json: info, the security
@@ -57,19 +58,37 @@ const openAPIBase = `{
         }}
       }
     },
+    "headers": {
+      "X-RateLimit-Limit": {"description": "Requests a minute the token may make (ONAIR_RATE_LIMIT).", "schema": {"type": "integer"}},
+      "X-RateLimit-Remaining": {"description": "Requests left in the current window.", "schema": {"type": "integer"}},
+      "X-RateLimit-Reset": {"description": "Seconds until the window resets.", "schema": {"type": "integer"}},
+      "Retry-After": {"description": "Seconds to wait before retrying.", "schema": {"type": "integer"}}
+    },
     "responses": {
-      "Error": {"description": "An error in the one error shape.", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
+      "Error": {"description": "An error in the one error shape.", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}},
+      "RateLimited": {
+        "description": "Too many requests: over the token's rate limit (rate_limited, with the X-RateLimit-* trio), too many failed authentications from the client address (rate_limited), or too many sockets from it (too_many_connections). Retry-After says when to retry.",
+        "headers": {
+          "Retry-After": {"$ref": "#/components/headers/Retry-After"},
+          "X-RateLimit-Limit": {"$ref": "#/components/headers/X-RateLimit-Limit"},
+          "X-RateLimit-Remaining": {"$ref": "#/components/headers/X-RateLimit-Remaining"},
+          "X-RateLimit-Reset": {"$ref": "#/components/headers/X-RateLimit-Reset"}
+        },
+        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}
+      }
     }
   }
 }`
 
 // kernelResponses are the answers the kernel itself gives on every
-// authenticated /v1 operation (the token check, the rate limiter, panic
-// recovery), and on every operation that reads a request body (ReadInput
-// and the body limit). BuildOpenAPI adds them where a module did not, so a
-// module documents only its own outcomes.
+// authenticated /v1 operation (the token check, the failed-auth throttle
+// and the rate limiter, headers over the read buffer, panic recovery, the
+// request deadline), and on
+// every operation that reads a request body (ReadInput and the body
+// limit). BuildOpenAPI adds them where a module did not, so a module
+// documents only its own outcomes.
 var (
-	kernelResponses = []string{"401", "429", "500"}
+	kernelResponses = []string{"401", "429", "431", "500", "503"}
 	bodyResponses   = []string{"400", "413", "415"}
 )
 
@@ -102,8 +121,11 @@ func BuildOpenAPI(core *Core) ([]byte, error) {
 
 // addKernelResponses lists the kernel's own error answers on every
 // operation that needs a token (and the body errors where there is a body).
+// Every 2xx of an authenticated operation carries the X-RateLimit-* trio;
+// every 429 is the RateLimited response with its headers.
 func addKernelResponses(doc map[string]any) {
 	errRef := map[string]any{"$ref": "#/components/responses/Error"}
+	rateLimited := map[string]any{"$ref": "#/components/responses/RateLimited"}
 	paths, _ := doc["paths"].(map[string]any)
 	for _, item := range paths {
 		ops, _ := item.(map[string]any)
@@ -129,6 +151,27 @@ func addKernelResponses(doc map[string]any) {
 					responses[code] = errRef
 				}
 			}
+			if ref, _ := responses["429"].(map[string]any); ref["$ref"] == errRef["$ref"] {
+				responses["429"] = rateLimited
+			}
+			for code, r := range responses {
+				if resp, ok := r.(map[string]any); ok && strings.HasPrefix(code, "2") && resp["$ref"] == nil {
+					addRateLimitHeaders(resp)
+				}
+			}
+		}
+	}
+}
+
+func addRateLimitHeaders(resp map[string]any) {
+	headers, _ := resp["headers"].(map[string]any)
+	if headers == nil {
+		headers = map[string]any{}
+		resp["headers"] = headers
+	}
+	for _, h := range []string{"X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset"} {
+		if _, ok := headers[h]; !ok {
+			headers[h] = map[string]any{"$ref": "#/components/headers/" + h}
 		}
 	}
 }

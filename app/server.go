@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -20,6 +21,16 @@ import (
 // BodyLimit is the largest request body accepted (413 beyond).
 const BodyLimit = 4 << 20
 
+// ReadBufferSize bounds a request's line and headers (431 beyond).
+const ReadBufferSize = 16 << 10
+
+// Deadlines of a connection's phases (docs/operations.md).
+const (
+	readTimeout  = 30 * time.Second
+	writeTimeout = 60 * time.Second
+	idleTimeout  = 120 * time.Second
+)
+
 // Server is the HTTP side of the process: the Fiber app with every module's
 // routes, and the background services to start beside it.
 type Server struct {
@@ -28,6 +39,9 @@ type Server struct {
 	started []Service
 	// metricsLn is the listener of ONAIR_METRICS_ADDR while serving.
 	metricsLn net.Listener
+	// conns guards the listener Serve is given (connection caps, accept
+	// errors retried).
+	conns *connGuard
 }
 
 // NewServer builds the Fiber app: shared middleware, /healthz, /readyz,
@@ -44,17 +58,32 @@ func NewServer(core *Core) (*Server, error) {
 		ErrorHandler:          ErrorHandler(core.Log),
 		BodyLimit:             BodyLimit,
 		DisableStartupMessage: true,
-		ReadTimeout:           30 * time.Second,
-		IdleTimeout:           120 * time.Second,
-		ReadBufferSize:        16 << 10,
+		// Every phase of a connection has a deadline: the request (headers
+		// and body) within ReadTimeout, the response (a media segment
+		// included) within WriteTimeout, the wait for the next request
+		// within IdleTimeout. docs/operations.md.
+		ReadTimeout:    readTimeout,
+		WriteTimeout:   writeTimeout,
+		IdleTimeout:    idleTimeout,
+		ReadBufferSize: ReadBufferSize,
 	})
 	s.App = app
+	var err error
+	if s.conns, err = newConnGuard(core.Config, core.Log, core.Metrics); err != nil {
+		return nil, err
+	}
+	throttle, err := newAuthThrottle(core)
+	if err != nil {
+		return nil, err
+	}
+	app.Use(clientAddress(core.Config.TrustedProxies))
 	app.Use(requestid.New(requestid.Config{ContextKey: requestIDKey}))
 	app.Use(newHTTPMetrics(core.Metrics).middleware())
 	app.Use(accessLog(core.Log))
 	app.Use(recover.New(recover.Config{EnableStackTrace: true, StackTraceHandler: func(c *fiber.Ctx, e any) {
 		core.Log.Error("panic", "path", c.Path(), "request_id", RequestID(c), "panic", fmt.Sprint(e))
 	}}))
+	app.Use(requestDeadline(core.Config.RequestTimeout))
 
 	app.Get("/healthz", func(c *fiber.Ctx) error { return c.JSON(fiber.Map{"status": "ok"}) })
 	app.Get("/readyz", func(c *fiber.Ctx) error {
@@ -85,7 +114,9 @@ func NewServer(core *Core) (*Server, error) {
 		return c.Send(doc)
 	})
 
-	v1 := app.Group("/v1", RequireToken(core.Auth), s.rateLimiter())
+	// CORS first (a preflight needs no token), then the failed-auth
+	// throttle (before any token lookup), the token, the token's budget.
+	v1 := app.Group("/v1", apiCORS(core.Config.CORSOrigins), throttle.middleware(), RequireToken(core.Auth), s.rateLimiter())
 	for _, m := range core.Modules {
 		if r, ok := m.(APIRouter); ok {
 			r.APIRoutes(v1)
@@ -114,11 +145,17 @@ func (s *Server) rateLimiter() fiber.Handler {
 			}
 			return s.core.Config.RedisPrefix + "rl:ip:" + c.IP()
 		},
+		// The limiter sets only Retry-After on a 429; the X-RateLimit-*
+		// trio is there too, as on every other answer.
 		LimitReached: func(c *fiber.Ctx) error {
-			retry := c.GetRespHeader(fiber.HeaderRetryAfter)
-			n := 60
-			fmt.Sscan(retry, &n)
-			return TooManyRequests("rate limit of the token exceeded", n)
+			retry, err := strconv.Atoi(c.GetRespHeader(fiber.HeaderRetryAfter))
+			if err != nil || retry < 1 {
+				retry = 1
+			}
+			c.Set("X-RateLimit-Limit", strconv.Itoa(s.core.Config.RateLimit))
+			c.Set("X-RateLimit-Remaining", "0")
+			c.Set("X-RateLimit-Reset", strconv.Itoa(retry))
+			return TooManyRequests("rate limit of the token exceeded", retry)
 		},
 	}
 	if s.core.Redis != nil {
@@ -134,8 +171,15 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		ln.Close()
 		return err
 	}
+	ln = s.conns.listener(ln)
 	errc := make(chan error, 1)
 	go func() { errc <- s.App.Listener(ln) }()
+	// Logged once the services run (the first-run hint is out): what a
+	// person or a script waits for before using the server.
+	cfg := s.core.Config
+	s.core.Log.Info("onair serving", "version", Version, "http", ln.Addr().String(), "public_url", cfg.PublicURL,
+		"database", RedactURL(cfg.DatabaseURL), "storage", s.core.Store.Kind(), "redis", cfg.RedisURL != "",
+		"max_conns", s.conns.max, "max_conns_per_ip", cfg.MaxConnsPerIP)
 	if s.metricsLn != nil {
 		ms := &http.Server{Handler: metricsHandler(s.core.Metrics), ReadHeaderTimeout: 10 * time.Second,
 			ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second, IdleTimeout: 120 * time.Second}

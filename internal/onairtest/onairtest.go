@@ -111,7 +111,9 @@ func New(t testing.TB, opts Options) *Env {
 			return ln.Addr().String()
 		case "ONAIR_RTMP_ADDR":
 			return "127.0.0.1:0"
-		case "ONAIR_RATE_LIMIT":
+		case "ONAIR_RATE_LIMIT", "ONAIR_AUTH_FAILURES", "ONAIR_MAX_CONNS_PER_IP", "ONAIR_MAX_SOCKETS_PER_IP":
+			// Every test client is 127.0.0.1: the per-address limits
+			// are raised here, and the tests of each limit set it low.
 			return "100000"
 		}
 		return ""

@@ -7,6 +7,7 @@ package chat
 import (
 	"context"
 	_ "embed"
+	"errors"
 	"fmt"
 	"time"
 
@@ -33,6 +34,12 @@ type Module struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	done   chan struct{}
+
+	// sockets counts the open web sockets per client address, capped at
+	// ONAIR_MAX_SOCKETS_PER_IP; refused counts the upgrades refused.
+	sockets    *addrCount
+	maxSockets int
+	refused    prometheus.Counter
 }
 
 var (
@@ -44,7 +51,20 @@ var (
 	_ app.PublicRouter      = (*Module)(nil)
 	_ app.Service           = (*Module)(nil)
 	_ app.OpenAPIDocumenter = (*Module)(nil)
+	_ app.Configurer        = (*Module)(nil)
 )
+
+// SettingMaxSocketsPerIP caps the chat web sockets of one client address.
+// A household behind one NAT, every member with a few tabs open, stays far
+// below the default; a script opening sockets by the thousand does not.
+const SettingMaxSocketsPerIP = "ONAIR_MAX_SOCKETS_PER_IP"
+
+func (*Module) Settings() []app.Setting {
+	return []app.Setting{
+		{Env: SettingMaxSocketsPerIP, Flag: "max-sockets-per-ip", Default: "32",
+			Help: "chat web sockets one client address may hold open; beyond, the upgrade answers 429", Parse: app.ParsePositiveInt},
+	}
+}
 
 func (*Module) Name() string { return "chat" }
 
@@ -94,10 +114,19 @@ func (m *Module) Provision(core *app.Core) error {
 	}
 	m.hub.mayView = m.mayView
 	m.shows.Subscribe(m.onShowEvent)
-	return core.Metrics.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: "onair_chat_connections",
-		Help: "Chat web sockets open on this node.",
-	}, func() float64 { return float64(m.hub.Sockets()) }))
+	m.sockets = &addrCount{n: map[string]int{}}
+	m.maxSockets = app.Get[int](core.Config, SettingMaxSocketsPerIP)
+	m.refused = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "onair_chat_sockets_refused_total",
+		Help: "Chat web sockets refused because their client address holds ONAIR_MAX_SOCKETS_PER_IP already.",
+	})
+	return errors.Join(
+		core.Metrics.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "onair_chat_connections",
+			Help: "Chat web sockets open on this node.",
+		}, func() float64 { return float64(m.hub.Sockets()) })),
+		core.Metrics.Register(m.refused),
+	)
 }
 
 // mayView loads a changed show once and answers who may still see it; a

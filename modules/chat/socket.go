@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gofiber/contrib/websocket"
@@ -25,6 +26,14 @@ var (
 	showIDKey  = "onair.chat.show"
 	whoKey     = "onair.chat.who"
 	anonCookie = "onair_viewer"
+)
+
+// A socket's place under ONAIR_MAX_SOCKETS_PER_IP is taken before the
+// upgrade and kept in the request's locals under slotKey; unless its
+// socket starts within slotGrace, it is given back.
+const (
+	slotKey   = "onair.chat.slot"
+	slotGrace = 30 * time.Second
 )
 
 var uuidPattern = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
@@ -88,11 +97,24 @@ func (m *Module) webSocket(c *fiber.Ctx) error {
 	})
 }
 
-// prepareSocket checks the show is visible to the viewer before upgrading.
-func (m *Module) prepareSocket(c *fiber.Ctx, p *app.Principal, viewer func() (Viewer, error)) error {
+// prepareSocket takes the socket's place under the per-address cap and
+// checks the show is visible to the viewer before upgrading.
+func (m *Module) prepareSocket(c *fiber.Ctx, p *app.Principal, viewer func() (Viewer, error)) (err error) {
 	if !websocket.IsWebSocketUpgrade(c) {
 		return &app.Error{Status: fiber.StatusUpgradeRequired, Code: "upgrade_required", Message: "this route speaks WebSocket"}
 	}
+	slot := m.sockets.reserve(app.ClientKey(c.IP()), m.maxSockets)
+	if slot == nil {
+		m.refused.Inc()
+		return m.tooManySockets()
+	}
+	// The place passes to serveSocket once the upgrade is answered;
+	// anything else gives it back now.
+	defer func() {
+		if err != nil || c.Response().StatusCode() != fiber.StatusSwitchingProtocols {
+			slot.release()
+		}
+	}()
 	showID, err := showIDParam(c, "id")
 	if err != nil {
 		return err
@@ -107,12 +129,28 @@ func (m *Module) prepareSocket(c *fiber.Ctx, p *app.Principal, viewer func() (Vi
 	c.Locals(viewerKey, v)
 	c.Locals(showIDKey, showID)
 	c.Locals(whoKey, p)
+	c.Locals(slotKey, slot)
 	return c.Next()
+}
+
+func (m *Module) tooManySockets() *app.Error {
+	return &app.Error{Status: fiber.StatusTooManyRequests, Code: "too_many_connections", RetryAfter: 5,
+		Message: fmt.Sprintf("at most %d chat sockets per client address", m.maxSockets)}
 }
 
 // serveSocket runs one socket: it joins the room, writes the room's events
 // and heartbeats, and reads only to notice the peer leaving.
 func (m *Module) serveSocket(conn *websocket.Conn) {
+	// The place prepareSocket took is held for as long as the socket
+	// lives. (It is gone only if the socket started more than slotGrace
+	// after its upgrade was answered.)
+	slot, _ := conn.Locals(slotKey).(*socketSlot)
+	if slot == nil || !slot.claim() {
+		conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseTryAgainLater, "try again"), time.Now().Add(writeWait))
+		conn.Close()
+		return
+	}
+	defer slot.release()
 	v, _ := conn.Locals(viewerKey).(Viewer)
 	showID, _ := conn.Locals(showIDKey).(int64)
 	ctx := m.ctx
@@ -178,4 +216,80 @@ func sameOrigin(origin, publicURL string) bool {
 		return false
 	}
 	return strings.EqualFold(o.Scheme, p.Scheme) && strings.EqualFold(o.Host, p.Host)
+}
+
+// addrCount counts open sockets per client address.
+type addrCount struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+// reserve takes a place for one more socket of addr, or returns nil when
+// addr holds max already. Unless claimed within slotGrace, the place is
+// given back (an upgrade that was answered but whose socket never started
+// must not hold it forever).
+func (a *addrCount) reserve(addr string, max int) *socketSlot {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.n[addr] >= max {
+		return nil
+	}
+	a.n[addr]++
+	s := &socketSlot{count: a, addr: addr}
+	s.timer = time.AfterFunc(slotGrace, s.expire)
+	return s
+}
+
+func (a *addrCount) put(addr string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.n[addr] <= 1 {
+		delete(a.n, addr)
+	} else {
+		a.n[addr]--
+	}
+}
+
+// socketSlot is one socket's place under the cap: reserved, then claimed
+// by the running socket, then released (once).
+type socketSlot struct {
+	count *addrCount
+	addr  string
+	timer *time.Timer
+
+	mu       sync.Mutex
+	claimed  bool
+	released bool
+}
+
+// claim makes the place the running socket's; false if it expired.
+func (s *socketSlot) claim() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.released {
+		return false
+	}
+	s.claimed = true
+	s.timer.Stop()
+	return true
+}
+
+func (s *socketSlot) expire() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.claimed && !s.released {
+		s.released = true
+		s.count.put(s.addr)
+	}
+}
+
+// release gives the place back (once).
+func (s *socketSlot) release() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.released {
+		s.released = true
+		s.timer.Stop()
+		s.count.put(s.addr)
+	}
 }

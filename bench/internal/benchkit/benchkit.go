@@ -105,6 +105,10 @@ func NewServer(bin, dataDir string, extra map[string]string) (*Server, error) {
 		"ONAIR_RTMP_ADDR":  rtmpAddr,
 		"ONAIR_RTMP_URL":   "rtmp://" + rtmpAddr + "/live",
 		"ONAIR_LOG_LEVEL":  "warn",
+		// Every benchmark client is one address: lift the per-address caps.
+		"ONAIR_MAX_CONNS_PER_IP":   "1000000",
+		"ONAIR_MAX_SOCKETS_PER_IP": "1000000",
+		"ONAIR_AUTH_FAILURES":      "1000000",
 	}
 	for k, v := range extra {
 		s.Env[k] = v

@@ -1,0 +1,178 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+)
+
+// The failed-authentication throttle (ONAIR_AUTH_FAILURES).
+//
+// Every /v1 request that fails the token check (no token, another scheme,
+// an unknown or revoked token) counts against its client address, in a
+// fixed one-minute window. Once an address has failed the allowance, its
+// /v1 requests are answered 429 with Retry-After until the window ends,
+// before the token is even looked up: guessing tokens costs the guesser a
+// minute per allowance, and the database nothing. Requests with a valid
+// token do not count; their budget is the per-token limiter's.
+//
+// The counter is Fiber's limiter's idea (a fixed window per key) but needs
+// an atomic increment that is read before the request is judged, which the
+// limiter's get-then-set storage does not give across nodes: with Redis it
+// is INCR and EXPIRE on {prefix}authfail:{address}, shared by every node;
+// without, a map in memory.
+type authThrottle struct {
+	max       int
+	window    time.Duration
+	counter   failureCounter
+	log       *slog.Logger
+	throttled prometheus.Counter
+}
+
+// failureCounter counts failures per key in fixed windows.
+type failureCounter interface {
+	// count returns the failures of key in its current window and the
+	// time left in it.
+	count(ctx context.Context, key string) (int, time.Duration, error)
+	// add records one failure of key.
+	add(ctx context.Context, key string) error
+}
+
+func newAuthThrottle(core *Core) (*authThrottle, error) {
+	t := &authThrottle{
+		max:    core.Config.AuthFailures,
+		window: time.Minute,
+		log:    core.Log,
+		throttled: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "onair_auth_throttled_total",
+			Help: "/v1 requests answered 429 because their client address failed authentication too often (ONAIR_AUTH_FAILURES).",
+		}),
+	}
+	if core.Redis != nil {
+		t.counter = &redisFailures{rdb: core.Redis, prefix: core.Config.RedisPrefix + "authfail:", window: t.window}
+	} else {
+		t.counter = &memoryFailures{window: t.window, windows: map[string]*failureWindow{}}
+	}
+	if err := core.Metrics.Register(t.throttled); err != nil {
+		return nil, fmt.Errorf("app: auth throttle metric: %w", err)
+	}
+	return t, nil
+}
+
+// middleware answers 429 to an address over its allowance, and counts the
+// 401s of the token check that runs after it.
+func (t *authThrottle) middleware() fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		key := ClientKey(c.IP())
+		n, left, err := t.counter.count(c.UserContext(), key)
+		if err != nil {
+			// The throttle is a guard, not a gate: with Redis away the
+			// token check still protects the API.
+			t.log.Warn("auth throttle: read failed", "err", err)
+		} else if n >= t.max {
+			t.throttled.Inc()
+			return TooManyRequests("too many failed authentications from this address", max(1, int((left+time.Second-1)/time.Second)))
+		}
+		err = c.Next()
+		if failedAuth(err) {
+			if aerr := t.counter.add(c.UserContext(), key); aerr != nil {
+				t.log.Warn("auth throttle: count failed", "err", aerr)
+			}
+		}
+		return err
+	}
+}
+
+// failedAuth tells whether the token check refused the request.
+func failedAuth(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && e.Status == fiber.StatusUnauthorized
+}
+
+type failureWindow struct {
+	n     int
+	until time.Time
+}
+
+// memoryFailures keeps the windows of one process. Expired windows are
+// swept as the map is used, at most once a window.
+type memoryFailures struct {
+	window    time.Duration
+	mu        sync.Mutex
+	windows   map[string]*failureWindow
+	nextSweep time.Time
+}
+
+func (m *memoryFailures) count(_ context.Context, key string) (int, time.Duration, error) {
+	now := time.Now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	w := m.windows[key]
+	if w == nil || !now.Before(w.until) {
+		return 0, 0, nil
+	}
+	return w.n, w.until.Sub(now), nil
+}
+
+func (m *memoryFailures) add(_ context.Context, key string) error {
+	now := time.Now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if now.After(m.nextSweep) {
+		for k, w := range m.windows {
+			if !now.Before(w.until) {
+				delete(m.windows, k)
+			}
+		}
+		m.nextSweep = now.Add(m.window)
+	}
+	w := m.windows[key]
+	if w == nil || !now.Before(w.until) {
+		w = &failureWindow{until: now.Add(m.window)}
+		m.windows[key] = w
+	}
+	w.n++
+	return nil
+}
+
+// redisFailures shares the windows between nodes: a key per address that
+// expires with its window.
+type redisFailures struct {
+	rdb    *redis.Client
+	prefix string
+	window time.Duration
+}
+
+func (r *redisFailures) count(ctx context.Context, key string) (int, time.Duration, error) {
+	pipe := r.rdb.Pipeline()
+	get := pipe.Get(ctx, r.prefix+key)
+	ttl := pipe.PTTL(ctx, r.prefix+key)
+	if _, err := pipe.Exec(ctx); err != nil && err != redis.Nil {
+		return 0, 0, err
+	}
+	n, err := get.Int()
+	if err == redis.Nil {
+		return 0, 0, nil
+	}
+	if err != nil {
+		return 0, 0, err
+	}
+	return n, max(ttl.Val(), 0), nil
+}
+
+func (r *redisFailures) add(ctx context.Context, key string) error {
+	// The first failure opens the window (SET NX with its expiry); every
+	// failure, that one included, counts.
+	pipe := r.rdb.TxPipeline()
+	pipe.SetNX(ctx, r.prefix+key, 0, r.window)
+	pipe.Incr(ctx, r.prefix+key)
+	_, err := pipe.Exec(ctx)
+	return err
+}

@@ -1,0 +1,112 @@
+package chat_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fasthttp/websocket"
+
+	"github.com/onair/onair/app"
+	"github.com/onair/onair/internal/onairtest"
+	"github.com/onair/onair/modules/chat"
+)
+
+// tryDial opens a room socket like dial, but returns the refusal instead
+// of failing the test.
+func tryDial(base string, showID int64, token, anonID string) (*websocket.Conn, *http.Response, error) {
+	wsBase := "ws" + strings.TrimPrefix(base, "http")
+	h := http.Header{}
+	target := fmt.Sprintf("%s/v1/shows/%d/chat/socket", wsBase, showID)
+	if token != "" {
+		h.Set("Authorization", "Bearer "+token)
+	} else {
+		target = fmt.Sprintf("%s/ws/shows/%d", wsBase, showID)
+		h.Set("Cookie", "onair_viewer="+anonID)
+	}
+	return websocket.DefaultDialer.Dial(target, h)
+}
+
+// ONAIR_MAX_SOCKETS_PER_IP: one address holds that many chat sockets,
+// /v1 and web ones alike; the next upgrade answers 429
+// too_many_connections in the API's error shape and is counted in
+// /metrics; once a socket closes, the address may open another.
+func TestSocketsPerAddressCapped(t *testing.T) {
+	const limit = 3
+	env := onairtest.New(t, onairtest.Options{Configure: func(c *app.Config) { c.Set(chat.SettingMaxSocketsPerIP, limit) }})
+	_, tok := env.CreateUser("Cap Host")
+	showID := createShow(t, env, tok, nil)
+	first := dial(t, env.URL, showID, tok, "")
+	for i := 1; i < limit; i++ {
+		dial(t, env.URL, showID, "", fmt.Sprintf("00000000-0000-4000-8000-%012d", i))
+	}
+	for _, token := range []string{"", tok} {
+		conn, resp, err := tryDial(env.URL, showID, token, "00000000-0000-4000-8000-000000000099")
+		if err == nil {
+			conn.Close()
+			t.Fatalf("socket %d over the cap opened", limit+1)
+		}
+		if resp == nil || resp.StatusCode != http.StatusTooManyRequests {
+			t.Fatalf("socket over the cap: %v %v", resp, err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		var e struct {
+			Error struct {
+				Status int
+				Code   string
+			}
+		}
+		if json.Unmarshal(body, &e) != nil || e.Error.Code != "too_many_connections" || e.Error.Status != 429 || resp.Header.Get("Retry-After") == "" {
+			t.Fatalf("refusal %s %v", body, resp.Header)
+		}
+	}
+	text := string(env.Do("GET", "/metrics", "", nil).Expect(t, http.StatusOK).Body)
+	if !strings.Contains(text, "onair_chat_sockets_refused_total 2\n") {
+		t.Fatalf("no refusals counted:\n%s", grep(text, "onair_chat_sockets"))
+	}
+	// Another address is not affected: other APIs keep working meanwhile.
+	env.Do("GET", fmt.Sprintf("/v1/shows/%d/chat_users", showID), tok, nil).Expect(t, http.StatusOK)
+
+	first.conn.Close()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		conn, _, err := tryDial(env.URL, showID, tok, "")
+		if err == nil {
+			conn.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no socket after one closed: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// A chat socket lives far beyond ONAIR_REQUEST_TIMEOUT: the request
+// deadline bounds the upgrade, not the socket.
+func TestSocketOutlivesRequestTimeout(t *testing.T) {
+	const timeout = 200 * time.Millisecond
+	env := onairtest.New(t, onairtest.Options{Configure: func(c *app.Config) { c.RequestTimeout = timeout }})
+	_, tok := env.CreateUser("Long Lived")
+	showID := createShow(t, env, tok, nil)
+	s := dial(t, env.URL, showID, tok, "")
+	time.Sleep(5 * timeout) // the point of the test: time passes beyond the deadline
+	env.Do("POST", fmt.Sprintf("/v1/shows/%d/chats", showID), tok, map[string]any{"message": "still here"}).Expect(t, http.StatusCreated)
+	if ev := s.await("chat.created", nil); ev["chat"].(map[string]any)["message"] != "still here" {
+		t.Fatalf("got %v", ev)
+	}
+}
+
+func grep(text, prefix string) string {
+	var out []string
+	for _, l := range strings.Split(text, "\n") {
+		if strings.HasPrefix(l, prefix) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
