@@ -92,7 +92,7 @@ func (s *Service) List(ctx context.Context, q ListQuery) ([]Show, int, error) {
 	}
 	var rows []Show
 	err = s.db.NewSelect().Model(&rows).Relation("User").Relation("Tags", orderTags).
-		Where("s.id IN (?)", bun.In(ids)).Scan(ctx)
+		Where("s.id IN (?)", bun.List(ids)).Scan(ctx)
 	if err != nil {
 		return nil, 0, fmt.Errorf("shows: list: load: %w", err)
 	}

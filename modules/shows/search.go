@@ -77,7 +77,7 @@ func addGrams(ctx context.Context, tx bun.IDB, showID int64, name string) error 
 func whereNameContains(sel *bun.SelectQuery, term string) *bun.SelectQuery {
 	if grams := NameGrams(term); len(grams) > 0 {
 		sel = sel.Where("s.id IN (SELECT g.show_id FROM show_grams AS g WHERE g.gram IN (?) GROUP BY g.show_id HAVING COUNT(*) = ?)",
-			bun.In(grams), len(grams))
+			bun.List(grams), len(grams))
 	}
 	return sel.Where("LOWER(s.name) LIKE ? ESCAPE '!'", "%"+users.EscapeLike(strings.ToLower(term))+"%")
 }

@@ -140,7 +140,7 @@ func EnsureTags(ctx context.Context, db bun.IDB, names []string) ([]Tag, error) 
 		}
 	}
 	var found []Tag
-	if err := db.NewSelect().Model(&found).Where("t.folded IN (?)", bun.In(keys)).Scan(ctx); err != nil {
+	if err := db.NewSelect().Model(&found).Where("t.folded IN (?)", bun.List(keys)).Scan(ctx); err != nil {
 		return nil, fmt.Errorf("users: read tags: %w", err)
 	}
 	have := make(map[string]Tag, len(keys))
