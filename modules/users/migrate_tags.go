@@ -34,11 +34,11 @@ func migrateTagIdentity(ctx context.Context, db bun.IDB) error {
 	const binary = "VARCHAR(120) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL"
 	switch {
 	case !cols["folded"] && mysql:
-		err = execAll(ctx, db, "ALTER TABLE tags CHANGE COLUMN slug folded "+binary)
+		err = execDDL(ctx, db, "ALTER TABLE tags CHANGE COLUMN slug folded "+binary)
 	case !cols["folded"]:
-		err = execAll(ctx, db, "ALTER TABLE tags RENAME COLUMN slug TO folded")
+		err = execDDL(ctx, db, "ALTER TABLE tags RENAME COLUMN slug TO folded")
 	case mysql:
-		err = execAll(ctx, db, "ALTER TABLE tags MODIFY COLUMN folded "+binary)
+		err = execDDL(ctx, db, "ALTER TABLE tags MODIFY COLUMN folded "+binary)
 	}
 	if err != nil {
 		return err
@@ -47,7 +47,7 @@ func migrateTagIdentity(ctx context.Context, db bun.IDB) error {
 		return err
 	}
 	if !cols["slug"] {
-		if err := execAll(ctx, db, "ALTER TABLE tags ADD COLUMN slug VARCHAR(60) NOT NULL DEFAULT ''"); err != nil {
+		if err := execDDL(ctx, db, "ALTER TABLE tags ADD COLUMN slug VARCHAR(60) NOT NULL DEFAULT ''"); err != nil {
 			return err
 		}
 	}
@@ -182,11 +182,9 @@ func tableColumns(ctx context.Context, db bun.IDB, table string) (map[string]boo
 	return set, nil
 }
 
-func execAll(ctx context.Context, db bun.IDB, statements ...string) error {
-	for _, s := range statements {
-		if _, err := db.ExecContext(ctx, s); err != nil {
-			return fmt.Errorf("%s: %w", s, err)
-		}
+func execDDL(ctx context.Context, db bun.IDB, statement string) error {
+	if _, err := db.ExecContext(ctx, statement); err != nil {
+		return fmt.Errorf("%s: %w", statement, err)
 	}
 	return nil
 }
