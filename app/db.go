@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
@@ -15,7 +16,8 @@ import (
 	"github.com/uptrace/bun/dialect"
 	"github.com/uptrace/bun/dialect/mysqldialect"
 	"github.com/uptrace/bun/dialect/sqlitedialect"
-	"github.com/uptrace/bun/driver/sqliteshim"
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
 )
 
 // ParseDatabaseURL turns ONAIR_DATABASE_URL into a driver name ("mysql" or
@@ -69,8 +71,10 @@ func ParseDatabaseURL(raw string) (driver, dsn string, err error) {
 }
 
 // OpenDB opens the database named by the URL with the matching Bun dialect.
-// SQLite runs through the pure-Go modernc driver on one connection, which
-// serialises writers instead of failing them with SQLITE_BUSY.
+// SQLite runs through the pure-Go modernc driver (named here rather than
+// picked by a shim, so IsDuplicate knows its error type) on one
+// connection, which serialises writers instead of failing them with
+// SQLITE_BUSY.
 func OpenDB(ctx context.Context, rawURL string) (*bun.DB, error) {
 	driver, dsn, err := ParseDatabaseURL(rawURL)
 	if err != nil {
@@ -84,7 +88,7 @@ func OpenDB(ctx context.Context, rawURL string) (*bun.DB, error) {
 				return nil, fmt.Errorf("database: create directory: %w", err)
 			}
 		}
-		sqldb, err := sql.Open(sqliteshim.ShimName, dsn)
+		sqldb, err := sql.Open(sqliteDriver, dsn)
 		if err != nil {
 			return nil, fmt.Errorf("database: open sqlite: %w", err)
 		}
@@ -120,14 +124,53 @@ func sqlitePath(raw string) string {
 // IsMySQL tells whether db speaks the MySQL dialect.
 func IsMySQL(db bun.IDB) bool { return db.Dialect().Name() == dialect.MySQL }
 
-// IsDuplicate tells whether err is a unique-key violation, on MySQL
-// ("Duplicate entry", error 1062) or SQLite ("UNIQUE constraint failed"):
-// the loser of a race for a unique value, to be answered or retried, never
-// a 500.
+// sqliteDriver is the name modernc.org/sqlite registers itself under.
+const sqliteDriver = "sqlite"
+
+// Error codes of the drivers that tell a lost race from a fault.
+const (
+	mysqlDuplicateEntry = 1062 // ER_DUP_ENTRY
+	mysqlDeadlock       = 1213 // ER_LOCK_DEADLOCK
+)
+
+// IsDuplicate tells whether err is a unique-key violation: MySQL error 1062
+// (ER_DUP_ENTRY), or SQLite's extended codes SQLITE_CONSTRAINT_UNIQUE and
+// SQLITE_CONSTRAINT_PRIMARYKEY. It is the loser of a race for a unique
+// value, to be answered or retried, never a 500. The drivers' error codes
+// decide, not their messages, which change between versions and locales.
 func IsDuplicate(err error) bool {
-	if err == nil {
-		return false
+	var my *mysql.MySQLError
+	if errors.As(err, &my) {
+		return my.Number == mysqlDuplicateEntry
 	}
-	msg := err.Error()
-	return strings.Contains(msg, "UNIQUE constraint failed") || strings.Contains(msg, "Duplicate entry")
+	var lite *sqlite.Error
+	if errors.As(err, &lite) {
+		return lite.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE || lite.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY
+	}
+	return false
+}
+
+// IsDeadlock tells whether err is MySQL's ER_LOCK_DEADLOCK (1213): InnoDB
+// rolled the transaction back to break a cycle of locks, and running it
+// again is the documented answer. SQLite, on one connection, never
+// deadlocks.
+func IsDeadlock(err error) bool {
+	var my *mysql.MySQLError
+	return errors.As(err, &my) && my.Number == mysqlDeadlock
+}
+
+// RunInTxRetry runs fn in a transaction, and runs it again in a fresh one,
+// up to attempts times in all, while the database reports a race the next
+// try may win: a unique key another transaction took first (IsDuplicate) or
+// a deadlock (IsDeadlock). fn learns which attempt it is (0 first), so it
+// can choose differently; it must have no effect outside the transaction.
+func RunInTxRetry(ctx context.Context, db *bun.DB, attempts int, fn func(ctx context.Context, tx bun.Tx, attempt int) error) error {
+	var err error
+	for attempt := 0; attempt < attempts; attempt++ {
+		err = db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error { return fn(ctx, tx, attempt) })
+		if err == nil || !(IsDuplicate(err) || IsDeadlock(err)) || ctx.Err() != nil {
+			return err
+		}
+	}
+	return err
 }

@@ -6,9 +6,47 @@ import (
 	"fmt"
 	"mime"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/gofiber/fiber/v2"
 )
+
+// Text input, whether a query parameter or a body field, is valid UTF-8
+// without NUL characters. Neither database takes a NUL through Bun (SQLite
+// refuses the statement, MySQL silently drops the byte), and bytes that are
+// not UTF-8 are not text: MySQL would refuse them and JSON cannot carry
+// them. The rule is applied where input enters (ReadInput, Input.String,
+// Input.Strings, QueryText), so no handler has to remember it: a query
+// parameter that breaks it is a 400, a body field a 422 naming the field,
+// and a JSON body that is not UTF-8 a 400 (RFC 8259 requires UTF-8).
+
+// TextProblem says why s cannot be taken as text ("must be valid UTF-8
+// text", "must not contain NUL characters"), or "" when it can.
+func TextProblem(s string) string {
+	if !utf8.ValidString(s) {
+		return "must be valid UTF-8 text"
+	}
+	if strings.IndexByte(s, 0) >= 0 {
+		return "must not contain NUL characters"
+	}
+	return ""
+}
+
+// QueryText reads a text query parameter ("" when absent). A value that is
+// not valid UTF-8, holds a control character (NUL included) or is longer
+// than max characters is a 400. The value is copied: Fiber lends the
+// request's buffer only until the handler returns.
+func QueryText(c *fiber.Ctx, name string, max int) (string, error) {
+	v := c.Query(name)
+	if v == "" {
+		return "", nil
+	}
+	if TextProblem(v) != "" || strings.IndexFunc(v, unicode.IsControl) >= 0 || utf8.RuneCountInString(v) > max {
+		return "", BadRequest("%s must be text of at most %d characters, without control characters", name, max)
+	}
+	return strings.Clone(v), nil
+}
 
 // Input is the decoded body of a POST or PUT request, whatever its encoding
 // (JSON object, urlencoded form or multipart form). It remembers which fields
@@ -28,6 +66,10 @@ func ReadInput(c *fiber.Ctx) (*Input, error) {
 	case len(body) == 0 && ct != fiber.MIMEMultipartForm:
 		return in, nil
 	case ct == fiber.MIMEApplicationJSON || (ct == "" && len(body) > 0 && body[0] == '{') || strings.HasSuffix(ct, "+json"):
+		if !utf8.Valid(body) {
+			// encoding/json would quietly turn the bad bytes into U+FFFD.
+			return nil, BadRequest("request body is not UTF-8")
+		}
 		if err := json.Unmarshal(body, &in.json); err != nil || in.json == nil {
 			return nil, BadRequest("request body is not a JSON object")
 		}
@@ -62,7 +104,7 @@ func (in *Input) Has(name string) bool {
 }
 
 // String returns a text field. A JSON value that is not a string (or null)
-// is 400.
+// is 400; text that is not valid UTF-8 or holds a NUL is 422 on the field.
 func (in *Input) String(name string) (string, bool, error) {
 	if raw, ok := in.json[name]; ok {
 		if string(raw) == "null" {
@@ -72,12 +114,22 @@ func (in *Input) String(name string) (string, bool, error) {
 		if err := json.Unmarshal(raw, &s); err != nil {
 			return "", true, BadRequest("%s must be a string", name)
 		}
-		return s, true, nil
+		return s, true, checkText(name, s)
 	}
 	if vs, ok := in.form[name]; ok && len(vs) > 0 {
-		return vs[0], true, nil
+		return vs[0], true, checkText(name, vs[0])
 	}
 	return "", false, nil
+}
+
+// checkText is the text rule for a body field: a 422 naming the field.
+func checkText(field string, values ...string) error {
+	for _, v := range values {
+		if p := TextProblem(v); p != "" {
+			return Validation{field: p}.Err()
+		}
+	}
+	return nil
 }
 
 // Bool returns a boolean field: true/false (also 1/0). Anything else is 400.
@@ -115,11 +167,11 @@ func (in *Input) Strings(name string) ([]string, bool, error) {
 	if raw, ok := in.json[name]; ok {
 		var list []string
 		if err := json.Unmarshal(raw, &list); err == nil {
-			return list, true, nil
+			return list, true, checkText(name, list...)
 		}
 		var s string
 		if err := json.Unmarshal(raw, &s); err == nil {
-			return splitComma(s), true, nil
+			return splitComma(s), true, checkText(name, s)
 		}
 		if string(raw) == "null" {
 			return nil, true, nil
@@ -134,7 +186,7 @@ func (in *Input) Strings(name string) ([]string, bool, error) {
 	for _, v := range vs {
 		out = append(out, splitComma(v)...)
 	}
-	return out, true, nil
+	return out, true, checkText(name, vs...)
 }
 
 func splitComma(s string) []string {

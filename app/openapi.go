@@ -42,7 +42,10 @@ const openAPIBase = `{
       "Tag": {
         "type": "object", "additionalProperties": false,
         "required": ["name", "slug"],
-        "properties": {"name": {"type": "string"}, "slug": {"type": "string"}}
+        "properties": {
+          "name": {"type": "string", "description": "The tag; spellings equal once trimmed, white space collapsed and case-folded are one tag, named by its first spelling."},
+          "slug": {"type": "string", "description": "URL-friendly form of the name; not unique (C and C# both have c)."}
+        }
       },
       "Error": {
         "type": "object", "additionalProperties": false, "required": ["error"],

@@ -36,6 +36,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/onair/onair/bench/internal/benchkit"
 )
 
@@ -226,9 +228,9 @@ func runPhase(ctx context.Context, srv *benchkit.Server, tokens []string, n int,
 	}
 	fmt.Fprintf(os.Stderr, "%d viewers, %s ids: connecting...\n", n, mode)
 	wsURL := fmt.Sprintf("ws://%s/ws/shows/%d", srv.HTTPAddr, show.ID)
-	cookie := newUUID
+	cookie := uuid.NewString
 	if mode == "shared" {
-		id := newUUID()
+		id := uuid.NewString()
 		cookie = func() string { return id }
 	}
 	start := time.Now()

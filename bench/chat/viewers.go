@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"fmt"
 	"net"
 	"net/http"
@@ -82,14 +81,6 @@ type crowd struct {
 	viewers  []*viewer
 	quitting atomic.Bool
 	failed   []string
-}
-
-func newUUID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	b[6] = (b[6] & 0x0f) | 0x40
-	b[8] = (b[8] & 0x3f) | 0x80
-	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
 }
 
 // connect opens n anonymous sockets on the show's public room route,

@@ -95,12 +95,13 @@ func seed(ctx context.Context, db *sql.DB, nUsers, nShows int) error {
 		return err
 	}
 	var b strings.Builder
-	b.WriteString("INSERT INTO tags (id, name, slug) VALUES ")
+	b.WriteString("INSERT INTO tags (id, name, folded, slug) VALUES ")
 	for i, t := range tagNames {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		fmt.Fprintf(&b, "(%d,'%s','%s')", i+1, t, strings.ReplaceAll(t, " ", "-"))
+		// The names are lower-case ASCII: each is its own key (users.TagKey).
+		fmt.Fprintf(&b, "(%d,'%s','%s','%s')", i+1, t, t, strings.ReplaceAll(t, " ", "-"))
 	}
 	if _, err := db.ExecContext(ctx, b.String()); err != nil {
 		return err

@@ -181,6 +181,10 @@ func New(t testing.TB, opts Options) *Env {
 		return stopErr
 	}
 	t.Cleanup(func() {
+		// A connection the client dialed but never sent a request on is
+		// not idle to the server, and would hold its graceful shutdown
+		// for the whole grace period.
+		env.Client.CloseIdleConnections()
 		if err := env.stop(); err != nil {
 			t.Errorf("serve: %v", err)
 		}

@@ -136,7 +136,7 @@ func (h *adminHandlers) names(ctx context.Context, d chatPageData) (map[int64]st
 	showNames, userNames := map[int64]string{}, map[int64]string{}
 	if len(showIDs) > 0 {
 		var list []shows.Show
-		if err := db.NewSelect().Model(&list).Column("id", "name").Where("id IN (?)", bun.In(keys(showIDs))).Scan(ctx); err != nil {
+		if err := db.NewSelect().Model(&list).Column("id", "name").Where("id IN (?)", bun.List(keys(showIDs))).Scan(ctx); err != nil {
 			return nil, nil, fmt.Errorf("chat: show names: %w", err)
 		}
 		for _, sh := range list {
@@ -145,7 +145,7 @@ func (h *adminHandlers) names(ctx context.Context, d chatPageData) (map[int64]st
 	}
 	if len(userIDs) > 0 {
 		var list []users.User
-		if err := db.NewSelect().Model(&list).Column("id", "name").Where("id IN (?)", bun.In(keys(userIDs))).Scan(ctx); err != nil {
+		if err := db.NewSelect().Model(&list).Column("id", "name").Where("id IN (?)", bun.List(keys(userIDs))).Scan(ctx); err != nil {
 			return nil, nil, fmt.Errorf("chat: user names: %w", err)
 		}
 		for _, u := range list {

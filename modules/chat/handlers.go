@@ -152,7 +152,7 @@ func (s *Service) ChatUsers(c *fiber.Ctx, showID int64) ([]any, error) {
 	out := make([]any, 0, len(keys))
 	if len(ids) > 0 {
 		var list []users.User
-		if err := s.db.NewSelect().Model(&list).Where("u.id IN (?)", bun.In(ids)).OrderExpr("u.name, u.id").Scan(ctx); err != nil {
+		if err := s.db.NewSelect().Model(&list).Where("u.id IN (?)", bun.List(ids)).OrderExpr("u.name, u.id").Scan(ctx); err != nil {
 			return nil, err
 		}
 		for i := range list {

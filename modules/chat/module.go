@@ -13,6 +13,7 @@ import (
 
 	"github.com/gofiber/contrib/websocket"
 	"github.com/gofiber/fiber/v2"
+	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/onair/onair/app"
@@ -98,7 +99,7 @@ func (m *Module) Provision(core *app.Core) error {
 	m.users = um.Service
 	var rate RateGate = newMemoryGate()
 	if core.Redis != nil {
-		node := newUUID()
+		node := uuid.NewString()
 		m.hub = NewSharedHub(
 			&redisBus{rdb: core.Redis, channel: core.Config.RedisPrefix + "chat:events"},
 			&redisPresence{rdb: core.Redis, prefix: core.Config.RedisPrefix + "chat:", node: node},

@@ -46,13 +46,15 @@ func (s *Service) Post(ctx context.Context, showID int64, by *app.Principal, bod
 	if err != nil {
 		return nil, err
 	}
+	// The web pages' chat form reaches here without app.Input, so the
+	// text rule is applied here as well.
+	if p := app.TextProblem(body); p != "" {
+		return nil, app.Validation{"message": p}.Err()
+	}
 	if n := utf8.RuneCountInString(body); n == 0 || strings.TrimSpace(body) == "" {
 		return nil, app.Validation{"message": "is required"}.Err()
 	} else if n > MaxMessageLength {
 		return nil, app.Validation{"message": fmt.Sprintf("must be at most %d characters", MaxMessageLength)}.Err()
-	}
-	if !utf8.ValidString(body) {
-		return nil, app.Validation{"message": "must be valid UTF-8"}.Err()
 	}
 	banned, err := s.Banned(ctx, sh.ID, by.UserID)
 	if err != nil {
@@ -175,6 +177,9 @@ func (s *Service) Delete(ctx context.Context, id int64, by *app.Principal) (*Mes
 func (s *Service) Ban(ctx context.Context, userID, showID int64, reason string, by *app.Principal) (*Ban, error) {
 	if err := s.authz.Can(by, "chat", "ban"); err != nil {
 		return nil, err
+	}
+	if p := app.TextProblem(reason); p != "" {
+		return nil, app.Validation{"reason": p}.Err()
 	}
 	if banned, err := s.bannedExactly(ctx, userID, showID); err != nil || banned != nil {
 		return banned, err

@@ -1,7 +1,6 @@
 package chat
 
 import (
-	"crypto/rand"
 	"fmt"
 	"net/url"
 	"regexp"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/gofiber/contrib/websocket"
 	"github.com/gofiber/fiber/v2"
+	"github.com/google/uuid"
 
 	"github.com/onair/onair/app"
 )
@@ -37,15 +37,6 @@ const (
 )
 
 var uuidPattern = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
-
-// newUUID makes a random (version 4) UUID.
-func newUUID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	b[6] = (b[6] & 0x0f) | 0x40
-	b[8] = (b[8] & 0x3f) | 0x80
-	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
-}
 
 // apiSocket prepares GET /v1/shows/:id/chat/socket: the Bearer-token
 // client joins as its user.
@@ -89,7 +80,7 @@ func (m *Module) webSocket(c *fiber.Ctx) error {
 	}
 	id := c.Cookies(anonCookie)
 	if !uuidPattern.MatchString(id) {
-		id = newUUID()
+		id = uuid.NewString()
 	}
 	// An anonymous viewer is an empty principal: it sees public shows only.
 	return m.prepareSocket(c, &app.Principal{}, func() (Viewer, error) {

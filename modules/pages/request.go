@@ -1,7 +1,6 @@
 package pages
 
 import (
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"net/http"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/a-h/templ"
 	"github.com/gofiber/fiber/v2"
+	"github.com/google/uuid"
 
 	"github.com/onair/onair/app"
 	"github.com/onair/onair/modules/users"
@@ -203,12 +203,7 @@ func (m *Module) ensureViewerCookie(c *fiber.Ctx) {
 	if uuidPattern.MatchString(c.Cookies(viewerCookie)) {
 		return
 	}
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	b[6] = (b[6] & 0x0f) | 0x40
-	b[8] = (b[8] & 0x3f) | 0x80
-	id := fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
-	c.Cookie(&fiber.Cookie{Name: viewerCookie, Value: id, Path: "/", HTTPOnly: true, SameSite: fiber.CookieSameSiteLaxMode,
+	c.Cookie(&fiber.Cookie{Name: viewerCookie, Value: uuid.NewString(), Path: "/", HTTPOnly: true, SameSite: fiber.CookieSameSiteLaxMode,
 		Secure: strings.HasPrefix(m.public, "https:"), Expires: time.Now().Add(365 * 24 * time.Hour)})
 }
 

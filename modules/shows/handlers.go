@@ -2,7 +2,6 @@ package shows
 
 import (
 	"strconv"
-	"strings"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -195,15 +194,7 @@ func parseListQuery(c *fiber.Ctx, all bool) (ListQuery, error) {
 	if q.Page, err = app.ParsePage(c, PageSize); err != nil {
 		return q, err
 	}
-	text := func(name string) (string, error) {
-		v := c.Query(name)
-		if !utf8.ValidString(v) || utf8.RuneCountInString(v) > maxQueryText || hasControl(v) {
-			return "", app.BadRequest("%s must be text of at most %d characters", name, maxQueryText)
-		}
-		// Fiber reuses the request's buffers after the handler returns;
-		// the count cache may keep the value longer.
-		return strings.Clone(v), nil
-	}
+	text := func(name string) (string, error) { return app.QueryText(c, name, maxQueryText) }
 	if q.Filter, err = text("filter"); err != nil {
 		return q, err
 	}
@@ -303,5 +294,3 @@ func validText(s string, multiline bool) bool {
 	}
 	return true
 }
-
-func hasControl(s string) bool { return !validText(s, false) }

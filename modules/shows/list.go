@@ -22,8 +22,9 @@ type ListQuery struct {
 	Viewer *app.Principal
 	// UserID restricts the list to one owner (0: every user).
 	UserID int64
-	// Filter: name contains, case-insensitive. Slug: exactly this slug.
-	// Tag: tagged with the tag of this name or slug.
+	// Filter: name contains, case-insensitive. Slug: exactly this slug,
+	// case-insensitive (app.SlugQuery). Tag: tagged with the tag that has
+	// this text (users.TagKey; blank is no filter).
 	Filter, Slug, Tag string
 	// From and To bound start: From <= start < To.
 	From, To *time.Time
@@ -45,17 +46,27 @@ func (s *Service) List(ctx context.Context, q ListQuery) ([]Show, int, error) {
 	if q.Page.Size == 0 {
 		q.Page = app.Page{Number: 1, Size: PageSize}
 	}
+	if err := q.check(); err != nil {
+		return nil, 0, err
+	}
 	now := app.Now()
 	var tagID int64
-	if q.Tag != "" {
-		slug := app.Slugify(q.Tag, 60)
-		err := s.db.NewSelect().Model((*users.Tag)(nil)).Column("id").Where("slug = ?", slug).Limit(1).Scan(ctx, &tagID)
-		if isNoRows(err) || slug == "" {
+	if q.Tag = users.TagName(q.Tag); q.Tag != "" {
+		id, err := users.FindTag(ctx, s.db, q.Tag)
+		if err != nil {
+			return nil, 0, fmt.Errorf("shows: list: %w", err)
+		}
+		if id == 0 {
 			return nil, 0, nil
 		}
-		if err != nil {
-			return nil, 0, fmt.Errorf("shows: list: tag: %w", err)
+		tagID = id
+	}
+	if q.Slug != "" {
+		slug, ok := app.SlugQuery(q.Slug)
+		if !ok {
+			return nil, 0, nil
 		}
+		q.Slug = slug
 	}
 	count, err := s.count(ctx, q, tagID, now)
 	if err != nil {
@@ -81,7 +92,7 @@ func (s *Service) List(ctx context.Context, q ListQuery) ([]Show, int, error) {
 	}
 	var rows []Show
 	err = s.db.NewSelect().Model(&rows).Relation("User").Relation("Tags", orderTags).
-		Where("s.id IN (?)", bun.In(ids)).Scan(ctx)
+		Where("s.id IN (?)", bun.List(ids)).Scan(ctx)
 	if err != nil {
 		return nil, 0, fmt.Errorf("shows: list: load: %w", err)
 	}
@@ -96,6 +107,17 @@ func (s *Service) List(ctx context.Context, q ListQuery) ([]Show, int, error) {
 		}
 	}
 	return list, count, nil
+}
+
+// check applies the text rule (app.TextProblem) to the text filters: a
+// 400, whoever the caller (the API, the console).
+func (q ListQuery) check() error {
+	for _, f := range []struct{ name, v string }{{"filter", q.Filter}, {"slug", q.Slug}, {"tag", q.Tag}} {
+		if p := app.TextProblem(f.v); p != "" {
+			return app.BadRequest("%s %s", f.name, p)
+		}
+	}
+	return nil
 }
 
 // visibility is the part of the rule that depends on the viewer.

@@ -80,7 +80,7 @@ func TestMalformed(t *testing.T) {
 			{"headline", "maybe", 400}, {"headline", 0.5, 400}, {"headline", map[string]any{}, 400},
 			{"radio", "maybe", 400}, {"radio", -1, 400},
 			{"tags", 5, 400}, {"tags", []any{1, 2}, 400}, {"tags", map[string]any{"a": "b"}, 400}, {"tags", true, 400},
-			{"tags", []string{""}, 422}, {"tags", []string{strings.Repeat("t", 31)}, 422}, {"tags", strings.Split("1,2,3,4,5,6,7,8,9,10,11", ","), 422},
+			{"tags", []string{"a\x00b"}, 422}, {"tags", []string{strings.Repeat("t", 31)}, 422}, {"tags", strings.Split("1,2,3,4,5,6,7,8,9,10,11", ","), 422},
 			{"tags", []string{"!!!"}, 422},
 		}
 		for _, tc := range jsonCases {

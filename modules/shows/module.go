@@ -96,6 +96,9 @@ func (*Module) Migrations() []migrations.Migration {
 		{ID: "0012_index_favorites_show", Up: migrations.CreateIndex((*Favorite)(nil), "show_favorites_show_idx", "show_id")},
 		{ID: "0013_create_grams", Up: migrations.CreateTables((*ShowGram)(nil))},
 		{ID: "0014_backfill_grams", Up: backfillGrams},
+		// A rename replaces a show's grams: without this index the delete
+		// scans (and on MySQL locks) the whole table.
+		{ID: "0015_index_grams_show", Up: migrations.CreateIndex((*ShowGram)(nil), "show_grams_show_idx", "show_id")},
 	}
 }
 

@@ -43,11 +43,18 @@ func NameGrams(name string) []string {
 	return out
 }
 
-// setGrams replaces the grams of a show after its name was set.
+// setGrams replaces the grams of a show after its name changed.
 func setGrams(ctx context.Context, tx bun.IDB, showID int64, name string) error {
 	if _, err := tx.NewDelete().Model((*ShowGram)(nil)).Where("show_id = ?", showID).Exec(ctx); err != nil {
 		return fmt.Errorf("shows: grams of %d: %w", showID, err)
 	}
+	return addGrams(ctx, tx, showID, name)
+}
+
+// addGrams indexes the name of a show that has no grams yet. (A new show
+// skips setGrams's delete: on MySQL, two deletes of nothing take the same
+// gap lock, and the two inserts after them deadlock.)
+func addGrams(ctx context.Context, tx bun.IDB, showID int64, name string) error {
 	grams := NameGrams(name)
 	if len(grams) == 0 {
 		return nil
@@ -70,7 +77,7 @@ func setGrams(ctx context.Context, tx bun.IDB, showID int64, name string) error 
 func whereNameContains(sel *bun.SelectQuery, term string) *bun.SelectQuery {
 	if grams := NameGrams(term); len(grams) > 0 {
 		sel = sel.Where("s.id IN (SELECT g.show_id FROM show_grams AS g WHERE g.gram IN (?) GROUP BY g.show_id HAVING COUNT(*) = ?)",
-			bun.In(grams), len(grams))
+			bun.List(grams), len(grams))
 	}
 	return sel.Where("LOWER(s.name) LIKE ? ESCAPE '!'", "%"+users.EscapeLike(strings.ToLower(term))+"%")
 }

@@ -99,7 +99,9 @@ func (s *Service) get(ctx context.Context, db bun.IDB, id int64) (*Show, error) 
 	return sh, nil
 }
 
-func orderTags(q *bun.SelectQuery) *bun.SelectQuery { return q.OrderExpr("t.slug ASC") }
+// orderTags answers a show's tags in the order of their identity, byte for
+// byte, the same on both databases.
+func orderTags(q *bun.SelectQuery) *bun.SelectQuery { return q.OrderExpr("t.folded ASC") }
 
 // Visible returns the show when viewer may see it, and ErrNotFound (a 404)
 // otherwise, so a hidden show is indistinguishable from a missing one.
@@ -225,7 +227,9 @@ func (in *Input) validate(creating bool, now time.Time) (checked, error) {
 	}
 	if in.Tags != nil {
 		for _, t := range *in.Tags {
-			if !validText(t, false) {
+			// White space inside a tag is folded (users.TagName), so a
+			// tab or a newline there is a space, not a control character.
+			if !validText(users.TagName(t), false) {
 				v.Add("tags", "must be valid UTF-8 text without control characters")
 			}
 		}
@@ -274,37 +278,40 @@ func (s *Service) Create(ctx context.Context, by *app.Principal, in Input) (*Sho
 	if err != nil {
 		return nil, err
 	}
-	// A concurrent create can take the same slug between the check and
-	// the insert; the unique index refuses it and we try the next one.
-	for attempt := 0; ; attempt++ {
-		err = s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-			slug, err := s.freeSlug(ctx, tx, sh.UserID, sh.Name, 0)
-			if err != nil {
-				return err
-			}
-			sh.ID, sh.Slug, sh.StreamKey = 0, slug, ""
-			if _, err := tx.NewInsert().Model(sh).Exec(ctx); err != nil {
-				return err
-			}
-			sh.StreamKey = streamKey(sh.ID, secret)
-			if _, err := tx.NewUpdate().Model(sh).Column("stream_key").WherePK().Exec(ctx); err != nil {
-				return err
-			}
-			if err := s.setTags(ctx, tx, sh, c.tags); err != nil {
-				return err
-			}
-			if err := setGrams(ctx, tx, sh.ID, sh.Name); err != nil {
-				return err
-			}
-			if sh.Headline {
-				return clearOtherHeadlines(ctx, tx, sh)
-			}
-			return nil
-		})
-		if err == nil || !isDuplicate(err) || attempt == 4 {
-			break
-		}
+	// Tags are shared rows; they are created (or found) before the show's
+	// transaction, each in its own statement, so the transaction holds no
+	// lock on them and sees them committed.
+	tags, err := users.EnsureTags(ctx, s.db, c.tags)
+	if err != nil {
+		return nil, fmt.Errorf("shows: create: %w", err)
 	}
+	// A concurrent create can take the same slug between the read and the
+	// insert: the unique index (user_id, slug) refuses it, and the
+	// transaction runs again with another slug (app.NextSlug).
+	err = app.RunInTxRetry(ctx, s.db, app.SlugAttempts, func(ctx context.Context, tx bun.Tx, attempt int) error {
+		slug, err := s.freeSlug(ctx, tx, sh.UserID, sh.Name, attempt)
+		if err != nil {
+			return err
+		}
+		sh.ID, sh.Slug, sh.StreamKey = 0, slug, ""
+		if _, err := tx.NewInsert().Model(sh).Exec(ctx); err != nil {
+			return err
+		}
+		sh.StreamKey = streamKey(sh.ID, secret)
+		if _, err := tx.NewUpdate().Model(sh).Column("stream_key").WherePK().Exec(ctx); err != nil {
+			return err
+		}
+		if err := addTags(ctx, tx, sh, tags); err != nil {
+			return err
+		}
+		if err := addGrams(ctx, tx, sh.ID, sh.Name); err != nil {
+			return err
+		}
+		if sh.Headline {
+			return clearOtherHeadlines(ctx, tx, sh)
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, fmt.Errorf("shows: create: %w", err)
 	}
@@ -320,7 +327,9 @@ func (s *Service) Create(ctx context.Context, by *app.Principal, in Input) (*Sho
 // the owner relation); staff use the lifecycle operations instead.
 func (s *Service) Update(ctx context.Context, id int64, by *app.Principal, in Input) (*Show, error) {
 	now := app.Now()
-	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+	// Replacing tags and grams can deadlock with another update on MySQL
+	// (gap locks); the loser runs again.
+	err := app.RunInTxRetry(ctx, s.db, 3, func(ctx context.Context, tx bun.Tx, _ int) error {
 		sh, err := lockShow(ctx, tx, id)
 		if err != nil {
 			return err
@@ -377,7 +386,7 @@ func (s *Service) Update(ctx context.Context, id int64, by *app.Principal, in In
 			return err
 		}
 		if in.Tags != nil {
-			if err := s.setTags(ctx, tx, sh, c.tags); err != nil {
+			if err := setTags(ctx, tx, sh, c.tags); err != nil {
 				return err
 			}
 		} else if c.start != nil {
@@ -401,16 +410,16 @@ func (s *Service) Update(ctx context.Context, id int64, by *app.Principal, in In
 	return fresh, nil
 }
 
-// freeSlug derives a slug from name that no other show of the user has:
-// name, name-2, name-3… (except is a show id allowed to keep its own).
-func (s *Service) freeSlug(ctx context.Context, db bun.IDB, userID int64, name string, except int64) (string, error) {
+// freeSlug derives a slug from name that no other show of the user has
+// (app.NextSlug: name, name-2, name-3…).
+func (s *Service) freeSlug(ctx context.Context, db bun.IDB, userID int64, name string, attempt int) (string, error) {
 	base := app.Slugify(name, slugMax)
 	if base == "" {
 		base = "show"
 	}
 	var taken []string
 	err := db.NewSelect().Model((*Show)(nil)).Column("slug").
-		Where("user_id = ?", userID).Where("id <> ?", except).
+		Where("user_id = ?", userID).
 		WhereGroup(" AND ", func(q *bun.SelectQuery) *bun.SelectQuery {
 			return q.Where("slug = ?", base).WhereOr("slug LIKE ? ESCAPE '!'", users.EscapeLike(base)+"-%")
 		}).Scan(ctx, &taken)
@@ -421,34 +430,31 @@ func (s *Service) freeSlug(ctx context.Context, db bun.IDB, userID int64, name s
 	for _, t := range taken {
 		used[t] = true
 	}
-	slug := base
-	for i := 2; used[slug]; i++ {
-		slug = base + "-" + strconv.Itoa(i)
-	}
-	return slug, nil
+	return app.NextSlug(base, func(slug string) bool { return used[slug] }, attempt), nil
 }
 
-// setTags replaces the show's tags.
-func (s *Service) setTags(ctx context.Context, tx bun.IDB, sh *Show, names []string) error {
+// setTags replaces the show's tags with the checked names.
+func setTags(ctx context.Context, tx bun.IDB, sh *Show, names []string) error {
 	if _, err := tx.NewDelete().Model((*ShowTag)(nil)).Where("show_id = ?", sh.ID).Exec(ctx); err != nil {
 		return err
-	}
-	if len(names) == 0 {
-		return nil
 	}
 	tags, err := users.EnsureTags(ctx, tx, names)
 	if err != nil {
 		return err
 	}
-	rows := make([]ShowTag, 0, len(tags))
-	seen := map[int64]bool{}
-	for _, t := range tags {
-		if !seen[t.ID] {
-			seen[t.ID] = true
-			rows = append(rows, ShowTag{ShowID: sh.ID, TagID: t.ID, Start: sh.Start})
-		}
+	return addTags(ctx, tx, sh, tags)
+}
+
+// addTags links a show that has no tags yet to tags.
+func addTags(ctx context.Context, tx bun.IDB, sh *Show, tags []users.Tag) error {
+	if len(tags) == 0 {
+		return nil
 	}
-	_, err = tx.NewInsert().Model(&rows).Exec(ctx)
+	rows := make([]ShowTag, 0, len(tags))
+	for _, t := range tags {
+		rows = append(rows, ShowTag{ShowID: sh.ID, TagID: t.ID, Start: sh.Start})
+	}
+	_, err := tx.NewInsert().Model(&rows).Exec(ctx)
 	return err
 }
 
@@ -532,8 +538,6 @@ func keyShowID(key string) (int64, bool) {
 	}
 	return id, true
 }
-
-func isDuplicate(err error) bool { return app.IsDuplicate(err) }
 
 // wrap prefixes an error with the operation unless it is an API error,
 // which must reach the client as it is.

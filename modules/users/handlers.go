@@ -12,6 +12,9 @@ import (
 // PageSize of GET /users.
 const PageSize = 20
 
+// maxQueryText bounds the text filters of GET /users.
+const maxQueryText = 200
+
 type handlers struct {
 	svc   *Service
 	authz *app.Authz
@@ -23,7 +26,15 @@ func (h *handlers) list(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	q := ListQuery{Filter: c.Query("filter"), Slug: c.Query("slug"), Name: c.Query("name"), Page: page}
+	q := ListQuery{Page: page}
+	for _, f := range []struct {
+		name string
+		dst  *string
+	}{{"filter", &q.Filter}, {"slug", &q.Slug}, {"name", &q.Name}} {
+		if *f.dst, err = app.QueryText(c, f.name, maxQueryText); err != nil {
+			return err
+		}
+	}
 	list, count, err := h.svc.List(c.UserContext(), q)
 	if err != nil {
 		return err

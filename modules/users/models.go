@@ -29,13 +29,18 @@ type User struct {
 	Tags           []Tag     `bun:"m2m:user_tags,join:User=Tag"`
 }
 
-// Tag is a label shared by users and shows.
+// Tag is a label shared by users and shows. A tag is its text: Folded,
+// the TagKey of its name, is its identity and is unique, compared byte for
+// byte (SQLite's BINARY collation; utf8mb4_bin on MySQL, set by migration
+// 0006, since the default collations equate accents). Name is the spelling
+// it was first created with; Slug is derived from it and is not unique.
 type Tag struct {
 	bun.BaseModel `bun:"table:tags,alias:t"`
 
-	ID   int64  `bun:"id,pk,autoincrement"`
-	Name string `bun:"name,notnull,type:varchar(30)"`
-	Slug string `bun:"slug,notnull,unique,type:varchar(60)"`
+	ID     int64  `bun:"id,pk,autoincrement"`
+	Name   string `bun:"name,notnull,type:varchar(30)"`
+	Folded string `bun:"folded,notnull,unique,type:varchar(120)"`
+	Slug   string `bun:"slug,notnull,type:varchar(60)"`
 }
 
 // UserTag joins users and tags.

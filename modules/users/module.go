@@ -53,6 +53,7 @@ func (*Module) Migrations() []migrations.Migration {
 		{ID: "0003_index_tokens_user", Up: migrations.CreateIndex((*Token)(nil), "tokens_user_idx", "user_id")},
 		{ID: "0004_index_follows_followed", Up: migrations.CreateIndex((*Follow)(nil), "follows_followed_idx", "followed_id")},
 		{ID: "0005_create_sessions", Up: migrations.CreateTables((*Session)(nil))},
+		{ID: "0006_tag_identity", Up: migrateTagIdentity},
 	}
 }
 

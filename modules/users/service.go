@@ -58,6 +58,15 @@ func (n *NewUser) Validate() error {
 	v := app.Validation{}
 	n.Name = strings.TrimSpace(n.Name)
 	n.Email = strings.TrimSpace(strings.ToLower(n.Email))
+	// The first problem of a field is the one reported: the text rule
+	// (app.TextProblem) before the lengths.
+	for field, text := range map[string]*string{"name": &n.Name, "email": &n.Email, "location": n.Location, "description": n.Description} {
+		if text != nil {
+			if p := app.TextProblem(*text); p != "" {
+				v.Add(field, p)
+			}
+		}
+	}
 	switch l := utf8.RuneCountInString(n.Name); {
 	case l == 0:
 		v.Add("name", "is required")
@@ -119,16 +128,18 @@ func (s *Service) Create(ctx context.Context, n NewUser) (*User, error) {
 	}
 	// A concurrent sign-up can take the email or the slug between the
 	// checks and the insert: the unique index refuses it, and the loser
-	// gets the 422 or the next slug, never a 500.
+	// gets the 422 or another slug (app.NextSlug), never a 500.
 	for attempt := 0; ; attempt++ {
-		if err := s.freeSlug(ctx, u, base); err != nil {
+		slug, err := s.freeSlug(ctx, base, attempt)
+		if err != nil {
 			return nil, err
 		}
-		_, err := s.db.NewInsert().Model(u).Exec(ctx)
+		u.ID, u.Slug = 0, slug
+		_, err = s.db.NewInsert().Model(u).Exec(ctx)
 		if err == nil {
 			return u, nil
 		}
-		if !app.IsDuplicate(err) || attempt == 4 {
+		if !(app.IsDuplicate(err) || app.IsDeadlock(err)) || attempt == app.SlugAttempts-1 {
 			return nil, fmt.Errorf("users: create %s: %w", n.Email, err)
 		}
 		if taken, _ := s.db.NewSelect().Model((*User)(nil)).Where("email = ?", n.Email).Exists(ctx); taken {
@@ -137,24 +148,22 @@ func (s *Service) Create(ctx context.Context, n NewUser) (*User, error) {
 	}
 }
 
-// freeSlug gives u the first free, unreserved slug from base.
-func (s *Service) freeSlug(ctx context.Context, u *User, base string) error {
-	for i := 1; ; i++ {
-		u.Slug = base
-		if i > 1 {
-			u.Slug = base + "-" + strconv.Itoa(i)
-		}
-		if s.ReservedSlug(u.Slug) {
-			continue
-		}
-		exists, err := s.db.NewSelect().Model((*User)(nil)).Where("slug = ?", u.Slug).Exists(ctx)
-		if err != nil {
-			return fmt.Errorf("users: create: %w", err)
-		}
-		if !exists {
-			return nil
-		}
+// freeSlug picks a free, unreserved slug from base (see app.NextSlug) with
+// one read of the slugs taken by base and its numbered forms.
+func (s *Service) freeSlug(ctx context.Context, base string, attempt int) (string, error) {
+	var taken []string
+	err := s.db.NewSelect().Model((*User)(nil)).Column("slug").
+		WhereGroup(" AND ", func(q *bun.SelectQuery) *bun.SelectQuery {
+			return q.Where("slug = ?", base).WhereOr("slug LIKE ? ESCAPE '!'", EscapeLike(base)+"-%")
+		}).Scan(ctx, &taken)
+	if err != nil {
+		return "", fmt.Errorf("users: create: %w", err)
 	}
+	used := make(map[string]bool, len(taken))
+	for _, t := range taken {
+		used[t] = true
+	}
+	return app.NextSlug(base, func(slug string) bool { return used[slug] || s.ReservedSlug(slug) }, attempt), nil
 }
 
 // ReservedSlug tells whether slug is a path of the server rather than a
@@ -186,7 +195,7 @@ func (s *Service) CheckPassword(ctx context.Context, email, password string) (*U
 // Get returns a user by id.
 func (s *Service) Get(ctx context.Context, id int64) (*User, error) {
 	u := new(User)
-	err := s.db.NewSelect().Model(u).Relation("Tags").Where("u.id = ?", id).Scan(ctx)
+	err := s.db.NewSelect().Model(u).Relation("Tags", orderTags).Where("u.id = ?", id).Scan(ctx)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ErrNotFound
 	}
@@ -228,7 +237,10 @@ type ListQuery struct {
 // List returns a page of users, most followed first, and the total count.
 func (s *Service) List(ctx context.Context, q ListQuery) ([]User, int, error) {
 	var list []User
-	sel := filterUsers(s.db.NewSelect().Model(&list).Relation("Tags"), q)
+	if err := q.check(); err != nil {
+		return nil, 0, err
+	}
+	sel := filterUsers(s.db.NewSelect().Model(&list).Relation("Tags", orderTags), q)
 	count, err := sel.OrderExpr("u.followers_count DESC, u.id ASC").Limit(int64(q.Page.Size)).Offset(int64(q.Page.Offset())).ScanAndCount(ctx)
 	if err != nil {
 		return nil, 0, fmt.Errorf("users: list: %w", err)
@@ -238,12 +250,30 @@ func (s *Service) List(ctx context.Context, q ListQuery) ([]User, int, error) {
 
 // Count is the number of users List would return over all pages.
 func (s *Service) Count(ctx context.Context, q ListQuery) (int, error) {
+	if err := q.check(); err != nil {
+		return 0, err
+	}
 	n, err := filterUsers(s.db.NewSelect().Model((*User)(nil)), q).Count(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("users: count: %w", err)
 	}
 	return int(n), nil
 }
+
+// check applies the text rule (app.TextProblem) to the filters: a 400,
+// whoever the caller.
+func (q ListQuery) check() error {
+	for _, f := range []struct{ name, v string }{{"filter", q.Filter}, {"slug", q.Slug}, {"name", q.Name}, {"search", q.Search}} {
+		if p := app.TextProblem(f.v); p != "" {
+			return app.BadRequest("%s %s", f.name, p)
+		}
+	}
+	return nil
+}
+
+// orderTags sorts a relation of tags by their identity, byte for byte, so
+// both databases answer them in one order.
+func orderTags(q *bun.SelectQuery) *bun.SelectQuery { return q.OrderExpr("t.folded ASC") }
 
 // filterUsers adds the WHERE clauses of q.
 func filterUsers(sel *bun.SelectQuery, q ListQuery) *bun.SelectQuery {
@@ -267,9 +297,11 @@ func filterUsers(sel *bun.SelectQuery, q ListQuery) *bun.SelectQuery {
 		})
 	}
 	if q.Slug != "" {
-		// Slugs are lowercase; lowering the query makes MySQL's
-		// case-insensitive collation and SQLite's binary one agree.
-		sel.Where("u.slug = ?", strings.ToLower(q.Slug))
+		if slug, ok := app.SlugQuery(q.Slug); ok {
+			sel.Where("u.slug = ?", slug)
+		} else {
+			sel.Where("1 = 0")
+		}
 	}
 	if q.Name != "" {
 		sel.Where("LOWER(u.name) LIKE ? ESCAPE '!'", "%"+EscapeLike(strings.ToLower(q.Name))+"%")
