@@ -173,7 +173,7 @@ func (m *Module) names(ctx context.Context, list []Entry) (map[int64]string, err
 		return out, nil
 	}
 	var us []users.User
-	if err := m.core.DB.NewSelect().Model(&us).Column("id", "name").Where("id IN (?)", bun.In(ids)).Scan(ctx); err != nil {
+	if err := m.core.DB.NewSelect().Model(&us).Column("id", "name").Where("id IN (?)", bun.List(ids)).Scan(ctx); err != nil {
 		return nil, fmt.Errorf("admin: audit actors: %w", err)
 	}
 	for _, u := range us {

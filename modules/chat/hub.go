@@ -347,21 +347,6 @@ var presencePrefix = []byte(`{"type":"` + EventPresence + `"`)
 
 func isPresence(payload []byte) bool { return bytes.HasPrefix(payload, presencePrefix) }
 
-// closeRoom drops every local socket of a show (it went off or away).
-func (h *Hub) closeRoom(showID int64) {
-	h.mu.RLock()
-	var all []*client
-	if r := h.rooms[showID]; r != nil {
-		for c := range r.clients {
-			all = append(all, c)
-		}
-	}
-	h.mu.RUnlock()
-	for _, c := range all {
-		c.drop()
-	}
-}
-
 // localKeys is this node's present viewers per room.
 func (h *Hub) localKeys() map[int64][]string {
 	h.mu.RLock()

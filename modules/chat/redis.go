@@ -82,7 +82,7 @@ func (p *redisPresence) Leave(ctx context.Context, showID int64, key string) err
 
 func (p *redisPresence) Keys(ctx context.Context, showID int64) ([]string, error) {
 	now := strconv.FormatInt(time.Now().UnixMilli(), 10)
-	members, err := p.rdb.ZRangeByScore(ctx, p.key(showID), &redis.ZRangeBy{Min: "(" + now, Max: "+inf"}).Result()
+	members, err := p.rdb.ZRangeArgs(ctx, redis.ZRangeArgs{Key: p.key(showID), ByScore: true, Start: "(" + now, Stop: "+inf"}).Result()
 	if err != nil {
 		return nil, err
 	}
