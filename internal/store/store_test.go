@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"net"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/onair/onair/internal/miniotest"
 )
@@ -183,5 +185,20 @@ func TestParseS3URL(t *testing.T) {
 		if _, err := ParseS3URL(raw); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v, want %q", raw, err, want)
 		}
+	}
+}
+
+func TestS3Unreachable(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there now
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err = NewS3(ctx, S3Config{Endpoint: addr, AccessKey: "a", SecretKey: "b", Bucket: "media", Region: "us-east-1"})
+	if err == nil || !strings.Contains(err.Error(), addr) {
+		t.Fatalf("unreachable store: %v", err)
 	}
 }
