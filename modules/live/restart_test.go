@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/onair/onair/internal/onairtest"
-	"github.com/onair/onair/internal/testload"
 )
 
 // setup creates a user, a token and a show on a real server, and returns
@@ -85,21 +84,4 @@ func TestRestartAfterWindowArchives(t *testing.T) {
 	if d := playlistSeconds(vod); d < before-0.5 {
 		t.Errorf("archive lost the segments before the crash (%.2f s of %.2f s):\n%s", d, before, vod)
 	}
-}
-
-// awaitSegments waits until a live playlist lists at least seconds of
-// finished segments (the crash tests need some before they crash the
-// server, however slowly a loaded machine encodes) and returns how many
-// seconds it lists.
-func awaitSegments(t *testing.T, playlist string, seconds float64) float64 {
-	t.Helper()
-	var got float64
-	testload.Poll(t, fmt.Sprintf("%g s of segments in %s", seconds, playlist), func() error {
-		status, _, text := fetch(t, playlist)
-		if got = playlistSeconds(text); status != http.StatusOK || got < seconds {
-			return fmt.Errorf("status %d, %.2f s listed:\n%s", status, got, text)
-		}
-		return nil
-	})
-	return got
 }

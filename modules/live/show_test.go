@@ -162,6 +162,24 @@ func fetch(t *testing.T, url string) (int, http.Header, string) {
 	return resp.StatusCode, resp.Header, string(body)
 }
 
+// awaitSegments waits until a live playlist lists at least seconds of
+// finished segments and returns how many seconds it lists. A show is live
+// as soon as its publisher is; its playlists appear with the first segment
+// a moment later (later still on a loaded machine), so a test that reads
+// them waits for that first.
+func awaitSegments(t *testing.T, playlist string, seconds float64) float64 {
+	t.Helper()
+	var got float64
+	testload.Poll(t, fmt.Sprintf("%g s of segments in %s", seconds, playlist), func() error {
+		status, _, text := fetch(t, playlist)
+		if got = playlistSeconds(text); status != http.StatusOK || got < seconds {
+			return fmt.Errorf("status %d, %.2f s listed:\n%s", status, got, text)
+		}
+		return nil
+	})
+	return got
+}
+
 var extinf = regexp.MustCompile(`#EXTINF:([0-9.]+),`)
 
 func playlistSeconds(text string) float64 {
@@ -196,6 +214,8 @@ func TestBroadcast(t *testing.T) {
 		t.Errorf("start did not become the actual start: %v", s["start"])
 	}
 	videoURL, audioURL := s["video_url"].(string), s["audio_url"].(string)
+	awaitSegments(t, videoURL, 1)
+	awaitSegments(t, audioURL, 1)
 	if got := ffprobe(t, videoURL); got != "aac,h264" {
 		t.Errorf("video_url streams %q, want aac,h264", got)
 	}
@@ -320,6 +340,7 @@ func TestAudioOnly(t *testing.T) {
 	if s["video_url"] != nil || s["audio_url"] == nil {
 		t.Fatalf("audio-only show: video_url %v audio_url %v", s["video_url"], s["audio_url"])
 	}
+	awaitSegments(t, s["audio_url"].(string), 1)
 	if got := ffprobe(t, s["audio_url"].(string)); got != "aac" {
 		t.Errorf("audio_url streams %q", got)
 	}
@@ -341,6 +362,7 @@ func TestGStreamerShowGoesLive(t *testing.T) {
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	s := b.await(t, "live", isLive)
+	awaitSegments(t, s["video_url"].(string), 1)
 	if got := ffprobe(t, s["video_url"].(string)); got != "aac,h264" {
 		t.Errorf("video_url streams %q", got)
 	}
@@ -359,6 +381,7 @@ func TestPrivateMedia(t *testing.T) {
 	if !strings.Contains(signed, "/t/") {
 		t.Fatalf("private video_url is not signed: %s", signed)
 	}
+	awaitSegments(t, signed, 1)
 	if status, _, _ := fetch(t, signed); status != 200 {
 		t.Errorf("signed URL: %d", status)
 	}
