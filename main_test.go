@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/onair/onair/internal/onairtest"
+	"github.com/onair/onair/internal/testload"
 )
 
 // TestNewUserPath is the README's first five minutes, with the real binary:
@@ -50,7 +51,7 @@ func TestNewUserPath(t *testing.T) {
 
 	addrRE := regexp.MustCompile(`msg="onair serving".* http=(\S+)`)
 	var base string
-	for deadline := time.Now().Add(30 * time.Second); base == "" && time.Now().Before(deadline); {
+	for deadline := time.Now().Add(testload.Patience); base == "" && time.Now().Before(deadline); {
 		select {
 		case err := <-exited:
 			t.Fatalf("onair exited (%v):\n%s", err, serverErr.String())
@@ -117,7 +118,7 @@ func TestNewUserPath(t *testing.T) {
 		if err != nil {
 			t.Fatalf("onair did not exit cleanly on SIGTERM: %v\n%s", err, serverErr.String())
 		}
-	case <-time.After(30 * time.Second):
-		t.Fatalf("onair did not stop on SIGTERM:\n%s", serverErr.String())
+	case <-time.After(testload.Patience):
+		t.Fatalf("onair did not stop on SIGTERM within %s:\n%s", testload.Patience, serverErr.String())
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/onair/onair/admin/admintest"
 	"github.com/onair/onair/internal/browsertest"
 	"github.com/onair/onair/internal/onairtest"
+	"github.com/onair/onair/internal/testload"
 )
 
 // The browser test drives the console in real headless Chromium, as a
@@ -48,7 +49,7 @@ func TestBrowserModeration(t *testing.T) {
 
 	run := func(what string, actions ...chromedp.Action[chromedp.Void]) {
 		t.Helper()
-		c, cancel := context.WithTimeout(ctx, 30*time.Second)
+		c, cancel := context.WithTimeout(ctx, testload.Patience)
 		defer cancel()
 		if err := chromedp.Do(c, actions...); err != nil {
 			t.Fatalf("%s: %v", what, err)
@@ -57,7 +58,7 @@ func TestBrowserModeration(t *testing.T) {
 	// submit clicks a form's button and waits for the page it leads to.
 	submit := func(what, selector string, wantStatus int64) {
 		t.Helper()
-		c, cancel := context.WithTimeout(ctx, 30*time.Second)
+		c, cancel := context.WithTimeout(ctx, testload.Patience)
 		defer cancel()
 		resp, err := chromedp.RunResponse(c, chromedp.Click(chromedp.CSS(selector)))
 		if err != nil {
@@ -69,7 +70,7 @@ func TestBrowserModeration(t *testing.T) {
 	}
 	text := func(selector string) string {
 		t.Helper()
-		c, cancel := context.WithTimeout(ctx, 10*time.Second)
+		c, cancel := context.WithTimeout(ctx, testload.Patience)
 		defer cancel()
 		s, err := chromedp.Run(c, chromedp.Text(chromedp.CSS(selector)))
 		if err != nil {
@@ -88,7 +89,7 @@ func TestBrowserModeration(t *testing.T) {
 			if size.mobile {
 				opts = append(opts, chromedp.EmulateMobile, chromedp.EmulatePortrait)
 			}
-			c, cancel := context.WithTimeout(ctx, 30*time.Second)
+			c, cancel := context.WithTimeout(ctx, testload.Patience)
 			err := chromedp.Do(c, chromedp.EmulateViewport(size.w, size.h, opts...))
 			var png []byte
 			if err == nil {

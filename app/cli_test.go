@@ -14,6 +14,7 @@ import (
 
 	"github.com/onair/onair/app"
 	"github.com/onair/onair/internal/onairtest"
+	"github.com/onair/onair/internal/testload"
 )
 
 type cliResult struct {
@@ -199,15 +200,18 @@ func TestCLIServe(t *testing.T) {
 	done := make(chan int, 1)
 	go func() { done <- app.Run(ctx, []string{"serve"}, &out, &errb, func(k string) string { return env[k] }) }()
 	addr := regexp.MustCompile(`msg="onair serving".* http=(\S+)`)
-	deadline := time.Now().Add(20 * time.Second)
 	var m []string
-	for m == nil && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-		m = addr.FindStringSubmatch(errb.String())
-	}
-	if m == nil {
-		t.Fatalf("no 'onair serving' line:\n%s", errb.String())
-	}
+	testload.Poll(t, "the 'onair serving' line", func() error {
+		select {
+		case code := <-done:
+			t.Fatalf("serve exited with %d:\n%s", code, errb.String())
+		default:
+		}
+		if m = addr.FindStringSubmatch(errb.String()); m == nil {
+			return fmt.Errorf("log so far:\n%s", errb.String())
+		}
+		return nil
+	})
 	resp, err := http.Get("http://" + m[1] + "/healthz")
 	if err != nil || resp.StatusCode != 200 {
 		t.Fatalf("healthz: %v %v", resp, err)
@@ -222,8 +226,8 @@ func TestCLIServe(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("exit %d:\n%s", code, errb.String())
 		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("serve did not stop")
+	case <-time.After(testload.Patience):
+		t.Fatalf("serve did not stop within %s", testload.Patience)
 	}
 	if out.String() != "" {
 		t.Fatalf("serve wrote to stdout: %q", out.String())

@@ -18,6 +18,7 @@ import (
 
 	"github.com/onair/onair/app"
 	"github.com/onair/onair/internal/onairtest"
+	"github.com/onair/onair/internal/testload"
 )
 
 // echoInput answers what ReadInput made of the body: name, private, tags.
@@ -135,7 +136,7 @@ func TestBodyTooLarge(t *testing.T) {
 			defer conn.Close()
 			fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n{",
 				path, tok, app.BodyLimit+1)
-			conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+			conn.SetReadDeadline(time.Now().Add(testload.Patience))
 			resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
 			if err != nil {
 				t.Fatal(err)

@@ -1,7 +1,8 @@
 // Package browsertest starts the headless Chromium of the browser suites
 // (the console's and the public pages') and says where their screenshots
 // go. Chromium is Debian's, installed by .ci/run; a suite is skipped only
-// when no Chromium is on the PATH.
+// when no Chromium is on the PATH, and fails instead under CI
+// (testload.Skip).
 package browsertest
 
 import (
@@ -12,15 +13,22 @@ import (
 	"testing"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/onair/onair/internal/testload"
 )
 
-// Start launches a headless Chromium with a fresh profile, ready to drive,
-// and stops it when the test ends. The flags are those this machine's
-// closed network needs (no background connections, no updates, no sync).
+// Start waits for the machine's turn of the heavy tests (a browser
+// rendering and playing video must not share the CPU with another media or
+// browser suite; see testload.Heavy), then launches a headless Chromium
+// with a fresh profile, ready to drive, and stops it when the test ends.
+// The flags are those this machine's closed network needs (no background
+// connections, no updates, no sync).
 func Start(t testing.TB, extra ...chromedp.ExecAllocatorOption) context.Context {
 	t.Helper()
+	path := Path(t)
+	testload.Heavy(t)
 	opts := append([]chromedp.ExecAllocatorOption{
-		chromedp.ExecPath(Path(t)),
+		chromedp.ExecPath(path),
 		chromedp.UserDataDir(t.TempDir()),
 		chromedp.Flag("headless", true),
 		chromedp.Flag("no-sandbox", true),
@@ -43,7 +51,7 @@ func Start(t testing.TB, extra ...chromedp.ExecAllocatorOption) context.Context 
 	return ctx
 }
 
-// Path finds Chromium or skips the test.
+// Path finds Chromium or skips the test (fails it under CI).
 func Path(t testing.TB) string {
 	t.Helper()
 	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
@@ -51,7 +59,7 @@ func Path(t testing.TB) string {
 			return p
 		}
 	}
-	t.Skip("chromium is not on PATH")
+	testload.Skip(t, "chromium is not on PATH")
 	return ""
 }
 

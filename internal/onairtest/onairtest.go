@@ -14,8 +14,8 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -32,6 +32,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/onair/onair/app"
+	"github.com/onair/onair/internal/testload"
 	_ "github.com/onair/onair/modules"
 	"github.com/onair/onair/modules/users"
 )
@@ -157,7 +158,7 @@ func New(t testing.TB, opts Options) *Env {
 	if opts.Mount != nil {
 		opts.Mount(srv.App)
 	}
-	env := &Env{T: t, Core: core, Server: srv, URL: base, Client: &http.Client{Timeout: 30 * time.Second}, logs: logs}
+	env := &Env{T: t, Core: core, Server: srv, URL: base, Client: &http.Client{Timeout: testload.Patience}, logs: logs}
 	if !opts.SkipOpenAPI {
 		if env.openapi, err = newOpenAPIValidator(core); err != nil {
 			cancel()
@@ -174,8 +175,8 @@ func New(t testing.TB, opts Options) *Env {
 			cancel()
 			select {
 			case stopErr = <-done:
-			case <-time.After(30 * time.Second):
-				stopErr = errors.New("server did not stop within 30 s")
+			case <-time.After(testload.Patience):
+				stopErr = fmt.Errorf("server did not stop within %s", testload.Patience)
 			}
 		})
 		return stopErr
@@ -222,7 +223,7 @@ func FreshMySQL(t testing.TB) string {
 	}
 	defer admin.Close()
 	name := "onair_t_" + randomHex(6)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testload.Patience)
 	defer cancel()
 	if _, err := admin.ExecContext(ctx, "CREATE DATABASE "+name+" CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci"); err != nil {
 		t.Fatalf("MySQL at %s does not answer (%s is set, so this fails rather than skips): %v", u.Host, MySQLEnv, err)
@@ -250,11 +251,12 @@ func RedisURL(t testing.TB) string {
 }
 
 // RequireRedis skips a Redis-only test when ONAIR_TEST_REDIS_URL is unset
-// (CI sets it, so there it always runs).
+// (the README's test command sets it; under CI an unset variable fails the
+// test instead).
 func RequireRedis(t testing.TB) {
 	t.Helper()
 	if os.Getenv(RedisEnv) == "" {
-		t.Skipf("%s not set", RedisEnv)
+		testload.Skip(t, "%s not set", RedisEnv)
 	}
 }
 

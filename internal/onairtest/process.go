@@ -2,6 +2,7 @@ package onairtest
 
 import (
 	"bytes"
+	"fmt"
 	"net"
 	"net/http"
 	"os"
@@ -11,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/onair/onair/internal/testload"
 )
 
 // LockedBuffer is a bytes.Buffer that a child process (or a server's
@@ -79,7 +82,10 @@ type Process struct {
 	URL  string   // http://127.0.0.1:port (also ONAIR_PUBLIC_URL)
 	RTMP string   // 127.0.0.1:port of the ingest
 	cmd  *exec.Cmd
-	log  LockedBuffer
+	// exited is closed when the running server has exited (and been
+	// waited for); nil before the first Start.
+	exited chan struct{}
+	log    LockedBuffer
 }
 
 // NewProcess prepares a server on free ports with its own data directory;
@@ -93,9 +99,14 @@ func NewProcess(t testing.TB, extra ...string) *Process {
 		"ONAIR_RTMP_ADDR=" + rtmpAddr, "ONAIR_RTMP_URL=rtmp://" + rtmpAddr + "/live",
 	}, extra...)
 	t.Cleanup(func() {
-		if p.cmd != nil && p.cmd.ProcessState == nil {
+		if p.exited != nil {
 			p.cmd.Process.Signal(syscall.SIGTERM)
-			p.cmd.Wait()
+			select {
+			case <-p.exited:
+			case <-time.After(testload.Patience):
+				p.cmd.Process.Kill()
+				<-p.exited
+			}
 		}
 		if t.Failed() {
 			t.Logf("server %s log:\n%s", p.URL, p.log.String())
@@ -104,31 +115,43 @@ func NewProcess(t testing.TB, extra ...string) *Process {
 	return p
 }
 
-// Start runs `onair serve` and waits until /readyz answers.
+// Start runs `onair serve` and waits until /readyz answers (failing at
+// once if the server exits instead).
 func (p *Process) Start() {
 	p.t.Helper()
-	p.cmd = exec.Command(p.bin, "serve")
-	p.cmd.Env = append(os.Environ(), p.Env...)
-	p.cmd.Stdout, p.cmd.Stderr = &p.log, &p.log
-	if err := p.cmd.Start(); err != nil {
+	cmd := exec.Command(p.bin, "serve")
+	cmd.Env = append(os.Environ(), p.Env...)
+	cmd.Stdout, cmd.Stderr = &p.log, &p.log
+	if err := cmd.Start(); err != nil {
 		p.t.Fatal(err)
 	}
-	for i := 0; i < 150; i++ {
-		if resp, err := http.Get(p.URL + "/readyz"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
-			}
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	p.cmd, p.exited = cmd, exited
+	testload.Poll(p.t, "server "+p.URL+" ready", func() error {
+		select {
+		case <-exited:
+			p.t.Fatalf("server %s exited (%v) before it was ready:\n%s", p.URL, cmd.ProcessState, p.log.String())
+		default:
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	p.t.Fatalf("server %s not ready:\n%s", p.URL, p.log.String())
+		resp, err := http.Get(p.URL + "/readyz")
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("/readyz answers %d; log:\n%s", resp.StatusCode, p.log.String())
+		}
+		return nil
+	})
 }
 
-// Kill ends the server the hard way, as a crash would.
+// Kill ends the server the hard way, as a crash would, and waits until it
+// is gone.
 func (p *Process) Kill() {
 	p.cmd.Process.Kill()
-	p.cmd.Wait()
+	<-p.exited
+	p.exited = nil
 }
 
 // Run runs an onair command with the server's settings and returns stdout.
@@ -146,5 +169,5 @@ func (p *Process) Run(args ...string) string {
 
 // Client is an Env that speaks to the process (for Do and its checks).
 func (p *Process) Client() *Env {
-	return &Env{T: p.t, URL: p.URL, Client: &http.Client{Timeout: 30 * time.Second}}
+	return &Env{T: p.t, URL: p.URL, Client: &http.Client{Timeout: testload.Patience}}
 }

@@ -1,7 +1,6 @@
 package chat_test
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"os"
@@ -10,6 +9,7 @@ import (
 	"time"
 
 	"github.com/onair/onair/internal/onairtest"
+	"github.com/onair/onair/internal/testload"
 )
 
 // TestTwoNodes runs two onair processes on one MySQL database and one
@@ -17,7 +17,7 @@ import (
 // on A counts B's viewers, and a crashed node's viewers expire.
 func TestTwoNodes(t *testing.T) {
 	if os.Getenv(onairtest.MySQLEnv) == "" || os.Getenv(onairtest.RedisEnv) == "" {
-		t.Skipf("needs %s and %s (CI sets both)", onairtest.MySQLEnv, onairtest.RedisEnv)
+		testload.Skip(t, "needs %s and %s (the README's test command sets both)", onairtest.MySQLEnv, onairtest.RedisEnv)
 	}
 	shared := []string{
 		"ONAIR_DATABASE_URL=" + onairtest.FreshMySQL(t),
@@ -49,24 +49,32 @@ func TestTwoNodes(t *testing.T) {
 			t.Errorf("got %v", ev)
 		}
 	}
-	envB.Do("POST", fmt.Sprintf("/v1/shows/%d/chats", showID), benTok, map[string]any{"message": "from B"}).Expect(t, http.StatusCreated)
-	if ev := onA.await("chat.created", nil); ev["chat"].(map[string]any)["message"] != "from B" {
-		t.Errorf("A got %v", ev)
-	}
 	// The per-user rate limit is shared: a second post on the other node
-	// within a second is refused.
-	envA.Do("POST", fmt.Sprintf("/v1/shows/%d/chats", showID), benTok, map[string]any{"message": "again"}).Expect(t, http.StatusTooManyRequests)
+	// within a second is refused. A pair of posts that a loaded machine
+	// spreads over more than the second proves nothing either way; it is
+	// tried again.
+	for attempt := 1; ; attempt++ {
+		sent := time.Now()
+		envB.Do("POST", fmt.Sprintf("/v1/shows/%d/chats", showID), benTok, map[string]any{"message": "from B"}).Expect(t, http.StatusCreated)
+		r := envA.Do("POST", fmt.Sprintf("/v1/shows/%d/chats", showID), benTok, map[string]any{"message": "again"})
+		if r.Status == http.StatusTooManyRequests {
+			break
+		}
+		if took := time.Since(sent); took < time.Second || attempt == 5 {
+			t.Fatalf("a second post %s after the first, on the other node: %d %s", took, r.Status, r.Body)
+		}
+		time.Sleep(1100 * time.Millisecond) // the window of the post that went through passes
+	}
+	fromB := func(ev map[string]any) bool { return ev["chat"].(map[string]any)["message"] == "from B" }
+	onA.await("chat.created", fromB)
 
 	// Node B crashes: its viewers expire from A's chat_users.
 	b.Kill()
-	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
-	defer cancel()
-	for ctx.Err() == nil {
+	testload.Poll(t, "node B's viewers expired from chat_users", func() error {
 		body := envA.Do("GET", fmt.Sprintf("/v1/shows/%d/chat_users", showID), annTok, nil).Expect(t, http.StatusOK).JSON(t)
-		if int(body["count"].(float64)) == 1 {
-			return
+		if n := int(body["count"].(float64)); n != 1 {
+			return fmt.Errorf("count %d", n)
 		}
-		time.Sleep(time.Second)
-	}
-	t.Fatalf("node B's viewers did not expire")
+		return nil
+	})
 }

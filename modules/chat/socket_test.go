@@ -12,6 +12,7 @@ import (
 	"github.com/fasthttp/websocket"
 
 	"github.com/onair/onair/internal/onairtest"
+	"github.com/onair/onair/internal/testload"
 )
 
 // socket is a test client of a room.
@@ -60,10 +61,11 @@ func dial(t *testing.T, base string, showID int64, token, anonID string) *socket
 	return s
 }
 
-// await returns the first event of the type that matches, within 5 s.
+// await returns the first event of the type that matches (testload.Patience
+// bounds a hang).
 func (s *socket) await(typ string, match func(map[string]any) bool) map[string]any {
 	s.t.Helper()
-	deadline := time.After(5 * time.Second)
+	deadline := time.After(testload.Patience)
 	for {
 		select {
 		case ev, ok := <-s.events:
@@ -74,7 +76,7 @@ func (s *socket) await(typ string, match func(map[string]any) bool) map[string]a
 				return ev
 			}
 		case <-deadline:
-			s.t.Fatalf("no %s event within 5 s", typ)
+			s.t.Fatalf("no %s event within %s", typ, testload.Patience)
 			return nil
 		}
 	}
@@ -84,21 +86,19 @@ func (s *socket) await(typ string, match func(map[string]any) bool) map[string]a
 func roomNames(t *testing.T, env *onairtest.Env, token string, showID int64, want []string) map[string]any {
 	t.Helper()
 	var body map[string]any
-	var names []string
-	for i := 0; i < 50; i++ {
+	testload.Poll(t, fmt.Sprintf("chat_users %v", want), func() error {
 		body = env.Do("GET", fmt.Sprintf("/v1/shows/%d/chat_users", showID), token, nil).Expect(t, http.StatusOK).JSON(t)
-		names = names[:0]
+		var names []string
 		for _, e := range body["chat_users"].([]any) {
 			names = append(names, e.(map[string]any)["name"].(string))
 		}
 		sort.Strings(names)
-		if strings.Join(names, "|") == strings.Join(want, "|") && int(body["count"].(float64)) == len(want) {
-			return body
+		if strings.Join(names, "|") != strings.Join(want, "|") || int(body["count"].(float64)) != len(want) {
+			return fmt.Errorf("chat_users %v (count %v)", names, body["count"])
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Fatalf("chat_users %v (count %v), want %v", names, body["count"], want)
-	return nil
+		return nil
+	})
+	return body
 }
 
 func TestRoomSockets(t *testing.T) {
@@ -179,12 +179,12 @@ func TestCrowdArrives(t *testing.T) {
 		body := env.Do("GET", fmt.Sprintf("/v1/shows/%d/chat_users", showID), tok, nil).Expect(t, http.StatusOK).JSON(t)
 		return int(body["count"].(float64))
 	}
-	for i := 0; i < 50 && roomCount() != crowd; i++ {
-		time.Sleep(100 * time.Millisecond)
-	}
-	if n := roomCount(); n != crowd {
-		t.Fatalf("chat_users counts %d, want %d", n, crowd)
-	}
+	testload.Poll(t, fmt.Sprintf("chat_users counting %d", crowd), func() error {
+		if n := roomCount(); n != crowd {
+			return fmt.Errorf("chat_users counts %d", n)
+		}
+		return nil
+	})
 	// The first viewer hears the whole crowd in a few coalesced events.
 	sockets[0].await("presence", func(ev map[string]any) bool { return ev["count"].(float64) == crowd })
 	env.Do("POST", fmt.Sprintf("/v1/shows/%d/chats", showID), tok, map[string]any{"message": "welcome all"}).Expect(t, http.StatusCreated)
@@ -226,8 +226,8 @@ func TestRoomFollowsVisibility(t *testing.T) {
 	for name, s := range map[string]*socket{"fan": fan, "anonymous": anon} {
 		select {
 		case <-drain(s):
-		case <-time.After(5 * time.Second):
-			t.Errorf("%s socket still open 5 s after the show went private", name)
+		case <-time.After(testload.Patience):
+			t.Errorf("%s socket still open %s after the show went private", name, testload.Patience)
 		}
 	}
 	env.Do("POST", fmt.Sprintf("/v1/shows/%d/chats", showID), ownerTok, map[string]any{"message": "just us"}).Expect(t, http.StatusCreated)

@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/onair/onair/internal/onairtest"
 )
@@ -37,10 +36,10 @@ func TestRestartMidShowResumes(t *testing.T) {
 	p.Start()
 	b := setup(t, p)
 	_, done := publish(t, b.rtmp+"/"+b.key, 30, false)
-	first := b.await(t, "live", 10*time.Second, isLive)
-	time.Sleep(5 * time.Second)
+	first := b.await(t, "live", isLive)
+	before := awaitSegments(t, first["video_url"].(string), 4)
 	p.Kill()
-	<-done
+	exited(t, "ffmpeg after the server was killed", done)
 
 	p.Start()
 	s := b.show(t)
@@ -48,15 +47,16 @@ func TestRestartMidShowResumes(t *testing.T) {
 		t.Fatalf("after the restart: live %v start %v, want live since %v", s["live"], s["start"], first["start"])
 	}
 	_, done = publish(t, b.rtmp+"/"+b.key, 3, false)
-	if err := <-done; err != nil {
+	if err := exited(t, "ffmpeg resuming the show", done); err != nil {
 		t.Fatalf("resume after restart: %v", err)
 	}
 	b.env.Do("POST", fmt.Sprintf("/v1/shows/%d/stop", b.id), b.token, nil).Expect(t, http.StatusOK)
-	s = b.await(t, "archived", 10*time.Second, func(s map[string]any) bool { return s["archive"] == true })
+	s = b.await(t, "archived", func(s map[string]any) bool { return s["archive"] == true })
 	_, _, vod := fetch(t, s["video_url"].(string))
-	// About 5 s before the crash (less the segment in progress) and 3 s after.
-	if d := playlistSeconds(vod); d < 5 || d > 10 {
-		t.Errorf("archive lasts %.2f s:\n%s", d, vod)
+	// The segments finished before the crash (one more may have finished
+	// between the look at the playlist and the kill) and the 3 s after.
+	if d := playlistSeconds(vod); d < before+2 || d > before+2+3+1 {
+		t.Errorf("archive lasts %.2f s, with %.2f s finished before the crash and 3 s after:\n%s", d, before, vod)
 	}
 	if !strings.Contains(vod, "#EXT-X-DISCONTINUITY") {
 		t.Errorf("no discontinuity between before and after the crash:\n%s", vod)
@@ -71,17 +71,17 @@ func TestRestartAfterWindowArchives(t *testing.T) {
 	p.Start()
 	b := setup(t, p)
 	_, done := publish(t, b.rtmp+"/"+b.key, 30, false)
-	b.await(t, "live", 10*time.Second, isLive)
-	time.Sleep(5 * time.Second)
+	live := b.await(t, "live", isLive)
+	before := awaitSegments(t, live["video_url"].(string), 4)
 	p.Kill()
-	<-done
+	exited(t, "ffmpeg after the server was killed", done)
 	p.Start()
-	s := b.await(t, "archived", 20*time.Second, func(s map[string]any) bool { return s["archive"] == true })
+	s := b.await(t, "archived", func(s map[string]any) bool { return s["archive"] == true })
 	if s["complete"] != true || s["duration"] == nil {
 		t.Fatalf("show after the window: %v", s)
 	}
 	_, _, vod := fetch(t, s["video_url"].(string))
-	if d := playlistSeconds(vod); d < 3 {
-		t.Errorf("archive lost the segments before the crash (%.2f s):\n%s", d, vod)
+	if d := playlistSeconds(vod); d < before-0.5 {
+		t.Errorf("archive lost the segments before the crash (%.2f s of %.2f s):\n%s", d, before, vod)
 	}
 }

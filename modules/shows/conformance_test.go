@@ -354,7 +354,11 @@ func testLifecycle(t *testing.T, f *fixture) {
 	if got, err := f.svc.Authorize(f.ctx, key); err != nil || got.ID != n {
 		t.Fatalf("authorize: %v", err)
 	}
-	for _, bad := range []string{"", "nope", key + "x", key[:len(key)-1] + "0", strings.Replace(key, fmt.Sprint(n), fmt.Sprint(n+1000), 1), "sk_" + fmt.Sprint(n) + "_"} {
+	changed := key[:len(key)-1] + "0" // the last character changed, so never to what it was
+	if strings.HasSuffix(key, "0") {
+		changed = key[:len(key)-1] + "1"
+	}
+	for _, bad := range []string{"", "nope", key + "x", changed, strings.Replace(key, fmt.Sprint(n), fmt.Sprint(n+1000), 1), "sk_" + fmt.Sprint(n) + "_"} {
 		if _, err := f.svc.Authorize(f.ctx, bad); !errors.Is(err, shows.ErrRefused) {
 			t.Errorf("key %q: %v, want ErrRefused", bad, err)
 		}

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/onair/onair/internal/testload"
 	"github.com/onair/onair/modules/live/amf0"
 )
 
@@ -52,8 +53,8 @@ func (s *recSink) waitClosed(t *testing.T) error {
 		case <-time.After(50 * time.Millisecond):
 		}
 		return err
-	case <-time.After(5 * time.Second):
-		t.Fatal("sink not closed")
+	case <-time.After(testload.Patience):
+		t.Fatalf("sink not closed within %s", testload.Patience)
 		return nil
 	}
 }
@@ -120,12 +121,12 @@ type testClient struct {
 
 func dialClient(t *testing.T, addr string) *testClient {
 	t.Helper()
-	nc, err := net.DialTimeout("tcp", addr, 2*time.Second)
+	nc, err := net.DialTimeout("tcp", addr, testload.Patience)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { nc.Close() })
-	nc.SetDeadline(time.Now().Add(10 * time.Second))
+	nc.SetDeadline(time.Now().Add(testload.Patience))
 	br := bufio.NewReader(nc)
 	bw := bufio.NewWriter(nc)
 	if err := clientHandshake(br, bw); err != nil {
@@ -322,7 +323,7 @@ func TestCloseClosesSinks(t *testing.T) {
 
 func TestIdleTimeout(t *testing.T) {
 	h := &testHandler{}
-	_, addr := startServer(t, h, func(s *Server) { s.IdleTimeout = 1500 * time.Millisecond })
+	_, addr := startServer(t, h, func(s *Server) { s.IdleTimeout = 3 * time.Second })
 	c := dialClient(t, addr)
 	if code := c.publish("live", "good"); code != "NetStream.Publish.Start" {
 		t.Fatal(code)
@@ -401,21 +402,26 @@ func TestByteRateCap(t *testing.T) {
 // server still serves a proper publisher afterwards.
 func TestGarbageSurvival(t *testing.T) {
 	h := &testHandler{}
-	_, addr := startServer(t, h, func(s *Server) { s.HandshakeTimeout = time.Second; s.IdleTimeout = 2 * time.Second })
+	// The server's short timeouts end what the garbage leaves hanging; the
+	// clients' deadlines only bound a hang, and the proper publisher's
+	// handshake at the end must not race the handshake timeout on a loaded
+	// machine, hence seconds rather than milliseconds.
+	_, addr := startServer(t, h, func(s *Server) { s.HandshakeTimeout = 5 * time.Second; s.IdleTimeout = 5 * time.Second })
 
 	raw := func(data []byte) {
 		nc, err := net.Dial("tcp", addr)
 		if err != nil {
-			t.Fatal(err)
+			t.Error(err)
+			return
 		}
 		defer nc.Close()
-		nc.SetDeadline(time.Now().Add(2 * time.Second))
+		nc.SetDeadline(time.Now().Add(testload.Patience))
 		nc.Write(data)
 		io.Copy(io.Discard, nc)
 	}
 	afterHandshake := func(data []byte) {
 		c := dialClient(t, addr)
-		c.nc.SetDeadline(time.Now().Add(3 * time.Second))
+		c.nc.SetDeadline(time.Now().Add(testload.Patience))
 		c.nc.Write(data)
 		io.Copy(io.Discard, c.nc)
 		c.nc.Close()
