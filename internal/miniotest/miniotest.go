@@ -3,8 +3,8 @@
 //
 // The binary is $ONAIR_TEST_MINIO when set (then a missing or broken binary
 // fails the test), otherwise `minio` on PATH or in $(go env GOPATH)/bin
-// (then its absence skips the test with a hint). .ci/run installs it with
-// go install and sets ONAIR_TEST_MINIO, so CI never skips.
+// (then its absence skips the test with a hint, or fails it under CI, see
+// testload.Skip). .ci/run installs it with go install into GOPATH/bin.
 package miniotest
 
 import (
@@ -19,6 +19,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/onair/onair/internal/testload"
 )
 
 // Server is one running MinIO.
@@ -56,7 +58,8 @@ func Binary() (path string, required bool, err error) {
 }
 
 // Start runs MinIO for the test and stops it at the test's end. Without a
-// binary it skips the test, unless ONAIR_TEST_MINIO asked for one.
+// binary it skips the test, unless ONAIR_TEST_MINIO asked for one or CI is
+// set.
 func Start(t testing.TB) *Server {
 	t.Helper()
 	bin, required, err := Binary()
@@ -64,7 +67,7 @@ func Start(t testing.TB) *Server {
 		if required {
 			t.Fatal(err)
 		}
-		t.Skip(err)
+		testload.Skip(t, "%v", err)
 	}
 	addr, console := freeAddr(t), freeAddr(t)
 	s := &Server{Addr: addr, AccessKey: "onairtest", SecretKey: "onairtest-secret-key"}
@@ -85,7 +88,7 @@ func Start(t testing.TB) *Server {
 	})
 	// Ready when the liveness probe answers; a busy machine may take a
 	// while, so the deadline only bounds a hang.
-	deadline := time.Now().Add(2 * time.Minute)
+	deadline := time.Now().Add(testload.Patience)
 	client := &http.Client{Timeout: 2 * time.Second}
 	for {
 		resp, err := client.Get("http://" + addr + "/minio/health/live")
@@ -101,7 +104,7 @@ func Start(t testing.TB) *Server {
 		case <-time.After(50 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("minio did not answer on %s within 2 minutes:\n%s", addr, s.Log())
+			t.Fatalf("minio did not answer on %s within %s:\n%s", addr, testload.Patience, s.Log())
 		}
 	}
 }
