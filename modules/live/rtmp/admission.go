@@ -219,14 +219,19 @@ func (s *Server) addrDone(addr string, f func(*addrCount)) {
 	}
 }
 
-// release frees whatever slot c still holds once it has ended.
-func (s *Server) release(c *conn) {
+// release frees whatever slot c still holds once it has ended with err.
+// A pending connection that ended on a read deadline (the handshake's)
+// counts as timed out like one the admission timer closed.
+func (s *Server) release(c *conn, err error) {
 	c.admTimer.Stop()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch c.adm {
 	case admPending:
 		s.leavePending(c)
+		if ne := net.Error(nil); errors.As(err, &ne) && ne.Timeout() {
+			s.counts.timedOut.Add(1)
+		}
 	case admPublisher:
 		c.adm = admGone
 		s.adm.publishers--

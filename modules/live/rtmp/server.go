@@ -180,13 +180,13 @@ func (s *Server) track(nc net.Conn) {
 
 func (s *Server) serveConn(c *conn) {
 	defer s.wg.Done()
+	var err error
 	defer func() {
-		s.release(c)
+		s.release(c, err)
 		s.mu.Lock()
 		delete(s.conns, c)
 		s.mu.Unlock()
 	}()
-	var err error
 	defer func() {
 		if r := recover(); r != nil {
 			s.logger().Error("rtmp connection panicked", "remote", c.remote, "panic", r, "stack", string(debug.Stack()))

@@ -401,7 +401,13 @@ func TestByteRateCap(t *testing.T) {
 // server still serves a proper publisher afterwards.
 func TestGarbageSurvival(t *testing.T) {
 	h := &testHandler{}
-	_, addr := startServer(t, h, func(s *Server) { s.HandshakeTimeout = time.Second; s.IdleTimeout = 2 * time.Second })
+	// Nine hostile connections at once from one address: above the default
+	// per-address pending pool, which would drop one of them early.
+	_, addr := startServer(t, h, func(s *Server) {
+		s.HandshakeTimeout = time.Second
+		s.IdleTimeout = 2 * time.Second
+		s.MaxPendingPerAddr = 16
+	})
 
 	raw := func(data []byte) {
 		nc, err := net.Dial("tcp", addr)
