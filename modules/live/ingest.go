@@ -68,6 +68,12 @@ func (m *Module) publish(ctx context.Context, req rtmp.PublishRequest) (rtmp.Sin
 	sh, err := m.shows.Authorize(ctx, req.Key)
 	if err != nil {
 		m.core.Log.Warn("publish refused", "remote", req.RemoteAddr.String(), "reason", err)
+		if !errors.Is(err, shows.ErrRefused) {
+			// Not the key's fault: neither "unauthorized" nor counted by
+			// the stream key throttle.
+			return nil, &rtmp.StatusError{Code: "NetStream.Publish.Rejected",
+				Description: "The server could not check the stream key; try again.", Err: err}
+		}
 		return nil, fmt.Errorf("%w: %v", rtmp.ErrUnauthorized, err)
 	}
 	s := &stream{m: m, showID: sh.ID, dir: m.showDir(sh.ID), req: req, ctx: ctx, closed: make(chan struct{}),
