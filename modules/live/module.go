@@ -274,13 +274,3 @@ func (m *Module) Viewers(showID int64) int { return m.viewers.count(showID, time
 
 // Wait blocks until pending archive and clean-up jobs are done (tests).
 func (m *Module) Wait() { m.work.Wait() }
-
-// sleep waits d or until the module stops.
-func (m *Module) sleep(d time.Duration) bool {
-	select {
-	case <-time.After(d):
-		return true
-	case <-m.ctx.Done():
-		return false
-	}
-}
