@@ -188,6 +188,9 @@ func (m *Module) claim(s *stream) error {
 		}
 		old := m.streams[s.showID]
 		if old == nil {
+			old = m.leaving[s.showID]
+		}
+		if old == nil {
 			m.streams[s.showID] = s
 			delete(m.probing, s)
 			m.mu.Unlock()
@@ -281,6 +284,14 @@ func (s *stream) goLive(media shows.Media) {
 // live already).
 func (s *stream) Close(reason error) {
 	m := s.m
+	m.mu.Lock()
+	claimed := m.streams[s.showID] == s
+	if claimed {
+		delete(m.streams, s.showID)
+		m.leaving[s.showID] = s
+	}
+	delete(m.probing, s)
+	m.mu.Unlock()
 	if s.pkg != nil {
 		if err := s.pkg.Close(); err != nil {
 			m.core.Log.Error("live: close packager", "show", s.showID, "err", err)
@@ -288,11 +299,9 @@ func (s *stream) Close(reason error) {
 		close(s.jobs)
 	}
 	m.mu.Lock()
-	claimed := m.streams[s.showID] == s
-	if claimed {
-		delete(m.streams, s.showID)
+	if m.leaving[s.showID] == s {
+		delete(m.leaving, s.showID)
 	}
-	delete(m.probing, s)
 	m.mu.Unlock()
 	if s.pkg != nil {
 		<-s.worked // going live comes before leaving
@@ -344,8 +353,10 @@ func (m *Module) onShowEvent(_ context.Context, ev shows.Event) {
 func (m *Module) disconnect(showID int64, reason error) []*stream {
 	m.mu.Lock()
 	var gone []*stream
-	if s := m.streams[showID]; s != nil {
-		gone = append(gone, s)
+	for _, s := range []*stream{m.streams[showID], m.leaving[showID]} {
+		if s != nil {
+			gone = append(gone, s)
+		}
 	}
 	for s := range m.probing {
 		if s.showID == showID {

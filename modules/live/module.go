@@ -53,9 +53,12 @@ type Module struct {
 
 	mu      sync.Mutex
 	streams map[int64]*stream // the publisher of each show
-	probing map[*stream]struct{}
-	mediaMu sync.Mutex     // archive and removal of a show's media directory
-	work    sync.WaitGroup // archive and clean-up jobs
+	// leaving holds a show's publisher from the moment its connection is
+	// gone until it has let go of the show's files.
+	leaving map[int64]*stream
+	probing map[*stream]struct{} // publishers still deciding their tracks
+	mediaMu sync.Mutex           // archive and removal of a show's media directory
+	work    sync.WaitGroup       // archive and clean-up jobs
 	ctx     context.Context
 	cancel  context.CancelFunc
 }
@@ -123,6 +126,7 @@ func (m *Module) Provision(core *app.Core) error {
 	m.core = core
 	m.shows = shows.From(core)
 	m.streams = map[int64]*stream{}
+	m.leaving = map[int64]*stream{}
 	m.probing = map[*stream]struct{}{}
 	m.root = filepath.Join(core.Config.DataDir, "media", "shows")
 	if err := os.MkdirAll(m.root, 0o755); err != nil {
@@ -216,8 +220,11 @@ func (m *Module) Stop(ctx context.Context) error {
 	done := make(chan struct{})
 	go func() {
 		m.mu.Lock()
-		list := make([]*stream, 0, len(m.streams))
+		list := make([]*stream, 0, len(m.streams)+len(m.leaving))
 		for _, s := range m.streams {
+			list = append(list, s)
+		}
+		for _, s := range m.leaving {
 			list = append(list, s)
 		}
 		m.mu.Unlock()
