@@ -46,7 +46,7 @@ type stream struct {
 
 	// Touched only on the connection's goroutine.
 	probe    *trackProbe // until the tracks are decided, then nil
-	refused  error       // a refusal from onMetaData, returned at the next tag
+	err      error       // what ended the publication; a refusal from onMetaData is returned at the next tag
 	pkg      *hls.Packager
 	jobs     chan func()
 	worked   chan struct{} // closed when the worker has run every job
@@ -88,11 +88,11 @@ func (m *Module) publish(ctx context.Context, req rtmp.PublishRequest) (rtmp.Sin
 // Metadata takes the encoder's announcement of its tracks while they are
 // being decided; later ones change nothing.
 func (s *stream) Metadata(meta map[string]any) {
-	if s.probe == nil || s.refused != nil {
+	if s.probe == nil || s.err != nil {
 		return
 	}
 	if err := s.probe.metadata(meta); err != nil {
-		s.refused = s.refuse(err)
+		s.err = s.refuse(err)
 	}
 }
 
@@ -100,23 +100,20 @@ func (s *stream) Video(ts int64, body []byte) error { return s.media(true, ts, b
 func (s *stream) Audio(ts int64, body []byte) error { return s.media(false, ts, body) }
 
 func (s *stream) media(video bool, ts int64, body []byte) error {
-	if s.refused != nil {
-		return s.refused
+	if s.err != nil {
+		return s.err
 	}
 	keep, header, err := classify(video, body)
-	if err != nil {
-		s.refused = s.refuse(err)
-		return s.refused
-	}
 	switch {
+	case err != nil:
+		s.err = s.refuse(err)
 	case !keep:
-		return nil
 	case s.pkg != nil:
-		return s.feed(video, ts, body)
+		s.err = s.feed(video, ts, body)
 	case s.probe.add(video, ts, body, header, time.Now()):
-		return s.start()
+		s.err = s.start()
 	}
-	return nil
+	return s.err
 }
 
 // refuse logs a codec refusal, naming the codec, and counts it.
