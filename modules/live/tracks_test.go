@@ -235,3 +235,31 @@ func runWithin(t *testing.T, cmd *exec.Cmd, d time.Duration) (string, error) {
 		return "", nil
 	}
 }
+
+// A second publisher with the show's key but a codec OnAir cannot package
+// is refused without cutting off the publisher on air.
+func TestRefusedCodecDoesNotTakeOver(t *testing.T) {
+	requireTools(t, "ffmpeg")
+	env := onairtest.New(t, onairtest.Options{})
+	_, token := env.CreateUser("On Air")
+	b := newBroadcast(t, env, token, nil)
+	_, done := publish(t, b.rtmp+"/"+b.key, 30, false)
+	b.await(t, "live", 15*time.Second, isLive)
+	p, st := dialPublisher(t, b.rtmp, b.key)
+	if st["code"] != "NetStream.Publish.Start" {
+		t.Fatalf("publish: %v", st)
+	}
+	p.tag(flv.Tag{Type: flv.TagVideo, Data: []byte{0x90, 'h', 'v', 'c', '1', 1, 2, 3}})
+	if refusal := p.refusal(20 * time.Second); refusal["code"] != "NetStream.Publish.Rejected" {
+		t.Fatalf("refusal %v", refusal)
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("the publisher on air was cut off: %v", err)
+	case <-time.After(2 * time.Second):
+	}
+	m, _ := onairtest.Module[*live.Module](env)
+	if n := m.Streams(); n != 1 || !isLive(b.show(t)) {
+		t.Fatalf("%d publishers, show %v", n, b.show(t))
+	}
+}
