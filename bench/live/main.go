@@ -139,6 +139,11 @@ func run(ctx context.Context, o options) error {
 		// a publisher leaving keeps its show live for an hour.
 		"ONAIR_RECONNECT_WINDOW": "1h",
 		"ONAIR_RATE_LIMIT":       "100000",
+		// Every publisher connects from 127.0.0.1 at the same moment:
+		// lift the per-address admission caps meant for the internet.
+		"ONAIR_RTMP_MAX_PUBLISHERS_PER_IP": "128",
+		"ONAIR_RTMP_MAX_PENDING_PER_IP":    "128",
+		"ONAIR_RTMP_MAX_PENDING":           "128",
 	}
 	if o.profile != "" {
 		if err := os.MkdirAll(o.profile, 0o755); err != nil {

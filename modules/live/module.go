@@ -19,6 +19,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -45,10 +46,19 @@ type Module struct {
 	// viewers counts who watches each live show (from playlist polls).
 	viewers *viewers
 
+	// trackWait bounds how long a publication waits for a missing track.
+	trackWait time.Duration
+	// codecRefusals counts publications refused for their codec.
+	codecRefusals atomic.Uint64
+
 	mu      sync.Mutex
-	streams map[int64]*stream
-	mediaMu sync.Mutex     // archive and removal of a show's media directory
-	work    sync.WaitGroup // archive and clean-up jobs
+	streams map[int64]*stream // the publisher of each show
+	// leaving holds a show's publisher from the moment its connection is
+	// gone until it has let go of the show's files.
+	leaving map[int64]*stream
+	probing map[*stream]struct{} // publishers still deciding their tracks
+	mediaMu sync.Mutex           // archive and removal of a show's media directory
+	work    sync.WaitGroup       // archive and clean-up jobs
 	ctx     context.Context
 	cancel  context.CancelFunc
 }
@@ -60,13 +70,54 @@ var (
 	_ app.Configurer   = (*Module)(nil)
 )
 
-// SettingRTMPAddr is where the RTMP ingest server listens.
-const SettingRTMPAddr = "ONAIR_RTMP_ADDR"
+// The module's settings (see docs/broadcasting.md for the admission
+// rules they tune).
+const (
+	// SettingRTMPAddr is where the RTMP ingest server listens.
+	SettingRTMPAddr = "ONAIR_RTMP_ADDR"
+	// SettingRTMPAdmissionTimeout bounds handshake, connect and publish.
+	SettingRTMPAdmissionTimeout = "ONAIR_RTMP_ADMISSION_TIMEOUT"
+	// SettingRTMPMaxConns caps RTMP connections.
+	SettingRTMPMaxConns = "ONAIR_RTMP_MAX_CONNS"
+	// SettingRTMPMaxPending caps connections not yet publishing.
+	SettingRTMPMaxPending = "ONAIR_RTMP_MAX_PENDING"
+	// SettingRTMPMaxPendingPerIP caps them per client address.
+	SettingRTMPMaxPendingPerIP = "ONAIR_RTMP_MAX_PENDING_PER_IP"
+	// SettingRTMPMaxPublishersPerIP caps publishers per client address.
+	SettingRTMPMaxPublishersPerIP = "ONAIR_RTMP_MAX_PUBLISHERS_PER_IP"
+	// SettingRTMPKeyThrottle is the stream key throttle's window.
+	SettingRTMPKeyThrottle = "ONAIR_RTMP_KEY_THROTTLE"
+	// SettingRTMPTrackWait bounds the wait for a missing track.
+	SettingRTMPTrackWait = "ONAIR_RTMP_TRACK_WAIT"
+)
 
 func (*Module) Settings() []app.Setting {
 	return []app.Setting{
 		{Env: SettingRTMPAddr, Flag: "rtmp-addr", Default: ":1935", Help: "address the RTMP ingest server listens on", Parse: app.ParseAddr},
+		{Env: SettingRTMPAdmissionTimeout, Flag: "rtmp-admission-timeout", Default: "5s",
+			Help: "time a new RTMP connection has for handshake, connect and an accepted publish", Parse: parsePositiveDuration},
+		{Env: SettingRTMPMaxConns, Flag: "rtmp-max-conns", Default: "256",
+			Help: "RTMP connections, publishing or not", Parse: app.ParsePositiveInt},
+		{Env: SettingRTMPMaxPending, Flag: "rtmp-max-pending", Default: "64",
+			Help: "RTMP connections not yet publishing; when full, the oldest is dropped", Parse: app.ParsePositiveInt},
+		{Env: SettingRTMPMaxPendingPerIP, Flag: "rtmp-max-pending-per-ip", Default: "8",
+			Help: "RTMP connections not yet publishing from one client address; when full, its oldest is dropped", Parse: app.ParsePositiveInt},
+		{Env: SettingRTMPMaxPublishersPerIP, Flag: "rtmp-max-publishers-per-ip", Default: "16",
+			Help: "publishers from one client address", Parse: app.ParsePositiveInt},
+		{Env: SettingRTMPKeyThrottle, Flag: "rtmp-key-throttle", Default: "1m",
+			Help: "after 3 refused publishes of one stream key from one address within this window, the key is refused there for the window", Parse: parsePositiveDuration},
+		{Env: SettingRTMPTrackWait, Flag: "rtmp-track-wait", Default: "5s",
+			Help: "how long (in media time) a publication waits for a track onMetaData announced, or for the second track", Parse: parsePositiveDuration},
 	}
+}
+
+// parsePositiveDuration accepts a Go duration above zero.
+func parsePositiveDuration(v string) (any, error) {
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return time.Duration(0), errors.New("must be a positive duration such as 5s")
+	}
+	return d, nil
 }
 
 func (*Module) Name() string { return "live" }
@@ -75,6 +126,8 @@ func (m *Module) Provision(core *app.Core) error {
 	m.core = core
 	m.shows = shows.From(core)
 	m.streams = map[int64]*stream{}
+	m.leaving = map[int64]*stream{}
+	m.probing = map[*stream]struct{}{}
 	m.root = filepath.Join(core.Config.DataDir, "media", "shows")
 	if err := os.MkdirAll(m.root, 0o755); err != nil {
 		return fmt.Errorf("live: media directory: %w", err)
@@ -96,7 +149,18 @@ func (m *Module) Provision(core *app.Core) error {
 	}
 	m.shows.SetMediaSigner(m.signURL)
 	m.shows.Subscribe(m.onShowEvent)
-	m.rtmp = &rtmp.Server{Handler: rtmp.HandlerFunc(m.publish), Logger: core.Log}
+	cfg := core.Config
+	m.trackWait = app.Get[time.Duration](cfg, SettingRTMPTrackWait)
+	m.rtmp = &rtmp.Server{
+		Handler:              rtmp.HandlerFunc(m.publish),
+		Logger:               core.Log,
+		AdmissionTimeout:     app.Get[time.Duration](cfg, SettingRTMPAdmissionTimeout),
+		MaxConnections:       app.Get[int](cfg, SettingRTMPMaxConns),
+		MaxPending:           app.Get[int](cfg, SettingRTMPMaxPending),
+		MaxPendingPerAddr:    app.Get[int](cfg, SettingRTMPMaxPendingPerIP),
+		MaxPublishersPerAddr: app.Get[int](cfg, SettingRTMPMaxPublishersPerIP),
+		KeyThrottle:          app.Get[time.Duration](cfg, SettingRTMPKeyThrottle),
+	}
 	m.viewers = newViewers(viewerWindow)
 	return m.registerMetrics(core.Metrics)
 }
@@ -114,6 +178,7 @@ func (m *Module) registerMetrics(reg prometheus.Registerer) error {
 			Name: "onair_hls_viewers",
 			Help: "Client addresses that fetched a live playlist from this node in the last 30 seconds.",
 		}, func() float64 { return float64(m.viewers.total(time.Now())) }),
+		admissionCollector{m},
 	} {
 		if err := reg.Register(g); err != nil {
 			return fmt.Errorf("live: metrics: %w", err)
@@ -155,8 +220,11 @@ func (m *Module) Stop(ctx context.Context) error {
 	done := make(chan struct{})
 	go func() {
 		m.mu.Lock()
-		list := make([]*stream, 0, len(m.streams))
+		list := make([]*stream, 0, len(m.streams)+len(m.leaving))
 		for _, s := range m.streams {
+			list = append(list, s)
+		}
+		for _, s := range m.leaving {
 			list = append(list, s)
 		}
 		m.mu.Unlock()
@@ -213,13 +281,3 @@ func (m *Module) Viewers(showID int64) int { return m.viewers.count(showID, time
 
 // Wait blocks until pending archive and clean-up jobs are done (tests).
 func (m *Module) Wait() { m.work.Wait() }
-
-// sleep waits d or until the module stops.
-func (m *Module) sleep(d time.Duration) bool {
-	select {
-	case <-time.After(d):
-		return true
-	case <-m.ctx.Done():
-		return false
-	}
-}

@@ -10,7 +10,10 @@
 // Enhanced RTMP (the FourCC extension used by recent OBS versions for
 // HEVC and AV1) is recognised: "avc1" and "mp4a" map onto the classic AVC
 // and AAC packets, other codecs are reported by their FourCC so callers can
-// refuse them with a clear message.
+// refuse them with a clear message. VideoCodec, AudioCodec and
+// MetadataCodec name the codec of a tag or of an onMetaData announcement
+// (following Enhanced RTMP v2's ModEx and multitrack headers), and
+// Codec.Supported says whether OnAir can package it.
 package flv
 
 import "errors"

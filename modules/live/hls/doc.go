@@ -16,6 +16,11 @@
 // last Window (6) segments, each with EXT-X-PROGRAM-DATE-TIME, and are
 // replaced atomically (temporary file and rename).
 //
+// A track whose sequence header arrives after packaging began without it
+// (late video from some encoders) joins the A/V rendition after an
+// EXT-X-DISCONTINUITY, with the numbering continued: a transport stream
+// cannot add a track mid-segment, and players reset their decoders there.
+//
 // Every finished segment is synced to disk and appended to IndexFile
 // before it appears in a playlist, so a restart loses no finished segment.
 // Opening a Packager on a directory with segments continues their

@@ -120,7 +120,6 @@ type Packager struct {
 	nalus       [][]byte
 	annexB      []byte
 	adts        []byte
-	warnedFor   map[string]bool
 	err         error
 }
 
@@ -141,13 +140,12 @@ func Open(dir string, opts Options) (*Packager, error) {
 	}
 	o := opts.withDefaults()
 	return &Packager{
-		dir:       dir,
-		opts:      o,
-		log:       o.Logger.With("dir", dir),
-		prior:     prior,
-		probing:   true,
-		frameDur:  40 * 90,
-		warnedFor: map[string]bool{},
+		dir:      dir,
+		opts:     o,
+		log:      o.Logger.With("dir", dir),
+		prior:    prior,
+		probing:  true,
+		frameDur: 40 * 90,
 	}, nil
 }
 
@@ -208,6 +206,9 @@ func (p *Packager) video(ts int64, body []byte) error {
 		}
 		cfg.SPS, cfg.PPS = cloneAll(cfg.SPS), cloneAll(cfg.PPS)
 		p.avc = &cfg
+		if !p.probing && !p.hasVideo {
+			return p.addTrack("video")
+		}
 		return p.probe()
 	case flv.AVCNALU:
 		if p.avc == nil {
@@ -240,6 +241,9 @@ func (p *Packager) audio(ts int64, body []byte) error {
 			return fmt.Errorf("aac configuration: %w", err)
 		}
 		p.asc = &cfg
+		if !p.probing && !p.hasAudio {
+			return p.addTrack("audio")
+		}
 		return p.probe()
 	case flv.AACRaw:
 		if p.asc == nil || len(tag.Data) == 0 {
@@ -308,14 +312,7 @@ func (p *Packager) startOutput() error {
 	p.hasVideo = p.avc != nil
 	p.hasAudio = p.asc != nil
 	p.clock = clock{media: p.pending[0].ts, wall: p.firstWall}
-	var priorAV, priorAudio []Segment
-	for _, s := range p.prior {
-		if s.Rendition == RenditionAudio {
-			priorAudio = append(priorAudio, s)
-		} else {
-			priorAV = append(priorAV, s)
-		}
-	}
+	priorAV, priorAudio := splitRenditions(p.prior)
 	p.av = newRendition(RenditionAV, PlaylistAV, p.dir, p.hasVideo, p.hasAudio, p.opts, &p.clock, priorAV)
 	if p.hasAudio {
 		p.aud = newRendition(RenditionAudio, PlaylistAudio, p.dir, false, true, p.opts, &p.clock, priorAudio)
@@ -337,11 +334,43 @@ func (p *Packager) startOutput() error {
 	return nil
 }
 
-func (p *Packager) writeVideo(dts int64, tag flv.VideoTag) error {
-	if !p.hasVideo {
-		p.warnOnce("video", "video started after packaging began audio-only; ignoring it")
-		return nil
+func splitRenditions(segs []Segment) (av, audio []Segment) {
+	for _, s := range segs {
+		if s.Rendition == RenditionAudio {
+			audio = append(audio, s)
+		} else {
+			av = append(av, s)
+		}
 	}
+	return av, audio
+}
+
+// addTrack takes a track whose configuration arrives after packaging
+// began without it (an encoder that sends its video sequence header late).
+// A transport stream cannot change its program mid-segment, so the A/V
+// rendition ends its segment and continues with the new track set after
+// EXT-X-DISCONTINUITY, keeping its numbering, as after a reconnection. The
+// audio-only rendition is created if audio is the new track; otherwise it
+// runs on untouched.
+func (p *Packager) addTrack(kind string) error {
+	if err := p.av.close(); err != nil {
+		return err
+	}
+	prior, err := ReadIndex(p.dir)
+	if err != nil {
+		return err
+	}
+	priorAV, priorAudio := splitRenditions(prior)
+	p.hasVideo, p.hasAudio = p.avc != nil, p.asc != nil
+	p.av = newRendition(RenditionAV, PlaylistAV, p.dir, p.hasVideo, p.hasAudio, p.opts, &p.clock, priorAV)
+	if p.hasAudio && p.aud == nil {
+		p.aud = newRendition(RenditionAudio, PlaylistAudio, p.dir, false, true, p.opts, &p.clock, priorAudio)
+	}
+	p.log.Info("hls track added; the A/V rendition continues after a discontinuity", "track", kind, "video", p.hasVideo, "audio", p.hasAudio)
+	return nil
+}
+
+func (p *Packager) writeVideo(dts int64, tag flv.VideoTag) error {
 	var err error
 	p.nalus, err = flv.AppendNALUs(p.nalus[:0], tag.Data, p.avc.NALULengthSize)
 	if err != nil {
@@ -371,10 +400,6 @@ func (p *Packager) writeVideo(dts int64, tag flv.VideoTag) error {
 const audioResync = 150 * 90
 
 func (p *Packager) writeAudio(ts int64, raw []byte) error {
-	if !p.hasAudio {
-		p.warnOnce("audio", "audio started after packaging began video-only; ignoring it")
-		return nil
-	}
 	var err error
 	if p.adts, err = p.asc.AppendADTS(p.adts[:0], len(raw)); err != nil {
 		return fmt.Errorf("audio frame: %w", err)
@@ -393,13 +418,6 @@ func (p *Packager) writeAudio(ts int64, raw []byte) error {
 		return err
 	}
 	return p.aud.writeAudio(t, dur, p.adts)
-}
-
-func (p *Packager) warnOnce(key, msg string) {
-	if !p.warnedFor[key] {
-		p.warnedFor[key] = true
-		p.log.Warn(msg)
-	}
 }
 
 // Close finishes the segments in progress and updates the live playlists.
@@ -423,7 +441,8 @@ func (p *Packager) Close() error {
 }
 
 // HasVideo and HasAudio report the tracks being packaged; both are false
-// until the packager has seen enough of the stream to decide.
+// until the packager has seen enough of the stream to decide, and a track
+// that arrives later turns its flag on.
 func (p *Packager) HasVideo() bool { return p.hasVideo }
 
 // HasAudio reports whether an audio track is being packaged.

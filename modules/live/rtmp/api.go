@@ -3,6 +3,7 @@ package rtmp
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 )
 
@@ -11,9 +12,11 @@ type Handler interface {
 	// Publish is asked when a client publishes; an error refuses it and
 	// the connection is closed. It runs on the connection's goroutine, so
 	// a slow answer delays only that publisher; ctx is cancelled if the
-	// connection ends meanwhile. Errors wrapping ErrUnauthorized are
-	// reported to the client as NetStream.Publish.Unauthorized, all others
-	// as NetStream.Publish.BadName; the error text is never sent.
+	// connection ends meanwhile. A *StatusError is reported to the client
+	// as it says; other errors wrapping ErrUnauthorized as
+	// NetStream.Publish.Unauthorized (and counted by the stream key
+	// throttle), all others as NetStream.Publish.BadName. The text of an
+	// error that is not a *StatusError is never sent.
 	Publish(ctx context.Context, req PublishRequest) (Sink, error)
 }
 
@@ -54,7 +57,8 @@ type Sink interface {
 	// Video and Audio receive FLV tag bodies with the message timestamp
 	// unwrapped to an int64 of milliseconds (see Unwrapper). Audio and
 	// video share one timeline. The body is not retained by the server.
-	// An error disconnects the publisher and is passed to Close.
+	// An error disconnects the publisher and is passed to Close; a
+	// *StatusError is first sent to the client as an onStatus error.
 	Video(ts int64, body []byte) error
 	Audio(ts int64, body []byte) error
 	// Close is called exactly once when the publisher leaves or is cut
@@ -78,3 +82,22 @@ var (
 	// errRefused ends a connection whose publish was refused.
 	errRefused = errors.New("rtmp: publish refused")
 )
+
+// StatusError refuses a publication with an onStatus error the client
+// shows its user: FFmpeg prints the description as "Server error: …", OBS
+// logs the code and the description. Keep the description short (FFmpeg
+// reads 255 bytes of it) and say what to change.
+type StatusError struct {
+	Code        string // e.g. NetStream.Publish.Rejected
+	Description string
+	Err         error // the cause, for logs; never sent
+}
+
+func (e *StatusError) Error() string {
+	if e.Err != nil {
+		return fmt.Sprintf("rtmp: %s: %s: %v", e.Code, e.Description, e.Err)
+	}
+	return fmt.Sprintf("rtmp: %s: %s", e.Code, e.Description)
+}
+
+func (e *StatusError) Unwrap() error { return e.Err }

@@ -143,6 +143,17 @@ func (c *conn) publish(streamID uint32, txn float64, args []any) error {
 	case key == "":
 		return c.refuse(streamID, "NetStream.Publish.BadName", "missing stream key", nil)
 	}
+	if err := c.srv.publisherRoom(c); err != nil {
+		return c.refuseWith(streamID, err)
+	}
+	now := time.Now()
+	if wait := c.srv.throttled(c.addr, key, now); wait > 0 {
+		c.srv.counts.throttled.Add(1)
+		return c.refuseWith(streamID, &StatusError{
+			Code:        "NetStream.Publish.Unauthorized",
+			Description: fmt.Sprintf("Too many refused attempts with this stream key; retry in %d s.", int(wait.Seconds())+1),
+		})
+	}
 	req := PublishRequest{
 		App:        c.app,
 		Key:        key,
@@ -160,14 +171,25 @@ func (c *conn) publish(streamID uint32, txn float64, args []any) error {
 		err = errors.New("rtmp: handler returned no sink")
 	}
 	if err != nil {
-		code := "NetStream.Publish.BadName"
 		if errors.Is(err, ErrUnauthorized) {
-			code = "NetStream.Publish.Unauthorized"
+			c.srv.keyResult(c.addr, key, false, now)
 		}
-		return c.refuse(streamID, code, "Publish refused.", err)
+		var se *StatusError
+		switch {
+		case errors.As(err, &se):
+			return c.refuseWith(streamID, err)
+		case errors.Is(err, ErrUnauthorized):
+			return c.refuse(streamID, "NetStream.Publish.Unauthorized", "Publish refused.", err)
+		default:
+			return c.refuse(streamID, "NetStream.Publish.BadName", "Publish refused.", err)
+		}
 	}
+	c.srv.keyResult(c.addr, key, true, now)
 	c.pub = &publication{streamID: streamID, sink: sink}
 	c.published = true
+	if err := c.srv.promote(c); err != nil {
+		return c.refuseWith(streamID, err)
+	}
 	if c.ctx.Err() != nil {
 		// Disconnect was called while the handler was deciding.
 		return context.Cause(c.ctx)
@@ -177,6 +199,16 @@ func (c *conn) publish(streamID uint32, txn float64, args []any) error {
 		UserControlMessage(EventStreamBegin, streamID),
 		c.onStatus(streamID, "status", "NetStream.Publish.Start", "Publishing "+key+"."),
 	)
+}
+
+// refuseWith refuses with err's status when it is a *StatusError; other
+// errors end the connection without a word.
+func (c *conn) refuseWith(streamID uint32, err error) error {
+	var se *StatusError
+	if !errors.As(err, &se) {
+		return err
+	}
+	return c.refuse(streamID, se.Code, se.Description, err)
 }
 
 // refuse tells the client why it may not publish, then ends the connection.

@@ -2,12 +2,14 @@ package rtmp
 
 import (
 	"bufio"
+	"container/list"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
+	"sync/atomic"
 	"time"
 )
 
@@ -21,7 +23,8 @@ const (
 )
 
 // conn is one client connection. Only its own goroutine touches its fields,
-// except kill, which other goroutines use to cut it off.
+// except kill, which other goroutines use to cut it off, and the admission
+// state.
 type conn struct {
 	srv    *Server
 	nc     net.Conn
@@ -34,7 +37,6 @@ type conn struct {
 	cr *ChunkReader
 	cw *ChunkWriter
 
-	handshaken   bool
 	app          string
 	connected    bool
 	nextStreamID uint32
@@ -42,6 +44,14 @@ type conn struct {
 	lastAck      uint64
 	pub          *publication
 	published    bool // a publication was accepted on this connection
+
+	// Admission state, guarded by srv.mu (see admission.go). handshook is
+	// set by the connection's goroutine and read under srv.mu, hence atomic.
+	addr      string // the client address as counted
+	adm       admState
+	elem      *list.Element // in the pending pool
+	admTimer  *time.Timer
+	handshook atomic.Bool
 }
 
 // publication is the accepted publish of a connection.
@@ -99,7 +109,7 @@ func (c *conn) kill(reason error) {
 }
 
 func (c *conn) run() error {
-	hs := durationOr(c.srv.HandshakeTimeout, DefaultHandshakeTimeout)
+	hs := min(durationOr(c.srv.HandshakeTimeout, DefaultHandshakeTimeout), durationOr(c.srv.AdmissionTimeout, DefaultAdmissionTimeout))
 	if err := c.nc.SetDeadline(time.Now().Add(hs)); err != nil {
 		return err
 	}
@@ -109,7 +119,7 @@ func (c *conn) run() error {
 	if err := c.nc.SetDeadline(time.Time{}); err != nil {
 		return err
 	}
-	c.handshaken = true
+	c.handshook.Store(true)
 	c.idle.timeout = durationOr(c.srv.IdleTimeout, DefaultIdleTimeout)
 	for {
 		m, err := c.cr.ReadMessage()
@@ -143,8 +153,10 @@ func (c *conn) finish(err error) {
 		c.endPublication(err)
 	}
 	switch {
-	case !c.handshaken, errors.Is(err, io.EOF), errors.Is(err, ErrServerClosed), errors.Is(err, errRefused):
-		// Port scanners and health checks fail the handshake all day.
+	case !c.handshook.Load(), errors.Is(err, io.EOF), errors.Is(err, ErrServerClosed), errors.Is(err, errRefused),
+		errors.Is(err, ErrEvicted), errors.Is(err, ErrAdmissionTimeout):
+		// Port scanners and health checks fail the handshake all day, and
+		// a flood of idle sockets is counted in Stats, not logged.
 		c.log.Debug("rtmp connection closed", "reason", err)
 	default:
 		c.log.Info("rtmp connection closed", "reason", err)
@@ -238,6 +250,10 @@ func (c *conn) media(typ uint8, ts uint32, body []byte) error {
 		err = p.sink.Audio(t, body)
 	}
 	if err != nil {
+		var se *StatusError
+		if errors.As(err, &se) {
+			return c.refuse(p.streamID, se.Code, se.Description, err)
+		}
 		return fmt.Errorf("sink: %w", err)
 	}
 	return nil

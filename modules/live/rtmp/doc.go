@@ -12,6 +12,14 @@
 //   - the session (Server), which speaks the NetConnection/NetStream
 //     commands of a publisher.
 //
+// Admission (admission.go) decides who holds a connection slot: a
+// deadline from accept to an accepted publish, small pools of connections
+// not yet publishing (per client address and global) that drop their
+// oldest member for a newcomer but never drop a publisher, a cap of
+// publishers per address, and a throttle on stream keys refused
+// repeatedly from one address. Handlers and Sinks refuse with a
+// *StatusError to tell the client why.
+//
 // Everything read from the network is treated as hostile: message sizes,
 // the number of chunk streams and the bytes buffered for partly received
 // messages are capped, reads have an idle deadline and a byte-rate cap, and

@@ -27,8 +27,14 @@ type Server struct {
 	Handler Handler
 	// Logger receives connection events; slog.Default() when nil.
 	Logger *slog.Logger
-	// HandshakeTimeout bounds the handshake (DefaultHandshakeTimeout).
+	// HandshakeTimeout bounds the handshake (DefaultHandshakeTimeout);
+	// AdmissionTimeout, when shorter, bounds it too.
 	HandshakeTimeout time.Duration
+	// AdmissionTimeout is how long a new connection has to complete the
+	// handshake, connect and have a publish accepted
+	// (DefaultAdmissionTimeout); past it the connection is closed and its
+	// slot freed.
+	AdmissionTimeout time.Duration
 	// IdleTimeout closes a connection that sends nothing for this long
 	// (DefaultIdleTimeout).
 	IdleTimeout time.Duration
@@ -38,9 +44,26 @@ type Server struct {
 	// (DefaultMaxByteRate); a negative value disables the cap. Faster
 	// senders are slowed through TCP flow control, not disconnected.
 	MaxByteRate int64
-	// MaxConnections caps concurrent connections (DefaultMaxConnections);
-	// connections beyond it are closed at once.
+	// MaxConnections caps concurrent connections (DefaultMaxConnections).
+	// When it is reached, the oldest connection not yet publishing is
+	// dropped for a new one; when all are publishers, the new one is
+	// closed at once.
 	MaxConnections int
+	// MaxPending caps connections not yet publishing, from all addresses
+	// (DefaultMaxPending); MaxPendingPerAddr caps them per client address
+	// (DefaultMaxPendingPerAddr). A full pool drops its oldest member to
+	// admit a newcomer; see admission.go.
+	MaxPending        int
+	MaxPendingPerAddr int
+	// MaxPublishersPerAddr caps the publishers of one client address
+	// (DefaultMaxPublishersPerAddr); further publishes are refused with
+	// NetStream.Publish.Rejected.
+	MaxPublishersPerAddr int
+	// KeyThrottle is the window of the stream key throttle
+	// (DefaultKeyThrottle): after three publishes with one key refused
+	// as unauthorised from one address within it, that key is refused
+	// there for the window without asking the Handler.
+	KeyThrottle time.Duration
 	// Limits caps message sizes and chunk streams; see Limits.
 	Limits Limits
 
@@ -50,6 +73,8 @@ type Server struct {
 	closed    bool
 	wg        sync.WaitGroup
 	epoch     time.Time
+	adm       admission
+	counts    counters
 }
 
 // Conns counts the connections open now, publishers or not.
@@ -135,20 +160,19 @@ func isTemporary(err error) bool {
 }
 
 // track registers a new connection and starts its goroutine, or closes it
-// at once when the server is closed or full.
+// at once when the server is closed or full (see admit).
 func (s *Server) track(nc net.Conn) {
-	limit := s.MaxConnections
-	if limit <= 0 {
-		limit = DefaultMaxConnections
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed || len(s.conns) >= limit {
+	var c *conn
+	if !s.closed {
+		c = s.admit(nc)
+	}
+	if c == nil {
 		s.logger().Debug("rtmp connection refused", "remote", nc.RemoteAddr(), "closed", s.closed)
 		nc.Close()
 		return
 	}
-	c := newConn(s, nc)
 	s.conns[c] = struct{}{}
 	s.wg.Add(1)
 	go s.serveConn(c)
@@ -156,12 +180,13 @@ func (s *Server) track(nc net.Conn) {
 
 func (s *Server) serveConn(c *conn) {
 	defer s.wg.Done()
+	var err error
 	defer func() {
+		s.release(c, err)
 		s.mu.Lock()
 		delete(s.conns, c)
 		s.mu.Unlock()
 	}()
-	var err error
 	defer func() {
 		if r := recover(); r != nil {
 			s.logger().Error("rtmp connection panicked", "remote", c.remote, "panic", r, "stack", string(debug.Stack()))

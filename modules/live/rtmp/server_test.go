@@ -405,8 +405,14 @@ func TestGarbageSurvival(t *testing.T) {
 	// The server's short timeouts end what the garbage leaves hanging; the
 	// clients' deadlines only bound a hang, and the proper publisher's
 	// handshake at the end must not race the handshake timeout on a loaded
-	// machine, hence seconds rather than milliseconds.
-	_, addr := startServer(t, h, func(s *Server) { s.HandshakeTimeout = 5 * time.Second; s.IdleTimeout = 5 * time.Second })
+	// machine, hence seconds rather than milliseconds. Nine hostile
+	// connections at once from one address: above the default per-address
+	// pending pool, which would drop one of them early.
+	_, addr := startServer(t, h, func(s *Server) {
+		s.HandshakeTimeout = 5 * time.Second
+		s.IdleTimeout = 5 * time.Second
+		s.MaxPendingPerAddr = 16
+	})
 
 	raw := func(data []byte) {
 		nc, err := net.Dial("tcp", addr)

@@ -1,0 +1,335 @@
+package rtmp
+
+import (
+	"container/list"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"sync/atomic"
+	"time"
+)
+
+// Admission: who gets a connection slot and who keeps it.
+//
+// A connection is pending from accept until its publish is accepted by the
+// Handler; then it is a publisher. Pending connections have
+// AdmissionTimeout to get there, and are few: at most MaxPendingPerAddr
+// from one address and MaxPending in all. When either pool is full, the
+// oldest pending connection of that pool is dropped to make room, one
+// that has not completed the handshake first, so idle sockets can delay a
+// real encoder by a moment but never lock it out. A publisher is never
+// dropped to admit anyone. When MaxConnections are all publishers, new
+// connections are closed at once.
+//
+// Addresses are compared by IPv4 address, and by /64 prefix for IPv6 (one
+// host usually owns a whole /64).
+
+// Defaults of the admission fields of Server.
+const (
+	DefaultAdmissionTimeout     = 5 * time.Second
+	DefaultMaxPending           = 64
+	DefaultMaxPendingPerAddr    = 8
+	DefaultMaxPublishersPerAddr = 16
+	DefaultKeyThrottle          = time.Minute
+)
+
+// keyFailureLimit is how many refused publishes of one key from one
+// address, within KeyThrottle, throttle that key there.
+const keyFailureLimit = 3
+
+// maxThrottleEntries bounds the memory of the key throttle.
+const maxThrottleEntries = 4096
+
+// Reasons a pending connection is cut off.
+var (
+	// ErrAdmissionTimeout ends a connection that did not publish within
+	// AdmissionTimeout.
+	ErrAdmissionTimeout = errors.New("rtmp: not publishing within the admission deadline")
+	// ErrEvicted ends a pending connection dropped to admit a newer one.
+	ErrEvicted = errors.New("rtmp: dropped to admit a newer connection")
+)
+
+// Stats are the admission counters of a Server since it started.
+type Stats struct {
+	// RefusedFull counts connections closed at accept because every slot
+	// was held by a publisher.
+	RefusedFull uint64
+	// RefusedPublishers counts publishes refused because their address
+	// already had MaxPublishersPerAddr publishers.
+	RefusedPublishers uint64
+	// Evicted counts pending connections dropped to admit newer ones.
+	Evicted uint64
+	// TimedOut counts connections closed by the admission deadline.
+	TimedOut uint64
+	// Throttled counts publishes refused by the stream key throttle,
+	// without asking the Handler.
+	Throttled uint64
+}
+
+type counters struct {
+	refusedFull, refusedPublishers, evicted, timedOut, throttled atomic.Uint64
+}
+
+// Stats returns the admission counters.
+func (s *Server) Stats() Stats {
+	return Stats{
+		RefusedFull:       s.counts.refusedFull.Load(),
+		RefusedPublishers: s.counts.refusedPublishers.Load(),
+		Evicted:           s.counts.evicted.Load(),
+		TimedOut:          s.counts.timedOut.Load(),
+		Throttled:         s.counts.throttled.Load(),
+	}
+}
+
+type admState uint8
+
+const (
+	admPending admState = iota
+	admPublisher
+	admGone // evicted, timed out or ended: holds no slot
+)
+
+// admission is the state of the pools, guarded by Server.mu.
+type admission struct {
+	pending    list.List // *conn, oldest first
+	publishers int
+	addrs      map[string]*addrCount
+	throttle   map[throttleKey]*keyFailures
+}
+
+type addrCount struct{ pending, publishers int }
+
+type throttleKey struct {
+	addr string
+	key  [sha256.Size]byte // the key itself may be long: keep a digest
+}
+
+type keyFailures struct {
+	first time.Time // start of the counting window
+	count int
+	until time.Time // throttled until then
+}
+
+func limitOr(n, def int) int {
+	if n > 0 {
+		return n
+	}
+	return def
+}
+
+// addrKey is the address a connection is counted under.
+func addrKey(a net.Addr) string {
+	ap, err := netip.ParseAddrPort(a.String())
+	if err != nil {
+		return a.String()
+	}
+	ip := ap.Addr().Unmap()
+	if ip.Is4() {
+		return ip.String()
+	}
+	p, _ := ip.Prefix(64)
+	return p.String()
+}
+
+// admit gives nc a slot, dropping pending connections to make room, and
+// returns its conn, or nil when every slot is held by a publisher.
+// s.mu is held.
+func (s *Server) admit(nc net.Conn) *conn {
+	a := &s.adm
+	if a.addrs == nil {
+		a.addrs = map[string]*addrCount{}
+	}
+	addr := addrKey(nc.RemoteAddr())
+	ac := a.addrs[addr]
+	if ac != nil && ac.pending >= limitOr(s.MaxPendingPerAddr, DefaultMaxPendingPerAddr) {
+		s.evictOldest(addr)
+	}
+	if a.pending.Len() >= limitOr(s.MaxPending, DefaultMaxPending) {
+		s.evictOldest("")
+	}
+	if a.pending.Len()+a.publishers >= limitOr(s.MaxConnections, DefaultMaxConnections) && !s.evictOldest("") {
+		s.counts.refusedFull.Add(1)
+		return nil
+	}
+	if ac == nil {
+		ac = &addrCount{}
+		a.addrs[addr] = ac
+	}
+	c := newConn(s, nc)
+	c.addr = addr
+	c.elem = a.pending.PushBack(c)
+	ac.pending++
+	c.admTimer = time.AfterFunc(durationOr(s.AdmissionTimeout, DefaultAdmissionTimeout), func() {
+		s.mu.Lock()
+		late := c.adm == admPending
+		if late {
+			s.leavePending(c)
+		}
+		s.mu.Unlock()
+		if late {
+			s.counts.timedOut.Add(1)
+			c.kill(ErrAdmissionTimeout)
+		}
+	})
+	return c
+}
+
+// evictOldest drops the oldest pending connection (of addr, if not
+// empty), preferring one that has not completed the handshake. It reports
+// whether it dropped one. s.mu is held.
+func (s *Server) evictOldest(addr string) bool {
+	var victim *conn
+	for e := s.adm.pending.Front(); e != nil; e = e.Next() {
+		c := e.Value.(*conn)
+		if addr != "" && c.addr != addr {
+			continue
+		}
+		if victim == nil {
+			victim = c
+		}
+		if !c.handshook.Load() {
+			victim = c
+			break
+		}
+	}
+	if victim == nil {
+		return false
+	}
+	s.leavePending(victim)
+	s.counts.evicted.Add(1)
+	victim.kill(ErrEvicted)
+	return true
+}
+
+// leavePending takes a pending connection out of the pools. s.mu is held.
+func (s *Server) leavePending(c *conn) {
+	s.adm.pending.Remove(c.elem)
+	c.elem = nil
+	c.adm = admGone
+	s.addrDone(c.addr, func(ac *addrCount) { ac.pending-- })
+}
+
+func (s *Server) addrDone(addr string, f func(*addrCount)) {
+	ac := s.adm.addrs[addr]
+	f(ac)
+	if ac.pending == 0 && ac.publishers == 0 {
+		delete(s.adm.addrs, addr)
+	}
+}
+
+// release frees whatever slot c still holds once it has ended with err.
+// A pending connection that ended on a read deadline (the handshake's)
+// counts as timed out like one the admission timer closed.
+func (s *Server) release(c *conn, err error) {
+	c.admTimer.Stop()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch c.adm {
+	case admPending:
+		s.leavePending(c)
+		if ne := net.Error(nil); errors.As(err, &ne) && ne.Timeout() {
+			s.counts.timedOut.Add(1)
+		}
+	case admPublisher:
+		c.adm = admGone
+		s.adm.publishers--
+		s.addrDone(c.addr, func(ac *addrCount) { ac.publishers-- })
+	}
+}
+
+// errTooManyPublishers refuses a publish from an address at its cap.
+var errTooManyPublishers = &StatusError{Code: "NetStream.Publish.Rejected", Description: "Too many publishers from your address."}
+
+// publisherRoom reports whether c's address may add a publisher.
+func (s *Server) publisherRoom(c *conn) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if ac := s.adm.addrs[c.addr]; ac != nil && ac.publishers >= limitOr(s.MaxPublishersPerAddr, DefaultMaxPublishersPerAddr) {
+		s.counts.refusedPublishers.Add(1)
+		return errTooManyPublishers
+	}
+	return nil
+}
+
+// promote makes a pending connection whose publish was accepted a
+// publisher, which no longer has a deadline and is never evicted. It
+// fails when c was dropped meanwhile or its address reached its cap.
+func (s *Server) promote(c *conn) error {
+	c.admTimer.Stop()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c.adm != admPending {
+		return fmt.Errorf("rtmp: publish accepted too late: %w", ErrAdmissionTimeout)
+	}
+	ac := s.adm.addrs[c.addr]
+	if ac.publishers >= limitOr(s.MaxPublishersPerAddr, DefaultMaxPublishersPerAddr) {
+		s.counts.refusedPublishers.Add(1)
+		return errTooManyPublishers
+	}
+	s.adm.pending.Remove(c.elem)
+	c.elem = nil
+	c.adm = admPublisher
+	ac.pending--
+	ac.publishers++
+	s.adm.publishers++
+	return nil
+}
+
+// throttled reports how long key stays refused from addr (0: it is not).
+func (s *Server) throttled(addr, key string, now time.Time) time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f := s.adm.throttle[throttleKey{addr, sha256.Sum256([]byte(key))}]
+	if f == nil || !now.Before(f.until) {
+		return 0
+	}
+	return f.until.Sub(now)
+}
+
+// keyResult records a refused (ok false) or accepted publish of key from
+// addr: the third refusal within the window throttles the key there for
+// the window; an accepted one forgets the failures.
+func (s *Server) keyResult(addr, key string, ok bool, now time.Time) {
+	window := durationOr(s.KeyThrottle, DefaultKeyThrottle)
+	k := throttleKey{addr, sha256.Sum256([]byte(key))}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if ok {
+		delete(s.adm.throttle, k)
+		return
+	}
+	if s.adm.throttle == nil {
+		s.adm.throttle = map[throttleKey]*keyFailures{}
+	}
+	f := s.adm.throttle[k]
+	if f == nil || now.Sub(f.first) >= window && !now.Before(f.until) {
+		if f == nil && len(s.adm.throttle) >= maxThrottleEntries {
+			s.pruneThrottle(now, window)
+		}
+		f = &keyFailures{first: now}
+		s.adm.throttle[k] = f
+	}
+	f.count++
+	if f.count >= keyFailureLimit {
+		f.until = now.Add(window)
+	}
+}
+
+// pruneThrottle forgets expired entries and, if the table is still full,
+// an arbitrary one: under a flood of distinct keys the throttle degrades
+// to fewer remembered keys, never to unbounded memory. s.mu is held.
+func (s *Server) pruneThrottle(now time.Time, window time.Duration) {
+	for k, f := range s.adm.throttle {
+		if now.Sub(f.first) >= window && !now.Before(f.until) {
+			delete(s.adm.throttle, k)
+		}
+	}
+	for k := range s.adm.throttle {
+		if len(s.adm.throttle) < maxThrottleEntries {
+			break
+		}
+		delete(s.adm.throttle, k)
+	}
+}
