@@ -58,7 +58,7 @@ func serve(immutable bool) (string, func(), error) {
 		return "", nil, err
 	}
 	go a.Listener(ln)
-	return "http://" + ln.Addr().String(), func() { a.Shutdown() }, nil
+	return "http://" + ln.Addr().String(), func() { _ = a.ShutdownWithTimeout(5 * time.Second) }, nil
 }
 
 func main() {
@@ -95,6 +95,7 @@ func run(workers, rounds int, d time.Duration) error {
 			fmt.Fprintf(os.Stderr, "round %d %-34s p50 %6.2f ms p99 %6.2f ms %8.0f req/s\n", r+1, labels[i], benchkit.Ms(res.P50), benchkit.Ms(res.P99), res.RPS)
 		}
 	}
+	client.CloseIdleConnections()
 	fmt.Printf("\n%d client workers, %d alternating rounds of %s each; median round of each setting. Load average %s.\n\n", workers, rounds, d, benchkit.LoadAvg())
 	fmt.Println("| Fiber setting | p50 (ms) | p99 (ms) | req/s | req/s ÷ Immutable off |")
 	fmt.Println("|---|---:|---:|---:|---:|")
