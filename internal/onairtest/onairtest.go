@@ -181,6 +181,29 @@ func New(t testing.TB, opts Options) *Env {
 		})
 		return stopErr
 	}
+	// Serve starts the modules' services before it accepts; a test that
+	// ends before that would cancel their start. Requests queue in the
+	// listener's backlog meanwhile, so the first answer means serving.
+	ready := make(chan error, 1)
+	go func() {
+		resp, err := env.Client.Get(base + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+		}
+		ready <- err
+	}()
+	select {
+	case err := <-ready:
+		if err != nil {
+			cancel()
+			core.Close()
+			t.Fatalf("server does not answer: %v\n%s", err, logs.String())
+		}
+	case err := <-done:
+		cancel()
+		core.Close()
+		t.Fatalf("serve: %v\n%s", err, logs.String())
+	}
 	t.Cleanup(func() {
 		// A connection the client dialed but never sent a request on is
 		// not idle to the server, and would hold its graceful shutdown

@@ -237,7 +237,29 @@ func (h *Hub) join(ctx context.Context, showID int64, v Viewer, who *app.Princip
 		}
 		h.presenceChanged(showID, &v, nil)
 	}
+	h.greet(ctx, showID, c)
 	return c
+}
+
+// greet tells a socket that just joined how many are in the room: its
+// first event, so a client (and a test) knows it hears the room from now
+// on, and a page shows the count without waiting for the next change.
+func (h *Hub) greet(ctx context.Context, showID int64, c *client) {
+	keys, err := h.presence.Keys(ctx, showID)
+	if err != nil {
+		h.log.Error("chat: presence keys", "err", err)
+		return
+	}
+	n := len(keys)
+	payload, err := json.Marshal(Event{Type: EventPresence, ShowID: showID, Count: &n})
+	if err != nil {
+		h.log.Error("chat: encode event", "err", err)
+		return
+	}
+	select {
+	case c.presence <- payload:
+	default: // a newer presence event is already queued
+	}
 }
 
 // leave removes a socket; the viewer's last socket makes them absent.

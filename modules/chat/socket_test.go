@@ -58,6 +58,9 @@ func dial(t *testing.T, base string, showID int64, token, anonID string) *socket
 		}
 	}()
 	t.Cleanup(func() { conn.Close() })
+	// The room greets a socket that joined with a presence event: from
+	// then on it hears everything posted to the room.
+	s.await("presence", nil)
 	return s
 }
 
