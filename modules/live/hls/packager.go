@@ -19,8 +19,9 @@ var ErrClosed = errors.New("hls: packager closed")
 
 // Options tune a Packager. Zero fields take the defaults named after them.
 type Options struct {
-	// SegmentDuration is the duration the cutter aims for: a segment ends
-	// at the first keyframe (any frame, for audio) once it is this long.
+	// SegmentDuration is the duration the cutter aims for: a segment with
+	// video ends at the first keyframe once it is this long; one without
+	// ends at the last audio frame that fits within it.
 	SegmentDuration time.Duration
 	// TargetDuration is the EXT-X-TARGETDURATION of the live playlists, in
 	// whole seconds, fixed for the life of the stream (RFC 8216 forbids
