@@ -229,7 +229,9 @@ func (s *stream) onSegment(seg hls.Segment) {
 		video, audio = false, false
 	}
 	if video || audio {
-		media := shows.Media{}
+		// The show starts with its first media sample; a resume keeps it.
+		start := s.pkg.Start()
+		media := shows.Media{Start: &start}
 		if video {
 			v := s.m.mediaURL(s.showID, hls.PlaylistAV)
 			media.VideoURL = &v
@@ -396,7 +398,9 @@ func (m *Module) archive(showID int64) {
 		m.core.Log.Error("live: finalize archive", "show", showID, "err", err)
 		return
 	}
-	media := shows.Media{}
+	// Duration from the media: first sample to the end of the last.
+	_, span := hls.Span(segs)
+	media := shows.Media{Duration: &span}
 	if fileExists(filepath.Join(dir, hls.ArchiveAV)) {
 		v := m.mediaURL(showID, hls.ArchiveAV)
 		media.VideoURL = &v

@@ -40,6 +40,13 @@ const RadioMaxRun = 24 * time.Hour
 // public base). A nil field is "none".
 type Media struct {
 	VideoURL, AudioURL *string
+	// Start, given to GoLive, is the wall-clock time of the first media
+	// sample: the show's start, and so the origin of chat positions, is
+	// when the broadcast begins, not when its first segment is ready.
+	Start *time.Time
+	// Duration, given to Archive, is the recording's duration measured on
+	// the media; it replaces the run length Stop recorded.
+	Duration *time.Duration
 }
 
 // Authorize checks a stream key in constant time and returns its show. A
@@ -67,7 +74,8 @@ func (s *Service) Authorize(ctx context.Context, streamKey string) (*Show, error
 }
 
 // GoLive is called by the live module when a publisher is accepted. The
-// first call makes the show live with start = now; a call while the show is
+// first call makes the show live with start = media.Start (now when
+// unset); a call while the show is
 // already live is a resume inside the reconnect window and keeps start
 // (media URLs given replace the old ones).
 func (s *Service) GoLive(ctx context.Context, showID int64, media Media) (*Show, error) {
@@ -95,6 +103,10 @@ func (s *Service) GoLive(ctx context.Context, showID int64, media Media) (*Show,
 			}
 		} else {
 			sh.Live, sh.Start, sh.WentLiveAt = true, now, &now
+			if media.Start != nil && !media.Start.IsZero() && media.Start.Before(now) {
+				sh.Start = *media.Start
+				sh.WentLiveAt = media.Start
+			}
 			sh.VideoURL, sh.AudioURL = media.VideoURL, media.AudioURL
 			sh.ThumbnailLabel = LabelLive
 			cols = append(cols, "live", "start", "went_live_at", "video_url", "audio_url", "thumbnail_label")
@@ -177,8 +189,9 @@ func saveStop(ctx context.Context, tx bun.IDB, sh *Show, now time.Time) error {
 }
 
 // Archive records the finalised recording of a complete show: archive=true,
-// media URLs point at the VOD playlists, the label is the duration as
-// HH:MM:SS. Radio shows never archive (ErrRadioArchive).
+// media URLs point at the VOD playlists, the duration is the media's
+// (media.Duration, rounded to the second) when given, the label is the
+// duration as HH:MM:SS. Radio shows never archive (ErrRadioArchive).
 func (s *Service) Archive(ctx context.Context, showID int64, media Media) (*Show, error) {
 	now := app.Now()
 	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
@@ -193,9 +206,13 @@ func (s *Service) Archive(ctx context.Context, showID int64, media Media) (*Show
 			return ErrNotComplete
 		}
 		sh.Archive, sh.VideoURL, sh.AudioURL = true, media.VideoURL, media.AudioURL
+		if media.Duration != nil {
+			d := int(media.Duration.Round(time.Second) / time.Second)
+			sh.Duration = &d
+		}
 		sh.ThumbnailLabel = clock(derefInt(sh.Duration))
 		sh.UpdatedAt = now
-		_, err = tx.NewUpdate().Model(sh).Column("archive", "video_url", "audio_url", "thumbnail_label", "updated_at").WherePK().Exec(ctx)
+		_, err = tx.NewUpdate().Model(sh).Column("archive", "video_url", "audio_url", "duration", "thumbnail_label", "updated_at").WherePK().Exec(ctx)
 		return err
 	})
 	if err != nil {

@@ -8,13 +8,18 @@
 //   - PlaylistAudio (audio.m3u8): AAC only, so listeners download no video.
 //
 // Segments are cut at the first IDR keyframe once SegmentDuration (2 s)
-// has accumulated; audio-only output is cut on time. EXT-X-TARGETDURATION
-// is fixed for the stream at TargetDuration (4 s by default), so keyframe
-// intervals up to about 4 s give clean segments; a longer interval forces
-// a cut before a non-keyframe, and while such a segment is in a playlist
-// the playlist omits EXT-X-INDEPENDENT-SEGMENTS. Live playlists keep the
-// last Window (6) segments, each with EXT-X-PROGRAM-DATE-TIME, and are
-// replaced atomically (temporary file and rename).
+// has accumulated, a keyframe early by timestamp jitter included;
+// audio-only output is cut at the last frame within SegmentDuration.
+// EXT-X-TARGETDURATION is fixed for the stream: SegmentDuration rounded
+// up (TargetDuration may raise it for the A/V rendition), and no segment
+// is longer, so it is the longest segment rounded up. A keyframe interval
+// longer than the target forces a cut before a non-keyframe, and while
+// such a segment is in a playlist the playlist omits
+// EXT-X-INDEPENDENT-SEGMENTS. Live playlists keep at least Window of
+// media (never under three target durations), each segment with
+// EXT-X-PROGRAM-DATE-TIME, and are replaced atomically (temporary file
+// and rename). Each segment's exact duration, program date time and
+// target are recorded in the index; Span measures a recording from it.
 //
 // A track whose sequence header arrives after packaging began without it
 // (late video from some encoders) joins the A/V rendition after an

@@ -30,14 +30,19 @@ func Finalize(dir string, opts Options) error {
 		}
 		vod := playlist{vod: true, mediaSequence: list[0].Sequence, segments: list, targetDuration: 1}
 		for _, s := range list {
-			vod.targetDuration = max(vod.targetDuration, roundedDuration(s.Duration))
+			vod.targetDuration = max(vod.targetDuration, targetFor(s.Duration))
 		}
 		if err := writeFileAtomic(dir, out.archive, vod.render()); err != nil {
 			return fmt.Errorf("finalize: %w", err)
 		}
-		start := max(0, len(list)-o.Window)
+		start := windowStart(list, o.Window.Seconds())
+		// The ended live playlist keeps the target it was published with.
+		target := 1
+		for _, s := range list[start:] {
+			target = max(target, s.Target, targetFor(s.Duration))
+		}
 		live := playlist{
-			targetDuration: max(o.TargetDuration, vod.targetDuration),
+			targetDuration: target,
 			mediaSequence:  list[start].Sequence,
 			segments:       list[start:],
 			ended:          true,

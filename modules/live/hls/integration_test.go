@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"os"
 	"os/exec"
@@ -223,6 +224,15 @@ func TestFFmpegPublish(t *testing.T) {
 		}
 		decodeClean(t, filepath.Join(h.dir, name))
 	}
+	// 2 s keyframes, 2 s segments: every playlist announces 2 s, the
+	// longest segment, and dates every segment.
+	for _, name := range []string{hls.PlaylistAV, hls.PlaylistAudio, hls.ArchiveAV, hls.ArchiveAudio} {
+		text, err := os.ReadFile(filepath.Join(h.dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkTarget(t, name, string(text), 2)
+	}
 	if got := codecs(probe(t, filepath.Join(h.dir, hls.ArchiveAudio))); got != "audio:aac" {
 		t.Errorf("audio archive streams: %s", got)
 	}
@@ -338,4 +348,28 @@ func TestGStreamerPublish(t *testing.T) {
 		t.Errorf("archive lasts %.3f s, want 4 ± 1", total)
 	}
 	decodeClean(t, filepath.Join(h.dir, hls.ArchiveAV))
+}
+
+// checkTarget asserts, as a player reads the playlist, that
+// EXT-X-TARGETDURATION is want and the longest segment rounded up, and
+// that every segment has EXT-X-PROGRAM-DATE-TIME.
+func checkTarget(t *testing.T, name, text string, want int) {
+	t.Helper()
+	target, longest, dated, segments := -1, 0.0, 0, 0
+	for line := range strings.Lines(text) {
+		line = strings.TrimSpace(line)
+		switch {
+		case strings.HasPrefix(line, "#EXT-X-TARGETDURATION:"):
+			target, _ = strconv.Atoi(strings.TrimPrefix(line, "#EXT-X-TARGETDURATION:"))
+		case strings.HasPrefix(line, "#EXT-X-PROGRAM-DATE-TIME:"):
+			dated++
+		case strings.HasPrefix(line, "#EXTINF:"):
+			d, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimPrefix(line, "#EXTINF:"), ","), 64)
+			longest = max(longest, d)
+			segments++
+		}
+	}
+	if target != want || float64(target) != math.Ceil(longest) || dated != segments || segments == 0 {
+		t.Errorf("%s: target %d (want %d), longest segment %.3f s, %d of %d segments dated\n%s", name, target, want, longest, dated, segments, text)
+	}
 }

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"os"
 	"time"
 
@@ -20,17 +19,22 @@ var ErrClosed = errors.New("hls: packager closed")
 
 // Options tune a Packager. Zero fields take the defaults named after them.
 type Options struct {
-	// SegmentDuration is the duration the cutter aims for: a segment ends
-	// at the first keyframe (any frame, for audio) once it is this long.
+	// SegmentDuration is the duration the cutter aims for: a segment with
+	// video ends at the first keyframe once it is this long; one without
+	// ends at the last audio frame that fits within it.
 	SegmentDuration time.Duration
 	// TargetDuration is the EXT-X-TARGETDURATION of the live playlists, in
-	// whole seconds, fixed for the life of the stream. No segment is
-	// allowed to round above it: when the encoder's keyframe interval is
-	// longer, the cutter cuts before a non-keyframe instead (such segments
-	// are marked not independent). It must be at least SegmentDuration.
+	// whole seconds, fixed for the life of the stream (RFC 8216 forbids
+	// changing it). It defaults to SegmentDuration rounded up, and is
+	// never below that. No segment is longer: when the encoder's keyframe
+	// interval is, the cutter cuts before a non-keyframe instead (such
+	// segments are marked not independent). Raise it for encoders whose
+	// keyframe interval is longer than SegmentDuration.
 	TargetDuration int
-	// Window is the number of segments in the live playlists.
-	Window int
+	// Window is the least media a live playlist holds: the oldest segment
+	// leaves only while the rest still last this long. It is never below
+	// three target durations, the least RFC 8216 (6.2.2) allows.
+	Window time.Duration
 	// ProbeDuration bounds how long the packager waits, in media time,
 	// to learn which tracks exist when onMetaData does not say.
 	ProbeDuration time.Duration
@@ -49,8 +53,7 @@ type Options struct {
 // Defaults for Options.
 const (
 	DefaultSegmentDuration = 2 * time.Second
-	DefaultTargetDuration  = 4
-	DefaultWindow          = 6
+	DefaultWindow          = 12 * time.Second
 	DefaultProbeDuration   = 2 * time.Second
 )
 
@@ -58,13 +61,11 @@ func (o Options) withDefaults() Options {
 	if o.SegmentDuration <= 0 {
 		o.SegmentDuration = DefaultSegmentDuration
 	}
-	if o.TargetDuration <= 0 {
-		o.TargetDuration = DefaultTargetDuration
-	}
-	o.TargetDuration = max(o.TargetDuration, int(math.Ceil(o.SegmentDuration.Seconds())))
+	o.TargetDuration = max(o.TargetDuration, targetFor(o.SegmentDuration.Seconds()))
 	if o.Window <= 0 {
 		o.Window = DefaultWindow
 	}
+	o.Window = max(o.Window, 3*time.Duration(o.TargetDuration)*time.Second)
 	if o.ProbeDuration <= 0 {
 		o.ProbeDuration = DefaultProbeDuration
 	}
@@ -439,6 +440,11 @@ func (p *Packager) Close() error {
 	p.err = ErrClosed
 	return errors.Join(errs...)
 }
+
+// Start is the wall-clock time of the first media sample of this
+// publication (the arrival of the first tag packaged); zero until
+// packaging has started. Segment program date times count from it.
+func (p *Packager) Start() time.Time { return p.clock.wall }
 
 // HasVideo and HasAudio report the tracks being packaged; both are false
 // until the packager has seen enough of the stream to decide, and a track

@@ -140,7 +140,7 @@ func TestPackagerCutsOnKeyframes(t *testing.T) {
 			t.Errorf("audio lasts %.3f s", total)
 		}
 		live := readFile(t, filepath.Join(dir, PlaylistAV))
-		for _, want := range []string{"#EXT-X-TARGETDURATION:4\n", "#EXT-X-INDEPENDENT-SEGMENTS\n", "#EXT-X-MEDIA-SEQUENCE:0\n", "seg-000004.ts\n"} {
+		for _, want := range []string{"#EXT-X-TARGETDURATION:2\n", "#EXT-X-INDEPENDENT-SEGMENTS\n", "#EXT-X-MEDIA-SEQUENCE:0\n", "seg-000004.ts\n"} {
 			if !strings.Contains(live, want) {
 				t.Errorf("live playlist lacks %q:\n%s", want, live)
 			}
@@ -159,7 +159,7 @@ func TestPackagerLongGOP(t *testing.T) {
 	av := segmentsOf(t, dir, RenditionAV)
 	forced := 0
 	for _, s := range av {
-		if roundedDuration(s.Duration) > DefaultTargetDuration {
+		if s.Duration > 2 {
 			t.Errorf("segment of %.3f s exceeds the target duration", s.Duration)
 		}
 		if !s.Independent {
@@ -185,7 +185,7 @@ func TestPackagerAudioOnly(t *testing.T) {
 	if !p.HasAudio() || p.HasVideo() {
 		t.Fatal("metadata hint should start audio-only packaging at once")
 	}
-	feed(t, p, 500, 5500, 0, true)
+	feed(t, p, 500, 5400, 0, true)
 	p.Close()
 	for _, r := range []string{RenditionAV, RenditionAudio} {
 		segs := segmentsOf(t, dir, r)
@@ -214,11 +214,11 @@ func TestPackagerProbesWithoutMetadata(t *testing.T) {
 
 func TestPackagerReconnectAndFinalize(t *testing.T) {
 	dir := t.TempDir()
-	p := openTest(t, dir, Options{Window: 3})
+	p := openTest(t, dir, Options{Window: 6 * time.Second})
 	feed(t, p, 0, 6000, 2000, true)
 	p.Close()
 	// The publisher comes back; its timestamps restart.
-	p = openTest(t, dir, Options{Window: 3})
+	p = openTest(t, dir, Options{Window: 6 * time.Second})
 	feed(t, p, 0, 8000, 2000, true)
 	p.Close()
 
@@ -236,10 +236,10 @@ func TestPackagerReconnectAndFinalize(t *testing.T) {
 		t.Errorf("window after the discontinuity slid out:\n%s", live)
 	}
 
-	if err := Finalize(dir, Options{Window: 3}); err != nil {
+	if err := Finalize(dir, Options{Window: 6 * time.Second}); err != nil {
 		t.Fatal(err)
 	}
-	if err := Finalize(dir, Options{Window: 3}); err != nil { // idempotent
+	if err := Finalize(dir, Options{Window: 6 * time.Second}); err != nil { // idempotent
 		t.Fatal(err)
 	}
 	arch := readFile(t, filepath.Join(dir, ArchiveAV))
@@ -333,13 +333,5 @@ seg-000008.ts
 	got := string(p.render())
 	if !strings.Contains(got, "#EXT-X-PLAYLIST-TYPE:VOD\n") || !strings.HasSuffix(got, "#EXT-X-ENDLIST\n") {
 		t.Fatalf("vod playlist:\n%s", got)
-	}
-}
-
-func TestRoundedDuration(t *testing.T) {
-	for in, want := range map[float64]int{2: 2, 2.499: 2, 2.5: 3, 4.4: 4, 0.2: 0} {
-		if got := roundedDuration(in); got != want {
-			t.Errorf("%v: got %d, want %d", in, got, want)
-		}
 	}
 }

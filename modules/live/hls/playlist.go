@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"time"
 )
 
 // playlist holds what is rendered into a media playlist.
@@ -50,8 +51,41 @@ func (p playlist) render() []byte {
 	return []byte(b.String())
 }
 
-// roundedDuration is a segment duration rounded to the nearest integer, the
-// value RFC 8216 compares with EXT-X-TARGETDURATION.
-func roundedDuration(seconds float64) int {
-	return int(math.Floor(seconds + 0.5))
+// targetFor is the EXT-X-TARGETDURATION a segment of this many seconds
+// needs: its duration as written in EXTINF (to the millisecond), rounded
+// up to whole seconds. RFC 8216 (4.3.3.1) only asks the nearest integer
+// not to exceed the target; rounding up keeps every segment within it.
+func targetFor(seconds float64) int {
+	return int(math.Ceil(math.Round(seconds*1000) / 1000))
+}
+
+// windowStart is the index of the oldest segment a live playlist keeps:
+// the oldest ones leave while those after them still last least seconds.
+func windowStart(segs []Segment, least float64) int {
+	var total float64
+	for i := len(segs) - 1; i >= 0; i-- {
+		total += segs[i].Duration
+		if total >= least {
+			return i
+		}
+	}
+	return 0
+}
+
+// Span is the extent of a recording on the wall clock: from its first
+// media sample (the earliest program date time of either rendition) to
+// the end of its last sample, the last frame's duration included. With
+// one publication it equals the media's duration; the gaps of a
+// publisher that reconnected count too, as they do for the chat.
+func Span(segs []Segment) (start time.Time, d time.Duration) {
+	var end time.Time
+	for _, s := range segs {
+		if start.IsZero() || s.ProgramDateTime.Before(start) {
+			start = s.ProgramDateTime
+		}
+		if e := s.ProgramDateTime.Add(time.Duration(math.Round(s.Duration * float64(time.Second)))); e.After(end) {
+			end = e
+		}
+	}
+	return start, end.Sub(start)
 }

@@ -22,10 +22,10 @@ type rendition struct {
 	audio    bool
 
 	// Times below are on the unwrapped 90 kHz clock (see clock.t).
-	target    int64 // cut at the first keyframe after this much
-	limit     int64 // never let a segment reach this (rounds above TARGETDURATION)
+	length    int64 // SegmentDuration: cut at the first keyframe once this long
+	longest   int64 // TARGETDURATION: no segment is longer
 	td        int
-	window    int
+	window    float64 // least seconds in the live playlist
 	onSegment func(Segment)
 	clock     *clock
 	durable   bool
@@ -41,6 +41,7 @@ type rendition struct {
 	curStart int64
 	curIndep bool
 	end      int64 // end of the last sample written
+	videoEnd int64 // end of the last video frame written
 }
 
 // clock maps the publisher's millisecond timestamps onto an unwrapped
@@ -64,21 +65,26 @@ func newRendition(name, playlistName, dir string, video, audio bool, o Options, 
 		dir:       dir,
 		video:     video,
 		audio:     audio,
-		target:    o.SegmentDuration.Milliseconds() * 90,
-		limit:     int64(o.TargetDuration)*90000 + 45000,
+		length:    o.SegmentDuration.Milliseconds() * 90,
 		td:        o.TargetDuration,
-		window:    o.Window,
+		window:    o.Window.Seconds(),
 		onSegment: o.OnSegment,
 		clock:     c,
 		durable:   !o.noSync,
 	}
+	if !video {
+		// Audio is cut on time, never longer than SegmentDuration: its
+		// playlist announces no more than that.
+		r.td = targetFor(o.SegmentDuration.Seconds())
+	}
+	r.longest = int64(r.td) * 90000
 	r.mux = newTSMuxer(nil, video, audio)
 	if len(prior) > 0 {
 		// A reconnection: continue the numbering and the live window,
 		// and mark the break in timestamps and encoder state.
 		r.seq = prior[len(prior)-1].Sequence + 1
 		r.nextDisc = true
-		start := max(0, len(prior)-r.window)
+		start := windowStart(prior, r.window)
 		r.live = append([]Segment(nil), prior[start:]...)
 		for _, s := range prior[:start] {
 			if s.Discontinuity {
@@ -89,8 +95,22 @@ func newRendition(name, playlistName, dir string, video, audio bool, o Options, 
 	return r
 }
 
-// writeVideo adds an access unit (Annex-B) with its timestamps.
+// jitterOf is how far a frame's timestamp may stray from the encoder's
+// cadence and still count as on time: half a frame, at most maxJitter.
+// RTMP timestamps are whole milliseconds, so a keyframe due at 2 s may
+// arrive stamped a millisecond early or late.
+func jitterOf(frameDur int64) int64 { return min(frameDur/2, maxJitter) }
+
+// maxJitter keeps a segment stretched by jitter rounding to the target
+// duration, as RFC 8216 requires: 100 ms on the 90 kHz clock.
+const maxJitter = 9000
+
+// writeVideo adds an access unit (Annex-B) with its timestamps. A segment
+// ends at the first keyframe once it lasts SegmentDuration; a keyframe a
+// little early by jitter still ends it, so an encoder whose keyframe
+// interval is the segment length gets segments of exactly that length.
 func (r *rendition) writeVideo(dts, pts, frameDur int64, au []byte, idr bool) error {
+	jitter := jitterOf(frameDur)
 	switch {
 	case r.cur == nil:
 		if !idr {
@@ -99,12 +119,12 @@ func (r *rendition) writeVideo(dts, pts, frameDur int64, au []byte, idr bool) er
 		if err := r.start(dts, true); err != nil {
 			return err
 		}
-	case idr && dts-r.curStart >= r.target:
+	case idr && dts-r.curStart >= r.length-jitter:
 		if err := r.cut(dts, true); err != nil {
 			return err
 		}
-	case dts+frameDur-r.curStart >= r.limit:
-		// The keyframe interval is longer than the playlist allows: cut
+	case dts+frameDur-r.curStart > r.longest+jitter:
+		// The keyframe interval is longer than the target duration: cut
 		// anyway, producing a segment that does not start with a keyframe.
 		if err := r.cut(dts, false); err != nil {
 			return err
@@ -115,10 +135,13 @@ func (r *rendition) writeVideo(dts, pts, frameDur int64, au []byte, idr bool) er
 		return fmt.Errorf("write video: %w", err)
 	}
 	r.end = max(r.end, dts+frameDur)
+	r.videoEnd = dts + frameDur
 	return nil
 }
 
-// writeAudio adds an ADTS frame with its timestamp.
+// writeAudio adds an ADTS frame with its timestamp. Without video a
+// segment ends at the last frame boundary within SegmentDuration, so it
+// never exceeds the target duration.
 func (r *rendition) writeAudio(ts, frameDur int64, frame []byte) error {
 	if r.video {
 		if r.cur == nil {
@@ -130,7 +153,7 @@ func (r *rendition) writeAudio(ts, frameDur int64, frame []byte) error {
 			if err := r.start(ts, true); err != nil {
 				return err
 			}
-		case ts-r.curStart >= r.target, ts+frameDur-r.curStart >= r.limit:
+		case ts+frameDur-r.curStart > r.length && ts > r.curStart:
 			if err := r.cut(ts, true); err != nil {
 				return err
 			}
@@ -170,7 +193,7 @@ func (r *rendition) cut(ts int64, independent bool) error {
 // (next), records it and publishes it in the live playlist.
 func (r *rendition) finish(next int64) error {
 	dur := next - r.curStart
-	if dur >= r.limit || dur <= 0 {
+	if dur > r.longest+maxJitter || dur <= 0 {
 		// A gap in the input: count only the media actually present.
 		dur = r.end - r.curStart
 	}
@@ -187,6 +210,7 @@ func (r *rendition) finish(next int64) error {
 		ProgramDateTime: r.clock.at(r.curStart),
 		Discontinuity:   r.nextDisc,
 		Independent:     r.curIndep,
+		Target:          r.td,
 	}
 	r.seq++
 	r.nextDisc = false
@@ -194,7 +218,7 @@ func (r *rendition) finish(next int64) error {
 		return err
 	}
 	r.live = append(r.live, seg)
-	if n := len(r.live) - r.window; n > 0 {
+	if n := windowStart(r.live, r.window); n > 0 {
 		for _, s := range r.live[:n] {
 			if s.Discontinuity {
 				r.discSeq++
@@ -234,6 +258,11 @@ func (r *rendition) close() error {
 		r.cur.abandon()
 		r.cur = nil
 		return os.Remove(filepath.Join(r.dir, r.curFile))
+	}
+	if r.video {
+		// Like every other A/V segment, the last one is measured on its
+		// video: the audio interleaved past the last frame is within it.
+		return r.finish(r.videoEnd)
 	}
 	return r.finish(r.end)
 }

@@ -49,6 +49,9 @@ type Segment struct {
 	// Independent is false when the segment had to be cut before a
 	// keyframe because the encoder's keyframe interval was too long.
 	Independent bool `json:"ind"`
+	// Target is the EXT-X-TARGETDURATION of the live playlist the segment
+	// was published in, so that Finalize ends that playlist unchanged.
+	Target int `json:"td,omitempty"`
 }
 
 // segmentFile is the file name of a segment of a rendition.
