@@ -44,6 +44,9 @@ type Core struct {
 
 	reserved map[string]bool // first path segments of the routes (ReservedSlug)
 	secrets  secrets         // per-install secrets read so far (Secret)
+	// kernelMigrated counts the kernel's steps Boot applied when told to
+	// skip migrations (onair migrate reports them with the modules').
+	kernelMigrated int
 }
 
 // URL makes an absolute URL on the public base.
@@ -91,7 +94,7 @@ func Boot(ctx context.Context, cfg *Config, opts BootOptions) (*Core, error) {
 	if opts.SkipMigrations {
 		// Modules may ask for secrets in Provision: the kernel's own
 		// tables exist even when the command migrates the modules itself.
-		if _, err := migrations.Run(ctx, db, []migrations.Set{kernelSet}, log); err != nil {
+		if core.kernelMigrated, err = migrations.Run(ctx, db, []migrations.Set{kernelSet}, log); err != nil {
 			return fail(err)
 		}
 	} else if _, err := core.Migrate(ctx); err != nil {
