@@ -34,7 +34,8 @@ func builtinCommands() []Command {
 				if err != nil {
 					return err
 				}
-				fmt.Fprintf(stdout, "%d migrations applied\n", n)
+				// Boot applied the kernel's own steps already.
+				fmt.Fprintf(stdout, "%d migrations applied\n", core.kernelMigrated+n)
 				return nil
 			}
 		}},

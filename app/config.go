@@ -48,6 +48,9 @@ type Config struct {
 	// StorageURL names the media store: file:///path (the default, in the
 	// data dir) or s3://ACCESS:SECRET@host:port/bucket.
 	StorageURL string
+	// SecretKey, when set, is what every per-install secret derives from
+	// (Core.Secret); never logged or shown.
+	SecretKey string
 
 	values map[string]any // module settings, by variable name
 }
@@ -67,6 +70,8 @@ type Setting struct {
 	Parse func(string) (any, error)
 
 	set func(c *Config, v string) error // kernel settings: into a Config field
+	// hidden keeps the value out of error messages (a secret).
+	hidden bool
 }
 
 // kernelSettings lists the kernel's own settings, in the order README.md
@@ -125,6 +130,15 @@ var kernelSettings = []Setting{
 		}},
 	{Env: "ONAIR_REDIS_PREFIX", Flag: "redis-prefix", Default: "onair:", Help: "prefix of every Redis key, so several services can share one Redis",
 		set: func(c *Config, v string) error { c.RedisPrefix = v; return nil }},
+	{Env: "ONAIR_SECRET_KEY", Flag: "secret-key", hidden: true,
+		Help: "key every per-install secret (the media URL signing key...) derives from, with HMAC-SHA256 over the secret's name; changing it rotates them (default: random secrets kept in the database)",
+		set: func(c *Config, v string) error {
+			c.SecretKey = v
+			if v != "" && len(v) < minSecretKey {
+				return fmt.Errorf("must have at least %d characters (openssl rand -hex 32)", minSecretKey)
+			}
+			return nil
+		}},
 	{Env: "ONAIR_RATE_LIMIT", Flag: "rate-limit", Default: "600", Help: "API requests per minute per token",
 		set: func(c *Config, v string) (err error) { c.RateLimit, err = parsePositive(v); return err }},
 	{Env: "ONAIR_AUTH_FAILURES", Flag: "auth-failures", Default: "20", Help: "failed /v1 authentications a client address may make per minute; beyond, 429 before any token lookup",
@@ -247,7 +261,11 @@ func LoadConfig(fs *flag.FlagSet, args []string, getenv func(string) string) (*C
 			if explicit[s.Flag] {
 				name = "-" + s.Flag
 			}
-			return nil, fmt.Errorf("config: %s=%q: %v", name, RedactURL(*values[s.Env]), err)
+			shown := RedactURL(*values[s.Env])
+			if s.hidden {
+				shown = "***"
+			}
+			return nil, fmt.Errorf("config: %s=%q: %v", name, shown, err)
 		}
 	}
 	if c.StorageURL == "" {

@@ -181,3 +181,16 @@ func TestRedactURL(t *testing.T) {
 		t.Fatalf("got %s", got)
 	}
 }
+
+func TestSecretKeyNeverShown(t *testing.T) {
+	short := "tooshort-but-secret"
+	_, err := loadConfig(t, map[string]string{"ONAIR_SECRET_KEY": short})
+	if err == nil || !strings.Contains(err.Error(), "ONAIR_SECRET_KEY") || strings.Contains(err.Error(), short) {
+		t.Fatalf("a short ONAIR_SECRET_KEY: %v (must be refused, named, and not shown)", err)
+	}
+	long := strings.Repeat("k", 40)
+	c, err := loadConfig(t, map[string]string{"ONAIR_SECRET_KEY": long})
+	if err != nil || c.SecretKey != long {
+		t.Fatalf("ONAIR_SECRET_KEY of 40 characters: %v", err)
+	}
+}

@@ -43,6 +43,10 @@ type Core struct {
 	Stderr io.Writer
 
 	reserved map[string]bool // first path segments of the routes (ReservedSlug)
+	secrets  secrets         // per-install secrets read so far (Secret)
+	// kernelMigrated counts the kernel's steps Boot applied when told to
+	// skip migrations (onair migrate reports them with the modules').
+	kernelMigrated int
 }
 
 // URL makes an absolute URL on the public base.
@@ -87,10 +91,14 @@ func Boot(ctx context.Context, cfg *Config, opts BootOptions) (*Core, error) {
 			db.RegisterModel(md.Models()...)
 		}
 	}
-	if !opts.SkipMigrations {
-		if _, err := core.Migrate(ctx); err != nil {
+	if opts.SkipMigrations {
+		// Modules may ask for secrets in Provision: the kernel's own
+		// tables exist even when the command migrates the modules itself.
+		if core.kernelMigrated, err = migrations.Run(ctx, db, []migrations.Set{kernelSet}, log); err != nil {
 			return fail(err)
 		}
+	} else if _, err := core.Migrate(ctx); err != nil {
+		return fail(err)
 	}
 	lines := map[string][]string{}
 	for _, m := range core.Modules {
@@ -101,8 +109,12 @@ func Boot(ctx context.Context, cfg *Config, opts BootOptions) (*Core, error) {
 	if core.Authz, err = NewAuthz(lines); err != nil {
 		return fail(err)
 	}
-	if core.Store, err = OpenStore(ctx, cfg.StorageURL); err != nil {
+	st, err := OpenStore(ctx, cfg.StorageURL)
+	if err != nil {
 		return fail(err)
+	}
+	if core.Store, err = store.Instrument(st, core.Metrics); err != nil {
+		return fail(fmt.Errorf("app: store metrics: %w", err))
 	}
 	if cfg.RedisURL != "" {
 		ropts, err := redis.ParseURL(cfg.RedisURL)
@@ -165,7 +177,7 @@ func OpenStore(ctx context.Context, raw string) (store.Store, error) {
 
 // Migrate applies every module's pending migrations.
 func (c *Core) Migrate(ctx context.Context) (int, error) {
-	var sets []migrations.Set
+	sets := []migrations.Set{kernelSet}
 	for _, m := range c.Modules {
 		if mg, ok := m.(Migrator); ok {
 			sets = append(sets, migrations.Set{Module: m.Name(), Migrations: mg.Migrations()})

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/onair/onair/app"
 	"github.com/onair/onair/internal/onairtest"
+	"github.com/onair/onair/internal/store"
 	"github.com/onair/onair/internal/testload"
 )
 
@@ -32,7 +34,8 @@ func TestHealthAndReadiness(t *testing.T) {
 			body       string
 		}{
 			{"healthz", "/healthz", 200, `{"status":"ok"}`},
-			{"readyz", "/readyz", 200, `{"status":"ok"}`},
+			{"readyz", "/readyz", 200, `"status":"ok"`},
+			{"readyz names its checks", "/readyz", 200, `"checks":{"database":"ok","store":"ok"}`},
 			// Outside /v1 an unknown path is the public pages' 404 (HTML).
 			{"unknown page is a 404", "/no-such-page/at/all", 404, ""},
 			{"unknown API route is a JSON 401 before anything", "/v1/no-such-route", 401, `"code":"unauthorized"`},
@@ -52,7 +55,11 @@ func TestHealthAndReadiness(t *testing.T) {
 		}
 		t.Run("readyz is 503 once the database is gone", func(t *testing.T) {
 			env.Core.DB.Close()
-			env.Do("GET", "/readyz", "", nil).Expect(t, http.StatusServiceUnavailable)
+			r := env.Do("GET", "/readyz", "", nil).Expect(t, http.StatusServiceUnavailable)
+			checks := readyChecksOf(t, r)
+			if checks["database"] == "ok" || checks["store"] != "ok" {
+				t.Fatalf("checks %v: the database should be the one named", checks)
+			}
 			env.Do("GET", "/healthz", "", nil).Expect(t, http.StatusOK)
 		})
 	})
@@ -96,6 +103,74 @@ func TestPanicRecovery(t *testing.T) {
 	env.Do("GET", "/healthz", "", nil).Expect(t, http.StatusOK) // still serving
 	if !strings.Contains(env.Logs(), "panic=boom") {
 		t.Fatalf("panic not logged:\n%s", env.Logs())
+	}
+}
+
+// readyChecksOf decodes a /readyz answer and checks its status word.
+func readyChecksOf(t *testing.T, r *onairtest.Response) map[string]string {
+	t.Helper()
+	var body struct {
+		Status string            `json:"status"`
+		Checks map[string]string `json:"checks"`
+	}
+	r.Decode(t, &body)
+	if want := map[bool]string{true: "ok", false: "unavailable"}[r.Status == 200]; body.Status != want {
+		t.Fatalf("readyz %d says %q", r.Status, body.Status)
+	}
+	return body.Checks
+}
+
+func TestReadyzStore(t *testing.T) {
+	t.Parallel()
+	env := onairtest.New(t, onairtest.Options{})
+	root := strings.TrimPrefix(env.Core.Config.StorageURL, "file://")
+	if err := os.RemoveAll(root); err != nil {
+		t.Fatal(err)
+	}
+	r := env.Do("GET", "/readyz", "", nil).Expect(t, http.StatusServiceUnavailable)
+	if checks := readyChecksOf(t, r); checks["store"] == "ok" || checks["database"] != "ok" {
+		t.Fatalf("checks %v: the store should be the one named", checks)
+	}
+}
+
+func TestReadyzRedis(t *testing.T) {
+	onairtest.RequireRedis(t)
+	t.Parallel()
+	env := onairtest.New(t, onairtest.Options{Redis: true})
+	r := env.Do("GET", "/readyz", "", nil).Expect(t, http.StatusOK)
+	if checks := readyChecksOf(t, r); checks["redis"] != "ok" {
+		t.Fatalf("checks %v lack redis", checks)
+	}
+}
+
+// A Put through the kernel's store shows in /metrics: its latency by
+// operation and kind, and a refused one among the failures.
+func TestStoreMetrics(t *testing.T) {
+	t.Parallel()
+	env := onairtest.New(t, onairtest.Options{})
+	ctx := context.Background()
+	if err := store.PutBytes(ctx, env.Core.Store, "metrics/probe.jpg", []byte("x"), "image/jpeg"); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.PutBytes(ctx, env.Core.Store, "../escape.jpg", []byte("x"), "image/jpeg"); err == nil {
+		t.Fatal("an escaping key was stored")
+	}
+	if _, err := env.Core.Store.Stat(ctx, "metrics/absent.jpg"); !store.IsNotExist(err) {
+		t.Fatalf("stat of a missing key: %v", err)
+	}
+	text := string(env.Do("GET", "/metrics", "", nil).Expect(t, 200).Body)
+	for _, want := range []string{
+		"# TYPE onair_store_operation_duration_seconds histogram",
+		`onair_store_operation_duration_seconds_count{kind="local",op="put"} 2`,
+		`onair_store_operation_failures_total{kind="local",op="put"} 1`,
+		`onair_store_operation_duration_seconds_count{kind="local",op="stat"} 1`,
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("metrics lack %q", want)
+		}
+	}
+	if strings.Contains(text, `onair_store_operation_failures_total{kind="local",op="stat"}`) {
+		t.Error("a missing key counts as a store failure")
 	}
 }
 

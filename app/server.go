@@ -86,14 +86,7 @@ func NewServer(core *Core) (*Server, error) {
 	app.Use(requestDeadline(core.Config.RequestTimeout))
 
 	app.Get("/healthz", func(c *fiber.Ctx) error { return c.JSON(fiber.Map{"status": "ok"}) })
-	app.Get("/readyz", func(c *fiber.Ctx) error {
-		ctx, cancel := context.WithTimeout(c.UserContext(), 2*time.Second)
-		defer cancel()
-		if err := core.DB.PingContext(ctx); err != nil {
-			return c.Status(fiber.StatusServiceUnavailable).JSON(fiber.Map{"status": "database unavailable"})
-		}
-		return c.JSON(fiber.Map{"status": "ok"})
-	})
+	app.Get("/readyz", readyHandler(readyChecks(core), core.Log))
 	if core.Config.MetricsAddr == "" {
 		app.Get("/metrics", fiberMetricsHandler(core.Metrics))
 	} else {

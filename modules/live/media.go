@@ -3,7 +3,6 @@ package live
 import (
 	"context"
 	"crypto/hmac"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/onair/onair/app"
 	"github.com/onair/onair/modules/live/hls"
 	"github.com/onair/onair/modules/shows"
 )
@@ -35,23 +35,31 @@ var fileName = regexp.MustCompile(`^[a-z0-9_-]{1,64}\.(m3u8|ts|jpg|gif)$`)
 // signer makes and checks the HMAC tokens of private media.
 type signer struct{ key []byte }
 
-// loadSigner reads the signing key from path, creating it on first start.
-// The key stays on the node that holds the media.
-func loadSigner(path string) (*signer, error) {
-	key, err := os.ReadFile(path)
-	if err == nil && len(key) >= 32 {
+// signingSecret names the media signing key among the install's secrets
+// (app.Core.Secret), so every node signs and verifies with the same key.
+const signingSecret = "live.media-signing"
+
+// loadSigner takes the install's signing key from the kernel. A key that
+// an earlier release kept in the data dir (legacy) is imported on first
+// start, so the URLs it signed stay valid; the file is then renamed
+// *.imported and no longer read.
+func loadSigner(ctx context.Context, core *app.Core, legacy string) (*signer, error) {
+	old, err := os.ReadFile(legacy)
+	if err != nil || len(old) < 32 || len(old) > 64 {
+		key, err := core.Secret(ctx, signingSecret)
+		if err != nil {
+			return nil, fmt.Errorf("live: signing key: %w", err)
+		}
 		return &signer{key: key}, nil
 	}
-	key = make([]byte, 32)
-	if _, err := rand.Read(key); err != nil {
+	key, err := core.ImportSecret(ctx, signingSecret, old)
+	if err != nil {
 		return nil, fmt.Errorf("live: signing key: %w", err)
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	if err := os.Rename(legacy, legacy+".imported"); err != nil {
 		return nil, fmt.Errorf("live: signing key: %w", err)
 	}
-	if err := os.WriteFile(path, key, 0o600); err != nil {
-		return nil, fmt.Errorf("live: signing key: %w", err)
-	}
+	core.Log.Info("live: the media signing key of the data dir is now kept by the install", "was", legacy)
 	return &signer{key: key}, nil
 }
 

@@ -137,7 +137,10 @@ func (m *Module) Provision(core *app.Core) error {
 		return fmt.Errorf("live: ONAIR_RTMP_URL: %w", err)
 	}
 	m.app = strings.Trim(u.Path, "/")
-	if m.signer, err = loadSigner(filepath.Join(core.Config.DataDir, "media", "signing.key")); err != nil {
+	keyCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	m.signer, err = loadSigner(keyCtx, core, filepath.Join(core.Config.DataDir, "media", "signing.key"))
+	cancel()
+	if err != nil {
 		return err
 	}
 	m.vis = newVisibility(m.shows)
