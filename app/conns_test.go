@@ -20,6 +20,7 @@ import (
 
 	"github.com/onair/onair/app"
 	"github.com/onair/onair/internal/onairtest"
+	"github.com/onair/onair/internal/testload"
 )
 
 // partialRequest is the start of a request whose headers never end: the
@@ -148,7 +149,7 @@ func TestServeUnderDescriptorLimit(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			addr := onairtest.FreeAddr(t)
+			addr := testload.FreeAddr(t)
 			cmd := exec.Command("sh", "-c", "ulimit -n 300 && exec \"$0\" serve", bin)
 			cmd.Env = append(os.Environ(), "ONAIR_DATA_DIR="+t.TempDir(), "ONAIR_HTTP_ADDR="+addr,
 				"ONAIR_PUBLIC_URL=http://"+addr, "ONAIR_RTMP_ADDR=127.0.0.1:0", "ONAIR_MAX_CONNS_PER_IP=10000")
@@ -234,7 +235,7 @@ func metricValue(text, series string) float64 {
 // `onair serve` raises its soft descriptor limit to the hard one and logs
 // both, with the connection cap derived from it.
 func TestServeRaisesDescriptorLimit(t *testing.T) {
-	addr := onairtest.FreeAddr(t)
+	addr := testload.FreeAddr(t)
 	cmd := exec.Command("sh", "-c", "ulimit -S -n 300 && exec \"$0\" serve", onairtest.Binary(t))
 	cmd.Env = append(os.Environ(), "ONAIR_DATA_DIR="+t.TempDir(), "ONAIR_HTTP_ADDR="+addr,
 		"ONAIR_PUBLIC_URL=http://"+addr, "ONAIR_RTMP_ADDR=127.0.0.1:0")

@@ -10,7 +10,6 @@ package miniotest
 import (
 	"bytes"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -69,7 +68,7 @@ func Start(t testing.TB) *Server {
 		}
 		testload.Skip(t, "%v", err)
 	}
-	addr, console := freeAddr(t), freeAddr(t)
+	addr, console := testload.FreeAddr(t), testload.FreeAddr(t)
 	s := &Server{Addr: addr, AccessKey: "onairtest", SecretKey: "onairtest-secret-key"}
 	cmd := exec.Command(bin, "server", t.TempDir(), "--address", addr, "--console-address", console, "--quiet")
 	cmd.Env = append(os.Environ(),
@@ -127,14 +126,4 @@ func (w *lockedWriter) Write(p []byte) (int, error) {
 	w.s.mu.Lock()
 	defer w.s.mu.Unlock()
 	return w.s.log.Write(p)
-}
-
-func freeAddr(t testing.TB) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }

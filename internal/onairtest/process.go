@@ -3,7 +3,6 @@ package onairtest
 import (
 	"bytes"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -33,18 +32,6 @@ func (l *LockedBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
-}
-
-// FreeAddr returns a 127.0.0.1 address that was free a moment ago, for a
-// child process that must be told its port in advance.
-func FreeAddr(t testing.TB) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
 
 var (
@@ -92,7 +79,7 @@ type Process struct {
 // extra settings ("ONAIR_DATABASE_URL=…") come after and win.
 func NewProcess(t testing.TB, extra ...string) *Process {
 	t.Helper()
-	httpAddr, rtmpAddr := FreeAddr(t), FreeAddr(t)
+	httpAddr, rtmpAddr := testload.FreeAddr(t), testload.FreeAddr(t)
 	p := &Process{t: t, bin: Binary(t), URL: "http://" + httpAddr, RTMP: rtmpAddr}
 	p.Env = append([]string{
 		"ONAIR_DATA_DIR=" + t.TempDir(), "ONAIR_HTTP_ADDR=" + httpAddr, "ONAIR_PUBLIC_URL=" + p.URL,

@@ -17,6 +17,7 @@
 package testload
 
 import (
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -109,4 +110,16 @@ func Heavy(t testing.TB) {
 		release()
 		<-turn
 	})
+}
+
+// FreeAddr returns a 127.0.0.1 address that was free a moment ago, for a
+// child process (onair, MinIO) that must be told its port in advance.
+func FreeAddr(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
 }
