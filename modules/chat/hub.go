@@ -126,6 +126,9 @@ const clientBuffer = 64
 type room struct {
 	clients map[*client]struct{}
 	viewers map[string]int // viewer key → open sockets on this node
+	// count is the room's viewer count across nodes as this node's last
+	// presence event for it counted them (0 before the first).
+	count int
 }
 
 // Hub holds this node's rooms and connects them to the bus and presence.
@@ -237,20 +240,23 @@ func (h *Hub) join(ctx context.Context, showID int64, v Viewer, who *app.Princip
 		}
 		h.presenceChanged(showID, &v, nil)
 	}
-	h.greet(ctx, showID, c)
+	h.greet(showID, c)
 	return c
 }
 
 // greet tells a socket that just joined how many are in the room: its
 // first event, so a client (and a test) knows it hears the room from now
-// on, and a page shows the count without waiting for the next change.
-func (h *Hub) greet(ctx context.Context, showID int64, c *client) {
-	keys, err := h.presence.Keys(ctx, showID)
-	if err != nil {
-		h.log.Error("chat: presence keys", "err", err)
-		return
+// on, and a page shows the count without waiting for the next change. The
+// count is the one this node last published for the room (at least its
+// own viewers), not a presence read per join, which would read the whole
+// room once per arrival of a crowd; the next presence event corrects it.
+func (h *Hub) greet(showID int64, c *client) {
+	h.mu.RLock()
+	n := 0
+	if r := h.rooms[showID]; r != nil {
+		n = max(r.count, len(r.viewers))
 	}
-	n := len(keys)
+	h.mu.RUnlock()
 	payload, err := json.Marshal(Event{Type: EventPresence, ShowID: showID, Count: &n})
 	if err != nil {
 		h.log.Error("chat: encode event", "err", err)
@@ -336,6 +342,11 @@ func (h *Hub) flushPresence(showID int64) {
 		return
 	}
 	n := len(keys)
+	h.mu.Lock()
+	if r := h.rooms[showID]; r != nil {
+		r.count = n
+	}
+	h.mu.Unlock()
 	h.Publish(ctx, showID, Event{Type: EventPresence, Count: &n, Joined: b.joined, Left: b.left})
 }
 
