@@ -33,6 +33,36 @@ type Service struct {
 	hub     *Hub
 	public  string
 	nowFunc func() time.Time
+
+	// txHooks run inside the transaction of a post or a delete (SubscribeTx).
+	txHooks []func(ctx context.Context, tx bun.IDB, ev TxEvent) error
+}
+
+// TxEvent is a chat change seen from inside its transaction: Type is
+// EventChatCreated or EventChatDeleted, Message the row as written (its
+// User not loaded). Show is the show as the post read it (nil on a
+// delete: read it on tx, Message.ShowID).
+type TxEvent struct {
+	Type    string
+	Message *Message
+	Show    *shows.Show
+}
+
+// SubscribeTx registers fn to run inside the transaction of every posted
+// or deleted message, after the change; an error rolls the change back.
+// Modules subscribe in Provision (the webhooks module writes its
+// deliveries there, so a message and its notifications commit together).
+func (s *Service) SubscribeTx(fn func(ctx context.Context, tx bun.IDB, ev TxEvent) error) {
+	s.txHooks = append(s.txHooks, fn)
+}
+
+func (s *Service) runTxHooks(ctx context.Context, tx bun.IDB, ev TxEvent) error {
+	for _, fn := range s.txHooks {
+		if err := fn(ctx, tx, ev); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // ErrNotFound is a missing (or deleted) message.
@@ -78,7 +108,10 @@ func (s *Service) Post(ctx context.Context, showID int64, by *app.Principal, bod
 		if _, err := tx.NewInsert().Model(m).Exec(ctx); err != nil {
 			return fmt.Errorf("chat: post on show %d: %w", sh.ID, err)
 		}
-		return s.shows.AddComments(ctx, tx, sh.ID, 1)
+		if err := s.shows.AddComments(ctx, tx, sh.ID, 1); err != nil {
+			return err
+		}
+		return s.runTxHooks(ctx, tx, TxEvent{Type: EventChatCreated, Message: m, Show: sh})
 	})
 	if err != nil {
 		return nil, err
@@ -164,7 +197,10 @@ func (s *Service) Delete(ctx context.Context, id int64, by *app.Principal) (*Mes
 		if _, err := tx.NewUpdate().Model(m).Column("deleted_at", "deleted_by").WherePK().Exec(ctx); err != nil {
 			return fmt.Errorf("chat: delete %d: %w", id, err)
 		}
-		return s.shows.AddComments(ctx, tx, m.ShowID, -1)
+		if err := s.shows.AddComments(ctx, tx, m.ShowID, -1); err != nil {
+			return err
+		}
+		return s.runTxHooks(ctx, tx, TxEvent{Type: EventChatDeleted, Message: m})
 	})
 	if err != nil {
 		return nil, err

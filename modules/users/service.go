@@ -30,6 +30,16 @@ type Service struct {
 	hintOut   io.Writer
 	throttle  throttle // failed sign-ins (see SignIn)
 	reserved  func(slug string) bool
+
+	// followHooks run inside the transaction of a new follow.
+	followHooks []func(ctx context.Context, tx bun.IDB, follower, followed int64) error
+}
+
+// SubscribeFollowTx registers fn to run inside the transaction of every new
+// follow (not of a repeated one), after the change; an error rolls the
+// follow back. Modules subscribe in Provision (the webhooks module).
+func (s *Service) SubscribeFollowTx(fn func(ctx context.Context, tx bun.IDB, follower, followed int64) error) {
+	s.followHooks = append(s.followHooks, fn)
 }
 
 // NewService returns the users service over db; URLs are built on publicURL.
@@ -337,7 +347,15 @@ func (s *Service) Follow(ctx context.Context, follower, followed int64) error {
 			return nil
 		}
 		_, err = tx.NewUpdate().Model((*User)(nil)).Set("followers_count = followers_count + 1").Where("id = ?", followed).Exec(ctx)
-		return err
+		if err != nil {
+			return err
+		}
+		for _, fn := range s.followHooks {
+			if err := fn(ctx, tx, follower, followed); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 }
 
