@@ -1,0 +1,362 @@
+package webhooks
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/uptrace/bun"
+
+	"github.com/onair/onair/app"
+)
+
+// Retries: the delay after attempt n (1-based) before attempt n+1, the
+// schedule of Standard Webhooks / Svix stretched to the issue's: within
+// 10 s, then about 1 min, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h. Each delay
+// is jittered by ±20 %.
+var schedule = []time.Duration{
+	5 * time.Second, time.Minute, 5 * time.Minute, 30 * time.Minute,
+	2 * time.Hour, 5 * time.Hour, 10 * time.Hour, 10 * time.Hour,
+}
+
+// Backoff is the delay before the attempt after attempt n, jittered.
+func Backoff(n int) time.Duration {
+	d := schedule[len(schedule)-1]
+	if n >= 1 && n <= len(schedule) {
+		d = schedule[n-1]
+	}
+	jitter := 0.8 + 0.4*rand.Float64()
+	return time.Duration(float64(d) * jitter)
+}
+
+// Limits of a response.
+const (
+	maxResponseRead  = 64 << 10 // read at most this much of a response body
+	maxResponseStore = 4 << 10  // and keep this much of it with the attempt
+	maxErrorLen      = 500
+)
+
+// claimed is a delivery this node took, with its webhook.
+type claimed struct {
+	d Delivery
+	w Webhook
+}
+
+// lease is how long a claim keeps other nodes off a webhook: longer than
+// any attempt may take.
+func (m *Module) lease() time.Duration { return m.cfg.timeout + 30*time.Second }
+
+// run is the node's delivery loop: claim what is due, send up to
+// ONAIR_WEBHOOK_WORKERS at once, sleep until woken or the poll interval.
+func (m *Module) run(ctx context.Context) {
+	sem := make(chan struct{}, m.cfg.workers)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer m.client.close()
+	tick := time.NewTicker(m.cfg.poll)
+	defer tick.Stop()
+	var counted time.Time
+	for ctx.Err() == nil {
+		free := cap(sem) - len(sem)
+		var batch []claimed
+		if free > 0 {
+			var err error
+			batch, err = m.claim(ctx, free)
+			if err != nil && ctx.Err() == nil {
+				if app.IsDeadlock(err) {
+					m.log.Debug("webhooks: claim deadlocked; trying again", "err", err)
+				} else {
+					m.log.Error("webhooks: claim", "err", err)
+				}
+			}
+		}
+		for _, c := range batch {
+			sem <- struct{}{}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				// A send outlives a stop request: its outcome is recorded.
+				m.send(context.WithoutCancel(ctx), c)
+				<-sem
+				m.Wake()
+			}()
+		}
+		if time.Since(counted) > 5*time.Second {
+			counted = time.Now()
+			m.countBacklog(ctx)
+		}
+		if len(batch) > 0 && len(batch) == free {
+			continue // there may be more
+		}
+		select {
+		case <-ctx.Done():
+		case <-m.wake:
+		case <-tick.C:
+		}
+	}
+}
+
+func (m *Module) countBacklog(ctx context.Context) {
+	n, err := m.db.NewSelect().Model((*Delivery)(nil)).Where("status = ?", StatusPending).Count(ctx)
+	if err == nil {
+		m.metrics.backlog.Set(float64(n))
+	}
+}
+
+// claim takes up to n due deliveries, at most one per webhook (a webhook
+// receives one delivery at a time), and never a delivery with an older
+// one of the same show still pending for that webhook (ordering within a
+// show). On MySQL the candidates are read FOR UPDATE SKIP LOCKED and a
+// webhook is taken by a conditional update of its lease, so two nodes
+// never take the same delivery or two deliveries of one webhook; SQLite
+// runs one worker on one connection.
+func (m *Module) claim(ctx context.Context, n int) ([]claimed, error) {
+	now := m.now()
+	var out []claimed
+	err := m.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		out = out[:0]
+		var cands []Delivery
+		q := tx.NewSelect().Model(&cands).
+			Where("d.status = ?", StatusPending).Where("d.next_attempt_at <= ?", now).
+			Where("EXISTS (SELECT 1 FROM webhooks AS w WHERE w.id = d.webhook_id AND w.active = ? AND (w.busy_until IS NULL OR w.busy_until < ?))", true, now).
+			Where("NOT EXISTS (SELECT 1 FROM webhook_deliveries AS p WHERE p.webhook_id = d.webhook_id AND d.show_id <> 0 AND p.show_id = d.show_id AND p.status = ? AND p.id < d.id)", StatusPending).
+			OrderExpr("d.id ASC").Limit(int64(n * 4))
+		if app.IsMySQL(tx) {
+			q = q.For("UPDATE SKIP LOCKED")
+		}
+		if err := q.Scan(ctx); err != nil {
+			return err
+		}
+		// The oldest due delivery of each webhook, webhooks taken in id
+		// order (two nodes never wait on each other in a cycle).
+		first := map[int64]Delivery{}
+		var ids []int64
+		for _, d := range cands {
+			if _, ok := first[d.WebhookID]; !ok {
+				first[d.WebhookID] = d
+				ids = append(ids, d.WebhookID)
+			}
+		}
+		sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+		until := now.Add(m.lease())
+		for _, wid := range ids {
+			if len(out) == n {
+				break
+			}
+			res, err := tx.NewUpdate().Model((*Webhook)(nil)).
+				Set("busy_until = ?", until).Set("busy_by = ?", m.node).
+				Where("id = ?", wid).Where("active = ?", true).
+				WhereGroup(" AND ", func(q *bun.UpdateQuery) *bun.UpdateQuery {
+					return q.Where("busy_until IS NULL").WhereOr("busy_until < ?", now)
+				}).Exec(ctx)
+			if err != nil {
+				return err
+			}
+			if k, _ := res.RowsAffected(); k == 0 {
+				continue
+			}
+			d := first[wid]
+			d.NextAttemptAt = &until
+			if _, err := tx.NewUpdate().Model(&d).Column("next_attempt_at").WherePK().Exec(ctx); err != nil {
+				return err
+			}
+			c := claimed{d: d}
+			if err := tx.NewSelect().Model(&c.w).Where("id = ?", wid).Scan(ctx); err != nil {
+				return err
+			}
+			out = append(out, c)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// outcome is what one attempt found.
+type outcome struct {
+	status   *int
+	duration time.Duration
+	err      string
+	response string
+	result   string // metric label
+}
+
+// send makes one attempt and records it.
+func (m *Module) send(ctx context.Context, c claimed) {
+	o := m.attempt(ctx, &c.w, &c.d)
+	m.metrics.deliveries.WithLabelValues(o.result).Inc()
+	m.metrics.latency.Observe(o.duration.Seconds())
+	if err := m.record(ctx, &c, o); err != nil {
+		m.log.Error("webhooks: record attempt", "delivery", c.d.ID, "err", err)
+	}
+}
+
+func (m *Module) attempt(ctx context.Context, w *Webhook, d *Delivery) outcome {
+	ts := m.now()
+	body := []byte(d.Payload)
+	sig, err := w.signatures(d.EventID, ts, body)
+	if err != nil {
+		return outcome{err: err.Error(), result: "network_error"}
+	}
+	if p := checkURL(w.URL); p != "" {
+		return outcome{err: "url " + p, result: "blocked"}
+	}
+	ctx, cancel := context.WithTimeout(ctx, m.cfg.timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.URL, bytes.NewReader(body))
+	if err != nil {
+		return outcome{err: err.Error(), result: "network_error"}
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "OnAir-Webhooks/"+app.Version)
+	req.Header.Set("webhook-id", d.EventID)
+	req.Header.Set("webhook-timestamp", strconv.FormatInt(ts.Unix(), 10))
+	req.Header.Set("webhook-signature", sig)
+	start := time.Now()
+	resp, err := m.client.do(ctx, req)
+	if err != nil {
+		o := outcome{duration: time.Since(start), err: describe(err), result: "network_error"}
+		if errors.Is(err, errBlocked) {
+			o.result = "blocked"
+		}
+		return o
+	}
+	data, _ := io.ReadAll(io.LimitReader(resp.Body, maxResponseRead))
+	_ = resp.Body.Close()
+	code := resp.StatusCode
+	o := outcome{status: &code, duration: time.Since(start), response: truncate(string(data), maxResponseStore)}
+	if code >= 200 && code < 300 {
+		o.result = "success"
+	} else {
+		o.result = "http_error"
+		o.err = fmt.Sprintf("HTTP %d", code)
+		if code >= 300 && code < 400 {
+			o.err += " (redirects are not followed)"
+		}
+	}
+	return o
+}
+
+// describe makes a transport error short and free of the request URL
+// (which the user knows; the error is stored and shown in the API).
+func describe(err error) string {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return "timed out"
+	}
+	return truncate(err.Error(), maxErrorLen)
+}
+
+// truncate cuts s to at most n bytes on a rune boundary, as valid UTF-8.
+func truncate(s string, n int) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	s = strings.ReplaceAll(s, "\x00", "")
+	if len(s) <= n {
+		return s
+	}
+	s = s[:n]
+	for !utf8.ValidString(s) {
+		s = s[:len(s)-1]
+	}
+	return s
+}
+
+// record stores an attempt: the delivery's new state (succeeded, failed
+// for good, or the next attempt's time), the attempt row, the webhook's
+// failure window (disabling it once ONAIR_WEBHOOK_DISABLE_AFTER has
+// passed without a success) and the end of its lease.
+func (m *Module) record(ctx context.Context, c *claimed, o outcome) error {
+	now := m.now()
+	d := &c.d
+	d.Attempts++
+	d.StatusCode, d.Error, d.UpdatedAt = o.status, truncate(o.err, maxErrorLen), now
+	ms := int(o.duration / time.Millisecond)
+	d.DurationMS = &ms
+	success := o.result == "success"
+	switch {
+	case success:
+		d.Status, d.NextAttemptAt = StatusSucceeded, nil
+	case d.Attempts >= m.cfg.maxAttempts:
+		d.Status, d.NextAttemptAt = StatusFailed, nil
+	default:
+		next := now.Add(Backoff(d.Attempts))
+		d.Status, d.NextAttemptAt = StatusPending, &next
+	}
+	att := &Attempt{DeliveryID: d.ID, WebhookID: d.WebhookID, Number: d.Attempts, StatusCode: o.status,
+		DurationMS: ms, Error: d.Error, Response: o.response, NextAttemptAt: d.NextAttemptAt, CreatedAt: now}
+	disabled := false
+	err := m.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		if _, err := tx.NewUpdate().Model(d).
+			Column("status", "attempts", "next_attempt_at", "status_code", "duration_ms", "error", "updated_at").
+			WherePK().Exec(ctx); err != nil {
+			return err
+		}
+		if _, err := tx.NewInsert().Model(att).Exec(ctx); err != nil {
+			return err
+		}
+		w := new(Webhook)
+		q := tx.NewSelect().Model(w).Where("id = ?", d.WebhookID)
+		if app.IsMySQL(tx) {
+			q = q.For("UPDATE")
+		}
+		if err := q.Scan(ctx); err != nil {
+			if errors.Is(err, errSQLNoRows) {
+				return nil // deleted meanwhile
+			}
+			return err
+		}
+		cols := []string{"updated_at"}
+		w.UpdatedAt = now
+		if w.BusyBy == m.node {
+			w.BusyUntil, w.BusyBy = nil, ""
+			cols = append(cols, "busy_until", "busy_by")
+		}
+		switch {
+		case success:
+			if w.FailingSince != nil {
+				w.FailingSince = nil
+				cols = append(cols, "failing_since")
+			}
+		case w.FailingSince == nil:
+			w.FailingSince = &now
+			cols = append(cols, "failing_since")
+		case w.Active && now.Sub(*w.FailingSince) >= m.cfg.disableAfter:
+			disabled = true
+			w.Active = false
+			w.DisabledReason = truncate(fmt.Sprintf("disabled at %s: every delivery failed since %s (last: %s)",
+				now.Format(app.TimeLayout), w.FailingSince.Format(app.TimeLayout), d.Error), 500)
+			cols = append(cols, "active", "disabled_reason")
+			if _, err := tx.NewUpdate().Model((*Delivery)(nil)).
+				Set("status = ?", StatusFailed).Set("next_attempt_at = NULL").Set("error = ?", "webhook disabled").Set("updated_at = ?", now).
+				Where("webhook_id = ?", w.ID).Where("status = ?", StatusPending).Exec(ctx); err != nil {
+				return err
+			}
+		}
+		_, err := tx.NewUpdate().Model(w).Column(cols...).WherePK().Exec(ctx)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if disabled {
+		m.metrics.disabled.Inc()
+		m.log.Warn("webhooks: webhook disabled after failing", "webhook", d.WebhookID, "since", m.cfg.disableAfter)
+	}
+	return nil
+}
