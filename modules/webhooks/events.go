@@ -226,4 +226,3 @@ func (m *Module) enqueuePing(ctx context.Context, w *Webhook) (*Delivery, error)
 	m.Wake()
 	return d, nil
 }
-
