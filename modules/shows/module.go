@@ -81,7 +81,7 @@ func (*Module) Migrations() []migrations.Migration {
 	idx := func(id, name string, cols ...string) migrations.Migration {
 		return migrations.Migration{ID: id, Up: migrations.CreateIndex((*Show)(nil), name, append(cols, vis...)...)}
 	}
-	return []migrations.Migration{
+	return append([]migrations.Migration{
 		{ID: "0001_create_tables", Up: migrations.CreateTables((*Show)(nil), (*ShowTag)(nil), (*Favorite)(nil))},
 		{ID: "0002_unique_user_slug", Up: uniqueIndex((*Show)(nil), "shows_user_slug_uq", "user_id", "slug")},
 		idx("0003_index_start", "shows_start_idx", "start", "id"),
@@ -99,7 +99,7 @@ func (*Module) Migrations() []migrations.Migration {
 		// A rename replaces a show's grams: without this index the delete
 		// scans (and on MySQL locks) the whole table.
 		{ID: "0015_index_grams_show", Up: migrations.CreateIndex((*ShowGram)(nil), "show_grams_show_idx", "show_id")},
-	}
+	}, outboxMigrations()...)
 }
 
 // Policies: owners update, stop and delete their shows; staff stop, delete,
