@@ -52,32 +52,17 @@ func newEventID() string {
 	return "evt_" + strings.ToLower(eventIDEncoding.EncodeToString(b))
 }
 
-// showTx is the SubscribeTx ability of the shows service (branch
-// wave2-outbox). Until the service has it, show events are written after
-// the commit from Subscribe, which a crash between the two can lose.
-type showTx interface {
-	SubscribeTx(fn func(ctx context.Context, tx bun.IDB, ev shows.Event) error)
-}
-
 // subscribe hooks the module into the transactions of shows, chat and
-// follows.
+// follows: deliveries commit with the change that causes them.
 func (m *Module) subscribe() {
-	if s, ok := any(m.shows).(showTx); ok {
-		s.SubscribeTx(func(ctx context.Context, tx bun.IDB, ev shows.Event) error {
-			return m.onShow(ctx, tx, ev)
-		})
-		// The commit is when the deliveries become visible: wake the
-		// local workers then.
-		m.shows.Subscribe(func(context.Context, shows.Event) { m.Wake() })
-	} else {
-		m.log.Warn("webhooks: the shows service has no SubscribeTx; show events are enqueued after the commit")
-		m.shows.Subscribe(func(ctx context.Context, ev shows.Event) {
-			if err := m.onShow(ctx, m.db, ev); err != nil {
-				m.log.Error("webhooks: enqueue show event", "event", ev.Type, "err", err)
-			}
+	m.shows.SubscribeTx(m.onShow)
+	// The commit is when this node's new deliveries become visible to its
+	// workers: wake them then rather than at the next poll.
+	m.shows.Subscribe(func(_ context.Context, ev shows.Event) {
+		if !ev.Remote {
 			m.Wake()
-		})
-	}
+		}
+	})
 	m.chat.SubscribeTx(m.onChat)
 	m.users.SubscribeFollowTx(m.onFollow)
 }
