@@ -152,7 +152,7 @@ func TestPrivateShowsOnlyReachTheirOwner(t *testing.T) {
 	// created before it, would have too.
 	testload.Poll(t, "admin's own show", func() error {
 		for _, g := range staff.all() {
-			if strings.Contains(string(g.Body), fmt.Sprintf(`"id":%d,`, mine)) {
+			if showIDOf(t, g) == mine {
 				return nil
 			}
 		}
@@ -166,7 +166,7 @@ func TestPrivateShowsOnlyReachTheirOwner(t *testing.T) {
 	if n := len(staff.all()); n != 2 {
 		t.Fatalf("staff webhook got %d events, want 2 (public %d and admin's %d)", n, public, mine)
 	}
-	if got := owner.all(); len(got) != 2 || !strings.Contains(string(got[1].Body), fmt.Sprintf(`"id":%d,`, private)) {
+	if got := owner.all(); len(got) != 2 || showIDOf(t, got[1]) != private {
 		t.Fatalf("owner got %d", len(got))
 	}
 }

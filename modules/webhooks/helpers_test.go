@@ -140,3 +140,19 @@ func module(t *testing.T, env *onairtest.Env) *webhooks.Module {
 	}
 	return m
 }
+
+// showIDOf is data.show.id of a received event (0 when none).
+func showIDOf(t *testing.T, g received) int64 {
+	t.Helper()
+	var b struct {
+		Data struct {
+			Show struct {
+				ID int64 `json:"id"`
+			} `json:"show"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(g.Body, &b); err != nil {
+		t.Fatal(err)
+	}
+	return b.Data.Show.ID
+}

@@ -55,7 +55,7 @@ type claimed struct {
 
 // lease is how long a claim keeps other nodes off a webhook: longer than
 // any attempt may take.
-func (m *Module) lease() time.Duration { return m.cfg.timeout + 30*time.Second }
+func (m *Module) lease() time.Duration { return 2*m.cfg.timeout + 5*time.Second }
 
 // run is the node's delivery loop: claim what is due, send up to
 // ONAIR_WEBHOOK_WORKERS at once, sleep until woken or the poll interval.
