@@ -3,6 +3,8 @@ package webhooks_test
 import (
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -198,5 +200,64 @@ func TestRotationSignsWithBothSecrets(t *testing.T) {
 	wh, _ = standardwebhooks.NewWebhook(fresh)
 	if err := wh.VerifyIgnoringTimestamp(g.Body, g.Header); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Redirects are not followed, a slow receiver times out
+// (ONAIR_WEBHOOK_TIMEOUT), and a large response is kept truncated: each
+// is a failed attempt, recorded with why.
+func TestRedirectsTimeoutsAndLargeResponses(t *testing.T) {
+	env := newEnv(t, "sqlite", func(c *app.Config) { c.Set(webhooks.SettingTimeout, 300*time.Millisecond) })
+	var mu sync.Mutex
+	followed := false
+	mux := http.NewServeMux()
+	mux.HandleFunc("/redirect", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "/target", http.StatusFound)
+	})
+	mux.HandleFunc("/target", func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		followed = true
+		mu.Unlock()
+	})
+	mux.HandleFunc("/slow", func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-time.After(5 * time.Second):
+		}
+	})
+	mux.HandleFunc("/large", func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusBadGateway)
+		_, _ = w.Write([]byte(strings.Repeat("x", 200<<10)))
+	})
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	_, tok := env.CreateUser("Rex Redirect")
+	for path, want := range map[string]string{
+		"/redirect": "HTTP 302 (redirects are not followed)",
+		"/slow":     "timed out",
+		"/large":    "HTTP 502",
+	} {
+		id, _ := createWebhook(t, env, tok, srv.URL+path, "ping")
+		env.Do("POST", fmt.Sprintf("/v1/webhooks/%d/ping", id), tok, nil).Expect(t, 202)
+		var att map[string]any
+		testload.Poll(t, path+" attempt", func() error {
+			d := deliveries(t, env, tok, id)[0]
+			if a := d["attempts"].([]any); len(a) > 0 {
+				att = a[0].(map[string]any)
+				return nil
+			}
+			return fmt.Errorf("no attempt yet")
+		})
+		if att["error"] != want || att["next_attempt_at"] == nil {
+			t.Fatalf("%s: attempt %v, want error %q and a retry", path, att, want)
+		}
+		if path == "/large" && len(att["response"].(string)) != 4096 {
+			t.Fatalf("stored response of %d bytes, want 4096", len(att["response"].(string)))
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if followed {
+		t.Fatal("a redirect was followed")
 	}
 }
