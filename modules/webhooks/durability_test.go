@@ -287,4 +287,3 @@ func sent(t *testing.T, reg *prometheus.Registry) float64 {
 	}
 	return 0
 }
-

@@ -114,7 +114,7 @@ func (m *Module) onChat(ctx context.Context, tx bun.IDB, ev chat.TxEvent) error 
 // onFollow writes the deliveries of a new follower of a user.
 func (m *Module) onFollow(ctx context.Context, tx bun.IDB, follower, followed int64) error {
 	var list []users.User
-	if err := tx.NewSelect().Model(&list).Where("id IN (?)", bun.In([]int64{follower, followed})).Scan(ctx); err != nil {
+	if err := tx.NewSelect().Model(&list).Where("id IN (?)", bun.List([]int64{follower, followed})).Scan(ctx); err != nil {
 		return fmt.Errorf("webhooks: follow: %w", err)
 	}
 	var who, whom *users.User
