@@ -509,11 +509,11 @@ func deliveryView(d *Delivery) *DeliveryView {
 
 // deliveries is GET /v1/webhooks/:id/deliveries, newest first.
 func (m *Module) deliveries(c *fiber.Ctx) error {
-	w, err := m.load(c.UserContext(), m.db, c, "read", false)
+	page, err := app.ParsePage(c, PageSize)
 	if err != nil {
 		return err
 	}
-	page, err := app.ParsePage(c, PageSize)
+	w, err := m.load(c.UserContext(), m.db, c, "read", false)
 	if err != nil {
 		return err
 	}
