@@ -3,8 +3,10 @@ package webhooks
 import (
 	"context"
 	"crypto/rand"
+	"database/sql"
 	"encoding/base32"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -96,6 +98,9 @@ func (m *Module) onChat(ctx context.Context, tx bun.IDB, ev chat.TxEvent) error 
 		typ = "chat.message.deleted"
 	}
 	sh, err := m.loadShow(ctx, tx, ev.Message.ShowID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil // the show is gone: nobody to tell
+	}
 	if err != nil {
 		return err
 	}

@@ -146,7 +146,8 @@ func uniqueIndex(model any, name string, columns ...string) func(ctx context.Con
 }
 
 // Policies: every user manages their own webhooks (the owner relation);
-// only admins may subscribe to every show (scope "all").
+// only admins may subscribe to every show (scope "all"); staff see the
+// failing webhooks in the console.
 func (*Module) Policies() []string {
 	return []string{
 		"p, user, webhooks, create",
@@ -154,6 +155,7 @@ func (*Module) Policies() []string {
 		"p, owner, webhooks, update",
 		"p, owner, webhooks, delete",
 		"p, admin, webhooks, scope_all",
+		"p, moderator, webhooks, console",
 	}
 }
 
