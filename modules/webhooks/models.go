@@ -5,16 +5,19 @@ import (
 	"time"
 
 	"github.com/uptrace/bun"
+
+	"github.com/onair/onair/modules/users"
 )
 
 // Webhook is an endpoint a user registered to receive events.
 type Webhook struct {
 	bun.BaseModel `bun:"table:webhooks,alias:w"`
 
-	ID          int64  `bun:"id,pk,autoincrement"`
-	UserID      int64  `bun:"user_id,notnull"`
-	URL         string `bun:"url,notnull,type:varchar(2000)"`
-	Description string `bun:"description,notnull,type:varchar(500)"`
+	ID          int64       `bun:"id,pk,autoincrement"`
+	UserID      int64       `bun:"user_id,notnull"`
+	User        *users.User `bun:"rel:belongs-to,join:user_id=id,on_delete:CASCADE"`
+	URL         string      `bun:"url,notnull,type:varchar(2000)"`
+	Description string      `bun:"description,notnull,type:varchar(500)"`
 	// Events is the subscribed event names, comma-separated.
 	Events string `bun:"events,notnull,type:varchar(1000)"`
 	// Scope is "own" (the user's shows) or "all" (every show; staff).
@@ -70,10 +73,11 @@ const (
 type Delivery struct {
 	bun.BaseModel `bun:"table:webhook_deliveries,alias:d"`
 
-	ID        int64  `bun:"id,pk,autoincrement"`
-	WebhookID int64  `bun:"webhook_id,notnull"`
-	EventID   string `bun:"event_id,notnull,type:varchar(40)"`
-	Type      string `bun:"type,notnull,type:varchar(40)"`
+	ID        int64    `bun:"id,pk,autoincrement"`
+	WebhookID int64    `bun:"webhook_id,notnull"`
+	Webhook   *Webhook `bun:"rel:belongs-to,join:webhook_id=id,on_delete:CASCADE"`
+	EventID   string   `bun:"event_id,notnull,type:varchar(40)"`
+	Type      string   `bun:"type,notnull,type:varchar(40)"`
 	// ShowID orders the deliveries of one show (0: not about a show).
 	ShowID  int64  `bun:"show_id,notnull"`
 	Payload string `bun:"payload,notnull,type:mediumtext"`
@@ -96,6 +100,7 @@ type Attempt struct {
 
 	ID            int64      `bun:"id,pk,autoincrement"`
 	DeliveryID    int64      `bun:"delivery_id,notnull"`
+	Delivery      *Delivery  `bun:"rel:belongs-to,join:delivery_id=id,on_delete:CASCADE"`
 	WebhookID     int64      `bun:"webhook_id,notnull"`
 	Number        int        `bun:"number,notnull"`
 	StatusCode    *int       `bun:"status_code"`

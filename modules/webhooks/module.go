@@ -75,6 +75,7 @@ const (
 	SettingDisableAfter = "ONAIR_WEBHOOK_DISABLE_AFTER"
 	SettingWorkers      = "ONAIR_WEBHOOK_WORKERS"
 	SettingPoll         = "ONAIR_WEBHOOK_POLL"
+	SettingRetention    = "ONAIR_WEBHOOK_RETENTION"
 )
 
 type settings struct {
@@ -84,6 +85,7 @@ type settings struct {
 	disableAfter time.Duration
 	workers      int
 	poll         time.Duration
+	retention    time.Duration
 }
 
 func (*Module) Settings() []app.Setting {
@@ -100,6 +102,8 @@ func (*Module) Settings() []app.Setting {
 			Help: "webhook deliveries this node sends at once (one on SQLite)", Parse: app.ParsePositiveInt},
 		{Env: SettingPoll, Flag: "webhook-poll", Default: "1s",
 			Help: "how often each node looks for due webhook deliveries", Parse: parseDurationAtLeast(10 * time.Millisecond)},
+		{Env: SettingRetention, Flag: "webhook-retention", Default: "720h",
+			Help: "how long succeeded and failed webhook deliveries (and their attempts) are kept", Parse: parseDurationAtLeast(time.Hour)},
 	}
 }
 
@@ -121,27 +125,8 @@ func (*Module) Migrations() []migrations.Migration {
 		{ID: "0002_index_webhooks_user", Up: migrations.CreateIndex((*Webhook)(nil), "webhooks_user_idx", "user_id", "id")},
 		{ID: "0003_index_deliveries_due", Up: migrations.CreateIndex((*Delivery)(nil), "webhook_deliveries_due_idx", "status", "next_attempt_at")},
 		{ID: "0004_index_deliveries_webhook", Up: migrations.CreateIndex((*Delivery)(nil), "webhook_deliveries_webhook_idx", "webhook_id", "id")},
-		{ID: "0005_unique_deliveries_event", Up: uniqueIndex((*Delivery)(nil), "webhook_deliveries_event_uq", "webhook_id", "event_id")},
+		{ID: "0005_unique_deliveries_event", Up: migrations.CreateUniqueIndex((*Delivery)(nil), "webhook_deliveries_event_uq", "webhook_id", "event_id")},
 		{ID: "0006_index_attempts_delivery", Up: migrations.CreateIndex((*Attempt)(nil), "webhook_attempts_delivery_idx", "delivery_id", "id")},
-	}
-}
-
-func uniqueIndex(model any, name string, columns ...string) func(ctx context.Context, db bun.IDB) error {
-	return func(ctx context.Context, db bun.IDB) error {
-		if app.IsMySQL(db) {
-			var n int
-			err := db.NewRaw("SELECT COUNT(*) FROM information_schema.statistics WHERE table_schema = DATABASE() AND index_name = ?", name).Scan(ctx, &n)
-			if err != nil {
-				return err
-			}
-			if n > 0 {
-				return nil
-			}
-		}
-		if _, err := db.NewCreateIndex().Model(model).Unique().Index(name).Column(columns...).Exec(ctx); err != nil {
-			return fmt.Errorf("create index %s: %w", name, err)
-		}
-		return nil
 	}
 }
 
@@ -179,6 +164,7 @@ func (m *Module) Provision(core *app.Core) error {
 		disableAfter: app.Get[time.Duration](core.Config, SettingDisableAfter),
 		workers:      app.Get[int](core.Config, SettingWorkers),
 		poll:         app.Get[time.Duration](core.Config, SettingPoll),
+		retention:    app.Get[time.Duration](core.Config, SettingRetention),
 	}
 	if !app.IsMySQL(core.DB) {
 		m.cfg.workers = 1

@@ -1,6 +1,7 @@
 package webhooks_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -260,4 +261,41 @@ func TestRedirectsTimeoutsAndLargeResponses(t *testing.T) {
 	if followed {
 		t.Fatal("a redirect was followed")
 	}
+}
+
+// Deliveries older than ONAIR_WEBHOOK_RETENTION go, with their attempts,
+// unless they are still pending.
+func TestPurgeKeepsPendingDeliveries(t *testing.T) {
+	onairtest.EachBackend(t, func(t *testing.T, backend string) {
+		env := newEnv(t, backend)
+		rcv := newReceiver(t)
+		_, tok := env.CreateUser("Pete Purge")
+		id, _ := createWebhook(t, env, tok, rcv.URL, "ping")
+		env.Do("POST", fmt.Sprintf("/v1/webhooks/%d/ping", id), tok, nil).Expect(t, 202)
+		testload.Poll(t, "ping delivered", func() error {
+			if s := deliveries(t, env, tok, id)[0]["status"]; s != "succeeded" {
+				return fmt.Errorf("status %v", s)
+			}
+			return nil
+		})
+		m := module(t, env)
+		m.Stop(context.Background()) // no worker: the next ping stays pending
+		env.Do("POST", fmt.Sprintf("/v1/webhooks/%d/ping", id), tok, nil).Expect(t, 202)
+		if n, err := m.Purge(context.Background()); err != nil || n != 0 {
+			t.Fatalf("purge of fresh deliveries: %d, %v", n, err)
+		}
+		clock := &fakeClock{t: time.Now().UTC().Add(721 * time.Hour)}
+		m.SetClock(clock.now)
+		if n, err := m.Purge(context.Background()); err != nil || n != 1 {
+			t.Fatalf("purge a month later: %d, %v; want 1", n, err)
+		}
+		left := deliveries(t, env, tok, id)
+		if len(left) != 1 || left[0]["status"] != "pending" {
+			t.Fatalf("left %v", left)
+		}
+		n, err := env.Core.DB.NewSelect().Model((*webhooks.Attempt)(nil)).Count(context.Background())
+		if err != nil || n != 0 {
+			t.Fatalf("attempts left %d, %v", n, err)
+		}
+	})
 }

@@ -66,7 +66,7 @@ func (m *Module) run(ctx context.Context) {
 	defer m.client.close()
 	tick := time.NewTicker(m.cfg.poll)
 	defer tick.Stop()
-	var counted time.Time
+	var counted, purged time.Time
 	for ctx.Err() == nil {
 		free := cap(sem) - len(sem)
 		var batch []claimed
@@ -95,6 +95,12 @@ func (m *Module) run(ctx context.Context) {
 		if time.Since(counted) > 5*time.Second {
 			counted = time.Now()
 			m.countBacklog(ctx)
+		}
+		if time.Since(purged) > time.Hour {
+			purged = time.Now()
+			if _, err := m.Purge(ctx); err != nil && ctx.Err() == nil {
+				m.log.Error("webhooks: purge", "err", err)
+			}
 		}
 		if len(batch) > 0 && len(batch) == free {
 			continue // there may be more
@@ -359,4 +365,36 @@ func (m *Module) record(ctx context.Context, c *claimed, o outcome) error {
 		m.log.Warn("webhooks: webhook disabled after failing", "webhook", d.WebhookID, "since", m.cfg.disableAfter)
 	}
 	return nil
+}
+
+// Purge deletes the deliveries that are no longer pending and older than
+// ONAIR_WEBHOOK_RETENTION, with their attempts, and says how many
+// deliveries it deleted. Every node runs it hourly.
+func (m *Module) Purge(ctx context.Context) (int, error) {
+	cutoff := m.now().Add(-m.cfg.retention)
+	old := m.db.NewSelect().Model((*Delivery)(nil)).Column("id").
+		Where("status <> ?", StatusPending).Where("created_at < ?", cutoff)
+	var n int64
+	err := m.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		var ids []int64
+		if err := tx.NewSelect().TableExpr("(?) AS old", old).Column("id").Limit(10000).Scan(ctx, &ids); err != nil {
+			return err
+		}
+		if len(ids) == 0 {
+			return nil
+		}
+		if _, err := tx.NewDelete().Model((*Attempt)(nil)).Where("delivery_id IN (?)", bun.List(ids)).Exec(ctx); err != nil {
+			return err
+		}
+		res, err := tx.NewDelete().Model((*Delivery)(nil)).Where("id IN (?)", bun.List(ids)).Exec(ctx)
+		if err != nil {
+			return err
+		}
+		n, _ = res.RowsAffected()
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("webhooks: purge: %w", err)
+	}
+	return int(n), nil
 }
