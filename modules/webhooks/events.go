@@ -138,7 +138,7 @@ func (m *Module) onFollow(ctx context.Context, tx bun.IDB, follower, followed in
 		"user":     users.NewView(m.public, whom, users.ForUserRead),
 		"follower": users.NewView(m.public, who, users.ForUserRead),
 	}
-	return m.enqueue(ctx, tx, "user.followed", followed, false, 0, data)
+	return m.enqueue(ctx, tx, "user.followed", followed, true, 0, data)
 }
 
 // loadShow reads a show with its owner and tags on tx.
@@ -155,11 +155,12 @@ func (m *Module) loadShow(ctx context.Context, tx bun.IDB, id int64) (*shows.Sho
 
 // enqueue writes one delivery per interested webhook, on tx: the owner's
 // webhooks subscribed to typ, and the staff webhooks of scope "all" unless
-// the object is private (a private show is only its owner's business).
-func (m *Module) enqueue(ctx context.Context, tx bun.IDB, typ string, ownerID int64, private bool, showID int64, data any) error {
+// ownerOnly (a private show is only its owner's business, and so is a new
+// follower).
+func (m *Module) enqueue(ctx context.Context, tx bun.IDB, typ string, ownerID int64, ownerOnly bool, showID int64, data any) error {
 	var hooks []Webhook
 	q := tx.NewSelect().Model(&hooks).Where("active = ?", true)
-	if private {
+	if ownerOnly {
 		q = q.Where("user_id = ?", ownerID)
 	} else {
 		q = q.WhereGroup(" AND ", func(q *bun.SelectQuery) *bun.SelectQuery {
