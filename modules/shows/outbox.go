@@ -152,7 +152,7 @@ func (s *Service) TrimOutbox(ctx context.Context, cutoff time.Time, onlyRelayed 
 		if len(ids) == 0 {
 			return n, nil
 		}
-		if _, err := s.db.NewDelete().Model((*OutboxRow)(nil)).Where("id IN (?)", bun.In(ids)).Exec(ctx); err != nil {
+		if _, err := s.db.NewDelete().Model((*OutboxRow)(nil)).Where("id IN (?)", bun.List(ids)).Exec(ctx); err != nil {
 			return n, fmt.Errorf("shows: trim outbox: %w", err)
 		}
 		n += len(ids)

@@ -229,7 +229,7 @@ func markRelayed(ctx context.Context, db bun.IDB, rows []OutboxRow) error {
 		ids[i] = row.ID
 	}
 	_, err := db.NewUpdate().Model((*OutboxRow)(nil)).Set("relayed_at = ?", app.Now()).
-		Where("id IN (?)", bun.In(ids)).Where("relayed_at IS NULL").Exec(ctx)
+		Where("id IN (?)", bun.List(ids)).Where("relayed_at IS NULL").Exec(ctx)
 	return err
 }
 
