@@ -260,5 +260,20 @@ func TestTrimOutbox(t *testing.T) {
 		if got := left(); fmt.Sprint(got) != fmt.Sprint([]int64{fresh}) {
 			t.Fatalf("left %v, want only the recent row %d (old relayed was %d)", got, fresh, oldRelayed)
 		}
+
+		// More rows than one delete statement takes (1000).
+		rows := make([]shows.OutboxRow, 2500)
+		for i := range rows {
+			rows[i] = shows.OutboxRow{Topic: shows.TopicShow, Type: shows.EventUpdated, ShowID: 1, Payload: "{}", CreatedAt: old, RelayedAt: &old}
+		}
+		if _, err := db.NewInsert().Model(&rows).Exec(f.ctx); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := f.svc.TrimOutbox(f.ctx, cutoff, true); err != nil || n != len(rows) {
+			t.Fatalf("trim %d old rows: %d, %v", len(rows), n, err)
+		}
+		if got := left(); len(got) != 1 {
+			t.Fatalf("%d rows left, want 1", len(got))
+		}
 	})
 }

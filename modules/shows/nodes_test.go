@@ -392,3 +392,43 @@ func TestOutboxSweepSQLite(t *testing.T) {
 		t.Errorf("onair_events_relayed_total{path=sweep} = %v, want 1", got)
 	}
 }
+
+// TestEventsStreamCapped: the stream keeps about ONAIR_EVENTS_STREAM_MAXLEN
+// entries (XADD MAXLEN ~ trims whole blocks of up to 100 entries), however
+// many events pass.
+func TestEventsStreamCapped(t *testing.T) {
+	onairtest.RequireRedis(t)
+	const maxLen, events = 50, 400
+	env := onairtest.New(t, onairtest.Options{Redis: true, Configure: func(c *app.Config) { c.Set(shows.SettingEventsStreamLen, maxLen) }})
+	dropStream(t, env)
+	svc := shows.From(env.Core)
+	rec := &recorder{}
+	svc.Subscribe(rec.add)
+	_, tok := env.CreateUser("Busy DJ")
+	r := env.Do("POST", "/v1/shows", tok, map[string]any{"name": "Busy", "description": "d"}).Expect(t, http.StatusCreated)
+	id := int64(r.JSON(t)["show"].(map[string]any)["id"].(float64))
+	ctx := context.Background()
+	for i := range events {
+		if _, err := svc.SetFeatured(ctx, id, i%2 == 0, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rdb, key := env.Core.Redis, env.Core.Config.RedisPrefix+shows.EventsStream
+	testload.Poll(t, "every event relayed", func() error {
+		if n := metricValue(t, env.Core.Metrics, "onair_events_relayed_total"); n < events+1 {
+			return fmt.Errorf("%v relayed", n)
+		}
+		return nil
+	})
+	n, err := rdb.XLen(ctx, key).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n < maxLen || n > maxLen+100 {
+		t.Fatalf("the stream holds %d entries after %d events, want about %d (at most one block of 100 more)", n, events+1, maxLen)
+	}
+	onceEach(t, "the node", rec.all())
+	if got := len(rec.ofShow(id)); got != events+1 {
+		t.Fatalf("%d events delivered, want %d", got, events+1)
+	}
+}

@@ -303,6 +303,9 @@ func (r *relay) readLoop(ctx context.Context) {
 		}
 		for _, st := range res {
 			for _, msg := range st.Messages {
+				if ctx.Err() != nil {
+					return // shutting down: a node that is stopping misses what follows
+				}
 				r.last = msg.ID
 				r.receive(ctx, msg)
 			}
