@@ -17,8 +17,9 @@ import (
 // own transaction, so an event exists exactly when its change committed.
 // With Redis the relay (relay.go) publishes each row to every node and
 // marks it relayed; the cleanup trims old rows. Other modules may read the
-// table (the webhooks module fans its deliveries out from it); topic tells
-// whose rows they are.
+// table (KeepOutbox holds rows for them); topic tells whose rows they are.
+// A module that needs its own durable rows per event (webhooks) writes
+// them from a SubscribeTx hook instead.
 
 // TopicShow is the outbox topic of show events.
 const TopicShow = "show"
