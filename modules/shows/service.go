@@ -32,6 +32,7 @@ type Service struct {
 	subsMu  sync.RWMutex
 	subs    []func(context.Context, Event)
 	txHooks []func(context.Context, bun.IDB, Event) error
+	keeps   []func(context.Context) (int64, error) // KeepOutbox
 	// relay publishes committed events to the other nodes (relay.go);
 	// nil without Redis.
 	relay *relay
