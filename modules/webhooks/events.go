@@ -13,6 +13,8 @@ import (
 
 	"github.com/uptrace/bun"
 
+	"github.com/onair/onair/app"
+
 	"github.com/onair/onair/modules/chat"
 	"github.com/onair/onair/modules/shows"
 	"github.com/onair/onair/modules/users"
@@ -211,7 +213,12 @@ func (m *Module) enqueuePing(ctx context.Context, w *Webhook) (*Delivery, error)
 	}
 	d := &Delivery{WebhookID: w.ID, EventID: id, Type: "ping", Payload: string(payload), Status: StatusPending,
 		NextAttemptAt: &now, CreatedAt: now, UpdatedAt: now}
-	if _, err := m.db.NewInsert().Model(d).Exec(ctx); err != nil {
+	err = app.RunInTxRetry(ctx, m.db, 3, func(ctx context.Context, tx bun.Tx, _ int) error {
+		d.ID = 0
+		_, err := tx.NewInsert().Model(d).Exec(ctx)
+		return err
+	})
+	if err != nil {
 		return nil, fmt.Errorf("webhooks: ping %d: %w", w.ID, err)
 	}
 	m.Wake()

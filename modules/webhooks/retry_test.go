@@ -111,7 +111,7 @@ func TestWebhookDisabledAfterTheFailureWindow(t *testing.T) {
 				}
 				return nil
 			})
-			clock.add(time.Minute) // past the first two retry delays
+			clock.add(2 * time.Minute) // past the first two retry delays (5 s, 1 min, ±20 %)
 			m.Wake()
 		}
 		d := deliveries(t, env, tok, id)[0]

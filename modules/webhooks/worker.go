@@ -3,6 +3,7 @@ package webhooks
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"io"
@@ -130,7 +131,7 @@ func (m *Module) countBacklog(ctx context.Context) {
 func (m *Module) claim(ctx context.Context, n int) ([]claimed, error) {
 	now := m.now()
 	var out []claimed
-	err := m.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+	err := m.db.RunInTx(ctx, m.txOptions(), func(ctx context.Context, tx bun.Tx) error {
 		out = out[:0]
 		var cands []Delivery
 		q := tx.NewSelect().Model(&cands).
@@ -189,6 +190,17 @@ func (m *Module) claim(ctx context.Context, n int) ([]claimed, error) {
 		return nil, err
 	}
 	return out, nil
+}
+
+// txOptions are those of the workers' transactions: READ COMMITTED on
+// MySQL, so their locking reads take no gap locks, and a change that
+// inserts deliveries meanwhile (a show going live) never waits on a claim
+// nor deadlocks with it. SQLite keeps its one serialised connection.
+func (m *Module) txOptions() *sql.TxOptions {
+	if app.IsMySQL(m.db) {
+		return &sql.TxOptions{Isolation: sql.LevelReadCommitted}
+	}
+	return nil
 }
 
 // outcome is what one attempt found.
@@ -307,7 +319,7 @@ func (m *Module) record(ctx context.Context, c *claimed, o outcome) error {
 	att := &Attempt{DeliveryID: d.ID, WebhookID: d.WebhookID, Number: d.Attempts, StatusCode: o.status,
 		DurationMS: ms, Error: d.Error, Response: o.response, NextAttemptAt: d.NextAttemptAt, CreatedAt: now}
 	disabled := false
-	err := m.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+	err := m.db.RunInTx(ctx, m.txOptions(), func(ctx context.Context, tx bun.Tx) error {
 		if _, err := tx.NewUpdate().Model(d).
 			Column("status", "attempts", "next_attempt_at", "status_code", "duration_ms", "error", "updated_at").
 			WherePK().Exec(ctx); err != nil {
