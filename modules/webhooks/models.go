@@ -73,11 +73,14 @@ const (
 type Delivery struct {
 	bun.BaseModel `bun:"table:webhook_deliveries,alias:d"`
 
-	ID        int64    `bun:"id,pk,autoincrement"`
-	WebhookID int64    `bun:"webhook_id,notnull"`
-	Webhook   *Webhook `bun:"rel:belongs-to,join:webhook_id=id,on_delete:CASCADE"`
-	EventID   string   `bun:"event_id,notnull,type:varchar(40)"`
-	Type      string   `bun:"type,notnull,type:varchar(40)"`
+	ID int64 `bun:"id,pk,autoincrement"`
+	// WebhookID has no foreign key on purpose: the key's check would take
+	// a shared lock on the webhook inside every change that enqueues,
+	// against the workers' exclusive one (a deadlock on MySQL). Deleting a
+	// webhook deletes its deliveries; Purge removes any left behind.
+	WebhookID int64  `bun:"webhook_id,notnull"`
+	EventID   string `bun:"event_id,notnull,type:varchar(40)"`
+	Type      string `bun:"type,notnull,type:varchar(40)"`
 	// ShowID orders the deliveries of one show (0: not about a show).
 	ShowID  int64  `bun:"show_id,notnull"`
 	Payload string `bun:"payload,notnull,type:mediumtext"`

@@ -408,5 +408,15 @@ func (m *Module) Purge(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("webhooks: purge: %w", err)
 	}
-	return int(n), nil
+	// Deliveries of webhooks gone with their user.
+	orphans := m.db.NewSelect().Model((*Webhook)(nil)).Column("id")
+	if _, err := m.db.NewDelete().Model((*Attempt)(nil)).Where("webhook_id NOT IN (?)", orphans).Exec(ctx); err != nil {
+		return int(n), fmt.Errorf("webhooks: purge: %w", err)
+	}
+	res, err := m.db.NewDelete().Model((*Delivery)(nil)).Where("webhook_id NOT IN (?)", orphans).Exec(ctx)
+	if err != nil {
+		return int(n), fmt.Errorf("webhooks: purge: %w", err)
+	}
+	k, _ := res.RowsAffected()
+	return int(n + k), nil
 }
