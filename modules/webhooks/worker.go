@@ -124,42 +124,50 @@ func (m *Module) countBacklog(ctx context.Context) {
 // claim takes up to n due deliveries, at most one per webhook (a webhook
 // receives one delivery at a time), and never a delivery with an older
 // one of the same show still pending for that webhook (ordering within a
-// show). On MySQL the candidates are read FOR UPDATE SKIP LOCKED and a
-// webhook is taken by a conditional update of its lease, so two nodes
-// never take the same delivery or two deliveries of one webhook; SQLite
-// runs one worker on one connection.
+// show). It first lists the webhooks that have due deliveries, oldest
+// first (so one webhook's backlog never starves the others), then, in
+// webhook id order, locks each one's oldest eligible delivery (FOR UPDATE
+// SKIP LOCKED on MySQL) and takes the webhook's lease with a conditional
+// update: two nodes never take the same delivery, nor two deliveries of
+// one webhook. SQLite runs one worker on one connection.
 func (m *Module) claim(ctx context.Context, n int) ([]claimed, error) {
 	now := m.now()
 	var out []claimed
 	err := m.db.RunInTx(ctx, m.txOptions(), func(ctx context.Context, tx bun.Tx) error {
 		out = out[:0]
-		var cands []Delivery
-		q := tx.NewSelect().Model(&cands).
+		var ids []int64
+		err := tx.NewSelect().Model((*Delivery)(nil)).Column("d.webhook_id").
 			Where("d.status = ?", StatusPending).Where("d.next_attempt_at <= ?", now).
 			Where("EXISTS (SELECT 1 FROM webhooks AS w WHERE w.id = d.webhook_id AND w.active = ? AND (w.busy_until IS NULL OR w.busy_until < ?))", true, now).
-			Where("NOT EXISTS (SELECT 1 FROM webhook_deliveries AS p WHERE p.webhook_id = d.webhook_id AND d.show_id <> 0 AND p.show_id = d.show_id AND p.status = ? AND p.id < d.id)", StatusPending).
-			OrderExpr("d.id ASC").Limit(int64(n * 4))
-		if app.IsMySQL(tx) {
-			q = q.For("UPDATE SKIP LOCKED")
-		}
-		if err := q.Scan(ctx); err != nil {
+			Group("d.webhook_id").OrderExpr("MIN(d.id) ASC").Limit(int64(n*4)).Scan(ctx, &ids)
+		if err != nil {
 			return err
 		}
-		// The oldest due delivery of each webhook, webhooks taken in id
-		// order (two nodes never wait on each other in a cycle).
-		first := map[int64]Delivery{}
-		var ids []int64
-		for _, d := range cands {
-			if _, ok := first[d.WebhookID]; !ok {
-				first[d.WebhookID] = d
-				ids = append(ids, d.WebhookID)
-			}
+		// On MySQL the oldest 2n webhooks are taken in id order, so two
+		// nodes never wait on each other in a cycle; SQLite (one
+		// connection) takes them oldest first.
+		if app.IsMySQL(tx) {
+			ids = ids[:min(len(ids), 2*n)]
+			sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
 		}
-		sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
 		until := now.Add(m.lease())
 		for _, wid := range ids {
 			if len(out) == n {
 				break
+			}
+			var d Delivery
+			q := tx.NewSelect().Model(&d).
+				Where("d.webhook_id = ?", wid).Where("d.status = ?", StatusPending).Where("d.next_attempt_at <= ?", now).
+				Where("NOT EXISTS (SELECT 1 FROM webhook_deliveries AS p WHERE p.webhook_id = d.webhook_id AND d.show_id <> 0 AND p.show_id = d.show_id AND p.status = ? AND p.id < d.id)", StatusPending).
+				OrderExpr("d.id ASC").Limit(1)
+			if app.IsMySQL(tx) {
+				q = q.For("UPDATE SKIP LOCKED")
+			}
+			if err := q.Scan(ctx); err != nil {
+				if errors.Is(err, sql.ErrNoRows) {
+					continue
+				}
+				return err
 			}
 			res, err := tx.NewUpdate().Model((*Webhook)(nil)).
 				Set("busy_until = ?", until).Set("busy_by = ?", m.node).
@@ -171,9 +179,8 @@ func (m *Module) claim(ctx context.Context, n int) ([]claimed, error) {
 				return err
 			}
 			if k, _ := res.RowsAffected(); k == 0 {
-				continue
+				continue // another node has it
 			}
-			d := first[wid]
 			d.NextAttemptAt = &until
 			if _, err := tx.NewUpdate().Model(&d).Column("next_attempt_at").WherePK().Exec(ctx); err != nil {
 				return err
