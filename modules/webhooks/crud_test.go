@@ -1,12 +1,17 @@
 package webhooks_test
 
 import (
+	"context"
 	"fmt"
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/onair/onair/app"
 	"github.com/onair/onair/internal/onairtest"
+	"github.com/onair/onair/internal/testload"
+	"github.com/onair/onair/modules/webhooks"
 )
 
 func TestWebhookCRUDAndValidation(t *testing.T) {
@@ -152,4 +157,34 @@ func TestLoopbackURLsRefusedWithoutTheSetting(t *testing.T) {
 		}
 	}
 	env.Do("POST", "/v1/webhooks", tok, map[string]any{"url": "https://hooks.example.com/x", "events": []string{"ping"}}).Expect(t, 201)
+}
+
+// The address is checked again at delivery time: a webhook whose URL
+// reaches loopback (here written straight into the database, as a name
+// that resolves to 127.0.0.1 would) is never contacted without
+// ONAIR_WEBHOOK_ALLOW_PRIVATE; the attempt records why.
+func TestDeliveryRefusesPrivateAddresses(t *testing.T) {
+	env := onairtest.New(t, onairtest.Options{Configure: func(c *app.Config) { c.Set(webhooks.SettingPoll, 50*time.Millisecond) }})
+	rcv := newReceiver(t)
+	_, tok := env.CreateUser("Gus Guard")
+	id, _ := createWebhook(t, env, tok, "https://hooks.example.com/x", "ping")
+	if _, err := env.Core.DB.NewUpdate().Model((*webhooks.Webhook)(nil)).Set("url = ?", rcv.URL).Where("id = ?", id).Exec(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	env.Do("POST", fmt.Sprintf("/v1/webhooks/%d/ping", id), tok, nil).Expect(t, 202)
+	var att map[string]any
+	testload.Poll(t, "refused attempt", func() error {
+		d := deliveries(t, env, tok, id)[0]
+		if a := d["attempts"].([]any); len(a) > 0 {
+			att = a[0].(map[string]any)
+			return nil
+		}
+		return fmt.Errorf("no attempt")
+	})
+	if e, _ := att["error"].(string); !strings.Contains(e, "127.0.0.1") || !strings.Contains(e, webhooks.SettingAllowPrivate) || att["status_code"] != nil {
+		t.Fatalf("attempt %v", att)
+	}
+	if n := len(rcv.all()); n != 0 {
+		t.Fatalf("the receiver on loopback got %d requests", n)
+	}
 }
