@@ -2,12 +2,14 @@ package pages
 
 import (
 	"strconv"
+	"strings"
 
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/onair/onair/app"
 	"github.com/onair/onair/modules/shows"
 	"github.com/onair/onair/modules/users"
+	"github.com/onair/onair/modules/webhooks"
 )
 
 // accountData is the account page. Key is set on the one show whose key
@@ -17,6 +19,14 @@ type accountData struct {
 	Name, Email, UserPath, CSRF, StreamURL, APIURL, NewToken string
 	Shows                                                    []accountShow
 	Tokens                                                   []accountToken
+	Webhooks                                                 []accountWebhook
+}
+
+// accountWebhook is one of the user's webhooks with its state in words
+// (why it is failing or disabled: docs/webhooks.md).
+type accountWebhook struct {
+	URL, Events, State string
+	Problem            bool
 }
 
 type accountShow struct {
@@ -72,6 +82,14 @@ func (m *Module) renderAccount(c *fiber.Ctx, v *visitor, newToken string, keyOf 
 			at.Revoked = utc(*t.RevokedAt)
 		}
 		d.Tokens = append(d.Tokens, at)
+	}
+	hooks, err := webhooks.OfUser(c.UserContext(), m.users.DB(), v.user.ID)
+	if err != nil {
+		return err
+	}
+	for i := range hooks {
+		state, problem := hooks[i].State()
+		d.Webhooks = append(d.Webhooks, accountWebhook{URL: hooks[i].URL, Events: strings.Join(hooks[i].EventList(), ", "), State: state, Problem: problem})
 	}
 	noStore(c)
 	return m.render(c, fiber.StatusOK, accountPage(m.layout(c, v, "Account", ""), d))

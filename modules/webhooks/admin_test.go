@@ -2,6 +2,7 @@ package webhooks_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -44,4 +45,27 @@ func TestConsoleListsFailingWebhooks(t *testing.T) {
 			}
 		}
 	})
+}
+
+// The owner sees their webhooks on /account, with why one is disabled.
+func TestAccountPageShowsWebhookState(t *testing.T) {
+	env := admintest.NewEnv(t, "sqlite")
+	u, tok := env.CreateUser("Wanda Web")
+	createWebhook(t, env, tok, "https://fine.example.com/hook", "show.live")
+	bad, _ := createWebhook(t, env, tok, "https://broken.example.com/hook", "ping", "show.stopped")
+	if _, err := env.Core.DB.NewUpdate().Model((*webhooks.Webhook)(nil)).Set("active = ?", false).
+		Set("disabled_reason = ?", "disabled at Y: every delivery failed since Z (last: HTTP 500)").Where("id = ?", bad).Exec(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	c := admintest.New(t, env)
+	c.Get(fmt.Sprintf("/_test/session/%d", u.ID)).Expect(t, 200)
+	c.Get("/account").Expect(t, 200).Contains(t, "Webhooks", "https://fine.example.com/hook", "Active",
+		"https://broken.example.com/hook", "ping, show.stopped", "Disabled: disabled at Y: every delivery failed since Z (last: HTTP 500)")
+	// Another user's page does not list them.
+	other, _ := env.CreateUser("Otto Other")
+	c2 := admintest.New(t, env)
+	c2.Get(fmt.Sprintf("/_test/session/%d", other.ID)).Expect(t, 200)
+	if r := c2.Get("/account").Expect(t, 200); strings.Contains(r.Body, "example.com/hook") {
+		t.Fatal("another user's account lists the webhooks")
+	}
 }

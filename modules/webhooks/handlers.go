@@ -583,3 +583,26 @@ func wrap(op string, err error) error {
 	}
 	return fmt.Errorf("webhooks: %s: %w", op, err)
 }
+
+// OfUser lists a user's webhooks, oldest first (the account page shows
+// them with their state).
+func OfUser(ctx context.Context, db bun.IDB, userID int64) ([]Webhook, error) {
+	var list []Webhook
+	if err := db.NewSelect().Model(&list).Where("user_id = ?", userID).Order("id ASC").Scan(ctx); err != nil {
+		return nil, fmt.Errorf("webhooks: of user %d: %w", userID, err)
+	}
+	return list, nil
+}
+
+// State is a webhook's state in words, and whether it needs its owner.
+func (w *Webhook) State() (string, bool) {
+	switch {
+	case !w.Active && w.DisabledReason != "":
+		return "Disabled: " + w.DisabledReason, true
+	case !w.Active:
+		return "Paused", false
+	case w.FailingSince != nil:
+		return "Failing since " + w.FailingSince.UTC().Format("2006-01-02 15:04") + " UTC (retrying)", true
+	}
+	return "Active", false
+}
