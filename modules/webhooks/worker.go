@@ -327,10 +327,14 @@ func (m *Module) record(ctx context.Context, c *claimed, o outcome) error {
 		DurationMS: ms, Error: d.Error, Response: o.response, NextAttemptAt: d.NextAttemptAt, CreatedAt: now}
 	disabled := false
 	err := m.db.RunInTx(ctx, m.txOptions(), func(ctx context.Context, tx bun.Tx) error {
-		if _, err := tx.NewUpdate().Model(d).
+		res, err := tx.NewUpdate().Model(d).
 			Column("status", "attempts", "next_attempt_at", "status_code", "duration_ms", "error", "updated_at").
-			WherePK().Exec(ctx); err != nil {
+			WherePK().Exec(ctx)
+		if err != nil {
 			return err
+		}
+		if k, _ := res.RowsAffected(); k == 0 {
+			return nil // the webhook was deleted meanwhile
 		}
 		if _, err := tx.NewInsert().Model(att).Exec(ctx); err != nil {
 			return err
@@ -373,7 +377,7 @@ func (m *Module) record(ctx context.Context, c *claimed, o outcome) error {
 				return err
 			}
 		}
-		_, err := tx.NewUpdate().Model(w).Column(cols...).WherePK().Exec(ctx)
+		_, err = tx.NewUpdate().Model(w).Column(cols...).WherePK().Exec(ctx)
 		return err
 	})
 	if err != nil {
