@@ -189,14 +189,35 @@ func TestKillNineThenRestartDeliversEverything(t *testing.T) {
 }
 
 // Two nodes on one MariaDB send each delivery exactly once between them,
-// never two deliveries of one webhook at once, and both take part.
+// never two deliveries of one webhook at once, and both take part; with
+// Redis too, where each node also hears the other's show events (Remote),
+// which must not enqueue anything twice.
 func TestTwoNodesDeliverEachEventOnce(t *testing.T) {
 	if os.Getenv("ONAIR_TEST_MYSQL_DSN") == "" {
 		testload.Skip(t, "needs ONAIR_TEST_MYSQL_DSN")
 	}
+	t.Run("database only", func(t *testing.T) { twoNodes(t, false) })
+	t.Run("with redis", func(t *testing.T) { twoNodes(t, true) })
+}
+
+func twoNodes(t *testing.T, redis bool) {
 	dsn := onairtest.FreshMySQL(t)
-	a := onairtest.New(t, onairtest.Options{DatabaseURL: dsn, Configure: configure()})
-	b := onairtest.New(t, onairtest.Options{DatabaseURL: dsn, Configure: configure()})
+	prefix := ""
+	if redis {
+		prefix = fmt.Sprintf("onairtest:webhooks:%d:", time.Now().UnixNano())
+	}
+	a := onairtest.New(t, onairtest.Options{DatabaseURL: dsn, Configure: configure(), Redis: redis, RedisPrefix: prefix})
+	b := onairtest.New(t, onairtest.Options{DatabaseURL: dsn, Configure: configure(), Redis: redis, RedisPrefix: prefix})
+	if redis {
+		// Registered after the nodes, so it runs before they close.
+		t.Cleanup(func() {
+			ctx := context.Background()
+			keys, _ := a.Core.Redis.Keys(ctx, prefix+"*").Result()
+			if len(keys) > 0 {
+				a.Core.Redis.Del(ctx, keys...)
+			}
+		})
+	}
 
 	var mu sync.Mutex
 	count := map[string]int{}
