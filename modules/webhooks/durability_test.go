@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	goredis "github.com/redis/go-redis/v9"
 	"github.com/uptrace/bun"
 
 	"github.com/onair/onair/internal/onairtest"
@@ -205,19 +206,23 @@ func twoNodes(t *testing.T, redis bool) {
 	prefix := ""
 	if redis {
 		prefix = fmt.Sprintf("onairtest:webhooks:%d:", time.Now().UnixNano())
+		opts, err := goredis.ParseURL(onairtest.RedisURL(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rdb := goredis.NewClient(opts)
+		// Registered before the nodes, so it runs once they have stopped.
+		t.Cleanup(func() {
+			ctx := context.Background()
+			keys, _ := rdb.Keys(ctx, prefix+"*").Result()
+			if len(keys) > 0 {
+				rdb.Del(ctx, keys...)
+			}
+			rdb.Close()
+		})
 	}
 	a := onairtest.New(t, onairtest.Options{DatabaseURL: dsn, Configure: configure(), Redis: redis, RedisPrefix: prefix})
 	b := onairtest.New(t, onairtest.Options{DatabaseURL: dsn, Configure: configure(), Redis: redis, RedisPrefix: prefix})
-	if redis {
-		// Registered after the nodes, so it runs before they close.
-		t.Cleanup(func() {
-			ctx := context.Background()
-			keys, _ := a.Core.Redis.Keys(ctx, prefix+"*").Result()
-			if len(keys) > 0 {
-				a.Core.Redis.Del(ctx, keys...)
-			}
-		})
-	}
 
 	var mu sync.Mutex
 	count := map[string]int{}
