@@ -133,62 +133,54 @@ func (m *Module) checkPrivate(raw string) string {
 	return ""
 }
 
-// input is a validated create or update body; nil fields were not sent.
-type input struct {
-	url, description, scope *string
-	events                  *[]string
-	active                  *bool
+// Input is what create and update may set (the API, the account page).
+// A nil field was not sent: on update it keeps its value.
+type Input struct {
+	URL, Description, Scope *string
+	Events                  *[]string
+	Active                  *bool
 }
 
-func (m *Module) readInput(c *fiber.Ctx, creating bool) (*input, error) {
-	in, err := app.ReadInput(c)
-	if err != nil {
-		return nil, err
-	}
-	out := &input{}
+// check normalises and validates an Input: an unknown event name is 400
+// naming the known ones, every other problem one 422 naming the fields.
+func (m *Module) check(in *Input, creating bool) error {
 	v := app.Validation{}
-	if s, ok, err := in.String("url"); err != nil {
-		return nil, err
-	} else if ok {
-		s = strings.TrimSpace(s)
-		out.url = &s
-		if p := checkURL(s); p != "" {
+	if in.URL != nil {
+		u := strings.TrimSpace(*in.URL)
+		in.URL = &u
+		if p := app.TextProblem(u); p != "" {
 			v.Add("url", p)
-		} else if p := m.checkPrivate(s); p != "" {
+		} else if p := checkURL(u); p != "" {
+			v.Add("url", p)
+		} else if p := m.checkPrivate(u); p != "" {
 			v.Add("url", p)
 		}
 	} else if creating {
 		v.Add("url", "is required")
 	}
-	if s, ok, err := in.String("description"); err != nil {
-		return nil, err
-	} else if ok {
-		if len([]rune(s)) > MaxDescription {
+	if in.Description != nil {
+		if p := app.TextProblem(*in.Description); p != "" {
+			v.Add("description", p)
+		} else if len([]rune(*in.Description)) > MaxDescription {
 			v.Add("description", fmt.Sprintf("must be at most %d characters", MaxDescription))
 		}
-		out.description = &s
 	}
-	if s, ok, err := in.String("scope"); err != nil {
-		return nil, err
-	} else if ok && s != "" {
-		if s != ScopeOwn && s != ScopeAll {
+	if in.Scope != nil {
+		switch *in.Scope {
+		case "":
+			in.Scope = nil
+		case ScopeOwn, ScopeAll:
+		default:
 			v.Add("scope", `must be "own" or "all"`)
 		}
-		out.scope = &s
 	}
-	if b, ok, err := in.Bool("active"); err != nil {
-		return nil, err
-	} else if ok {
-		out.active = &b
-	}
-	list, ok, err := in.Strings("events")
-	if err != nil {
-		return nil, err
-	}
-	if ok || creating {
-		var unknown []string
+	if in.Events != nil || creating {
+		var list []string
+		if in.Events != nil {
+			list = *in.Events
+		}
+		var unknown, events []string
 		seen := map[string]bool{}
-		var events []string
 		for _, e := range list {
 			e = strings.TrimSpace(e)
 			switch {
@@ -200,31 +192,63 @@ func (m *Module) readInput(c *fiber.Ctx, creating bool) (*input, error) {
 			}
 		}
 		if len(unknown) > 0 {
-			return nil, &app.Error{Status: fiber.StatusBadRequest, Code: "bad_request",
+			return &app.Error{Status: fiber.StatusBadRequest, Code: "bad_request",
 				Message: fmt.Sprintf("unknown event %s; known events: %s", strings.Join(unknown, ", "), strings.Join(Events, ", "))}
 		}
 		if len(events) == 0 {
 			v.Add("events", "must name at least one event: "+strings.Join(Events, ", "))
 		}
-		out.events = &events
+		in.Events = &events
 	}
-	return out, v.Err()
+	return v.Err()
 }
 
-// id reads :id; anything but a positive integer is a missing webhook.
-func webhookID(c *fiber.Ctx, name string) (int64, error) {
-	id, err := strconv.ParseInt(c.Params(name), 10, 64)
-	if err != nil || id < 1 {
-		return 0, ErrNotFound
-	}
-	return id, nil
-}
-
-// load finds a webhook the caller may act on: another user's is 404.
-func (m *Module) load(ctx context.Context, db bun.IDB, c *fiber.Ctx, act string, lock bool) (*Webhook, error) {
-	id, err := webhookID(c, "id")
+// readInput decodes a create or update body.
+func (m *Module) readInput(c *fiber.Ctx, creating bool) (*Input, error) {
+	raw, err := app.ReadInput(c)
 	if err != nil {
 		return nil, err
+	}
+	in := &Input{}
+	for name, dst := range map[string]**string{"url": &in.URL, "description": &in.Description, "scope": &in.Scope} {
+		s, ok, err := raw.String(name)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			*dst = &s
+		}
+	}
+	if b, ok, err := raw.Bool("active"); err != nil {
+		return nil, err
+	} else if ok {
+		in.Active = &b
+	}
+	if list, ok, err := raw.Strings("events"); err != nil {
+		return nil, err
+	} else if ok {
+		if list == nil {
+			list = []string{}
+		}
+		in.Events = &list
+	}
+	return in, m.check(in, creating)
+}
+
+// id reads a path parameter; anything but a positive integer is 0.
+func pathID(c *fiber.Ctx, name string) int64 {
+	id, err := strconv.ParseInt(c.Params(name), 10, 64)
+	if err != nil || id < 1 {
+		return 0
+	}
+	return id
+}
+
+// load finds a webhook p may act on: another user's is 404, as a missing
+// one.
+func (m *Module) load(ctx context.Context, db bun.IDB, p *app.Principal, id int64, act string, lock bool) (*Webhook, error) {
+	if id < 1 || p == nil {
+		return nil, ErrNotFound
 	}
 	w := new(Webhook)
 	q := db.NewSelect().Model(w).Where("id = ?", id)
@@ -237,14 +261,236 @@ func (m *Module) load(ctx context.Context, db bun.IDB, c *fiber.Ctx, act string,
 		}
 		return nil, fmt.Errorf("webhooks: get %d: %w", id, err)
 	}
-	p := app.CurrentPrincipal(c)
-	if p == nil || w.UserID != p.UserID {
+	if w.UserID != p.UserID {
 		return nil, ErrNotFound
 	}
 	if err := m.authz.Can(p, "webhooks", act, "owner"); err != nil {
 		return nil, err
 	}
 	return w, nil
+}
+
+// Get returns one of p's webhooks.
+func (m *Module) Get(ctx context.Context, p *app.Principal, id int64) (*Webhook, error) {
+	return m.load(ctx, m.db, p, id, "read", false)
+}
+
+// Create registers a webhook of p (Input checked by check; the API's
+// handler has done it, the account page's has not, so it runs again).
+func (m *Module) Create(ctx context.Context, p *app.Principal, in Input) (*Webhook, error) {
+	if err := m.authz.Can(p, "webhooks", "create"); err != nil {
+		return nil, err
+	}
+	if err := m.check(&in, true); err != nil {
+		return nil, err
+	}
+	w := &Webhook{UserID: p.UserID, URL: *in.URL, Events: strings.Join(*in.Events, ","), Scope: ScopeOwn, Active: true}
+	if in.Description != nil {
+		w.Description = *in.Description
+	}
+	if in.Scope != nil && *in.Scope == ScopeAll {
+		if err := m.authz.Can(p, "webhooks", "scope_all"); err != nil {
+			return nil, app.Forbidden(`only admins may create webhooks of scope "all"`)
+		}
+		w.Scope = ScopeAll
+	}
+	if in.Active != nil {
+		w.Active = *in.Active
+	}
+	var err error
+	if w.Secret, err = newSecret(); err != nil {
+		return nil, err
+	}
+	now := m.now()
+	w.CreatedAt, w.UpdatedAt = now, now
+	err = m.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		// The user's row is the lock that keeps two creates from both
+		// passing the count (SQLite serialises transactions anyway).
+		if app.IsMySQL(tx) {
+			var id int64
+			if err := tx.NewSelect().Model((*users.User)(nil)).Column("id").Where("id = ?", p.UserID).For("UPDATE").Scan(ctx, &id); err != nil {
+				return err
+			}
+		}
+		n, err := tx.NewSelect().Model((*Webhook)(nil)).Where("user_id = ?", p.UserID).Count(ctx)
+		if err != nil {
+			return err
+		}
+		if n >= MaxPerUser {
+			return app.Conflict(fmt.Sprintf("a user may have at most %d webhooks", MaxPerUser))
+		}
+		_, err = tx.NewInsert().Model(w).Exec(ctx)
+		return err
+	})
+	if err != nil {
+		return nil, wrap("create", err)
+	}
+	return w, nil
+}
+
+// Update changes the fields of in that were sent. Active=true re-enables
+// a disabled webhook (and forgets its failures).
+func (m *Module) Update(ctx context.Context, p *app.Principal, id int64, in Input) (*Webhook, error) {
+	if err := m.check(&in, false); err != nil {
+		return nil, err
+	}
+	var w *Webhook
+	err := m.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		var err error
+		if w, err = m.load(ctx, tx, p, id, "update", true); err != nil {
+			return err
+		}
+		if in.URL != nil {
+			w.URL = *in.URL
+		}
+		if in.Description != nil {
+			w.Description = *in.Description
+		}
+		if in.Events != nil {
+			w.Events = strings.Join(*in.Events, ",")
+		}
+		if in.Scope != nil {
+			if *in.Scope == ScopeAll && w.Scope != ScopeAll {
+				if err := m.authz.Can(p, "webhooks", "scope_all"); err != nil {
+					return app.Forbidden(`only admins may create webhooks of scope "all"`)
+				}
+			}
+			w.Scope = *in.Scope
+		}
+		if in.Active != nil {
+			if *in.Active && !w.Active {
+				w.DisabledReason, w.FailingSince = "", nil
+			}
+			w.Active = *in.Active
+		}
+		w.UpdatedAt = m.now()
+		_, err = tx.NewUpdate().Model(w).
+			Column("url", "description", "events", "scope", "active", "disabled_reason", "failing_since", "updated_at").
+			WherePK().Exec(ctx)
+		return err
+	})
+	if err != nil {
+		return nil, wrap("update", err)
+	}
+	m.Wake()
+	return w, nil
+}
+
+// Delete removes a webhook of p with its deliveries; it returns it as it
+// was.
+func (m *Module) Delete(ctx context.Context, p *app.Principal, id int64) (*Webhook, error) {
+	var w *Webhook
+	err := m.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		var err error
+		if w, err = m.load(ctx, tx, p, id, "delete", true); err != nil {
+			return err
+		}
+		for _, q := range []*bun.DeleteQuery{
+			tx.NewDelete().Model((*Attempt)(nil)).Where("webhook_id = ?", w.ID),
+			tx.NewDelete().Model((*Delivery)(nil)).Where("webhook_id = ?", w.ID),
+			tx.NewDelete().Model((*Webhook)(nil)).Where("id = ?", w.ID),
+		} {
+			if _, err := q.Exec(ctx); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, wrap("delete", err)
+	}
+	return w, nil
+}
+
+// Rotate gives a webhook of p a new secret; the previous one keeps
+// signing beside it for OldSecretFor.
+func (m *Module) Rotate(ctx context.Context, p *app.Principal, id int64) (*Webhook, error) {
+	secret, err := newSecret()
+	if err != nil {
+		return nil, err
+	}
+	var w *Webhook
+	err = m.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		var err error
+		if w, err = m.load(ctx, tx, p, id, "update", true); err != nil {
+			return err
+		}
+		now := m.now()
+		until := now.Add(OldSecretFor)
+		w.OldSecret, w.OldSecretUntil, w.Secret, w.UpdatedAt = w.Secret, &until, secret, now
+		_, err = tx.NewUpdate().Model(w).Column("old_secret", "old_secret_until", "secret", "updated_at").WherePK().Exec(ctx)
+		return err
+	})
+	if err != nil {
+		return nil, wrap("rotate", err)
+	}
+	return w, nil
+}
+
+// Ping queues a ping event to a webhook of p, sent at once.
+func (m *Module) Ping(ctx context.Context, p *app.Principal, id int64) (*Delivery, error) {
+	w, err := m.load(ctx, m.db, p, id, "update", false)
+	if err != nil {
+		return nil, err
+	}
+	if !w.Active {
+		return nil, app.Conflict("the webhook is disabled; enable it with PUT active=true first")
+	}
+	return m.enqueuePing(ctx, w)
+}
+
+// Deliveries lists a page of a webhook's deliveries, newest first, with
+// their attempts (without their bodies).
+func (m *Module) Deliveries(ctx context.Context, p *app.Principal, id int64, page app.Page) ([]Delivery, int, error) {
+	w, err := m.load(ctx, m.db, p, id, "read", false)
+	if err != nil {
+		return nil, 0, err
+	}
+	var list []Delivery
+	n, err := m.db.NewSelect().Model(&list).ExcludeColumn("payload").
+		Relation("AttemptList", func(q *bun.SelectQuery) *bun.SelectQuery { return q.Order("a.id ASC") }).
+		Where("d.webhook_id = ?", w.ID).Order("d.id DESC").Limit(int64(page.Size)).Offset(int64(page.Offset())).
+		ScanAndCount(ctx)
+	if err != nil {
+		return nil, 0, fmt.Errorf("webhooks: deliveries of %d: %w", w.ID, err)
+	}
+	return list, int(n), nil
+}
+
+// Retry sends a delivery of a webhook of p again now (pending, failed or
+// even succeeded), with the same webhook-id and body.
+func (m *Module) Retry(ctx context.Context, p *app.Principal, id, deliveryID int64) (*Delivery, error) {
+	var d Delivery
+	err := m.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		w, err := m.load(ctx, tx, p, id, "update", true)
+		if err != nil {
+			return err
+		}
+		if !w.Active {
+			return app.Conflict("the webhook is disabled; enable it with PUT active=true first")
+		}
+		if err := tx.NewSelect().Model(&d).ExcludeColumn("payload").Where("d.id = ?", deliveryID).Where("d.webhook_id = ?", w.ID).Scan(ctx); err != nil {
+			if errors.Is(err, sql.ErrNoRows) {
+				return app.NotFound("delivery")
+			}
+			return err
+		}
+		now := m.now()
+		if d.Status == StatusPending && d.NextAttemptAt != nil && d.NextAttemptAt.After(now) && w.BusyUntil != nil && w.BusyUntil.After(now) {
+			return app.Conflict("the delivery is being sent")
+		}
+		d.Status, d.NextAttemptAt, d.UpdatedAt = StatusPending, &now, now
+		_, err = tx.NewUpdate().Model(&d).Column("status", "next_attempt_at", "updated_at").WherePK().Exec(ctx)
+		return err
+	})
+	if err != nil {
+		return nil, wrap("retry", err)
+	}
+	m.Wake()
+	if err := m.db.NewSelect().Model(&d.AttemptList).Where("delivery_id = ?", d.ID).Order("id ASC").Scan(ctx); err != nil {
+		return nil, err
+	}
+	return &d, nil
 }
 
 // list is GET /v1/webhooks: the caller's webhooks, oldest first.
@@ -268,54 +514,16 @@ func (m *Module) list(c *fiber.Ctx) error {
 
 // create is POST /v1/webhooks.
 func (m *Module) create(c *fiber.Ctx) error {
-	p := app.CurrentPrincipal(c)
-	if err := m.authz.Can(p, "webhooks", "create"); err != nil {
+	if err := m.authz.Can(app.CurrentPrincipal(c), "webhooks", "create"); err != nil {
 		return err
 	}
 	in, err := m.readInput(c, true)
 	if err != nil {
 		return err
 	}
-	w := &Webhook{UserID: p.UserID, URL: *in.url, Events: strings.Join(*in.events, ","), Scope: ScopeOwn, Active: true}
-	if in.description != nil {
-		w.Description = *in.description
-	}
-	if in.scope != nil && *in.scope == ScopeAll {
-		if err := m.authz.Can(p, "webhooks", "scope_all"); err != nil {
-			return app.Forbidden(`only admins may create webhooks of scope "all"`)
-		}
-		w.Scope = ScopeAll
-	}
-	if in.active != nil {
-		w.Active = *in.active
-	}
-	if w.Secret, err = newSecret(); err != nil {
-		return err
-	}
-	now := m.now()
-	w.CreatedAt, w.UpdatedAt = now, now
-	ctx := c.UserContext()
-	err = m.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		// The user's row is the lock that keeps two creates from both
-		// passing the count (SQLite serialises transactions anyway).
-		if app.IsMySQL(tx) {
-			var id int64
-			if err := tx.NewSelect().Model((*users.User)(nil)).Column("id").Where("id = ?", p.UserID).For("UPDATE").Scan(ctx, &id); err != nil {
-				return err
-			}
-		}
-		n, err := tx.NewSelect().Model((*Webhook)(nil)).Where("user_id = ?", p.UserID).Count(ctx)
-		if err != nil {
-			return err
-		}
-		if n >= MaxPerUser {
-			return app.Conflict(fmt.Sprintf("a user may have at most %d webhooks", MaxPerUser))
-		}
-		_, err = tx.NewInsert().Model(w).Exec(ctx)
-		return err
-	})
+	w, err := m.Create(c.UserContext(), app.CurrentPrincipal(c), *in)
 	if err != nil {
-		return wrap("create", err)
+		return err
 	}
 	c.Set(fiber.HeaderLocation, m.view(w, false).ObjectURL)
 	return c.Status(fiber.StatusCreated).JSON(fiber.Map{"webhook": m.view(w, true)})
@@ -323,132 +531,86 @@ func (m *Module) create(c *fiber.Ctx) error {
 
 // get is GET /v1/webhooks/:id.
 func (m *Module) get(c *fiber.Ctx) error {
-	w, err := m.load(c.UserContext(), m.db, c, "read", false)
+	w, err := m.Get(c.UserContext(), app.CurrentPrincipal(c), pathID(c, "id"))
 	if err != nil {
 		return err
 	}
 	return c.JSON(fiber.Map{"webhook": m.view(w, false)})
 }
 
-// update is PUT /v1/webhooks/:id: the fields sent change. active=true
-// re-enables a disabled webhook (and forgets its failures).
+// update is PUT /v1/webhooks/:id.
 func (m *Module) update(c *fiber.Ctx) error {
-	p := app.CurrentPrincipal(c)
 	in, err := m.readInput(c, false)
 	if err != nil {
 		return err
 	}
-	var w *Webhook
-	ctx := c.UserContext()
-	err = m.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		if w, err = m.load(ctx, tx, c, "update", true); err != nil {
-			return err
-		}
-		if in.url != nil {
-			w.URL = *in.url
-		}
-		if in.description != nil {
-			w.Description = *in.description
-		}
-		if in.events != nil {
-			w.Events = strings.Join(*in.events, ",")
-		}
-		if in.scope != nil {
-			if *in.scope == ScopeAll && w.Scope != ScopeAll {
-				if err := m.authz.Can(p, "webhooks", "scope_all"); err != nil {
-					return app.Forbidden(`only admins may create webhooks of scope "all"`)
-				}
-			}
-			w.Scope = *in.scope
-		}
-		if in.active != nil {
-			if *in.active && !w.Active {
-				w.DisabledReason, w.FailingSince = "", nil
-			}
-			w.Active = *in.active
-		}
-		w.UpdatedAt = m.now()
-		_, err := tx.NewUpdate().Model(w).
-			Column("url", "description", "events", "scope", "active", "disabled_reason", "failing_since", "updated_at").
-			WherePK().Exec(ctx)
-		return err
-	})
+	w, err := m.Update(c.UserContext(), app.CurrentPrincipal(c), pathID(c, "id"), *in)
 	if err != nil {
-		return wrap("update", err)
+		return err
 	}
-	m.Wake()
 	return c.JSON(fiber.Map{"webhook": m.view(w, false)})
 }
 
-// delete is DELETE /v1/webhooks/:id; its deliveries go with it.
+// delete is DELETE /v1/webhooks/:id.
 func (m *Module) delete(c *fiber.Ctx) error {
-	var w *Webhook
-	ctx := c.UserContext()
-	err := m.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		var err error
-		if w, err = m.load(ctx, tx, c, "delete", true); err != nil {
-			return err
-		}
-		for _, model := range []any{(*Attempt)(nil), (*Delivery)(nil), (*Webhook)(nil)} {
-			col := "webhook_id"
-			if _, ok := model.(*Webhook); ok {
-				col = "id"
-			}
-			if _, err := tx.NewDelete().Model(model).Where("? = ?", bun.Ident(col), w.ID).Exec(ctx); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	w, err := m.Delete(c.UserContext(), app.CurrentPrincipal(c), pathID(c, "id"))
 	if err != nil {
-		return wrap("delete", err)
+		return err
 	}
 	return c.JSON(fiber.Map{"webhook": m.view(w, false)})
 }
 
-// rotate is POST /v1/webhooks/:id/secret: a new secret; the previous one
-// keeps signing beside it for OldSecretFor.
+// rotate is POST /v1/webhooks/:id/secret.
 func (m *Module) rotate(c *fiber.Ctx) error {
-	var w *Webhook
-	ctx := c.UserContext()
-	secret, err := newSecret()
+	w, err := m.Rotate(c.UserContext(), app.CurrentPrincipal(c), pathID(c, "id"))
 	if err != nil {
 		return err
-	}
-	err = m.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		if w, err = m.load(ctx, tx, c, "update", true); err != nil {
-			return err
-		}
-		now := m.now()
-		until := now.Add(OldSecretFor)
-		w.OldSecret, w.OldSecretUntil, w.Secret, w.UpdatedAt = w.Secret, &until, secret, now
-		_, err := tx.NewUpdate().Model(w).Column("old_secret", "old_secret_until", "secret", "updated_at").WherePK().Exec(ctx)
-		return err
-	})
-	if err != nil {
-		return wrap("rotate", err)
 	}
 	return c.JSON(fiber.Map{"webhook": m.view(w, true)})
 }
 
-// ping is POST /v1/webhooks/:id/ping: a ping event, sent at once by the
-// workers; 202 with its delivery.
+// ping is POST /v1/webhooks/:id/ping: 202 with the queued delivery.
 func (m *Module) ping(c *fiber.Ctx) error {
-	w, err := m.load(c.UserContext(), m.db, c, "update", false)
-	if err != nil {
-		return err
-	}
-	if !w.Active {
-		return app.Conflict("the webhook is disabled; enable it with PUT active=true first")
-	}
-	d, err := m.enqueuePing(c.UserContext(), w)
+	d, err := m.Ping(c.UserContext(), app.CurrentPrincipal(c), pathID(c, "id"))
 	if err != nil {
 		return err
 	}
 	return c.Status(fiber.StatusAccepted).JSON(fiber.Map{"delivery": deliveryView(d)})
 }
 
-// DeliveryView is the API form of a Delivery with its attempts.
+// deliveries is GET /v1/webhooks/:id/deliveries, newest first.
+func (m *Module) deliveries(c *fiber.Ctx) error {
+	page, err := app.ParsePage(c, PageSize)
+	if err != nil {
+		return err
+	}
+	list, n, err := m.Deliveries(c.UserContext(), app.CurrentPrincipal(c), pathID(c, "id"), page)
+	if err != nil {
+		return err
+	}
+	views := make([]*DeliveryView, 0, len(list))
+	for i := range list {
+		views = append(views, deliveryView(&list[i]))
+	}
+	return c.JSON(app.NewList(c, m.public, page, n, "deliveries", views))
+}
+
+// retry is POST /v1/webhooks/:id/deliveries/:delivery_id/retry: 202.
+func (m *Module) retry(c *fiber.Ctx) error {
+	did := pathID(c, "delivery_id")
+	if did == 0 {
+		if _, err := m.Get(c.UserContext(), app.CurrentPrincipal(c), pathID(c, "id")); err != nil {
+			return err
+		}
+		return app.NotFound("delivery")
+	}
+	d, err := m.Retry(c.UserContext(), app.CurrentPrincipal(c), pathID(c, "id"), did)
+	if err != nil {
+		return err
+	}
+	return c.Status(fiber.StatusAccepted).JSON(fiber.Map{"delivery": deliveryView(d)})
+}
+
 type DeliveryView struct {
 	ID            int64          `json:"id"`
 	EventID       string         `json:"event_id"`
@@ -508,72 +670,6 @@ func deliveryView(d *Delivery) *DeliveryView {
 }
 
 // deliveries is GET /v1/webhooks/:id/deliveries, newest first.
-func (m *Module) deliveries(c *fiber.Ctx) error {
-	page, err := app.ParsePage(c, PageSize)
-	if err != nil {
-		return err
-	}
-	w, err := m.load(c.UserContext(), m.db, c, "read", false)
-	if err != nil {
-		return err
-	}
-	var list []Delivery
-	n, err := m.db.NewSelect().Model(&list).ExcludeColumn("payload").
-		Relation("AttemptList", func(q *bun.SelectQuery) *bun.SelectQuery { return q.Order("a.id ASC") }).
-		Where("d.webhook_id = ?", w.ID).Order("d.id DESC").Limit(int64(page.Size)).Offset(int64(page.Offset())).
-		ScanAndCount(c.UserContext())
-	if err != nil {
-		return fmt.Errorf("webhooks: deliveries of %d: %w", w.ID, err)
-	}
-	views := make([]*DeliveryView, 0, len(list))
-	for i := range list {
-		views = append(views, deliveryView(&list[i]))
-	}
-	return c.JSON(app.NewList(c, m.public, page, int(n), "deliveries", views))
-}
-
-// retry is POST /v1/webhooks/:id/deliveries/:delivery_id/retry: the
-// delivery (pending, failed or even succeeded) is sent again now, with the
-// same webhook-id and body; 202.
-func (m *Module) retry(c *fiber.Ctx) error {
-	did, err := webhookID(c, "delivery_id")
-	if err != nil {
-		return app.NotFound("delivery")
-	}
-	var d Delivery
-	ctx := c.UserContext()
-	err = m.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		w, err := m.load(ctx, tx, c, "update", true)
-		if err != nil {
-			return err
-		}
-		if !w.Active {
-			return app.Conflict("the webhook is disabled; enable it with PUT active=true first")
-		}
-		if err := tx.NewSelect().Model(&d).ExcludeColumn("payload").Where("d.id = ?", did).Where("d.webhook_id = ?", w.ID).Scan(ctx); err != nil {
-			if errors.Is(err, sql.ErrNoRows) {
-				return app.NotFound("delivery")
-			}
-			return err
-		}
-		now := m.now()
-		if d.Status == StatusPending && d.NextAttemptAt != nil && d.NextAttemptAt.After(now) && w.BusyUntil != nil && w.BusyUntil.After(now) {
-			return app.Conflict("the delivery is being sent")
-		}
-		d.Status, d.NextAttemptAt, d.UpdatedAt = StatusPending, &now, now
-		_, err = tx.NewUpdate().Model(&d).Column("status", "next_attempt_at", "updated_at").WherePK().Exec(ctx)
-		return err
-	})
-	if err != nil {
-		return wrap("retry", err)
-	}
-	m.Wake()
-	d.AttemptList = nil
-	if err := m.db.NewSelect().Model(&d.AttemptList).Where("delivery_id = ?", d.ID).Order("id ASC").Scan(ctx); err != nil {
-		return err
-	}
-	return c.Status(fiber.StatusAccepted).JSON(fiber.Map{"delivery": deliveryView(&d)})
-}
 
 // wrap keeps API errors as they are.
 func wrap(op string, err error) error {
