@@ -24,6 +24,7 @@ import (
 	"github.com/onair/onair/modules/chat"
 	"github.com/onair/onair/modules/shows"
 	"github.com/onair/onair/modules/users"
+	"github.com/onair/onair/modules/webhooks"
 )
 
 func init() { app.Register(&Module{}) }
@@ -38,6 +39,8 @@ type Module struct {
 	public string // ONAIR_PUBLIC_URL
 	rtmp   string // ONAIR_RTMP_URL, the stream url shown to owners
 	log    *slog.Logger
+	// webhooks manages the account's webhooks (/account/webhooks).
+	webhooks *webhooks.Module
 }
 
 var (
@@ -67,6 +70,7 @@ func (m *Module) Provision(core *app.Core) error {
 	}
 	m.users, m.shows, m.chat = um.Service, shows.From(core), cm.Service
 	m.assets, m.public, m.rtmp, m.log = assets, core.Config.PublicURL, app.Get[string](core.Config, shows.SettingRTMPURL), core.Log
+	m.webhooks, _ = app.Lookup[*webhooks.Module](core)
 	return nil
 }
 
@@ -88,6 +92,12 @@ func (m *Module) PublicRoutes(r fiber.Router) {
 	r.Post("/account/tokens/:id/revoke", m.page(m.revokeToken))
 	r.Post("/account/shows/:id/key", m.page(m.revealKey))
 	r.Post("/account/shows/:id/key/regenerate", m.page(m.regenerateKey))
+	r.Get("/account/webhooks", m.page(m.webhooksPage))
+	r.Post("/account/webhooks", m.page(m.createWebhook))
+	r.Post("/account/webhooks/:id/ping", m.page(m.webhookAction("ping")))
+	r.Post("/account/webhooks/:id/enable", m.page(m.webhookAction("enable")))
+	r.Post("/account/webhooks/:id/delete", m.page(m.webhookAction("delete")))
+	r.Post("/account/webhooks/:id/deliveries/:delivery_id/retry", m.page(m.webhookAction("retry")))
 
 	r.Post("/follow/:id", m.page(m.follow))
 
