@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -39,11 +40,13 @@ func mediaType(ext string) string {
 }
 
 // sendStored answers from the media store: a redirect to a presigned URL
-// when clients reach the store (never for a live playlist, which changes
-// under a cached redirect), else the object streamed through this node.
+// when clients reach the store, else the object streamed through this
+// node. Playlists are never redirected: the segment URIs in them are
+// relative, so they must resolve against this node's URL (with a private
+// show's token), whose segments then redirect.
 func (m *Module) sendStored(c *fiber.Ctx, id int64, file string, live bool) error {
 	key := mediaKey(id, file)
-	if m.presign != nil && !live {
+	if m.presign != nil && filepath.Ext(file) != ".m3u8" {
 		u, err := m.presign.Presign(c.UserContext(), key, presignFor)
 		if err != nil {
 			return err
