@@ -289,9 +289,10 @@ func countRendition(segs []hls.Segment, r string) int {
 	return n
 }
 
-// TestS3Outage: MinIO stops mid-show. /readyz names the store; segments
-// finished meanwhile are not indexed in the bucket (it cannot have them);
-// once MinIO is back the uploader catches up and they are.
+// TestS3Outage: MinIO stops mid-show for several segments. /readyz names
+// the store; once MinIO is back the uploads go through (minio-go's and the
+// uploader's retries) and the bucket's index lists every segment finished
+// meanwhile, each of them in the bucket.
 func TestS3Outage(t *testing.T) {
 	requireTools(t, "ffmpeg")
 	srv := miniotest.Start(t)
@@ -301,8 +302,9 @@ func TestS3Outage(t *testing.T) {
 	b := newBroadcast(t, env, token, nil)
 	_, done := publish(t, b.rtmp+"/"+b.key, 14, false)
 	b.await(t, "live", isLive)
+	var before int
 	testload.Poll(t, "a segment in the bucket", func() error {
-		if len(storedIndex(t, bk, b.id)) == 0 {
+		if before = len(storedIndex(t, bk, b.id)); before == 0 {
 			return fmt.Errorf("none yet")
 		}
 		return nil
@@ -318,7 +320,7 @@ func TestS3Outage(t *testing.T) {
 	var finished int
 	testload.Poll(t, "segments finished while the store is down", func() error {
 		segs, err := hls.ReadIndex(local)
-		if finished = len(segs); err != nil || finished < 6 {
+		if finished = len(segs); err != nil || finished < before+6 {
 			return fmt.Errorf("%d segments (%v)", finished, err)
 		}
 		return nil
@@ -336,9 +338,6 @@ func TestS3Outage(t *testing.T) {
 		if keys[s.File] == 0 {
 			t.Errorf("indexed %s is not in the bucket", s.File)
 		}
-	}
-	if !strings.Contains(env.Logs(), "upload failed; retrying") {
-		t.Error("no retry logged")
 	}
 	exited(t, "ffmpeg", done)
 }
