@@ -48,6 +48,7 @@ type stream struct {
 	probe    *trackProbe // until the tracks are decided, then nil
 	err      error       // what ended the publication; a refusal from onMetaData is returned at the next tag
 	pkg      *hls.Packager
+	up       *uploader // copies the recording to the store (nil: the store is the working dir)
 	jobs     chan func()
 	worked   chan struct{} // closed when the worker has run every job
 	replayAt time.Time     // arrival of the buffered tag being replayed
@@ -153,6 +154,19 @@ func (s *stream) start() error {
 	if err := s.m.claim(s); err != nil {
 		return err
 	}
+	if s.m.mirror {
+		archived, err := s.m.restoreDir(s.ctx, s.showID, s.dir)
+		if err != nil {
+			if !fileExists(filepath.Join(s.dir, hls.IndexFile)) {
+				// Without the stored index the numbering would start
+				// over and overwrite stored segments: the encoder retries.
+				return fmt.Errorf("live: show %d: media store: %w", s.showID, err)
+			}
+			s.m.core.Log.Warn("live: media store unreachable; the recording continues from this node's files", "show", s.showID, "err", err)
+		}
+		s.up = s.m.newUploader(s.showID, s.dir, archived)
+		s.up.start()
+	}
 	var err error
 	s.pkg, err = hls.Open(s.dir, hls.Options{Logger: s.m.core.Log.With("show", s.showID), OnSegment: s.onSegment,
 		Now: s.now, ProbeDuration: s.m.trackWait})
@@ -212,6 +226,9 @@ func (m *Module) claim(s *stream) error {
 // with video, the audio playlist one with audio); a track that joins later
 // gets its URL with its first segment.
 func (s *stream) onSegment(seg hls.Segment) {
+	if s.up != nil {
+		s.up.notify()
+	}
 	switch {
 	case seg.Rendition == hls.RenditionAV && s.pkg.HasVideo():
 		s.videoPlayable = true
@@ -297,6 +314,9 @@ func (s *stream) Close(reason error) {
 		}
 		close(s.jobs)
 	}
+	if s.up != nil {
+		s.up.finish() // the store has the recording before the show is let go
+	}
 	m.mu.Lock()
 	if m.leaving[s.showID] == s {
 		delete(m.leaving, s.showID)
@@ -338,11 +358,7 @@ func (m *Module) onShowEvent(_ context.Context, ev shows.Event) {
 			for _, s := range gone {
 				<-s.closed
 			}
-			m.mediaMu.Lock()
-			defer m.mediaMu.Unlock()
-			if err := os.RemoveAll(m.showDir(ev.Show.ID)); err != nil {
-				m.core.Log.Error("live: remove media", "show", ev.Show.ID, "err", err)
-			}
+			m.removeMedia(ev.Show.ID)
 		})
 	}
 }
@@ -379,65 +395,116 @@ func (m *Module) background(job func()) {
 
 // archive finalises a complete show's recording into VOD playlists and
 // points the show at them. It holds mediaMu so that it never races the
-// removal of a show deleted meanwhile.
+// removal of a show deleted meanwhile. With a mirrored store it tries again
+// (with a pause) while the store fails.
 func (m *Module) archive(showID int64) {
+	pause := time.Second
+	for attempt := 1; ; attempt++ {
+		retry := m.archiveOnce(showID)
+		if !retry || attempt >= archiveAttempts {
+			return
+		}
+		select {
+		case <-m.ctx.Done():
+			return
+		case <-time.After(pause):
+		}
+		pause *= 4
+	}
+}
+
+// archiveOnce archives the show and tells whether a failure may pass.
+func (m *Module) archiveOnce(showID int64) (retry bool) {
 	m.mediaMu.Lock()
 	defer m.mediaMu.Unlock()
 	if _, err := m.shows.Get(context.Background(), showID); err != nil {
-		return // deleted since it stopped: its media is going away
+		return false // deleted since it stopped: its media is going away
 	}
 	dir := m.showDir(showID)
-	segs, err := hls.ReadIndex(dir)
-	if err != nil || len(segs) == 0 {
+	var segs []hls.Segment
+	var video, audio bool
+	if m.mirror {
+		ctx, cancel := context.WithTimeout(m.ctx, 5*time.Minute)
+		var err error
+		segs, video, audio, err = m.archiveStored(ctx, showID)
+		cancel()
+		if err != nil {
+			m.core.Log.Error("live: archive to the media store", "show", showID, "err", err)
+			return true
+		}
+	} else {
+		var err error
+		segs, err = hls.ReadIndex(dir)
 		if err != nil {
 			m.core.Log.Error("live: read segment index", "show", showID, "err", err)
+			return false
 		}
-		return
+		if len(segs) > 0 {
+			if err := hls.Finalize(dir, hls.Options{}); err != nil {
+				m.core.Log.Error("live: finalize archive", "show", showID, "err", err)
+				return false
+			}
+		}
+		video, audio = fileExists(filepath.Join(dir, hls.ArchiveAV)), fileExists(filepath.Join(dir, hls.ArchiveAudio))
 	}
-	if err := hls.Finalize(dir, hls.Options{}); err != nil {
-		m.core.Log.Error("live: finalize archive", "show", showID, "err", err)
-		return
+	if len(segs) == 0 {
+		return false
 	}
 	// Duration from the media: first sample to the end of the last.
 	_, span := hls.Span(segs)
 	media := shows.Media{Duration: &span}
-	if fileExists(filepath.Join(dir, hls.ArchiveAV)) {
+	if video {
 		v := m.mediaURL(showID, hls.ArchiveAV)
 		media.VideoURL = &v
 	}
-	if fileExists(filepath.Join(dir, hls.ArchiveAudio)) {
+	if audio {
 		a := m.mediaURL(showID, hls.ArchiveAudio)
 		media.AudioURL = &a
 	}
 	if _, err := m.shows.Archive(context.Background(), showID, media); err != nil {
 		m.core.Log.Error("live: archive", "show", showID, "err", err)
-		return
+		return false
+	}
+	if m.mirror {
+		// The store has it all: the working files are no longer needed.
+		if err := os.RemoveAll(dir); err != nil {
+			m.core.Log.Warn("live: remove working files", "show", showID, "err", err)
+		}
 	}
 	m.core.Log.Info("show archived", "show", showID, "segments", len(segs))
+	return false
+}
+
+// removeMedia deletes a show's media: the stored objects and the working
+// directory.
+func (m *Module) removeMedia(id int64) {
+	m.mediaMu.Lock()
+	defer m.mediaMu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := m.core.Store.DeletePrefix(ctx, mediaPrefix(id)); err != nil {
+		m.core.Log.Error("live: remove stored media", "show", id, "err", err)
+	}
+	if err := os.RemoveAll(m.showDir(id)); err != nil {
+		m.core.Log.Error("live: remove media", "show", id, "err", err)
+	}
 }
 
 // reconcile repairs what a crash or restart left: a live show has no
 // publisher any more (it now waits in the reconnect window, and the shows
 // janitor completes it after), and a complete show whose recording was not
-// yet finalised is archived now.
+// yet finalised is archived now. With a mirrored store the database is
+// asked too, since a show's media may be in the store only (another node
+// ingested it, or this node lost its disk).
 func (m *Module) reconcile(ctx context.Context) error {
 	entries, err := os.ReadDir(m.root)
 	if err != nil {
 		return err
 	}
-	for _, e := range entries {
-		var id int64
-		if _, err := fmt.Sscan(e.Name(), &id); err != nil || !e.IsDir() {
-			continue
-		}
-		sh, err := m.shows.Get(ctx, id)
-		if errors.Is(err, shows.ErrNotFound) {
-			os.RemoveAll(m.showDir(id))
-			continue
-		}
-		if err != nil {
-			return err
-		}
+	seen := map[int64]bool{}
+	handle := func(sh *shows.Show) error {
+		seen[sh.ID] = true
+		id := sh.ID
 		switch {
 		case sh.Live:
 			if err := m.shows.PublisherLeft(ctx, id); err != nil {
@@ -446,6 +513,38 @@ func (m *Module) reconcile(ctx context.Context) error {
 			m.core.Log.Info("live show lost its publisher in a restart; waiting for it to reconnect", "show", id)
 		case sh.Complete && !sh.Archive && !sh.Radio:
 			m.background(func() { m.archive(id) })
+		}
+		return nil
+	}
+	for _, e := range entries {
+		var id int64
+		if _, err := fmt.Sscan(e.Name(), &id); err != nil || !e.IsDir() {
+			continue
+		}
+		sh, err := m.shows.Get(ctx, id)
+		if errors.Is(err, shows.ErrNotFound) {
+			m.background(func() { m.removeMedia(id) })
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if err := handle(sh); err != nil {
+			return err
+		}
+	}
+	if !m.mirror {
+		return nil
+	}
+	list, err := m.pendingShows(ctx)
+	if err != nil {
+		return err
+	}
+	for i := range list {
+		if !seen[list[i].ID] {
+			if err := handle(&list[i]); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

@@ -26,6 +26,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/onair/onair/app"
+	"github.com/onair/onair/internal/store"
 	"github.com/onair/onair/modules/live/rtmp"
 	"github.com/onair/onair/modules/shows"
 )
@@ -43,6 +44,17 @@ type Module struct {
 	signer *signer
 	thumbs *thumbnailer
 	vis    *visibility
+	// mirror is set when the media store is not the working directory
+	// (an S3 bucket): recordings and thumbnails are uploaded, and media
+	// this node does not have is served from the store (see storage.go).
+	mirror bool
+	// presign, when ONAIR_STORAGE_PUBLIC_URL is set, makes URLs clients
+	// fetch stored media with directly.
+	presign store.Presigner
+	// remote, when set (by the cluster), may answer a media request for a
+	// show this node does not ingest (proxying it to its owner) before
+	// the store is asked; handled false lets the store answer.
+	remote func(c *fiber.Ctx, id int64, file string) (handled bool, err error)
 	// viewers counts who watches each live show (from playlist polls).
 	viewers *viewers
 
@@ -89,6 +101,9 @@ const (
 	SettingRTMPKeyThrottle = "ONAIR_RTMP_KEY_THROTTLE"
 	// SettingRTMPTrackWait bounds the wait for a missing track.
 	SettingRTMPTrackWait = "ONAIR_RTMP_TRACK_WAIT"
+	// SettingStoragePublicURL is where clients reach the S3 store, for
+	// redirects to presigned URLs.
+	SettingStoragePublicURL = "ONAIR_STORAGE_PUBLIC_URL"
 )
 
 func (*Module) Settings() []app.Setting {
@@ -108,6 +123,8 @@ func (*Module) Settings() []app.Setting {
 			Help: "after 3 refused publishes of one stream key from one address within this window, the key is refused there for the window", Parse: parsePositiveDuration},
 		{Env: SettingRTMPTrackWait, Flag: "rtmp-track-wait", Default: "5s",
 			Help: "how long (in media time) a publication waits for a track onMetaData announced, or for the second track", Parse: parsePositiveDuration},
+		{Env: SettingStoragePublicURL, Flag: "storage-public-url",
+			Help: "base URL (http(s)://host:port) at which clients reach the s3 store of ONAIR_STORAGE_URL; when set, stored segments, archive playlists and images answer with a redirect to a presigned URL there (default: the node streams them)"},
 	}
 }
 
@@ -142,6 +159,17 @@ func (m *Module) Provision(core *app.Core) error {
 	cancel()
 	if err != nil {
 		return err
+	}
+	m.mirror = !isWorkingDir(core.Store, m.root)
+	if public := app.Get[string](core.Config, SettingStoragePublicURL); public != "" {
+		s3, ok := store.Base(core.Store).(*store.S3)
+		if !ok {
+			return fmt.Errorf("live: %s needs an s3:// ONAIR_STORAGE_URL", SettingStoragePublicURL)
+		}
+		if err := s3.SetPublicURL(public); err != nil {
+			return fmt.Errorf("live: %s: %w", SettingStoragePublicURL, err)
+		}
+		m.presign = s3
 	}
 	m.vis = newVisibility(m.shows)
 	m.ctx, m.cancel = context.WithCancel(context.Background())
