@@ -3,7 +3,6 @@ package shows
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -192,12 +191,16 @@ func (s *Service) filtered(sel *bun.SelectQuery, q ListQuery, tagID int64, now t
 	return sel
 }
 
-// count is the size of the result set. For a viewer it is the public
-// shows plus the viewer's own hidden ones: the public part is the same for
-// every viewer, so a large one (at least countCacheMin) is cached for
-// countCacheTTL; the viewer's part is always exact and cheap (user index).
+// count is the size of the result set, exact. Where the maintained
+// counts answer the filters (ListQuery.countable) it is a SUM over a few
+// show_counts rows; otherwise a COUNT on the list's indexes (name, slug and
+// time filters, one owner's shows, scheduled=true). For a viewer it is the
+// public shows plus the viewer's own hidden ones (user index, small).
 func (s *Service) count(ctx context.Context, q ListQuery, tagID int64, now time.Time) (int, error) {
 	run := func(ctx context.Context, vis visibility) (int, error) {
+		if q.countable(vis) {
+			return s.countFromSummary(ctx, q, tagID, vis)
+		}
 		n, err := s.filtered(s.db.NewSelect().Model((*Show)(nil)), q, tagID, now, vis).Count(ctx)
 		if err != nil {
 			return 0, fmt.Errorf("shows: list: count: %w", err)
@@ -211,7 +214,7 @@ func (s *Service) count(ctx context.Context, q ListQuery, tagID int64, now time.
 		// One owner's shows: small, exact.
 		return run(ctx, seeVisible)
 	}
-	public, err := s.counts.get(ctx, q.cacheKey(tagID), func(ctx context.Context) (int, error) { return run(ctx, seePublic) })
+	public, err := run(ctx, seePublic)
 	if err != nil {
 		return 0, err
 	}
@@ -220,117 +223,4 @@ func (s *Service) count(ctx context.Context, q ListQuery, tagID int64, now time.
 		return 0, err
 	}
 	return public + own, nil
-}
-
-// cacheKey identifies the viewer-independent filters of q.
-func (q ListQuery) cacheKey(tagID int64) string {
-	b := func(v *bool) string {
-		if v == nil {
-			return "-"
-		}
-		return fmt.Sprint(*v)
-	}
-	t := func(v *time.Time) string {
-		if v == nil {
-			return "-"
-		}
-		return v.UTC().Format(time.RFC3339)
-	}
-	return fmt.Sprintf("%q|%q|%d|%s|%s|%s|%s|%s|%s|%s|%s|%v",
-		q.Filter, q.Slug, tagID, t(q.From), t(q.To), b(q.Scheduled), b(q.Live), b(q.Archive), b(q.Featured), b(q.Radio), b(q.Off), q.RanOnly)
-}
-
-// Counts of at least countCacheMin shows are cached per process: counting
-// a million index entries costs far more than the page itself, and a count
-// that large is not read to the unit. A cached count is served for
-// countCacheTTL, then served stale (up to countStaleMax) while one
-// goroutine recounts in the background; concurrent misses of one key wait
-// for a single count. Smaller counts are always exact.
-const (
-	countCacheMin  = 10_000
-	countCacheTTL  = 5 * time.Second
-	countStaleMax  = time.Minute
-	countCacheSize = 4096
-	countTimeout   = 30 * time.Second
-)
-
-type countCache struct {
-	mu sync.Mutex
-	m  map[string]*countEntry
-}
-
-type countEntry struct {
-	ready      chan struct{} // closed once n/err are set
-	n          int
-	err        error
-	at         time.Time
-	refreshing bool
-}
-
-func (c *countCache) get(ctx context.Context, key string, count func(context.Context) (int, error)) (int, error) {
-	now := time.Now()
-	c.mu.Lock()
-	if c.m == nil || len(c.m) >= countCacheSize {
-		c.m = make(map[string]*countEntry)
-	}
-	e := c.m[key]
-	if e != nil {
-		select {
-		case <-e.ready:
-			age := now.Sub(e.at)
-			if e.err == nil && age < countCacheTTL {
-				c.mu.Unlock()
-				return e.n, nil
-			}
-			if e.err == nil && age < countStaleMax {
-				if !e.refreshing {
-					e.refreshing = true
-					go c.refresh(key, e, count)
-				}
-				c.mu.Unlock()
-				return e.n, nil
-			}
-			e = nil // failed or too old: count again
-		default:
-			c.mu.Unlock()
-			select {
-			case <-e.ready:
-				return e.n, e.err
-			case <-ctx.Done():
-				return 0, ctx.Err()
-			}
-		}
-	}
-	e = &countEntry{ready: make(chan struct{})}
-	c.m[key] = e
-	c.mu.Unlock()
-	n, err := count(ctx)
-	c.mu.Lock()
-	e.n, e.err, e.at = n, err, time.Now()
-	close(e.ready)
-	if (err != nil || n < countCacheMin) && c.m[key] == e {
-		delete(c.m, key)
-	}
-	c.mu.Unlock()
-	return n, err
-}
-
-// refresh recounts a stale entry in the background.
-func (c *countCache) refresh(key string, old *countEntry, count func(context.Context) (int, error)) {
-	ctx, cancel := context.WithTimeout(context.Background(), countTimeout)
-	defer cancel()
-	n, err := count(ctx)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	old.refreshing = false
-	if err != nil || c.m[key] != old {
-		return
-	}
-	if n < countCacheMin {
-		delete(c.m, key)
-		return
-	}
-	fresh := &countEntry{ready: make(chan struct{}), n: n, at: time.Now()}
-	close(fresh.ready)
-	c.m[key] = fresh
 }

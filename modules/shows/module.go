@@ -78,7 +78,7 @@ func (*Module) Name() string { return "shows" }
 
 // Models: the m2m join model first, as Bun requires.
 func (*Module) Models() []any {
-	return []any{(*ShowTag)(nil), (*Show)(nil), (*Favorite)(nil), (*ShowGram)(nil)}
+	return []any{(*ShowTag)(nil), (*Show)(nil), (*Favorite)(nil), (*ShowGram)(nil), (*ShowCount)(nil)}
 }
 
 // Migrations create the tables and the indexes that serve every list
@@ -109,7 +109,11 @@ func (*Module) Migrations() []migrations.Migration {
 		// A rename replaces a show's grams: without this index the delete
 		// scans (and on MySQL locks) the whole table.
 		{ID: "0015_index_grams_show", Up: migrations.CreateIndex((*ShowGram)(nil), "show_grams_show_idx", "show_id")},
-	}, outboxMigrations()...)
+	}, append(outboxMigrations(),
+		// Maintained counts (counts.go), filled from the shows there are.
+		migrations.Migration{ID: "0019_create_counts", Up: migrations.CreateTables((*ShowCount)(nil))},
+		migrations.Migration{ID: "0020_fill_counts", Up: RebuildCounts},
+	)...)
 }
 
 // Policies: owners update, stop and delete their shows; staff stop, delete,

@@ -37,8 +37,6 @@ type Service struct {
 	// nil without Redis.
 	relay *relay
 
-	counts countCache
-
 	// signMedia, set by the live module, turns the media URLs of a private
 	// show into signed, expiring ones.
 	signMedia func(sh *Show, url string) string
@@ -318,7 +316,7 @@ func (s *Service) Create(ctx context.Context, by *app.Principal, in Input) (*Sho
 				return err
 			}
 		}
-		evs, err = s.record(ctx, tx, sh.ID, by, EventCreated)
+		evs, err = s.record(ctx, tx, sh.ID, by, &countState{}, EventCreated)
 		return err
 	})
 	if err != nil {
@@ -342,6 +340,10 @@ func (s *Service) Update(ctx context.Context, id int64, by *app.Principal, in In
 		}
 		if !s.CanView(sh, by) {
 			return ErrNotFound
+		}
+		before, err := countSnapshot(ctx, tx, sh)
+		if err != nil {
+			return err
 		}
 		if err := s.can(by, sh, "update"); err != nil {
 			return app.Forbidden("only the owner of the show may update it")
@@ -405,7 +407,7 @@ func (s *Service) Update(ctx context.Context, id int64, by *app.Principal, in In
 				return err
 			}
 		}
-		evs, err = s.record(ctx, tx, id, by, EventUpdated)
+		evs, err = s.record(ctx, tx, id, by, &before, EventUpdated)
 		return err
 	})
 	if err != nil {
