@@ -133,7 +133,6 @@ type viewerTok struct {
 	token string
 }
 
-
 func fmtBool(b *bool) string {
 	if b == nil {
 		return "-"
