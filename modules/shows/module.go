@@ -19,7 +19,17 @@ import (
 	"github.com/onair/onair/modules/users"
 )
 
-func init() { app.Register(&Module{}) }
+func init() {
+	app.Register(&Module{})
+	// A tag merge re-points show_tags: the counts per tag follow (when
+	// the counts exist yet; migration 0020 fills them otherwise).
+	users.OnTagsMerged(func(ctx context.Context, db bun.IDB) error {
+		if ok, err := users.TableExists(ctx, db, "show_counts"); err != nil || !ok {
+			return err
+		}
+		return RebuildCounts(ctx, db)
+	})
+}
 
 // Module is the shows module. After Provision, Service is ready for other
 // modules (live, chat, admin) to use; From finds it.
