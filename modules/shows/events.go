@@ -85,6 +85,7 @@ func (s *Service) record(ctx context.Context, tx bun.IDB, id int64, by *app.Prin
 
 // recordShow is record for a snapshot the caller holds (a deleted show).
 func (s *Service) recordShow(ctx context.Context, tx bun.IDB, sh *Show, by *app.Principal, types ...string) ([]Event, error) {
+	s.changed()
 	s.subsMu.RLock()
 	hooks := s.txHooks[:len(s.txHooks):len(s.txHooks)]
 	s.subsMu.RUnlock()

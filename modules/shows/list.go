@@ -74,17 +74,9 @@ func (s *Service) List(ctx context.Context, q ListQuery) ([]Show, int, error) {
 	if count == 0 || q.Page.Offset() >= count {
 		return nil, count, nil
 	}
-	// Page the ids first on the narrow indexes, then load those rows with
-	// their owners and tags.
-	var ids []int64
-	sel := s.filtered(s.db.NewSelect().Model((*Show)(nil)), q, tagID, now, visibleTo(q.Viewer))
-	if tagID != 0 {
-		sel = sel.Column("st.show_id").OrderExpr("st.start DESC, st.show_id DESC")
-	} else {
-		sel = sel.Column("s.id").OrderExpr("s.start DESC, s.id DESC")
-	}
-	if err := sel.Limit(int64(q.Page.Size)).Offset(int64(q.Page.Offset())).Scan(ctx, &ids); err != nil {
-		return nil, 0, fmt.Errorf("shows: list: %w", err)
+	ids, err := s.pageIDs(ctx, q, tagID, now)
+	if err != nil {
+		return nil, 0, err
 	}
 	if len(ids) == 0 {
 		return nil, count, nil
@@ -106,6 +98,67 @@ func (s *Service) List(ctx context.Context, q ListQuery) ([]Show, int, error) {
 		}
 	}
 	return list, count, nil
+}
+
+// pageIDs pages the ids first on the narrow indexes (List then loads those
+// rows with their owners and tags). A deep page seeks from a remembered
+// page boundary where it can (keyset.go).
+func (s *Service) pageIDs(ctx context.Context, q ListQuery, tagID int64, now time.Time) ([]int64, error) {
+	size, skip := q.Page.Size, q.Page.Offset()
+	deep := q.Page.Number >= seekMinPage && (q.Scheduled == nil || !*q.Scheduled)
+	var (
+		key  string
+		gen  int64
+		from *pageBound
+	)
+	if deep {
+		var err error
+		if gen, err = s.generation(ctx); err != nil {
+			return nil, err
+		}
+		key = q.pageKey(tagID)
+		if b, p, ok := s.pages.nearest(key, gen, q.Page.Number); ok {
+			from, skip = &b, (q.Page.Number-1-p)*size
+		}
+	}
+	// A deep page also reads the row before it, the end of the page
+	// before, so the same page asked again seeks straight to it.
+	withPrev := deep && skip > 0
+	limit, offset := size, skip
+	if withPrev {
+		limit, offset = size+1, skip-1
+	}
+	sel := s.filtered(s.db.NewSelect().Model((*Show)(nil)), q, tagID, now, visibleTo(q.Viewer))
+	if tagID != 0 {
+		sel = sel.ColumnExpr("st.show_id AS id, st.start AS start").OrderExpr("st.start DESC, st.show_id DESC")
+	} else {
+		sel = sel.ColumnExpr("s.id AS id, s.start AS start").OrderExpr("s.start DESC, s.id DESC")
+	}
+	if from != nil {
+		sel = afterBound(sel, tagID != 0, *from)
+	}
+	var rows []struct {
+		ID    int64     `bun:"id"`
+		Start time.Time `bun:"start"`
+	}
+	if err := sel.Limit(int64(limit)).Offset(int64(offset)).Scan(ctx, &rows); err != nil {
+		return nil, fmt.Errorf("shows: list: %w", err)
+	}
+	if withPrev && len(rows) > 0 {
+		if q.Page.Number > 1 {
+			s.pages.remember(key, gen, q.Page.Number-1, pageBound{rows[0].Start, rows[0].ID})
+		}
+		rows = rows[1:]
+	}
+	if deep && len(rows) == size {
+		last := rows[len(rows)-1]
+		s.pages.remember(key, gen, q.Page.Number, pageBound{last.Start, last.ID})
+	}
+	ids := make([]int64, len(rows))
+	for i, r := range rows {
+		ids[i] = r.ID
+	}
+	return ids, nil
 }
 
 // check applies the text rule (app.TextProblem) to the text filters: a

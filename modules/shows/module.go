@@ -123,6 +123,10 @@ func (*Module) Migrations() []migrations.Migration {
 		// Maintained counts (counts.go), filled from the shows there are.
 		migrations.Migration{ID: "0019_create_counts", Up: migrations.CreateTables((*ShowCount)(nil))},
 		migrations.Migration{ID: "0020_fill_counts", Up: RebuildCounts},
+		// One owner's list (GET /v1/users/:id/shows) and a viewer's own
+		// hidden shows, paged and counted from the index alone.
+		migrations.Migration{ID: "0021_index_user_cover", Up: migrations.CreateIndex((*Show)(nil), "shows_user_cover_idx",
+			"user_id", "start", "id", "live", "complete", "archive", "featured", "radio", "private", "off")},
 	)...)
 }
 

@@ -37,6 +37,9 @@ type Service struct {
 	// nil without Redis.
 	relay *relay
 
+	// pages remembers deep pages' boundaries (keyset.go).
+	pages pageCache
+
 	// signMedia, set by the live module, turns the media URLs of a private
 	// show into signed, expiring ones.
 	signMedia func(sh *Show, url string) string
