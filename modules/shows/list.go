@@ -128,7 +128,7 @@ func (s *Service) pageIDs(ctx context.Context, q ListQuery, tagID int64, now tim
 	if withPrev {
 		limit, offset = size+1, skip-1
 	}
-	sel := s.filtered(s.db.NewSelect().Model((*Show)(nil)), q, tagID, now, visibleTo(q.Viewer))
+	sel := s.filtered(s.listFrom(q, visibleTo(q.Viewer)), q, tagID, now, visibleTo(q.Viewer))
 	if tagID != 0 {
 		sel = sel.ColumnExpr("st.show_id AS id, st.start AS start").OrderExpr("st.start DESC, st.show_id DESC")
 	} else {
@@ -254,7 +254,7 @@ func (s *Service) count(ctx context.Context, q ListQuery, tagID int64, now time.
 		if q.countable(vis) {
 			return s.countFromSummary(ctx, q, tagID, vis)
 		}
-		n, err := s.filtered(s.db.NewSelect().Model((*Show)(nil)), q, tagID, now, vis).Count(ctx)
+		n, err := s.filtered(s.listFrom(q, vis), q, tagID, now, vis).Count(ctx)
 		if err != nil {
 			return 0, fmt.Errorf("shows: list: count: %w", err)
 		}

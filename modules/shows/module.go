@@ -127,6 +127,10 @@ func (*Module) Migrations() []migrations.Migration {
 		// hidden shows, paged and counted from the index alone.
 		migrations.Migration{ID: "0021_index_user_cover", Up: migrations.CreateIndex((*Show)(nil), "shows_user_cover_idx",
 			"user_id", "start", "id", "live", "complete", "archive", "featured", "radio", "private", "off")},
+		// The name filter's confirmation (search.go): a narrow copy of
+		// the columns a list reads, in id order.
+		migrations.Migration{ID: "0022_index_name_cover", Up: migrations.CreateIndex((*Show)(nil), nameCoverIndex,
+			"id", "name", "start", "private", "off", "user_id", "live", "complete", "archive", "featured", "radio")},
 	)...)
 }
 
