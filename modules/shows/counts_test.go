@@ -26,12 +26,6 @@ var countQueries = []string{
 	"tag=house&scheduled=true", "tag=techno", "filter=set", "filter=s",
 }
 
-// bruteShow is a show as read back row by row for the brute-force count.
-type bruteShow struct {
-	sh   shows.Show
-	tags map[int64]bool
-}
-
 // expectCount is the spec's rule applied to every show in Go: the count a
 // list must report, computed without the code under test.
 func (f *fixture) expectCount(t *testing.T, query string, viewer int64, all bool, off *bool) int {
