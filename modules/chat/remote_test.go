@@ -26,6 +26,7 @@ func TestRemoteShowEventInRoom(t *testing.T) {
 	prefix := fmt.Sprintf("onairtest:%d:", time.Now().UnixNano())
 	a := onairtest.New(t, onairtest.Options{DatabaseURL: db, Redis: true, RedisPrefix: prefix})
 	b := onairtest.New(t, onairtest.Options{DatabaseURL: db, Redis: true, RedisPrefix: prefix})
+	t.Cleanup(func() { a.Core.Redis.Del(context.Background(), prefix+shows.EventsStream) })
 	_, annTok := a.CreateUser("Ann Remote")
 	_, benTok := a.CreateUser("Ben Remote")
 	showID := createShow(t, a, annTok, nil)

@@ -27,6 +27,7 @@ func TestRemoteChangeDisconnectsPublisher(t *testing.T) {
 	prefix := fmt.Sprintf("onairtest:%d:", time.Now().UnixNano())
 	a := onairtest.New(t, onairtest.Options{DatabaseURL: db, Redis: true, RedisPrefix: prefix})
 	b := onairtest.New(t, onairtest.Options{DatabaseURL: db, Redis: true, RedisPrefix: prefix})
+	t.Cleanup(func() { a.Core.Redis.Del(context.Background(), prefix+shows.EventsStream) })
 	_, token := a.CreateUser("Remote Cut")
 	staff, _ := a.CreateUser("Remote Staff", onairtest.Role("moderator"))
 	staffBy := &app.Principal{UserID: staff.ID, Roles: []string{"user", "moderator"}}

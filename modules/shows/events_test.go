@@ -164,8 +164,9 @@ func TestSubscribeTx(t *testing.T) {
 
 // TestOutboxWithoutRedis: one node with no Redis delivers in-process as
 // before (Remote false) and still writes each event's outbox row, with
-// the show's snapshot (no stream key, no password hash) and the actor; no
-// relay runs, so the rows stay unrelayed and no relay metric exists.
+// the show's snapshot (no stream key, no password hash) and the actor. The
+// row is written relayed (there is no other node; a relay turned on later
+// must not replay it) and no relay metric exists.
 func TestOutboxWithoutRedis(t *testing.T) {
 	onairtest.EachBackend(t, func(t *testing.T, backend string) {
 		f := newFixture(t, backend)
@@ -186,7 +187,7 @@ func TestOutboxWithoutRedis(t *testing.T) {
 		}
 		row := rows[0]
 		if row.ID != evs[0].ID || row.Topic != shows.TopicShow || row.Type != shows.EventCreated ||
-			row.ActorID == nil || *row.ActorID != owner.ID || row.RelayedAt != nil {
+			row.ActorID == nil || *row.ActorID != owner.ID || row.RelayedAt == nil || !row.RelayedAt.Equal(row.CreatedAt) {
 			t.Fatalf("outbox row %+v", row)
 		}
 		var snap shows.Show
@@ -258,6 +259,21 @@ func TestTrimOutbox(t *testing.T) {
 		}
 		if got := left(); fmt.Sprint(got) != fmt.Sprint([]int64{fresh}) {
 			t.Fatalf("left %v, want only the recent row %d (old relayed was %d)", got, fresh, oldRelayed)
+		}
+
+		// More rows than one delete statement takes (1000).
+		rows := make([]shows.OutboxRow, 2500)
+		for i := range rows {
+			rows[i] = shows.OutboxRow{Topic: shows.TopicShow, Type: shows.EventUpdated, ShowID: 1, Payload: "{}", CreatedAt: old, RelayedAt: &old}
+		}
+		if _, err := db.NewInsert().Model(&rows).Exec(f.ctx); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := f.svc.TrimOutbox(f.ctx, cutoff, true); err != nil || n != len(rows) {
+			t.Fatalf("trim %d old rows: %d, %v", len(rows), n, err)
+		}
+		if got := left(); len(got) != 1 {
+			t.Fatalf("%d rows left, want 1", len(got))
 		}
 	})
 }

@@ -32,8 +32,10 @@ import (
 //     once per event id (a re-relayed event is dropped).
 //
 // A committed change is therefore delivered to every running node at least
-// once by the stream and at most once to each subscriber. A node that is
-// down when an event passes misses it, as it misses in-process events: the
+// once by the stream and at most once to each subscriber (as long as the
+// copies arrive within seenCapacity events of each other). A node that is
+// down when an event passes misses it, as it misses in-process events, and
+// so does a reader that falls more than the stream's length behind: the
 // subscribers keep state in the database and reconcile at start.
 
 // EventsStream is the name of the Redis stream of show events, after
@@ -303,6 +305,9 @@ func (r *relay) readLoop(ctx context.Context) {
 		}
 		for _, st := range res {
 			for _, msg := range st.Messages {
+				if ctx.Err() != nil {
+					return // shutting down: a node that is stopping misses what follows
+				}
 				r.last = msg.ID
 				r.receive(ctx, msg)
 			}
