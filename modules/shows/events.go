@@ -85,7 +85,6 @@ func (s *Service) record(ctx context.Context, tx bun.IDB, id int64, by *app.Prin
 
 // recordShow is record for a snapshot the caller holds (a deleted show).
 func (s *Service) recordShow(ctx context.Context, tx bun.IDB, sh *Show, by *app.Principal, types ...string) ([]Event, error) {
-	s.changed()
 	s.subsMu.RLock()
 	hooks := s.txHooks[:len(s.txHooks):len(s.txHooks)]
 	s.subsMu.RUnlock()
@@ -103,6 +102,10 @@ func (s *Service) recordShow(ctx context.Context, tx bun.IDB, sh *Show, by *app.
 			}
 		}
 		evs = append(evs, ev)
+	}
+	// Last write of the change: the lists' data generation (keyset.go).
+	if err := bumpGeneration(ctx, tx); err != nil {
+		return nil, err
 	}
 	return evs, nil
 }

@@ -4,12 +4,11 @@ import (
 	"context"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/uptrace/bun"
 
-	"github.com/onair/onair/app"
+	"github.com/onair/onair/migrations"
 )
 
 // Deep pages (docs/shows.md, "Deep pages"). The API pages by number, and a
@@ -25,9 +24,11 @@ import (
 // used on the data it was read from, and the page is the one OFFSET would
 // give.
 //
-// The generation is the newest outbox row id (every show change writes one
-// in its transaction, on every node) on MySQL, and on SQLite, which is one
-// node, a counter moved inside each change's transaction.
+// The generation is the one row of show_generation, which every show change
+// increments as the last write of its transaction (record). Commits of two
+// changes are ordered by that row's lock, so each commit makes a value no
+// read saw before — unlike an auto-increment id, which a transaction that
+// started first can commit after a later one.
 
 // seekMinPage is the first page worth a seek: before it OFFSET is cheap.
 const seekMinPage = 6
@@ -49,8 +50,22 @@ type pageList struct {
 type pageCache struct {
 	mu    sync.Mutex
 	lists map[string]*pageList
-	// localGen is SQLite's generation (see above).
-	localGen atomic.Int64
+}
+
+// ShowGeneration is the data generation of the shows (one row, id 1).
+type ShowGeneration struct {
+	bun.BaseModel `bun:"table:show_generation,alias:sg"`
+
+	ID int64 `bun:"id,pk"`
+	N  int64 `bun:"n,notnull,default:0"`
+}
+
+func createGeneration(ctx context.Context, db bun.IDB) error {
+	if err := migrations.CreateTables((*ShowGeneration)(nil))(ctx, db); err != nil {
+		return err
+	}
+	_, err := db.NewInsert().Model(&ShowGeneration{ID: 1}).Exec(ctx)
+	return err
 }
 
 const pageBoundsPerList = 64
@@ -98,19 +113,21 @@ func (c *pageCache) remember(key string, gen int64, page int, b pageBound) {
 
 // generation is the data generation the page boundaries are tagged with.
 func (s *Service) generation(ctx context.Context) (int64, error) {
-	if !app.IsMySQL(s.db) {
-		return s.pages.localGen.Load(), nil
-	}
 	var gen int64
-	if err := s.db.NewSelect().Model((*OutboxRow)(nil)).ColumnExpr("COALESCE(MAX(ob.id), 0)").Scan(ctx, &gen); err != nil {
+	if err := s.db.NewSelect().Model((*ShowGeneration)(nil)).Column("n").Where("id = 1").Scan(ctx, &gen); err != nil {
 		return 0, fmt.Errorf("shows: list: generation: %w", err)
 	}
 	return gen, nil
 }
 
-// changed moves SQLite's generation; record calls it inside each change's
-// transaction, so no read after the commit sees the old value.
-func (s *Service) changed() { s.pages.localGen.Add(1) }
+// bumpGeneration moves the generation, in a change's transaction tx, as
+// its last write: the row's lock is then held only until the commit.
+func bumpGeneration(ctx context.Context, tx bun.IDB) error {
+	if _, err := tx.NewUpdate().Model((*ShowGeneration)(nil)).Set("n = n + 1").Where("id = 1").Exec(ctx); err != nil {
+		return fmt.Errorf("shows: generation: %w", err)
+	}
+	return nil
+}
 
 // pageKey identifies a list: its filters, tag and viewer.
 func (q ListQuery) pageKey(tagID int64) string {

@@ -88,7 +88,7 @@ func (*Module) Name() string { return "shows" }
 
 // Models: the m2m join model first, as Bun requires.
 func (*Module) Models() []any {
-	return []any{(*ShowTag)(nil), (*Show)(nil), (*Favorite)(nil), (*ShowGram)(nil), (*ShowCount)(nil)}
+	return []any{(*ShowTag)(nil), (*Show)(nil), (*Favorite)(nil), (*ShowGram)(nil), (*ShowCount)(nil), (*ShowGeneration)(nil)}
 }
 
 // Migrations create the tables and the indexes that serve every list
@@ -131,6 +131,8 @@ func (*Module) Migrations() []migrations.Migration {
 		// the columns a list reads, in id order.
 		migrations.Migration{ID: "0022_index_name_cover", Up: migrations.CreateIndex((*Show)(nil), nameCoverIndex,
 			"id", "name", "start", "private", "off", "user_id", "live", "complete", "archive", "featured", "radio")},
+		// The lists' data generation (keyset.go).
+		migrations.Migration{ID: "0023_create_generation", Up: createGeneration},
 	)...)
 }
 
