@@ -54,15 +54,6 @@ func flagsOf(sh *Show) countFlags {
 	return countFlags{sh.Live, sh.Complete, sh.Archive, sh.Featured, sh.Radio, sh.Private, sh.Off}
 }
 
-// countedState is the contribution of a show whose Tags are loaded.
-func countedState(sh *Show) countState {
-	st := countState{exists: true, flags: flagsOf(sh)}
-	for _, t := range sh.Tags {
-		st.tags = append(st.tags, t.ID)
-	}
-	return st
-}
-
 // countSnapshot reads, inside a change's transaction and after the show's row
 // is locked, what the show contributes before the change.
 func countSnapshot(ctx context.Context, tx bun.IDB, sh *Show) (countState, error) {

@@ -76,7 +76,14 @@ func (s *Service) record(ctx context.Context, tx bun.IDB, id int64, by *app.Prin
 		return nil, err
 	}
 	if before != nil {
-		if err := moveCounts(ctx, tx, *before, countedState(sh)); err != nil {
+		// The tags from show_tags, not from sh.Tags: sh's join with the
+		// tags table reads MySQL's snapshot, which misses a tag another
+		// transaction created after this one's first read.
+		after, err := countSnapshot(ctx, tx, sh)
+		if err != nil {
+			return nil, err
+		}
+		if err := moveCounts(ctx, tx, *before, after); err != nil {
 			return nil, err
 		}
 	}

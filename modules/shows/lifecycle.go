@@ -363,7 +363,11 @@ func (s *Service) Delete(ctx context.Context, id int64, by *app.Principal) (*Sho
 		if err != nil {
 			return err
 		}
-		if err := moveCounts(ctx, tx, countedState(sh), countState{}); err != nil {
+		before, err := countSnapshot(ctx, tx, sh)
+		if err != nil {
+			return err
+		}
+		if err := moveCounts(ctx, tx, before, countState{}); err != nil {
 			return err
 		}
 		types := []string{EventDeleted}

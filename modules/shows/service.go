@@ -333,6 +333,19 @@ func (s *Service) Create(ctx context.Context, by *app.Principal, in Input) (*Sho
 // the owner relation); staff use the lifecycle operations instead.
 func (s *Service) Update(ctx context.Context, id int64, by *app.Principal, in Input) (*Show, error) {
 	now := app.Now()
+	// New tags are created before the transaction, each committed, as in
+	// Create: a tag another request creates at the same moment would
+	// otherwise be invisible to this transaction's snapshot on MySQL, and
+	// the show read back after the change would miss it. (Refusals are
+	// decided in the transaction; a refused request leaves at most unused
+	// tags, as a refused create does.)
+	if in.Tags != nil {
+		if c, err := in.validate(false, now); err == nil && len(c.tags) > 0 {
+			if _, err := users.EnsureTags(ctx, s.db, c.tags); err != nil {
+				return nil, wrap("update", id, err)
+			}
+		}
+	}
 	// Replacing tags and grams can deadlock with another update on MySQL
 	// (gap locks); the loser runs again.
 	var evs []Event
