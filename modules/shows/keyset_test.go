@@ -3,8 +3,10 @@ package shows_test
 import (
 	"fmt"
 	"net/http"
+	"net/url"
 	"slices"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -18,6 +20,13 @@ import (
 // the tag when one is given, in list order (start, then id, newest first),
 // computed from the rows in Go.
 func (f *fixture) expectPage(t *testing.T, viewer int64, tag string, n int) []int64 {
+	t.Helper()
+	return f.expectFiltered(t, viewer, tag, "", n)
+}
+
+// expectFiltered is expectPage with a name filter (case-insensitive
+// substring; the test's names are ASCII).
+func (f *fixture) expectFiltered(t *testing.T, viewer int64, tag, term string, n int) []int64 {
 	t.Helper()
 	var rows []shows.Show
 	if err := f.svc.DB().NewSelect().Model(&rows).Scan(f.ctx); err != nil {
@@ -43,6 +52,9 @@ func (f *fixture) expectPage(t *testing.T, viewer int64, tag string, n int) []in
 			continue
 		}
 		if tag != "" && !tagged[sh.ID] {
+			continue
+		}
+		if term != "" && !strings.Contains(strings.ToLower(sh.Name), strings.ToLower(term)) {
 			continue
 		}
 		list = append(list, sh)
@@ -111,5 +123,69 @@ func TestDeepPagesSeek(t *testing.T) {
 			t.Fatal(err)
 		}
 		check("after off", otherTok, other.ID, "", 6, 7, 8, 12)
+	})
+}
+
+// TestNameFilterPages: pages and counts of a name filter, served from a
+// term's public matches kept per data generation, are exactly the rows'
+// — merged with the viewer's own private shows, and again after a rename,
+// a create, a take-off and a privacy change — on both databases.
+func TestNameFilterPages(t *testing.T) {
+	onairtest.EachBackend(t, func(t *testing.T, backend string) {
+		f := newFixture(t, backend)
+		owner, ownerTok := f.user("Filter Owner")
+		other, otherTok := f.user("Filter Other")
+		base := app.Now().Add(-500 * time.Hour)
+		var specs []seedSpec
+		names := []string{"Sunrise set", "SUNRISE", "Late sunrise", "Sunset", "Rise and sun"}
+		for i := range 180 {
+			sp := seedSpec{owner: owner.ID, name: fmt.Sprintf("%s %d", names[i%len(names)], i), start: base.Add(time.Duration(i/2) * time.Hour), complete: true}
+			sp.private = i%7 == 0
+			if i%3 == 0 {
+				sp.tags = []string{"dawn"}
+			}
+			specs = append(specs, sp)
+		}
+		ids := f.seed(t, specs)
+		check := func(step string, tok string, viewer int64, tag, term string, pages ...int) {
+			t.Helper()
+			for _, n := range pages {
+				path := fmt.Sprintf("/v1/shows?filter=%s&page=%d", url.QueryEscape(term), n)
+				if tag != "" {
+					path += "&tag=" + tag
+				}
+				got, m := f.listIDs(t, path, tok)
+				if want := f.expectFiltered(t, viewer, tag, term, n); !slices.Equal(got, want) {
+					t.Fatalf("%s: %s as %d: got %v, want %v", step, path, viewer, got, want)
+				}
+				all := 0
+				for p := 1; ; p++ {
+					part := f.expectFiltered(t, viewer, tag, term, p)
+					all += len(part)
+					if len(part) < shows.PageSize {
+						break
+					}
+				}
+				if c := int(m["count"].(float64)); c != all {
+					t.Fatalf("%s: %s as %d: count %d, want %d", step, path, viewer, c, all)
+				}
+			}
+		}
+		for _, step := range []string{"first", "again"} {
+			check(step, otherTok, other.ID, "", "sunrise", 1, 2, 3)
+			check(step, ownerTok, owner.ID, "", "sunrise", 1, 2, 3)
+			check(step, otherTok, other.ID, "dawn", "rise", 1, 2)
+		}
+		f.do(t, "PUT", fmt.Sprintf("/v1/shows/%d", ids[1]), ownerTok, map[string]any{"name": "Noon"}).Expect(t, http.StatusOK)
+		check("rename", otherTok, other.ID, "", "sunrise", 1, 2, 3)
+		f.create(t, otherTok, map[string]any{"name": "Fresh sunrise", "description": "d", "private": true})
+		check("create", otherTok, other.ID, "", "sunrise", 1, 2)
+		check("create, as owner", ownerTok, owner.ID, "", "sunrise", 1, 2)
+		if _, err := f.svc.SetOff(f.ctx, ids[2], true, nil); err != nil {
+			t.Fatal(err)
+		}
+		check("off", otherTok, other.ID, "", "sunrise", 1, 2)
+		f.do(t, "PUT", fmt.Sprintf("/v1/shows/%d", ids[7]), ownerTok, map[string]any{"private": false}).Expect(t, http.StatusOK)
+		check("public again", otherTok, other.ID, "", "sunrise", 1, 2, 3)
 	})
 }

@@ -67,16 +67,20 @@ func (s *Service) List(ctx context.Context, q ListQuery) ([]Show, int, error) {
 		}
 		q.Slug = slug
 	}
-	count, err := s.count(ctx, q, tagID, now)
+	count, ids, done, err := s.nameMatches(ctx, q, tagID, now)
 	if err != nil {
 		return nil, 0, err
 	}
-	if count == 0 || q.Page.Offset() >= count {
-		return nil, count, nil
-	}
-	ids, err := s.pageIDs(ctx, q, tagID, now)
-	if err != nil {
-		return nil, 0, err
+	if !done {
+		if count, err = s.count(ctx, q, tagID, now); err != nil {
+			return nil, 0, err
+		}
+		if count == 0 || q.Page.Offset() >= count {
+			return nil, count, nil
+		}
+		if ids, err = s.pageIDs(ctx, q, tagID, now); err != nil {
+			return nil, 0, err
+		}
 	}
 	if len(ids) == 0 {
 		return nil, count, nil

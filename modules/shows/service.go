@@ -39,6 +39,8 @@ type Service struct {
 
 	// pages remembers deep pages' boundaries (keyset.go).
 	pages pageCache
+	// matches keeps name filters' public matches (matches.go).
+	matches matchCache
 
 	// signMedia, set by the live module, turns the media URLs of a private
 	// show into signed, expiring ones.
