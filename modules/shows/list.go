@@ -216,7 +216,9 @@ func (s *Service) filtered(sel *bun.SelectQuery, q ListQuery, tagID int64, now t
 		sel = sel.Where("s.user_id = ?", q.UserID)
 	}
 	if q.Filter != "" {
-		sel = whereNameContains(sel, q.Filter)
+		// The viewer's own hidden shows are few and found on the user
+		// index: the gram index would only add its cost.
+		sel = whereNameContains(sel, q.Filter, vis != seeHidden)
 	}
 	if q.Slug != "" {
 		sel = sel.Where("s.slug = ?", q.Slug)

@@ -73,10 +73,10 @@ func addGrams(ctx context.Context, tx bun.IDB, showID int64, name string) error 
 }
 
 // whereNameContains adds the name filter: the gram index narrows the rows
-// when the term has three characters or more, and LIKE checks the exact
-// substring (shorter terms can only scan).
-func whereNameContains(sel *bun.SelectQuery, term string) *bun.SelectQuery {
-	if grams := NameGrams(term); len(grams) > 0 {
+// when the term has three characters or more (and useGrams), and LIKE
+// checks the exact substring (shorter terms can only scan).
+func whereNameContains(sel *bun.SelectQuery, term string, useGrams bool) *bun.SelectQuery {
+	if grams := NameGrams(term); useGrams && len(grams) > 0 {
 		sel = sel.Where("s.id IN (SELECT g.show_id FROM show_grams AS g WHERE g.gram IN (?) GROUP BY g.show_id HAVING COUNT(*) = ?)",
 			bun.List(grams), len(grams))
 	}
