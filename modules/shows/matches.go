@@ -3,6 +3,7 @@ package shows
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 )
@@ -116,13 +117,14 @@ func before(a, b matchRow) bool {
 }
 
 // matchRows reads the sort keys of the list's rows visible as vis, in list
-// order (at most limit when limit > 0).
+// order (when limit > 0, at most limit of them, any: a caller that gets
+// limit rows does not use them).
 func (s *Service) matchRows(ctx context.Context, q ListQuery, tagID int64, now time.Time, vis visibility, limit int) ([]matchRow, error) {
 	sel := s.filtered(s.listFrom(q, vis), q, tagID, now, vis)
 	if tagID != 0 {
-		sel = sel.ColumnExpr("st.show_id AS id, st.start AS start").OrderExpr("st.start DESC, st.show_id DESC")
+		sel = sel.ColumnExpr("st.show_id AS id, st.start AS start")
 	} else {
-		sel = sel.ColumnExpr("s.id AS id, s.start AS start").OrderExpr("s.start DESC, s.id DESC")
+		sel = sel.ColumnExpr("s.id AS id, s.start AS start")
 	}
 	if limit > 0 {
 		sel = sel.Limit(int64(limit))
@@ -131,5 +133,16 @@ func (s *Service) matchRows(ctx context.Context, q ListQuery, tagID int64, now t
 	if err := sel.Scan(ctx, &rows); err != nil {
 		return nil, fmt.Errorf("shows: list: name matches: %w", err)
 	}
+	// Sorted here: MySQL's sort of the matches costs more than reading
+	// them (0.30 s against 0.11 s for 10,000 at a million shows).
+	slices.SortFunc(rows, func(a, b matchRow) int {
+		switch {
+		case before(a, b):
+			return -1
+		case before(b, a):
+			return 1
+		}
+		return 0
+	})
 	return rows, nil
 }
