@@ -168,9 +168,9 @@ func upsertCounts(ctx context.Context, tx bun.IDB, keys []countKey, ns []int64) 
 
 // RebuildCounts recomputes show_counts from shows and show_tags, in one
 // transaction. Migration 0019 runs it once; it is also for data loaded
-// around the service (bench/shows's seed) and for an operator who suspects
-// the counts (`onair shows recount`). Changes committed while it runs wait
-// for it on MySQL (it locks the counts table's rows it replaces).
+// around the service (bench/shows's seed, a tag merge). It runs in one
+// transaction: on MySQL, changes that reach show_counts while it runs wait
+// for it (it holds the rows it replaces).
 func RebuildCounts(ctx context.Context, db bun.IDB) error {
 	flags := strings.Join(prefixed("s.", countColumns), ", ")
 	run := func(ctx context.Context, tx bun.IDB) error {
