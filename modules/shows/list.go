@@ -260,6 +260,9 @@ func (s *Service) count(ctx context.Context, q ListQuery, tagID int64, now time.
 		if q.countable(vis) {
 			return s.countFromSummary(ctx, q, tagID, vis)
 		}
+		if q.Scheduled != nil && *q.Scheduled && q.UserID == 0 && (vis == seePublic || vis == seeAll) {
+			return s.scheduledCount(ctx, q, tagID, now, vis)
+		}
 		n, err := s.filtered(s.listFrom(q, vis), q, tagID, now, vis).Count(ctx)
 		if err != nil {
 			return 0, fmt.Errorf("shows: list: count: %w", err)

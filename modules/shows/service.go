@@ -41,6 +41,8 @@ type Service struct {
 	pages pageCache
 	// matches keeps name filters' public matches (matches.go).
 	matches matchCache
+	// scheduled keeps scheduled=true counts (scheduled.go).
+	scheduled scheduledCache
 
 	// signMedia, set by the live module, turns the media URLs of a private
 	// show into signed, expiring ones.
