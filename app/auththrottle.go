@@ -23,6 +23,13 @@ import (
 // minute per allowance, and the database nothing. Requests with a valid
 // token do not count; their budget is the per-token limiter's.
 //
+// The success path costs no I/O: the counter (Redis on a cluster) is only
+// written when a check fails, and INCR's answer tells the node that the
+// address is over its allowance; the node then keeps the address's block
+// in memory until the window ends and answers its requests 429 without
+// asking anyone. Another node learns of the block at the address's next
+// failure there (one more token lookup per node and window).
+//
 // The counter is Fiber's limiter's idea (a fixed window per key) but needs
 // an atomic increment that is read before the request is judged, which the
 // limiter's get-then-set storage does not give across nodes: with Redis it
@@ -34,22 +41,25 @@ type authThrottle struct {
 	counter   failureCounter
 	log       *slog.Logger
 	throttled prometheus.Counter
+
+	mu        sync.Mutex
+	blocked   map[string]time.Time // address → end of its window
+	nextSweep time.Time
 }
 
 // failureCounter counts failures per key in fixed windows.
 type failureCounter interface {
-	// count returns the failures of key in its current window and the
-	// time left in it.
-	count(ctx context.Context, key string) (int, time.Duration, error)
-	// add records one failure of key.
-	add(ctx context.Context, key string) error
+	// add records one failure of key and returns the failures of key in
+	// its current window, this one included, and the time left in it.
+	add(ctx context.Context, key string) (int, time.Duration, error)
 }
 
 func newAuthThrottle(core *Core) (*authThrottle, error) {
 	t := &authThrottle{
-		max:    core.Config.AuthFailures,
-		window: time.Minute,
-		log:    core.Log,
+		max:     core.Config.AuthFailures,
+		window:  time.Minute,
+		log:     core.Log,
+		blocked: map[string]time.Time{},
 		throttled: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "onair_auth_throttled_total",
 			Help: "/v1 requests answered 429 because their client address failed authentication too often (ONAIR_AUTH_FAILURES).",
@@ -70,24 +80,69 @@ func newAuthThrottle(core *Core) (*authThrottle, error) {
 // 401s of the token check that runs after it.
 func (t *authThrottle) middleware() fiber.Handler {
 	return func(c *fiber.Ctx) error {
+		if left := t.blockedFor(c.IP()); left > 0 {
+			return t.refuse(left)
+		}
+		err := c.Next()
+		if !failedAuth(err) {
+			return err
+		}
 		key := ClientKey(c.IP())
-		n, left, err := t.counter.count(c.UserContext(), key)
-		if err != nil {
+		n, left, aerr := t.counter.add(c.UserContext(), key)
+		if aerr != nil {
 			// The throttle is a guard, not a gate: with Redis away the
 			// token check still protects the API.
-			t.log.Warn("auth throttle: read failed", "err", err)
-		} else if n >= t.max {
-			t.throttled.Inc()
-			return TooManyRequests("too many failed authentications from this address", max(1, int((left+time.Second-1)/time.Second)))
+			t.log.Warn("auth throttle: count failed", "err", aerr)
+			return err
 		}
-		err = c.Next()
-		if failedAuth(err) {
-			if aerr := t.counter.add(c.UserContext(), key); aerr != nil {
-				t.log.Warn("auth throttle: count failed", "err", aerr)
-			}
+		if n >= t.max {
+			t.block(key, left)
+		}
+		if n > t.max {
+			// Over the allowance already (counted on another node).
+			return t.refuse(left)
 		}
 		return err
 	}
+}
+
+func (t *authThrottle) refuse(left time.Duration) error {
+	t.throttled.Inc()
+	return TooManyRequests("too many failed authentications from this address", max(1, int((left+time.Second-1)/time.Second)))
+}
+
+// blockedFor is the time left in the block of an address this node knows
+// of; 0 when none.
+func (t *authThrottle) blockedFor(ip string) time.Duration {
+	t.mu.Lock()
+	if len(t.blocked) == 0 {
+		t.mu.Unlock()
+		return 0
+	}
+	t.mu.Unlock()
+	key := ClientKey(ip)
+	t.mu.Lock()
+	until, ok := t.blocked[key]
+	t.mu.Unlock()
+	if !ok {
+		return 0
+	}
+	return time.Until(until)
+}
+
+func (t *authThrottle) block(key string, left time.Duration) {
+	now := time.Now()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if now.After(t.nextSweep) {
+		for k, until := range t.blocked {
+			if !now.Before(until) {
+				delete(t.blocked, k)
+			}
+		}
+		t.nextSweep = now.Add(t.window)
+	}
+	t.blocked[key] = now.Add(left)
 }
 
 // failedAuth tells whether the token check refused the request.
@@ -110,18 +165,7 @@ type memoryFailures struct {
 	nextSweep time.Time
 }
 
-func (m *memoryFailures) count(_ context.Context, key string) (int, time.Duration, error) {
-	now := time.Now()
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	w := m.windows[key]
-	if w == nil || !now.Before(w.until) {
-		return 0, 0, nil
-	}
-	return w.n, w.until.Sub(now), nil
-}
-
-func (m *memoryFailures) add(_ context.Context, key string) error {
+func (m *memoryFailures) add(_ context.Context, key string) (int, time.Duration, error) {
 	now := time.Now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -139,7 +183,7 @@ func (m *memoryFailures) add(_ context.Context, key string) error {
 		m.windows[key] = w
 	}
 	w.n++
-	return nil
+	return w.n, w.until.Sub(now), nil
 }
 
 // redisFailures shares the windows between nodes: a key per address that
@@ -150,29 +194,15 @@ type redisFailures struct {
 	window time.Duration
 }
 
-func (r *redisFailures) count(ctx context.Context, key string) (int, time.Duration, error) {
-	pipe := r.rdb.Pipeline()
-	get := pipe.Get(ctx, r.prefix+key)
-	ttl := pipe.PTTL(ctx, r.prefix+key)
-	if _, err := pipe.Exec(ctx); err != nil && err != redis.Nil {
-		return 0, 0, err
-	}
-	n, err := get.Int()
-	if err == redis.Nil {
-		return 0, 0, nil
-	}
-	if err != nil {
-		return 0, 0, err
-	}
-	return n, max(ttl.Val(), 0), nil
-}
-
-func (r *redisFailures) add(ctx context.Context, key string) error {
+func (r *redisFailures) add(ctx context.Context, key string) (int, time.Duration, error) {
 	// The first failure opens the window (SET NX with its expiry); every
 	// failure, that one included, counts.
 	pipe := r.rdb.TxPipeline()
 	pipe.SetNX(ctx, r.prefix+key, 0, r.window)
-	pipe.Incr(ctx, r.prefix+key)
-	_, err := pipe.Exec(ctx)
-	return err
+	n := pipe.Incr(ctx, r.prefix+key)
+	ttl := pipe.PTTL(ctx, r.prefix+key)
+	if _, err := pipe.Exec(ctx); err != nil {
+		return 0, 0, err
+	}
+	return int(n.Val()), max(ttl.Val(), 0), nil
 }

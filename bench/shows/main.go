@@ -31,6 +31,7 @@ import (
 	"github.com/onair/onair/app"
 	"github.com/onair/onair/bench/internal/benchkit"
 	_ "github.com/onair/onair/modules"
+	"github.com/onair/onair/modules/shows"
 	"github.com/onair/onair/modules/users"
 )
 
@@ -117,6 +118,11 @@ func run(dbURL string, nShows, nUsers int, reseed bool, duration time.Duration, 
 		if err := seed(ctx, core.DB.DB, nUsers, nShows); err != nil {
 			return fmt.Errorf("seed: %w", err)
 		}
+		// The seed writes around the service: the maintained list
+		// counts are computed from the rows once.
+		if err := shows.RebuildCounts(ctx, core.DB); err != nil {
+			return err
+		}
 		fmt.Printf("seeded %d users and %d shows in %s\n", nUsers, nShows, time.Since(start).Round(time.Second))
 		if _, err := core.DB.ExecContext(ctx, "ANALYZE TABLE shows, show_tags, users, tags"); err != nil {
 			return err
@@ -169,14 +175,21 @@ func run(dbURL string, nShows, nUsers int, reseed bool, duration time.Duration, 
 		if i > 0 && only != "" && !strings.Contains(sc.name, only) {
 			continue
 		}
+		// First request of a freshly booted server: new connection
+		// pool, empty token cache and no warmed state of OnAir's own
+		// (the database's buffer pool stays as the run left it).
+		fresh, err := freshStart(ctx, cfg, token, sc.path(rand.New(rand.NewPCG(1, 2))))
+		if err != nil {
+			return fmt.Errorf("%s: fresh start: %w", sc.name, err)
+		}
 		lr, err := benchkit.Load(ctx, client, token, func(r *rand.Rand) string { return base + sc.path(r) }, duration, workers)
 		if err != nil {
 			return fmt.Errorf("%s: %w", sc.name, err)
 		}
-		res := result{name: sc.name, LoadResult: lr}
+		res := result{name: sc.name, LoadResult: lr, fresh: fresh}
 		results = append(results, res)
-		fmt.Fprintf(os.Stderr, "%-48s cold %7.2f ms  p50 %7.2f ms  p99 %7.2f ms  %8.0f req/s\n",
-			res.name, benchkit.Ms(res.Cold), benchkit.Ms(res.P50), benchkit.Ms(res.P99), res.RPS)
+		fmt.Fprintf(os.Stderr, "%-48s fresh %7.2f ms  cold %7.2f ms  p50 %7.2f ms  p99 %7.2f ms  %8.0f req/s\n",
+			res.name, benchkit.Ms(res.fresh), benchkit.Ms(res.Cold), benchkit.Ms(res.P50), benchkit.Ms(res.P99), res.RPS)
 	}
 	printTable(results, nShows, workers, duration)
 	return nil
@@ -194,18 +207,57 @@ func fixed(name, path string) scenario {
 }
 
 type result struct {
-	name string
+	name  string
+	fresh time.Duration // first request after a fresh boot
 	benchkit.LoadResult
+}
+
+// freshStart boots a second OnAir on the same database with its own
+// listener (a fresh core: migrations checked, modules provisioned, empty
+// caches), times its first answer to path, and shuts it down.
+func freshStart(ctx context.Context, base *app.Config, token, path string) (time.Duration, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	cfg := *base
+	cfg.HTTPAddr = ln.Addr().String()
+	cfg.PublicURL = "http://" + ln.Addr().String()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	core, err := app.Boot(ctx, &cfg, app.BootOptions{Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		ln.Close()
+		return 0, err
+	}
+	defer core.Close()
+	srv, err := app.NewServer(core)
+	if err != nil {
+		ln.Close()
+		return 0, err
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, ln) }()
+	defer func() { cancel(); <-done }()
+	client := &http.Client{Transport: &http.Transport{}, Timeout: 60 * time.Second}
+	defer client.CloseIdleConnections()
+	// Serve starts the modules before it accepts: wait for /healthz
+	// (outside the API, no database) so the timed request is the first
+	// one the API answers, not the boot.
+	if _, err := benchkit.Get(client, cfg.PublicURL+"/healthz", ""); err != nil {
+		return 0, err
+	}
+	return benchkit.Get(client, cfg.PublicURL+path, token)
 }
 
 func printTable(results []result, nShows, workers int, d time.Duration) {
 	ceiling := results[0]
 	fmt.Printf("\n%d shows, %d client workers on 127.0.0.1, %s per scenario after 1 s warm-up.\n\n", nShows, workers, d)
-	fmt.Println("| Request | cold (ms) | p50 (ms) | p99 (ms) | req/s | p50 ÷ ceiling p50 | req/s ÷ ceiling req/s |")
-	fmt.Println("|---|---:|---:|---:|---:|---:|---:|")
+	fmt.Println("| Request | fresh start, first request (ms) | cold (ms) | p50 (ms) | p99 (ms) | req/s | p50 ÷ ceiling p50 | req/s ÷ ceiling req/s |")
+	fmt.Println("|---|---:|---:|---:|---:|---:|---:|---:|")
 	for _, r := range results {
-		fmt.Printf("| %s | %.2f | %.2f | %.2f | %.0f | %.1f× | %.3f |\n",
-			r.name, benchkit.Ms(r.Cold), benchkit.Ms(r.P50), benchkit.Ms(r.P99), r.RPS, float64(r.P50)/float64(ceiling.P50), r.RPS/ceiling.RPS)
+		fmt.Printf("| %s | %.2f | %.2f | %.2f | %.2f | %.0f | %.1f× | %.3f |\n",
+			r.name, benchkit.Ms(r.fresh), benchkit.Ms(r.Cold), benchkit.Ms(r.P50), benchkit.Ms(r.P99), r.RPS, float64(r.P50)/float64(ceiling.P50), r.RPS/ceiling.RPS)
 	}
 }
 

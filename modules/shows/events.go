@@ -66,11 +66,26 @@ func (s *Service) SubscribeTx(fn func(ctx context.Context, tx bun.IDB, ev Event)
 // record writes, inside the change's transaction tx, the outbox row of
 // each event type for the show id (read in tx, after the change) and runs
 // the transaction hooks. It returns the events deliver sends after the
-// commit.
-func (s *Service) record(ctx context.Context, tx bun.IDB, id int64, by *app.Principal, types ...string) ([]Event, error) {
+// commit. before, when the change can move a counted flag or a tag, is
+// what the show contributed to show_counts before it (countSnapshot; a zero
+// countState for a new show): the counts move to the state read here in
+// the same transaction (counts.go).
+func (s *Service) record(ctx context.Context, tx bun.IDB, id int64, by *app.Principal, before *countState, types ...string) ([]Event, error) {
 	sh, err := s.get(ctx, tx, id)
 	if err != nil {
 		return nil, err
+	}
+	if before != nil {
+		// The tags from show_tags, not from sh.Tags: sh's join with the
+		// tags table reads MySQL's snapshot, which misses a tag another
+		// transaction created after this one's first read.
+		after, err := countSnapshot(ctx, tx, sh)
+		if err != nil {
+			return nil, err
+		}
+		if err := moveCounts(ctx, tx, *before, after); err != nil {
+			return nil, err
+		}
 	}
 	return s.recordShow(ctx, tx, sh, by, types...)
 }
@@ -94,6 +109,10 @@ func (s *Service) recordShow(ctx context.Context, tx bun.IDB, sh *Show, by *app.
 			}
 		}
 		evs = append(evs, ev)
+	}
+	// Last write of the change: the lists' data generation (keyset.go).
+	if err := bumpGeneration(ctx, tx); err != nil {
+		return nil, err
 	}
 	return evs, nil
 }

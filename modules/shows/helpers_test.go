@@ -321,6 +321,10 @@ func (f *fixture) seed(t *testing.T, specs []seedSpec) []int64 {
 			t.Fatalf("seed show_grams: %v", err)
 		}
 	}
+	// Rows written around the service: the maintained counts are rebuilt.
+	if err := shows.RebuildCounts(f.ctx, db); err != nil {
+		t.Fatalf("seed counts: %v", err)
+	}
 	return ids
 }
 

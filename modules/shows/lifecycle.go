@@ -83,13 +83,17 @@ func (s *Service) GoLive(ctx context.Context, showID int64, media Media) (*Show,
 	now := app.Now()
 	event := EventLive
 	var evs []Event
-	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+	err := s.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
 		sh, err := lockShow(ctx, tx, showID)
 		if err != nil {
 			return err
 		}
 		if sh.Complete || sh.Off {
 			return ErrRefused
+		}
+		before, err := countSnapshot(ctx, tx, sh)
+		if err != nil {
+			return err
 		}
 		cols := []string{"disconnected_at", "updated_at"}
 		sh.DisconnectedAt, sh.UpdatedAt = nil, now
@@ -121,7 +125,7 @@ func (s *Service) GoLive(ctx context.Context, showID int64, media Media) (*Show,
 				return err
 			}
 		}
-		evs, err = s.record(ctx, tx, showID, nil, event)
+		evs, err = s.record(ctx, tx, showID, nil, &before, event)
 		return err
 	})
 	if err != nil {
@@ -152,7 +156,7 @@ func (s *Service) PublisherLeft(ctx context.Context, showID int64) error {
 func (s *Service) Stop(ctx context.Context, showID int64, by *app.Principal) (*Show, error) {
 	now := app.Now()
 	var evs []Event
-	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+	err := s.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
 		sh, err := s.lockFor(ctx, tx, showID, by, "stop")
 		if err != nil {
 			return err
@@ -160,10 +164,14 @@ func (s *Service) Stop(ctx context.Context, showID int64, by *app.Principal) (*S
 		if !sh.Live {
 			return ErrNotLive
 		}
+		before, err := countSnapshot(ctx, tx, sh)
+		if err != nil {
+			return err
+		}
 		if err := saveStop(ctx, tx, sh, now); err != nil {
 			return err
 		}
-		evs, err = s.record(ctx, tx, showID, by, EventStopped)
+		evs, err = s.record(ctx, tx, showID, by, &before, EventStopped)
 		return err
 	})
 	if err != nil {
@@ -205,7 +213,7 @@ func saveStop(ctx context.Context, tx bun.IDB, sh *Show, now time.Time) error {
 func (s *Service) Archive(ctx context.Context, showID int64, media Media) (*Show, error) {
 	now := app.Now()
 	var evs []Event
-	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+	err := s.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
 		sh, err := lockShow(ctx, tx, showID)
 		if err != nil {
 			return err
@@ -215,6 +223,10 @@ func (s *Service) Archive(ctx context.Context, showID int64, media Media) (*Show
 			return ErrRadioArchive
 		case !sh.Complete:
 			return ErrNotComplete
+		}
+		before, err := countSnapshot(ctx, tx, sh)
+		if err != nil {
+			return err
 		}
 		sh.Archive, sh.VideoURL, sh.AudioURL = true, media.VideoURL, media.AudioURL
 		if media.Duration != nil {
@@ -226,7 +238,7 @@ func (s *Service) Archive(ctx context.Context, showID int64, media Media) (*Show
 		if _, err := tx.NewUpdate().Model(sh).Column("archive", "video_url", "audio_url", "duration", "thumbnail_label", "updated_at").WherePK().Exec(ctx); err != nil {
 			return err
 		}
-		evs, err = s.record(ctx, tx, showID, nil, EventArchived)
+		evs, err = s.record(ctx, tx, showID, nil, &before, EventArchived)
 		return err
 	})
 	if err != nil {
@@ -246,8 +258,12 @@ func (s *Service) SetOff(ctx context.Context, id int64, off bool, by *app.Princi
 	}
 	now := app.Now()
 	var evs []Event
-	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+	err := s.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
 		sh, err := lockShow(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		before, err := countSnapshot(ctx, tx, sh)
 		if err != nil {
 			return err
 		}
@@ -262,7 +278,7 @@ func (s *Service) SetOff(ctx context.Context, id int64, off bool, by *app.Princi
 		if _, err := tx.NewUpdate().Model(sh).Column("off", "updated_at").WherePK().Exec(ctx); err != nil {
 			return err
 		}
-		evs, err = s.record(ctx, tx, id, by, types...)
+		evs, err = s.record(ctx, tx, id, by, &before, types...)
 		return err
 	})
 	if err != nil {
@@ -279,13 +295,21 @@ func (s *Service) SetFeatured(ctx context.Context, id int64, featured bool, by *
 		}
 	}
 	var evs []Event
-	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		_, err := tx.NewUpdate().Model((*Show)(nil)).
+	err := s.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+		sh, err := lockShow(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		before, err := countSnapshot(ctx, tx, sh)
+		if err != nil {
+			return err
+		}
+		_, err = tx.NewUpdate().Model((*Show)(nil)).
 			Set("featured = ?", featured).Set("updated_at = ?", app.Now()).Where("id = ?", id).Exec(ctx)
 		if err != nil {
 			return err
 		}
-		evs, err = s.record(ctx, tx, id, by, EventUpdated)
+		evs, err = s.record(ctx, tx, id, by, &before, EventUpdated)
 		return err
 	})
 	if err != nil {
@@ -298,7 +322,7 @@ func (s *Service) SetFeatured(ctx context.Context, id int64, featured bool, by *
 // unchanged). The live module calls it once it has grabbed frames.
 func (s *Service) SetThumbnails(ctx context.Context, id int64, image, gif *string) error {
 	var evs []Event
-	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+	err := s.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
 		q := tx.NewUpdate().Model((*Show)(nil)).Set("updated_at = ?", app.Now()).Where("id = ?", id)
 		if image != nil {
 			q = q.Set("image_url = ?", *image)
@@ -313,7 +337,7 @@ func (s *Service) SetThumbnails(ctx context.Context, id int64, image, gif *strin
 		if n, _ := res.RowsAffected(); n == 0 {
 			return ErrNotFound
 		}
-		evs, err = s.record(ctx, tx, id, nil, EventUpdated)
+		evs, err = s.record(ctx, tx, id, nil, nil, EventUpdated)
 		return err
 	})
 	if err != nil {
@@ -331,12 +355,19 @@ func (s *Service) SetThumbnails(ctx context.Context, id int64, image, gif *strin
 func (s *Service) Delete(ctx context.Context, id int64, by *app.Principal) (*Show, error) {
 	now := app.Now()
 	var evs []Event
-	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+	err := s.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
 		if _, err := s.lockFor(ctx, tx, id, by, "delete"); err != nil {
 			return err
 		}
 		sh, err := s.get(ctx, tx, id)
 		if err != nil {
+			return err
+		}
+		before, err := countSnapshot(ctx, tx, sh)
+		if err != nil {
+			return err
+		}
+		if err := moveCounts(ctx, tx, before, countState{}); err != nil {
 			return err
 		}
 		types := []string{EventDeleted}
@@ -359,6 +390,12 @@ func (s *Service) Delete(ctx context.Context, id int64, by *app.Principal) (*Sho
 		return nil, wrapLifecycle("delete", id, err)
 	}
 	return s.after(ctx, evs), nil
+}
+
+// inTx runs a change in a transaction, again when MySQL reports a
+// deadlock (two changes meeting on show_counts rows they both create).
+func (s *Service) inTx(ctx context.Context, fn func(ctx context.Context, tx bun.Tx) error) error {
+	return app.RunInTxRetry(ctx, s.db, 3, func(ctx context.Context, tx bun.Tx, _ int) error { return fn(ctx, tx) })
 }
 
 // lockFor locks a show for an action by a caller: a show the caller cannot

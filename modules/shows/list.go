@@ -3,7 +3,6 @@ package shows
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -68,24 +67,20 @@ func (s *Service) List(ctx context.Context, q ListQuery) ([]Show, int, error) {
 		}
 		q.Slug = slug
 	}
-	count, err := s.count(ctx, q, tagID, now)
+	count, ids, done, err := s.nameMatches(ctx, q, tagID, now)
 	if err != nil {
 		return nil, 0, err
 	}
-	if count == 0 || q.Page.Offset() >= count {
-		return nil, count, nil
-	}
-	// Page the ids first on the narrow indexes, then load those rows with
-	// their owners and tags.
-	var ids []int64
-	sel := s.filtered(s.db.NewSelect().Model((*Show)(nil)), q, tagID, now, visibleTo(q.Viewer))
-	if tagID != 0 {
-		sel = sel.Column("st.show_id").OrderExpr("st.start DESC, st.show_id DESC")
-	} else {
-		sel = sel.Column("s.id").OrderExpr("s.start DESC, s.id DESC")
-	}
-	if err := sel.Limit(int64(q.Page.Size)).Offset(int64(q.Page.Offset())).Scan(ctx, &ids); err != nil {
-		return nil, 0, fmt.Errorf("shows: list: %w", err)
+	if !done {
+		if count, err = s.count(ctx, q, tagID, now); err != nil {
+			return nil, 0, err
+		}
+		if count == 0 || q.Page.Offset() >= count {
+			return nil, count, nil
+		}
+		if ids, err = s.pageIDs(ctx, q, tagID, now); err != nil {
+			return nil, 0, err
+		}
 	}
 	if len(ids) == 0 {
 		return nil, count, nil
@@ -107,6 +102,67 @@ func (s *Service) List(ctx context.Context, q ListQuery) ([]Show, int, error) {
 		}
 	}
 	return list, count, nil
+}
+
+// pageIDs pages the ids first on the narrow indexes (List then loads those
+// rows with their owners and tags). A deep page seeks from a remembered
+// page boundary where it can (keyset.go).
+func (s *Service) pageIDs(ctx context.Context, q ListQuery, tagID int64, now time.Time) ([]int64, error) {
+	size, skip := q.Page.Size, q.Page.Offset()
+	deep := q.Page.Number >= seekMinPage && (q.Scheduled == nil || !*q.Scheduled)
+	var (
+		key  string
+		gen  int64
+		from *pageBound
+	)
+	if deep {
+		var err error
+		if gen, err = s.generation(ctx); err != nil {
+			return nil, err
+		}
+		key = q.pageKey(tagID)
+		if b, p, ok := s.pages.nearest(key, gen, q.Page.Number); ok {
+			from, skip = &b, (q.Page.Number-1-p)*size
+		}
+	}
+	// A deep page also reads the row before it, the end of the page
+	// before, so the same page asked again seeks straight to it.
+	withPrev := deep && skip > 0
+	limit, offset := size, skip
+	if withPrev {
+		limit, offset = size+1, skip-1
+	}
+	sel := s.filtered(s.listFrom(q, visibleTo(q.Viewer)), q, tagID, now, visibleTo(q.Viewer))
+	if tagID != 0 {
+		sel = sel.ColumnExpr("st.show_id AS id, st.start AS start").OrderExpr("st.start DESC, st.show_id DESC")
+	} else {
+		sel = sel.ColumnExpr("s.id AS id, s.start AS start").OrderExpr("s.start DESC, s.id DESC")
+	}
+	if from != nil {
+		sel = afterBound(sel, tagID != 0, *from)
+	}
+	var rows []struct {
+		ID    int64     `bun:"id"`
+		Start time.Time `bun:"start"`
+	}
+	if err := sel.Limit(int64(limit)).Offset(int64(offset)).Scan(ctx, &rows); err != nil {
+		return nil, fmt.Errorf("shows: list: %w", err)
+	}
+	if withPrev && len(rows) > 0 {
+		if q.Page.Number > 1 {
+			s.pages.remember(key, gen, q.Page.Number-1, pageBound{rows[0].Start, rows[0].ID})
+		}
+		rows = rows[1:]
+	}
+	if deep && len(rows) == size {
+		last := rows[len(rows)-1]
+		s.pages.remember(key, gen, q.Page.Number, pageBound{last.Start, last.ID})
+	}
+	ids := make([]int64, len(rows))
+	for i, r := range rows {
+		ids[i] = r.ID
+	}
+	return ids, nil
 }
 
 // check applies the text rule (app.TextProblem) to the text filters: a
@@ -160,7 +216,9 @@ func (s *Service) filtered(sel *bun.SelectQuery, q ListQuery, tagID int64, now t
 		sel = sel.Where("s.user_id = ?", q.UserID)
 	}
 	if q.Filter != "" {
-		sel = whereNameContains(sel, q.Filter)
+		// The viewer's own hidden shows are few and found on the user
+		// index: the gram index would only add its cost.
+		sel = whereNameContains(sel, q.Filter, vis != seeHidden)
 	}
 	if q.Slug != "" {
 		sel = sel.Where("s.slug = ?", q.Slug)
@@ -192,13 +250,20 @@ func (s *Service) filtered(sel *bun.SelectQuery, q ListQuery, tagID int64, now t
 	return sel
 }
 
-// count is the size of the result set. For a viewer it is the public
-// shows plus the viewer's own hidden ones: the public part is the same for
-// every viewer, so a large one (at least countCacheMin) is cached for
-// countCacheTTL; the viewer's part is always exact and cheap (user index).
+// count is the size of the result set, exact. Where the maintained
+// counts answer the filters (ListQuery.countable) it is a SUM over a few
+// show_counts rows; otherwise a COUNT on the list's indexes (name, slug and
+// time filters, one owner's shows, scheduled=true). For a viewer it is the
+// public shows plus the viewer's own hidden ones (user index, small).
 func (s *Service) count(ctx context.Context, q ListQuery, tagID int64, now time.Time) (int, error) {
 	run := func(ctx context.Context, vis visibility) (int, error) {
-		n, err := s.filtered(s.db.NewSelect().Model((*Show)(nil)), q, tagID, now, vis).Count(ctx)
+		if q.countable(vis) {
+			return s.countFromSummary(ctx, q, tagID, vis)
+		}
+		if q.Scheduled != nil && *q.Scheduled && q.UserID == 0 && (vis == seePublic || vis == seeAll) {
+			return s.scheduledCount(ctx, q, tagID, now, vis)
+		}
+		n, err := s.filtered(s.listFrom(q, vis), q, tagID, now, vis).Count(ctx)
 		if err != nil {
 			return 0, fmt.Errorf("shows: list: count: %w", err)
 		}
@@ -211,7 +276,7 @@ func (s *Service) count(ctx context.Context, q ListQuery, tagID int64, now time.
 		// One owner's shows: small, exact.
 		return run(ctx, seeVisible)
 	}
-	public, err := s.counts.get(ctx, q.cacheKey(tagID), func(ctx context.Context) (int, error) { return run(ctx, seePublic) })
+	public, err := run(ctx, seePublic)
 	if err != nil {
 		return 0, err
 	}
@@ -220,117 +285,4 @@ func (s *Service) count(ctx context.Context, q ListQuery, tagID int64, now time.
 		return 0, err
 	}
 	return public + own, nil
-}
-
-// cacheKey identifies the viewer-independent filters of q.
-func (q ListQuery) cacheKey(tagID int64) string {
-	b := func(v *bool) string {
-		if v == nil {
-			return "-"
-		}
-		return fmt.Sprint(*v)
-	}
-	t := func(v *time.Time) string {
-		if v == nil {
-			return "-"
-		}
-		return v.UTC().Format(time.RFC3339)
-	}
-	return fmt.Sprintf("%q|%q|%d|%s|%s|%s|%s|%s|%s|%s|%s|%v",
-		q.Filter, q.Slug, tagID, t(q.From), t(q.To), b(q.Scheduled), b(q.Live), b(q.Archive), b(q.Featured), b(q.Radio), b(q.Off), q.RanOnly)
-}
-
-// Counts of at least countCacheMin shows are cached per process: counting
-// a million index entries costs far more than the page itself, and a count
-// that large is not read to the unit. A cached count is served for
-// countCacheTTL, then served stale (up to countStaleMax) while one
-// goroutine recounts in the background; concurrent misses of one key wait
-// for a single count. Smaller counts are always exact.
-const (
-	countCacheMin  = 10_000
-	countCacheTTL  = 5 * time.Second
-	countStaleMax  = time.Minute
-	countCacheSize = 4096
-	countTimeout   = 30 * time.Second
-)
-
-type countCache struct {
-	mu sync.Mutex
-	m  map[string]*countEntry
-}
-
-type countEntry struct {
-	ready      chan struct{} // closed once n/err are set
-	n          int
-	err        error
-	at         time.Time
-	refreshing bool
-}
-
-func (c *countCache) get(ctx context.Context, key string, count func(context.Context) (int, error)) (int, error) {
-	now := time.Now()
-	c.mu.Lock()
-	if c.m == nil || len(c.m) >= countCacheSize {
-		c.m = make(map[string]*countEntry)
-	}
-	e := c.m[key]
-	if e != nil {
-		select {
-		case <-e.ready:
-			age := now.Sub(e.at)
-			if e.err == nil && age < countCacheTTL {
-				c.mu.Unlock()
-				return e.n, nil
-			}
-			if e.err == nil && age < countStaleMax {
-				if !e.refreshing {
-					e.refreshing = true
-					go c.refresh(key, e, count)
-				}
-				c.mu.Unlock()
-				return e.n, nil
-			}
-			e = nil // failed or too old: count again
-		default:
-			c.mu.Unlock()
-			select {
-			case <-e.ready:
-				return e.n, e.err
-			case <-ctx.Done():
-				return 0, ctx.Err()
-			}
-		}
-	}
-	e = &countEntry{ready: make(chan struct{})}
-	c.m[key] = e
-	c.mu.Unlock()
-	n, err := count(ctx)
-	c.mu.Lock()
-	e.n, e.err, e.at = n, err, time.Now()
-	close(e.ready)
-	if (err != nil || n < countCacheMin) && c.m[key] == e {
-		delete(c.m, key)
-	}
-	c.mu.Unlock()
-	return n, err
-}
-
-// refresh recounts a stale entry in the background.
-func (c *countCache) refresh(key string, old *countEntry, count func(context.Context) (int, error)) {
-	ctx, cancel := context.WithTimeout(context.Background(), countTimeout)
-	defer cancel()
-	n, err := count(ctx)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	old.refreshing = false
-	if err != nil || c.m[key] != old {
-		return
-	}
-	if n < countCacheMin {
-		delete(c.m, key)
-		return
-	}
-	fresh := &countEntry{ready: make(chan struct{}), n: n, at: time.Now()}
-	close(fresh.ready)
-	c.m[key] = fresh
 }

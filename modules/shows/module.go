@@ -19,7 +19,17 @@ import (
 	"github.com/onair/onair/modules/users"
 )
 
-func init() { app.Register(&Module{}) }
+func init() {
+	app.Register(&Module{})
+	// A tag merge re-points show_tags: the counts per tag follow (when
+	// the counts exist yet; migration 0020 fills them otherwise).
+	users.OnTagsMerged(func(ctx context.Context, db bun.IDB) error {
+		if ok, err := users.TableExists(ctx, db, "show_counts"); err != nil || !ok {
+			return err
+		}
+		return RebuildCounts(ctx, db)
+	})
+}
 
 // Module is the shows module. After Provision, Service is ready for other
 // modules (live, chat, admin) to use; From finds it.
@@ -78,7 +88,7 @@ func (*Module) Name() string { return "shows" }
 
 // Models: the m2m join model first, as Bun requires.
 func (*Module) Models() []any {
-	return []any{(*ShowTag)(nil), (*Show)(nil), (*Favorite)(nil), (*ShowGram)(nil)}
+	return []any{(*ShowTag)(nil), (*Show)(nil), (*Favorite)(nil), (*ShowGram)(nil), (*ShowCount)(nil), (*ShowGeneration)(nil)}
 }
 
 // Migrations create the tables and the indexes that serve every list
@@ -109,7 +119,21 @@ func (*Module) Migrations() []migrations.Migration {
 		// A rename replaces a show's grams: without this index the delete
 		// scans (and on MySQL locks) the whole table.
 		{ID: "0015_index_grams_show", Up: migrations.CreateIndex((*ShowGram)(nil), "show_grams_show_idx", "show_id")},
-	}, outboxMigrations()...)
+	}, append(outboxMigrations(),
+		// Maintained counts (counts.go), filled from the shows there are.
+		migrations.Migration{ID: "0019_create_counts", Up: migrations.CreateTables((*ShowCount)(nil))},
+		migrations.Migration{ID: "0020_fill_counts", Up: RebuildCounts},
+		// One owner's list (GET /v1/users/:id/shows) and a viewer's own
+		// hidden shows, paged and counted from the index alone.
+		migrations.Migration{ID: "0021_index_user_cover", Up: migrations.CreateIndex((*Show)(nil), "shows_user_cover_idx",
+			"user_id", "start", "id", "live", "complete", "archive", "featured", "radio", "private", "off")},
+		// The name filter's confirmation (search.go): a narrow copy of
+		// the columns a list reads, in id order.
+		migrations.Migration{ID: "0022_index_name_cover", Up: migrations.CreateIndex((*Show)(nil), nameCoverIndex,
+			"id", "name", "start", "private", "off", "user_id", "live", "complete", "archive", "featured", "radio")},
+		// The lists' data generation (keyset.go).
+		migrations.Migration{ID: "0023_create_generation", Up: createGeneration},
+	)...)
 }
 
 // Policies: owners update, stop and delete their shows; staff stop, delete,

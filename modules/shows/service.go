@@ -37,7 +37,12 @@ type Service struct {
 	// nil without Redis.
 	relay *relay
 
-	counts countCache
+	// pages remembers deep pages' boundaries (keyset.go).
+	pages pageCache
+	// matches keeps name filters' public matches (matches.go).
+	matches matchCache
+	// scheduled keeps scheduled=true counts (scheduled.go).
+	scheduled scheduledCache
 
 	// signMedia, set by the live module, turns the media URLs of a private
 	// show into signed, expiring ones.
@@ -318,7 +323,7 @@ func (s *Service) Create(ctx context.Context, by *app.Principal, in Input) (*Sho
 				return err
 			}
 		}
-		evs, err = s.record(ctx, tx, sh.ID, by, EventCreated)
+		evs, err = s.record(ctx, tx, sh.ID, by, &countState{}, EventCreated)
 		return err
 	})
 	if err != nil {
@@ -332,6 +337,19 @@ func (s *Service) Create(ctx context.Context, by *app.Principal, in Input) (*Sho
 // the owner relation); staff use the lifecycle operations instead.
 func (s *Service) Update(ctx context.Context, id int64, by *app.Principal, in Input) (*Show, error) {
 	now := app.Now()
+	// New tags are created before the transaction, each committed, as in
+	// Create: a tag another request creates at the same moment would
+	// otherwise be invisible to this transaction's snapshot on MySQL, and
+	// the show read back after the change would miss it. (Refusals are
+	// decided in the transaction; a refused request leaves at most unused
+	// tags, as a refused create does.)
+	if in.Tags != nil {
+		if c, err := in.validate(false, now); err == nil && len(c.tags) > 0 {
+			if _, err := users.EnsureTags(ctx, s.db, c.tags); err != nil {
+				return nil, wrap("update", id, err)
+			}
+		}
+	}
 	// Replacing tags and grams can deadlock with another update on MySQL
 	// (gap locks); the loser runs again.
 	var evs []Event
@@ -342,6 +360,10 @@ func (s *Service) Update(ctx context.Context, id int64, by *app.Principal, in In
 		}
 		if !s.CanView(sh, by) {
 			return ErrNotFound
+		}
+		before, err := countSnapshot(ctx, tx, sh)
+		if err != nil {
+			return err
 		}
 		if err := s.can(by, sh, "update"); err != nil {
 			return app.Forbidden("only the owner of the show may update it")
@@ -405,7 +427,7 @@ func (s *Service) Update(ctx context.Context, id int64, by *app.Principal, in In
 				return err
 			}
 		}
-		evs, err = s.record(ctx, tx, id, by, EventUpdated)
+		evs, err = s.record(ctx, tx, id, by, &before, EventUpdated)
 		return err
 	})
 	if err != nil {

@@ -63,6 +63,7 @@ func rekeyTags(ctx context.Context, db bun.IDB) error {
 	}
 	keeper := map[string]*Tag{}
 	var change []*Tag
+	merged := false
 	for i := range tags {
 		t := &tags[i]
 		k := TagKey(t.Name)
@@ -70,6 +71,7 @@ func rekeyTags(ctx context.Context, db bun.IDB) error {
 			if err := mergeTag(ctx, db, t.ID, first.ID); err != nil {
 				return err
 			}
+			merged = true
 			continue
 		}
 		keeper[k] = t
@@ -91,7 +93,29 @@ func rekeyTags(ctx context.Context, db bun.IDB) error {
 			return fmt.Errorf("rekey tag %d: %w", t.ID, err)
 		}
 	}
+	if merged {
+		for _, fn := range tagMergeHooks {
+			if err := fn(ctx, db); err != nil {
+				return err
+			}
+		}
+	}
 	return nil
+}
+
+var tagMergeHooks []func(context.Context, bun.IDB) error
+
+// OnTagsMerged registers fn to run in this migration after tags were
+// merged, when data derived from show_tags must follow (the shows
+// module's maintained counts). Call it from an init function.
+func OnTagsMerged(fn func(ctx context.Context, db bun.IDB) error) {
+	tagMergeHooks = append(tagMergeHooks, fn)
+}
+
+// TableExists tells whether the database has the table.
+func TableExists(ctx context.Context, db bun.IDB, table string) (bool, error) {
+	cols, err := tableColumns(ctx, db, table)
+	return len(cols) > 0, err
 }
 
 // mergeTag moves every link to tag from onto tag into, then deletes from.

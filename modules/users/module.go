@@ -8,6 +8,7 @@ import (
 	_ "embed"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -23,6 +24,9 @@ type Module struct {
 	Service *Service
 
 	authz *app.Authz
+	// stopListen ends the token cache's invalidation listener.
+	stopListen context.CancelFunc
+	listening  chan struct{}
 }
 
 var (
@@ -37,7 +41,16 @@ var (
 	_ app.OpenAPIDocumenter = (*Module)(nil)
 	_ app.Service           = (*Module)(nil)
 	_ app.SessionReader     = (*Module)(nil)
+	_ app.Configurer        = (*Module)(nil)
 )
+
+// Settings: how long a node trusts a token it has looked up.
+func (*Module) Settings() []app.Setting {
+	return []app.Setting{
+		{Env: SettingTokenCacheTTL, Flag: "token-cache-ttl", Default: "5s",
+			Help: "how long a node trusts an API token it has looked up (a revocation elsewhere shows within it; 0: look up every request)", Parse: app.ParseDuration},
+	}
+}
 
 func (*Module) Name() string { return "users" }
 
@@ -79,6 +92,11 @@ func (m *Module) Provision(core *app.Core) error {
 		m.Service.UseRedisThrottle(core.Redis, core.Config.RedisPrefix+"login:")
 	}
 	m.Service.hintOut = core.Stderr
+	m.Service.tokens = &tokenCache{ttl: app.Get[time.Duration](core.Config, SettingTokenCacheTTL), log: core.Log}
+	if core.Redis != nil && m.Service.tokens.ttl > 0 {
+		m.Service.tokens.rdb = core.Redis
+		m.Service.tokens.channel = core.Config.RedisPrefix + "tokens:invalidate"
+	}
 	m.authz = core.Authz
 	return nil
 }
@@ -109,8 +127,21 @@ func (*Module) OpenAPI() []byte { return openAPI }
 
 func (m *Module) Commands() []app.Command { return commands() }
 
-// Start prints the first-run hint when nobody has an account yet.
+// Start listens for the other nodes' token invalidations (with Redis) and
+// prints the first-run hint when nobody has an account yet.
 func (m *Module) Start(ctx context.Context) error {
+	if c := m.Service.tokens; c != nil && c.rdb != nil {
+		lctx, cancel := context.WithCancel(context.Background())
+		m.stopListen = cancel
+		ready := make(chan struct{})
+		m.listening = make(chan struct{})
+		go func() { defer close(m.listening); c.listen(lctx, ready) }()
+		select {
+		case <-ready:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 	n, err := m.Service.db.NewSelect().Model((*User)(nil)).Count(ctx)
 	if err != nil {
 		return fmt.Errorf("users: count: %w", err)
@@ -121,7 +152,17 @@ func (m *Module) Start(ctx context.Context) error {
 	return nil
 }
 
-func (m *Module) Stop(context.Context) error { return nil }
+func (m *Module) Stop(ctx context.Context) error {
+	if m.stopListen != nil {
+		m.stopListen()
+		select {
+		case <-m.listening:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
 
 func printFirstRunHint(w io.Writer, publicURL string) {
 	fmt.Fprintf(w, `

@@ -30,6 +30,8 @@ type Service struct {
 	hintOut   io.Writer
 	throttle  throttle // failed sign-ins (see SignIn)
 	reserved  func(slug string) bool
+	// tokens caches Authenticate's answers (tokencache.go); nil: none.
+	tokens *tokenCache
 
 	// followHooks run inside the transaction of a new follow.
 	followHooks []func(ctx context.Context, tx bun.IDB, follower, followed int64) error
@@ -383,6 +385,8 @@ func (s *Service) Update(ctx context.Context, u *User, columns ...string) error 
 	if err != nil {
 		return fmt.Errorf("users: update %d: %w", u.ID, err)
 	}
+	// Roles derive from the row: cached principals of the user go.
+	s.tokens.invalidate(ctx, 0, u.ID)
 	return nil
 }
 
@@ -428,6 +432,7 @@ func (s *Service) RevokeToken(ctx context.Context, userID, tokenID int64) error 
 	if n, _ := res.RowsAffected(); n == 0 {
 		return ErrNotFound
 	}
+	s.tokens.invalidate(ctx, tokenID, 0)
 	return nil
 }
 
@@ -445,9 +450,13 @@ func (s *Service) Authenticate(ctx context.Context, token string) (*app.Principa
 	if !strings.HasPrefix(token, TokenPrefix) || len(token) > 200 {
 		return nil, nil
 	}
+	sum := sha256.Sum256([]byte(token))
+	if p := s.tokens.get(sum, time.Now()); p != nil {
+		return p, nil
+	}
 	t := new(Token)
 	err := s.db.NewSelect().Model(t).Relation("User").
-		Where("tk.hash = ?", hashToken(token)).Where("tk.revoked_at IS NULL").Scan(ctx)
+		Where("tk.hash = ?", hex.EncodeToString(sum[:])).Where("tk.revoked_at IS NULL").Scan(ctx)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
@@ -460,7 +469,9 @@ func (s *Service) Authenticate(ctx context.Context, token string) (*app.Principa
 			return nil, fmt.Errorf("users: token last used: %w", err)
 		}
 	}
-	return PrincipalOf(t.User, t.ID), nil
+	p := PrincipalOf(t.User, t.ID)
+	s.tokens.put(sum, p, time.Now())
+	return p, nil
 }
 
 // PrincipalOf derives the roles of a user.

@@ -1,0 +1,134 @@
+package users
+
+import (
+	"context"
+	"crypto/sha256"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/onair/onair/app"
+)
+
+// SettingTokenCacheTTL is how long a node trusts a token it has looked up
+// (docs/operations.md, "Token cache").
+const SettingTokenCacheTTL = "ONAIR_TOKEN_CACHE_TTL"
+
+// tokenCacheMax bounds the cache; past it the cache starts over.
+const tokenCacheMax = 50_000
+
+// tokenCache keeps, per node, the principal of each token looked up in the
+// last ttl, so a client's requests cost one token query per ttl rather
+// than one each. A revocation or a change of the user's roles made through
+// the service drops the entries at once on the node that made it and, with
+// Redis, on every node through a pub/sub message; a change that misses
+// both (a row edited by hand, a lost message) is seen after at most ttl.
+type tokenCache struct {
+	ttl time.Duration
+	mu  sync.RWMutex
+	m   map[[sha256.Size]byte]tokenEntry
+
+	rdb     *redis.Client
+	channel string
+	log     *slog.Logger
+}
+
+type tokenEntry struct {
+	p     *app.Principal // shared by every request of the token: read-only
+	until time.Time
+}
+
+func (c *tokenCache) get(sum [sha256.Size]byte, now time.Time) *app.Principal {
+	if c == nil || c.ttl <= 0 {
+		return nil
+	}
+	c.mu.RLock()
+	e, ok := c.m[sum]
+	c.mu.RUnlock()
+	if !ok || !now.Before(e.until) {
+		return nil
+	}
+	return e.p
+}
+
+func (c *tokenCache) put(sum [sha256.Size]byte, p *app.Principal, now time.Time) {
+	if c == nil || c.ttl <= 0 {
+		return
+	}
+	c.mu.Lock()
+	if c.m == nil || len(c.m) >= tokenCacheMax {
+		c.m = make(map[[sha256.Size]byte]tokenEntry)
+	}
+	c.m[sum] = tokenEntry{p: p, until: now.Add(c.ttl)}
+	c.mu.Unlock()
+}
+
+// drop forgets the entries of a token (tokenID) or of every token of a
+// user (userID); 0 matches nothing.
+func (c *tokenCache) drop(tokenID, userID int64) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	for k, e := range c.m {
+		if (tokenID != 0 && e.p.TokenID == tokenID) || (userID != 0 && e.p.UserID == userID) {
+			delete(c.m, k)
+		}
+	}
+	c.mu.Unlock()
+}
+
+// invalidate drops the entries here and tells the other nodes.
+func (c *tokenCache) invalidate(ctx context.Context, tokenID, userID int64) {
+	if c == nil {
+		return
+	}
+	c.drop(tokenID, userID)
+	if c.rdb == nil {
+		return
+	}
+	msg := "t:" + strconv.FormatInt(tokenID, 10)
+	if userID != 0 {
+		msg = "u:" + strconv.FormatInt(userID, 10)
+	}
+	if err := c.rdb.Publish(ctx, c.channel, msg).Err(); err != nil && c.log != nil {
+		c.log.Warn("users: token cache: publish failed; other nodes see the change within the cache's ttl", "err", err)
+	}
+}
+
+// listen applies the other nodes' invalidations until ctx ends. ready is
+// closed once the subscription is in place.
+func (c *tokenCache) listen(ctx context.Context, ready chan<- struct{}) {
+	sub := c.rdb.Subscribe(ctx, c.channel)
+	defer sub.Close()
+	if _, err := sub.Receive(ctx); err != nil && ctx.Err() == nil && c.log != nil {
+		c.log.Warn("users: token cache: subscribe failed", "err", err)
+	}
+	close(ready)
+	ch := sub.Channel()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case m, ok := <-ch:
+			if !ok {
+				return
+			}
+			kind, idText, _ := strings.Cut(m.Payload, ":")
+			id, err := strconv.ParseInt(idText, 10, 64)
+			if err != nil {
+				continue
+			}
+			switch kind {
+			case "t":
+				c.drop(id, 0)
+			case "u":
+				c.drop(0, id)
+			}
+		}
+	}
+}
