@@ -200,6 +200,13 @@ func mediaParams(c *fiber.Ctx) (int64, string, error) {
 func (m *Module) sendMedia(c *fiber.Ctx, id int64, file, scope string) error {
 	path := filepath.Join(m.showDir(id), file)
 	ext := filepath.Ext(file)
+	// A show another node ingests: its live media come from there.
+	if m.cluster != nil && m.cluster.proxy.forward(c, id) {
+		if ext == ".m3u8" {
+			m.viewers.saw(id, c.IP(), time.Now())
+		}
+		return nil
+	}
 	cache := scope + ", max-age=31536000, immutable"
 	switch ext {
 	case ".m3u8":
@@ -207,7 +214,7 @@ func (m *Module) sendMedia(c *fiber.Ctx, id int64, file, scope string) error {
 		cache = "no-cache"
 		if file == hls.ArchiveAV || file == hls.ArchiveAudio {
 			cache = scope + ", max-age=300"
-		} else {
+		} else if !proxied(c) { // the viewer is counted where it asked
 			m.viewers.saw(id, c.IP(), time.Now())
 		}
 	case ".ts":

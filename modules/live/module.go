@@ -45,6 +45,9 @@ type Module struct {
 	vis    *visibility
 	// viewers counts who watches each live show (from playlist polls).
 	viewers *viewers
+	// cluster is this node's part of a multi-node install (cluster.go);
+	// nil without Redis.
+	cluster *cluster
 
 	// trackWait bounds how long a publication waits for a missing track.
 	trackWait time.Duration
@@ -108,6 +111,8 @@ func (*Module) Settings() []app.Setting {
 			Help: "after 3 refused publishes of one stream key from one address within this window, the key is refused there for the window", Parse: parsePositiveDuration},
 		{Env: SettingRTMPTrackWait, Flag: "rtmp-track-wait", Default: "5s",
 			Help: "how long (in media time) a publication waits for a track onMetaData announced, or for the second track", Parse: parsePositiveDuration},
+		{Env: SettingNodeURL, Flag: "node-url",
+			Help: "with ONAIR_REDIS_URL: the base URL other nodes reach this node's HTTP server at (default: from ONAIR_HTTP_ADDR; docs/deploy.md)", Parse: parseNodeURL},
 	}
 }
 
@@ -165,6 +170,11 @@ func (m *Module) Provision(core *app.Core) error {
 		KeyThrottle:          app.Get[time.Duration](cfg, SettingRTMPKeyThrottle),
 	}
 	m.viewers = newViewers(viewerWindow)
+	if core.Redis != nil {
+		if m.cluster, err = newCluster(m, core.Redis); err != nil {
+			return err
+		}
+	}
 	return m.registerMetrics(core.Metrics)
 }
 
@@ -187,6 +197,14 @@ func (m *Module) registerMetrics(reg prometheus.Registerer) error {
 			return fmt.Errorf("live: metrics: %w", err)
 		}
 	}
+	if m.cluster == nil {
+		return nil
+	}
+	for _, g := range []prometheus.Collector{m.cluster.proxy.took} {
+		if err := reg.Register(g); err != nil {
+			return fmt.Errorf("live: metrics: %w", err)
+		}
+	}
 	return nil
 }
 
@@ -199,6 +217,12 @@ func (m *Module) Start(ctx context.Context) error {
 		return fmt.Errorf("live: listen on ONAIR_RTMP_ADDR %s: %w", addr, err)
 	}
 	m.ln = ln
+	if m.cluster != nil {
+		if err := m.cluster.start(ctx); err != nil {
+			ln.Close()
+			return err
+		}
+	}
 	go func() {
 		if err := m.rtmp.Serve(ln); err != nil && !errors.Is(err, rtmp.ErrServerClosed) {
 			m.core.Log.Error("rtmp server stopped", "err", err)
@@ -240,6 +264,9 @@ func (m *Module) Stop(ctx context.Context) error {
 	select {
 	case <-done:
 	case <-ctx.Done():
+	}
+	if m.cluster != nil {
+		m.cluster.stop()
 	}
 	m.cancel()
 	if m.thumbs != nil {
