@@ -172,9 +172,11 @@ func parseNodeURL(v string) (any, error) {
 	return u.Scheme + "://" + u.Host, nil
 }
 
-func (c *cluster) nodeKey(id string) string   { return c.prefix + "node:" + id }
-func (c *cluster) channel(id string) string   { return c.prefix + "live:node:" + id }
-func (c *cluster) leaseKey(show int64) string { return c.prefix + "live:owner:" + strconv.FormatInt(show, 10) }
+func (c *cluster) nodeKey(id string) string { return c.prefix + "node:" + id }
+func (c *cluster) channel(id string) string { return c.prefix + "live:node:" + id }
+func (c *cluster) leaseKey(show int64) string {
+	return c.prefix + "live:owner:" + strconv.FormatInt(show, 10)
+}
 func (c *cluster) archiveKey(show int64) string {
 	return c.prefix + "live:archiving:" + strconv.FormatInt(show, 10)
 }
@@ -193,7 +195,7 @@ func (c *cluster) start(ctx context.Context) error {
 	run, cancel := context.WithCancel(context.Background())
 	c.cancel = cancel
 	c.wg.Add(3)
-	go func() { defer c.wg.Done(); c.commands(run) }()
+	go func() { defer c.wg.Done(); c.commands() }()
 	go func() { defer c.wg.Done(); c.tick(run, c.heartbeat) }()
 	go func() { defer c.wg.Done(); c.tick(run, c.janitor) }()
 	c.log.Info("cluster node registered", "url", c.url)
@@ -367,7 +369,7 @@ func (c *cluster) owner(ctx context.Context, show int64) (string, error) {
 }
 
 // commands runs the commands other nodes send this one.
-func (c *cluster) commands(ctx context.Context) {
+func (c *cluster) commands() {
 	for msg := range c.sub.Channel() {
 		var cmd command
 		if err := json.Unmarshal([]byte(msg.Payload), &cmd); err != nil || cmd.Show < 1 {
@@ -379,7 +381,9 @@ func (c *cluster) commands(ctx context.Context) {
 			c.log.Info("live: another node takes the show over", "show", cmd.Show, "by", cmd.From)
 			if !c.m.replaced(cmd.Show) && c.holds(cmd.Show) {
 				// No local stream holds the lease any more: let it go now.
-				c.release(ctx, cmd.Show)
+				rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				c.release(rctx, cmd.Show)
+				cancel()
 			}
 		}
 	}
