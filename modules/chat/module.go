@@ -142,16 +142,21 @@ func (m *Module) mayView(ctx context.Context, showID int64) func(*app.Principal)
 
 // onShowEvent tells a show's room that the show changed. Hidden states
 // (off, deleted) carry no show details; a deleted show's messages go with
-// it.
+// it. An event from another node (Remote) is not published again: the
+// node that made the change published it, and the hub fans it out to
+// every node over Redis; the idempotent database work runs anyway.
 func (m *Module) onShowEvent(ctx context.Context, ev shows.Event) {
-	// Only a public show's details go to the room: everyone in it may be
-	// anyone, and a private show's view carries signed media URLs. Sockets
-	// that may no longer see the show are dropped as the event arrives.
-	out := Event{Type: EventShowUpdated, State: ev.Type}
-	if ev.Type != shows.EventDeleted && !ev.Show.Private && !ev.Show.Off {
-		out.Show = m.shows.View(ev.Show, false)
+	if !ev.Remote {
+		// Only a public show's details go to the room: everyone in it
+		// may be anyone, and a private show's view carries signed media
+		// URLs. Sockets that may no longer see the show are dropped as
+		// the event arrives.
+		out := Event{Type: EventShowUpdated, State: ev.Type}
+		if ev.Type != shows.EventDeleted && !ev.Show.Private && !ev.Show.Off {
+			out.Show = m.shows.View(ev.Show, false)
+		}
+		m.hub.Publish(ctx, ev.Show.ID, out)
 	}
-	m.hub.Publish(ctx, ev.Show.ID, out)
 	if ev.Type == shows.EventDeleted {
 		if err := m.Service.deleteShow(ctx, ev.Show.ID); err != nil {
 			m.core.Log.Error("chat: delete messages of a deleted show", "show", ev.Show.ID, "err", err)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/uptrace/bun"
+
 	"github.com/onair/onair/app"
 )
 
@@ -24,19 +26,87 @@ const (
 // subscriber and must be treated as read-only. By is the caller; nil is the
 // system (live module, janitor).
 type Event struct {
+	// ID is the event's row in the outbox table (outbox.go), unique
+	// across nodes; 0 for an event that has none.
+	ID   int64
 	Type string
 	Show *Show
 	By   *app.Principal
+	// Remote is true when the change was committed on another node and
+	// reached this one through Redis (relay.go). A remote event's Show
+	// is the snapshot stored in the outbox: it has no stream key and its
+	// user no password hash or e-mail; By carries only the user id.
+	Remote bool
 }
 
 // Subscribe registers fn to be called synchronously after each committed
 // change, in registration order. Modules subscribe in Provision. A
 // subscriber that panics is logged and skipped; it should hand slow work to
-// its own goroutine.
+// its own goroutine. With Redis, fn is also called for the changes other
+// nodes commit (Event.Remote), once each.
 func (s *Service) Subscribe(fn func(ctx context.Context, ev Event)) {
 	s.subsMu.Lock()
 	defer s.subsMu.Unlock()
 	s.subs = append(s.subs, fn)
+}
+
+// SubscribeTx registers fn to run inside the transaction of each change,
+// after the change and its outbox row are written, with the event the
+// commit will emit (Show is the state after the change, read in tx; ID
+// the outbox row). An error from fn rolls the whole change back: the
+// caller gets the error and no event is emitted. Hooks run in
+// registration order on the node that makes the change, only there, and
+// must be quick: they hold the show's row lock.
+func (s *Service) SubscribeTx(fn func(ctx context.Context, tx bun.IDB, ev Event) error) {
+	s.subsMu.Lock()
+	defer s.subsMu.Unlock()
+	s.txHooks = append(s.txHooks, fn)
+}
+
+// record writes, inside the change's transaction tx, the outbox row of
+// each event type for the show id (read in tx, after the change) and runs
+// the transaction hooks. It returns the events deliver sends after the
+// commit.
+func (s *Service) record(ctx context.Context, tx bun.IDB, id int64, by *app.Principal, types ...string) ([]Event, error) {
+	sh, err := s.get(ctx, tx, id)
+	if err != nil {
+		return nil, err
+	}
+	return s.recordShow(ctx, tx, sh, by, types...)
+}
+
+// recordShow is record for a snapshot the caller holds (a deleted show).
+func (s *Service) recordShow(ctx context.Context, tx bun.IDB, sh *Show, by *app.Principal, types ...string) ([]Event, error) {
+	s.subsMu.RLock()
+	hooks := s.txHooks[:len(s.txHooks):len(s.txHooks)]
+	s.subsMu.RUnlock()
+	evs := make([]Event, 0, len(types))
+	for _, t := range types {
+		ev := Event{Type: t, Show: sh, By: by}
+		id, err := writeOutbox(ctx, tx, ev)
+		if err != nil {
+			return nil, fmt.Errorf("outbox: %w", err)
+		}
+		ev.ID = id
+		for _, fn := range hooks {
+			if err := fn(ctx, tx, ev); err != nil {
+				return nil, err
+			}
+		}
+		evs = append(evs, ev)
+	}
+	return evs, nil
+}
+
+// deliver sends committed events: to the relay, which publishes them to
+// the other nodes, and to this node's subscribers.
+func (s *Service) deliver(ctx context.Context, evs []Event) {
+	if s.relay != nil {
+		s.relay.committed(evs)
+	}
+	for _, ev := range evs {
+		s.emit(ctx, ev)
+	}
 }
 
 func (s *Service) emit(ctx context.Context, ev Event) {
@@ -47,7 +117,7 @@ func (s *Service) emit(ctx context.Context, ev Event) {
 		func() {
 			defer func() {
 				if r := recover(); r != nil {
-					s.log.Error("shows: event subscriber panicked", "event", ev.Type, "show_id", ev.Show.ID, "panic", fmt.Sprint(r))
+					s.log.Error("shows: event subscriber panicked", "event", ev.Type, "show_id", ev.Show.ID, "remote", ev.Remote, "panic", fmt.Sprint(r))
 				}
 			}()
 			fn(ctx, ev)

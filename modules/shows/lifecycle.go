@@ -30,8 +30,9 @@ import (
 //	SetFeatured  staff feature a show.
 //	Delete    owner or staff; stops it if live; the row is removed.
 //
-// Every change runs in a transaction on the locked row; its events are sent
-// to subscribers after the commit.
+// Every change runs in a transaction on the locked row, which also writes
+// its events to the outbox and runs the SubscribeTx hooks (events.go); the
+// events are sent to subscribers after the commit.
 
 // RadioMaxRun is how long a radio show may stay live.
 const RadioMaxRun = 24 * time.Hour
@@ -81,6 +82,7 @@ func (s *Service) Authorize(ctx context.Context, streamKey string) (*Show, error
 func (s *Service) GoLive(ctx context.Context, showID int64, media Media) (*Show, error) {
 	now := app.Now()
 	event := EventLive
+	var evs []Event
 	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		sh, err := lockShow(ctx, tx, showID)
 		if err != nil {
@@ -115,14 +117,17 @@ func (s *Service) GoLive(ctx context.Context, showID int64, media Media) (*Show,
 			return err
 		}
 		if event == EventLive {
-			return syncTagStart(ctx, tx, sh)
+			if err := syncTagStart(ctx, tx, sh); err != nil {
+				return err
+			}
 		}
-		return nil
+		evs, err = s.record(ctx, tx, showID, nil, event)
+		return err
 	})
 	if err != nil {
 		return nil, wrapLifecycle("go live", showID, err)
 	}
-	return s.after(ctx, showID, nil, event)
+	return s.after(ctx, evs), nil
 }
 
 // PublisherLeft records that the publisher dropped. The show stays live:
@@ -146,6 +151,7 @@ func (s *Service) PublisherLeft(ctx context.Context, showID int64) error {
 // run expired). A show that is not live is ErrNotLive (409).
 func (s *Service) Stop(ctx context.Context, showID int64, by *app.Principal) (*Show, error) {
 	now := app.Now()
+	var evs []Event
 	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		sh, err := s.lockFor(ctx, tx, showID, by, "stop")
 		if err != nil {
@@ -154,12 +160,16 @@ func (s *Service) Stop(ctx context.Context, showID int64, by *app.Principal) (*S
 		if !sh.Live {
 			return ErrNotLive
 		}
-		return saveStop(ctx, tx, sh, now)
+		if err := saveStop(ctx, tx, sh, now); err != nil {
+			return err
+		}
+		evs, err = s.record(ctx, tx, showID, by, EventStopped)
+		return err
 	})
 	if err != nil {
 		return nil, wrapLifecycle("stop", showID, err)
 	}
-	return s.after(ctx, showID, by, EventStopped)
+	return s.after(ctx, evs), nil
 }
 
 // applyStop moves a live show to complete in memory.
@@ -194,6 +204,7 @@ func saveStop(ctx context.Context, tx bun.IDB, sh *Show, now time.Time) error {
 // duration as HH:MM:SS. Radio shows never archive (ErrRadioArchive).
 func (s *Service) Archive(ctx context.Context, showID int64, media Media) (*Show, error) {
 	now := app.Now()
+	var evs []Event
 	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		sh, err := lockShow(ctx, tx, showID)
 		if err != nil {
@@ -212,13 +223,16 @@ func (s *Service) Archive(ctx context.Context, showID int64, media Media) (*Show
 		}
 		sh.ThumbnailLabel = clock(derefInt(sh.Duration))
 		sh.UpdatedAt = now
-		_, err = tx.NewUpdate().Model(sh).Column("archive", "video_url", "audio_url", "duration", "thumbnail_label", "updated_at").WherePK().Exec(ctx)
+		if _, err := tx.NewUpdate().Model(sh).Column("archive", "video_url", "audio_url", "duration", "thumbnail_label", "updated_at").WherePK().Exec(ctx); err != nil {
+			return err
+		}
+		evs, err = s.record(ctx, tx, showID, nil, EventArchived)
 		return err
 	})
 	if err != nil {
 		return nil, wrapLifecycle("archive", showID, err)
 	}
-	return s.after(ctx, showID, nil, EventArchived)
+	return s.after(ctx, evs), nil
 }
 
 // SetOff takes a show off (staff only; a live show is stopped first) or
@@ -231,29 +245,30 @@ func (s *Service) SetOff(ctx context.Context, id int64, off bool, by *app.Princi
 		}
 	}
 	now := app.Now()
-	stopped := false
+	var evs []Event
 	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		sh, err := lockShow(ctx, tx, id)
 		if err != nil {
 			return err
 		}
+		types := []string{EventOff}
 		if off && sh.Live {
-			stopped = true
+			types = []string{EventStopped, EventOff}
 			if err := saveStop(ctx, tx, sh, now); err != nil {
 				return err
 			}
 		}
 		sh.Off, sh.UpdatedAt = off, now
-		_, err = tx.NewUpdate().Model(sh).Column("off", "updated_at").WherePK().Exec(ctx)
+		if _, err := tx.NewUpdate().Model(sh).Column("off", "updated_at").WherePK().Exec(ctx); err != nil {
+			return err
+		}
+		evs, err = s.record(ctx, tx, id, by, types...)
 		return err
 	})
 	if err != nil {
 		return nil, wrapLifecycle("off", id, err)
 	}
-	if stopped {
-		return s.after(ctx, id, by, EventStopped, EventOff)
-	}
-	return s.after(ctx, id, by, EventOff)
+	return s.after(ctx, evs), nil
 }
 
 // SetFeatured features a show or stops featuring it (staff only).
@@ -263,38 +278,49 @@ func (s *Service) SetFeatured(ctx context.Context, id int64, featured bool, by *
 			return nil, err
 		}
 	}
-	res, err := s.db.NewUpdate().Model((*Show)(nil)).
-		Set("featured = ?", featured).Set("updated_at = ?", app.Now()).Where("id = ?", id).Exec(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("shows: feature %d: %w", id, err)
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		if _, err := s.Get(ctx, id); err != nil {
-			return nil, err
+	var evs []Event
+	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		_, err := tx.NewUpdate().Model((*Show)(nil)).
+			Set("featured = ?", featured).Set("updated_at = ?", app.Now()).Where("id = ?", id).Exec(ctx)
+		if err != nil {
+			return err
 		}
+		evs, err = s.record(ctx, tx, id, by, EventUpdated)
+		return err
+	})
+	if err != nil {
+		return nil, wrap("feature", id, err)
 	}
-	return s.after(ctx, id, by, EventUpdated)
+	return s.after(ctx, evs), nil
 }
 
 // SetThumbnails sets the show's image and animated preview (nil leaves one
 // unchanged). The live module calls it once it has grabbed frames.
 func (s *Service) SetThumbnails(ctx context.Context, id int64, image, gif *string) error {
-	q := s.db.NewUpdate().Model((*Show)(nil)).Set("updated_at = ?", app.Now()).Where("id = ?", id)
-	if image != nil {
-		q = q.Set("image_url = ?", *image)
-	}
-	if gif != nil {
-		q = q.Set("gif_url = ?", *gif)
-	}
-	res, err := q.Exec(ctx)
+	var evs []Event
+	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		q := tx.NewUpdate().Model((*Show)(nil)).Set("updated_at = ?", app.Now()).Where("id = ?", id)
+		if image != nil {
+			q = q.Set("image_url = ?", *image)
+		}
+		if gif != nil {
+			q = q.Set("gif_url = ?", *gif)
+		}
+		res, err := q.Exec(ctx)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return ErrNotFound
+		}
+		evs, err = s.record(ctx, tx, id, nil, EventUpdated)
+		return err
+	})
 	if err != nil {
-		return fmt.Errorf("shows: thumbnails %d: %w", id, err)
+		return wrap("thumbnails", id, err)
 	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return ErrNotFound
-	}
-	_, err = s.after(ctx, id, nil, EventUpdated)
-	return err
+	s.deliver(ctx, evs)
+	return nil
 }
 
 // Delete removes a show (owner or staff; by nil is the system). A live show
@@ -304,8 +330,7 @@ func (s *Service) SetThumbnails(ctx context.Context, id int64, image, gif *strin
 // "deleted", so the live module can drop the media and chat its messages.
 func (s *Service) Delete(ctx context.Context, id int64, by *app.Principal) (*Show, error) {
 	now := app.Now()
-	var gone *Show
-	wasLive := false
+	var evs []Event
 	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		if _, err := s.lockFor(ctx, tx, id, by, "delete"); err != nil {
 			return err
@@ -314,8 +339,9 @@ func (s *Service) Delete(ctx context.Context, id int64, by *app.Principal) (*Sho
 		if err != nil {
 			return err
 		}
+		types := []string{EventDeleted}
 		if sh.Live {
-			wasLive = true
+			types = []string{EventStopped, EventDeleted}
 			applyStop(sh, now)
 		}
 		for _, model := range []any{(*ShowTag)(nil), (*Favorite)(nil), (*ShowGram)(nil)} {
@@ -326,17 +352,13 @@ func (s *Service) Delete(ctx context.Context, id int64, by *app.Principal) (*Sho
 		if _, err := tx.NewDelete().Model((*Show)(nil)).Where("id = ?", id).Exec(ctx); err != nil {
 			return err
 		}
-		gone = sh
-		return nil
+		evs, err = s.recordShow(ctx, tx, sh, by, types...)
+		return err
 	})
 	if err != nil {
 		return nil, wrapLifecycle("delete", id, err)
 	}
-	if wasLive {
-		s.emit(ctx, Event{Type: EventStopped, Show: gone, By: by})
-	}
-	s.emit(ctx, Event{Type: EventDeleted, Show: gone, By: by})
-	return gone, nil
+	return s.after(ctx, evs), nil
 }
 
 // lockFor locks a show for an action by a caller: a show the caller cannot
@@ -358,16 +380,11 @@ func (s *Service) lockFor(ctx context.Context, tx bun.IDB, id int64, by *app.Pri
 	return sh, nil
 }
 
-// after reloads the committed show and tells the subscribers.
-func (s *Service) after(ctx context.Context, id int64, by *app.Principal, types ...string) (*Show, error) {
-	sh, err := s.Get(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	for _, t := range types {
-		s.emit(ctx, Event{Type: t, Show: sh, By: by})
-	}
-	return sh, nil
+// after delivers a committed change's events and returns the show as the
+// change left it.
+func (s *Service) after(ctx context.Context, evs []Event) *Show {
+	s.deliver(ctx, evs)
+	return evs[len(evs)-1].Show
 }
 
 // Sweep completes, as the system, the live shows whose publisher has been

@@ -7,7 +7,9 @@ package shows
 import (
 	"context"
 	_ "embed"
+	"errors"
 	"fmt"
+	"time"
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/uptrace/bun"
@@ -25,6 +27,7 @@ type Module struct {
 	Service *Service
 
 	janitor *janitor
+	outbox  *outboxWorker
 }
 
 var (
@@ -39,11 +42,14 @@ var (
 	_ app.Configurer        = (*Module)(nil)
 )
 
-// Settings of the module: where broadcasters publish, and how long a live
-// show whose publisher dropped waits for it.
+// Settings of the module: where broadcasters publish, how long a live
+// show whose publisher dropped waits for it, and how the show events
+// outbox is kept (outbox.go, relay.go).
 const (
 	SettingRTMPURL         = "ONAIR_RTMP_URL"
 	SettingReconnectWindow = "ONAIR_RECONNECT_WINDOW"
+	SettingOutboxRetention = "ONAIR_OUTBOX_RETENTION"
+	SettingEventsStreamLen = "ONAIR_EVENTS_STREAM_MAXLEN"
 )
 
 func (*Module) Settings() []app.Setting {
@@ -52,6 +58,10 @@ func (*Module) Settings() []app.Setting {
 			Help: "RTMP address given to broadcasters as stream_url", Parse: app.ParseURLSetting(false, "rtmp", "rtmps")},
 		{Env: SettingReconnectWindow, Flag: "reconnect-window", Default: "60s",
 			Help: "how long a dropped live show waits for its publisher", Parse: app.ParseDuration},
+		{Env: SettingOutboxRetention, Flag: "outbox-retention", Default: "24h",
+			Help: "how long show events stay in the outbox table (relayed ones, with Redis); 0 keeps them", Parse: app.ParseDuration},
+		{Env: SettingEventsStreamLen, Flag: "events-stream-maxlen", Default: "10000",
+			Help: "about how many show events the Redis stream keeps (with ONAIR_REDIS_URL)", Parse: app.ParsePositiveInt},
 	}
 }
 
@@ -81,7 +91,7 @@ func (*Module) Migrations() []migrations.Migration {
 	idx := func(id, name string, cols ...string) migrations.Migration {
 		return migrations.Migration{ID: id, Up: migrations.CreateIndex((*Show)(nil), name, append(cols, vis...)...)}
 	}
-	return []migrations.Migration{
+	return append([]migrations.Migration{
 		{ID: "0001_create_tables", Up: migrations.CreateTables((*Show)(nil), (*ShowTag)(nil), (*Favorite)(nil))},
 		{ID: "0002_unique_user_slug", Up: uniqueIndex((*Show)(nil), "shows_user_slug_uq", "user_id", "slug")},
 		idx("0003_index_start", "shows_start_idx", "start", "id"),
@@ -99,7 +109,7 @@ func (*Module) Migrations() []migrations.Migration {
 		// A rename replaces a show's grams: without this index the delete
 		// scans (and on MySQL locks) the whole table.
 		{ID: "0015_index_grams_show", Up: migrations.CreateIndex((*ShowGram)(nil), "show_grams_show_idx", "show_id")},
-	}
+	}, outboxMigrations()...)
 }
 
 // Policies: owners update, stop and delete their shows; staff stop, delete,
@@ -127,6 +137,16 @@ func (m *Module) Provision(core *app.Core) error {
 	}
 	m.Service = NewService(core)
 	m.janitor = newJanitor(m.Service, m.Service.window)
+	m.outbox = &outboxWorker{svc: m.Service, retention: app.Get[time.Duration](core.Config, SettingOutboxRetention)}
+	if core.Redis != nil {
+		r := newRelay(m.Service, core.Redis, core.Config.RedisPrefix+EventsStream, int64(app.Get[int](core.Config, SettingEventsStreamLen)))
+		for _, c := range r.collectors() {
+			if err := core.Metrics.Register(c); err != nil {
+				return fmt.Errorf("shows: metrics: %w", err)
+			}
+		}
+		m.Service.relay = r
+	}
 	return nil
 }
 
@@ -156,10 +176,18 @@ var openAPI []byte
 func (*Module) OpenAPI() []byte { return openAPI }
 
 // Start runs the janitor that completes shows whose publisher did not come
-// back within the reconnect window, and radio shows after 24 hours.
-func (m *Module) Start(ctx context.Context) error { m.janitor.start(); return nil }
+// back within the reconnect window, and radio shows after 24 hours, and
+// the outbox worker: the relay of events between nodes (with Redis) and
+// the cleanup of old events.
+func (m *Module) Start(ctx context.Context) error {
+	m.janitor.start()
+	m.outbox.start(ctx)
+	return nil
+}
 
-func (m *Module) Stop(ctx context.Context) error { return m.janitor.stop(ctx) }
+func (m *Module) Stop(ctx context.Context) error {
+	return errors.Join(m.janitor.stop(ctx), m.outbox.stop(ctx))
+}
 
 // uniqueIndex is migrations.CreateIndex for a UNIQUE index.
 func uniqueIndex(model any, name string, columns ...string) func(ctx context.Context, db bun.IDB) error {

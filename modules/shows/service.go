@@ -29,8 +29,13 @@ type Service struct {
 	rtmp   string // ONAIR_RTMP_URL
 	window time.Duration
 
-	subsMu sync.RWMutex
-	subs   []func(context.Context, Event)
+	subsMu  sync.RWMutex
+	subs    []func(context.Context, Event)
+	txHooks []func(context.Context, bun.IDB, Event) error
+	keeps   []func(context.Context) (int64, error) // KeepOutbox
+	// relay publishes committed events to the other nodes (relay.go);
+	// nil without Redis.
+	relay *relay
 
 	counts countCache
 
@@ -288,6 +293,7 @@ func (s *Service) Create(ctx context.Context, by *app.Principal, in Input) (*Sho
 	// A concurrent create can take the same slug between the read and the
 	// insert: the unique index (user_id, slug) refuses it, and the
 	// transaction runs again with another slug (app.NextSlug).
+	var evs []Event
 	err = app.RunInTxRetry(ctx, s.db, app.SlugAttempts, func(ctx context.Context, tx bun.Tx, attempt int) error {
 		slug, err := s.freeSlug(ctx, tx, sh.UserID, sh.Name, attempt)
 		if err != nil {
@@ -308,19 +314,18 @@ func (s *Service) Create(ctx context.Context, by *app.Principal, in Input) (*Sho
 			return err
 		}
 		if sh.Headline {
-			return clearOtherHeadlines(ctx, tx, sh)
+			if err := clearOtherHeadlines(ctx, tx, sh); err != nil {
+				return err
+			}
 		}
-		return nil
+		evs, err = s.record(ctx, tx, sh.ID, by, EventCreated)
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("shows: create: %w", err)
 	}
-	fresh, err := s.Get(ctx, sh.ID)
-	if err != nil {
-		return nil, err
-	}
-	s.emit(ctx, Event{Type: EventCreated, Show: fresh, By: by})
-	return fresh, nil
+	s.deliver(ctx, evs)
+	return evs[0].Show, nil
 }
 
 // Update changes the fields sent. Only the owner may (Casbin "update" with
@@ -329,6 +334,7 @@ func (s *Service) Update(ctx context.Context, id int64, by *app.Principal, in In
 	now := app.Now()
 	// Replacing tags and grams can deadlock with another update on MySQL
 	// (gap locks); the loser runs again.
+	var evs []Event
 	err := app.RunInTxRetry(ctx, s.db, 3, func(ctx context.Context, tx bun.Tx, _ int) error {
 		sh, err := lockShow(ctx, tx, id)
 		if err != nil {
@@ -395,19 +401,18 @@ func (s *Service) Update(ctx context.Context, id int64, by *app.Principal, in In
 			}
 		}
 		if in.Headline != nil && sh.Headline {
-			return clearOtherHeadlines(ctx, tx, sh)
+			if err := clearOtherHeadlines(ctx, tx, sh); err != nil {
+				return err
+			}
 		}
-		return nil
+		evs, err = s.record(ctx, tx, id, by, EventUpdated)
+		return err
 	})
 	if err != nil {
 		return nil, wrap("update", id, err)
 	}
-	fresh, err := s.Get(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	s.emit(ctx, Event{Type: EventUpdated, Show: fresh, By: by})
-	return fresh, nil
+	s.deliver(ctx, evs)
+	return evs[0].Show, nil
 }
 
 // freeSlug derives a slug from name that no other show of the user has

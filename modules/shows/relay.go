@@ -1,0 +1,337 @@
+package shows
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+	"github.com/uptrace/bun"
+
+	"github.com/onair/onair/app"
+)
+
+// With Redis, show events reach every node through a Redis stream:
+//
+//   - the node that commits a change delivers its events to its own
+//     subscribers in-process (Remote false), and hands them to its relay,
+//     which adds them to the stream and marks their outbox rows relayed;
+//   - every node sweeps the outbox each second for rows still unrelayed
+//     after relayGrace (their node died between the commit and the stream)
+//     and relays them, claiming them with row locks so two nodes do not
+//     both take a row (FOR UPDATE SKIP LOCKED on MySQL; SQLite is one
+//     node);
+//   - every node reads the stream from where it stood at start and calls
+//     its subscribers with Remote true for the events it did not emit,
+//     once per event id (a re-relayed event is dropped).
+//
+// A committed change is therefore delivered to every running node at least
+// once by the stream and at most once to each subscriber. A node that is
+// down when an event passes misses it, as it misses in-process events: the
+// subscribers keep state in the database and reconcile at start.
+
+// EventsStream is the name of the Redis stream of show events, after
+// ONAIR_REDIS_PREFIX ("onair:events" by default).
+const EventsStream = "events"
+
+const (
+	relayEvery   = time.Second     // how often each node sweeps the outbox
+	relayGrace   = 3 * time.Second // how old an unrelayed row is before the sweep takes it (created_at has whole seconds)
+	relayBatch   = 100             // rows per sweep transaction, messages per read
+	relayQueue   = 1024            // commits waiting for the relay; beyond, the sweep takes them
+	readBlock    = time.Second     // how long one stream read waits
+	seenCapacity = 16384           // event ids remembered for the dedupe
+)
+
+// relay moves this node's committed events to the stream and the stream's
+// events to this node's subscribers.
+type relay struct {
+	svc    *Service
+	rdb    *redis.Client
+	stream string
+	maxLen int64
+	node   string // random id of this process, written on each message as "from"
+
+	queue chan []Event
+	seen  *seenSet
+	// last is the stream position the reader resumes from.
+	last string
+
+	relayed   *prometheus.CounterVec
+	received  prometheus.Counter
+	lag       prometheus.Histogram
+	unrelayed prometheus.Gauge
+}
+
+func newRelay(svc *Service, rdb *redis.Client, stream string, maxLen int64) *relay {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return &relay{
+		svc: svc, rdb: rdb, stream: stream, maxLen: maxLen, node: hex.EncodeToString(b[:]),
+		queue: make(chan []Event, relayQueue), seen: newSeenSet(seenCapacity),
+		relayed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "onair_events_relayed_total",
+			Help: "Show events this node added to the Redis stream, by path: commit (right after the change) or sweep (left unrelayed by a node).",
+		}, []string{"path"}),
+		received: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "onair_events_received_total",
+			Help: "Show events committed on other nodes and delivered to this node's subscribers.",
+		}),
+		lag: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "onair_events_relay_lag_seconds",
+			Help:    "Time from an event's commit to its addition to the Redis stream (whole-second commit times).",
+			Buckets: []float64{0.5, 1, 2, 3, 5, 10, 30, 60},
+		}),
+		unrelayed: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "onair_events_unrelayed",
+			Help: "Outbox rows not yet relayed to the Redis stream, as this node's last sweep counted them.",
+		}),
+	}
+}
+
+func (r *relay) collectors() []prometheus.Collector {
+	return []prometheus.Collector{r.relayed, r.received, r.lag, r.unrelayed}
+}
+
+// committed takes the events of a commit: they are this node's own (the
+// reader will not deliver them again) and go to the stream. It never
+// blocks the change; a full queue leaves them to the sweep.
+func (r *relay) committed(evs []Event) {
+	for _, ev := range evs {
+		r.seen.add(ev.ID)
+	}
+	select {
+	case r.queue <- evs:
+	default:
+		r.svc.log.Warn("shows: event relay queue full; the outbox sweep will relay", "events", len(evs))
+	}
+}
+
+// position reads the stream's last id, so the reader starts with what is
+// added from now on.
+func (r *relay) position(ctx context.Context) {
+	r.last = "$"
+	msgs, err := r.rdb.XRevRangeN(ctx, r.stream, "+", "-", 1).Result()
+	switch {
+	case err != nil:
+		r.svc.log.Error("shows: read the events stream position", "err", err)
+	case len(msgs) == 0:
+		r.last = "0-0"
+	default:
+		r.last = msgs[0].ID
+	}
+}
+
+// run runs the publisher, the reader and the sweep until ctx ends.
+func (r *relay) run(ctx context.Context) {
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); r.publishLoop(ctx) }()
+	go func() { defer wg.Done(); r.readLoop(ctx) }()
+	t := time.NewTicker(relayEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			wg.Wait()
+			return
+		case <-t.C:
+			if _, err := r.sweep(ctx); err != nil && ctx.Err() == nil {
+				r.svc.log.Error("shows: outbox sweep", "err", err)
+			}
+		}
+	}
+}
+
+func (r *relay) publishLoop(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case evs := <-r.queue:
+			rows := make([]OutboxRow, 0, len(evs))
+			for _, ev := range evs {
+				row, err := rowOf(ev)
+				if err != nil {
+					r.svc.log.Error("shows: relay event", "id", ev.ID, "err", err)
+					continue
+				}
+				rows = append(rows, row)
+			}
+			if err := r.publish(ctx, rows, "commit"); err != nil {
+				if ctx.Err() == nil {
+					r.svc.log.Warn("shows: relay events; the outbox sweep will retry", "err", err)
+				}
+				continue
+			}
+			if err := markRelayed(ctx, r.svc.db, rows); err != nil && ctx.Err() == nil {
+				r.svc.log.Warn("shows: mark events relayed", "err", err)
+			}
+		}
+	}
+}
+
+// publish adds rows to the stream, in order, in one round trip. The
+// stream is capped near maxLen entries (MAXLEN ~).
+func (r *relay) publish(ctx context.Context, rows []OutboxRow, path string) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	pipe := r.rdb.Pipeline()
+	for _, row := range rows {
+		actor := ""
+		if row.ActorID != nil {
+			actor = strconv.FormatInt(*row.ActorID, 10)
+		}
+		pipe.XAdd(ctx, &redis.XAddArgs{
+			Stream: r.stream, MaxLen: r.maxLen, Approx: true,
+			Values: []any{"id", row.ID, "type", row.Type, "show", row.Payload, "actor", actor, "from", r.node},
+		})
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return err
+	}
+	now := time.Now()
+	for _, row := range rows {
+		r.lag.Observe(max(now.Sub(row.CreatedAt).Seconds(), 0))
+	}
+	r.relayed.WithLabelValues(path).Add(float64(len(rows)))
+	return nil
+}
+
+func markRelayed(ctx context.Context, db bun.IDB, rows []OutboxRow) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	ids := make([]int64, len(rows))
+	for i, row := range rows {
+		ids[i] = row.ID
+	}
+	_, err := db.NewUpdate().Model((*OutboxRow)(nil)).Set("relayed_at = ?", app.Now()).
+		Where("id IN (?)", bun.In(ids)).Where("relayed_at IS NULL").Exec(ctx)
+	return err
+}
+
+// sweep relays the rows left unrelayed for longer than relayGrace, oldest
+// first, a batch per transaction; the rows are locked until they are
+// marked, and rows another node holds are skipped.
+func (r *relay) sweep(ctx context.Context) (int, error) {
+	n := 0
+	for {
+		var rows []OutboxRow
+		err := r.svc.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+			q := tx.NewSelect().Model(&rows).Where("relayed_at IS NULL").
+				Where("created_at <= ?", app.Now().Add(-relayGrace)).OrderExpr("id ASC").Limit(relayBatch)
+			if app.IsMySQL(tx) {
+				q = q.For("UPDATE SKIP LOCKED")
+			}
+			if err := q.Scan(ctx); err != nil {
+				return err
+			}
+			if err := r.publish(ctx, rows, "sweep"); err != nil {
+				return err
+			}
+			return markRelayed(ctx, tx, rows)
+		})
+		if err != nil {
+			return n, err
+		}
+		n += len(rows)
+		if len(rows) < relayBatch {
+			break
+		}
+	}
+	left, err := r.svc.db.NewSelect().Model((*OutboxRow)(nil)).Where("relayed_at IS NULL").Count(ctx)
+	if err != nil {
+		return n, err
+	}
+	r.unrelayed.Set(float64(left))
+	return n, nil
+}
+
+// readLoop delivers the stream's events to this node's subscribers.
+func (r *relay) readLoop(ctx context.Context) {
+	for ctx.Err() == nil {
+		res, err := r.rdb.XRead(ctx, &redis.XReadArgs{
+			Streams: []string{r.stream, r.last}, Count: relayBatch, Block: readBlock,
+		}).Result()
+		if errors.Is(err, redis.Nil) {
+			continue
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			r.svc.log.Error("shows: read the events stream", "err", err)
+			select {
+			case <-ctx.Done():
+			case <-time.After(relayEvery):
+			}
+			continue
+		}
+		for _, st := range res {
+			for _, msg := range st.Messages {
+				r.last = msg.ID
+				r.receive(ctx, msg)
+			}
+		}
+	}
+}
+
+// receive delivers one stream message unless this node has seen its event
+// (its own, or a re-relayed one).
+func (r *relay) receive(ctx context.Context, msg redis.XMessage) {
+	str := func(k string) string { s, _ := msg.Values[k].(string); return s }
+	id, err := strconv.ParseInt(str("id"), 10, 64)
+	if err != nil || id <= 0 {
+		r.svc.log.Error("shows: events stream message without an id", "msg", msg.ID)
+		return
+	}
+	if !r.seen.add(id) {
+		return
+	}
+	row := &OutboxRow{ID: id, Topic: TopicShow, Type: str("type"), Payload: str("show")}
+	if a, err := strconv.ParseInt(str("actor"), 10, 64); err == nil {
+		row.ActorID = &a
+	}
+	ev, err := eventOf(row)
+	if err != nil {
+		r.svc.log.Error("shows: events stream message", "msg", msg.ID, "err", err)
+		return
+	}
+	r.received.Inc()
+	r.svc.emit(ctx, ev)
+}
+
+// seenSet remembers the last n event ids.
+type seenSet struct {
+	mu   sync.Mutex
+	ids  map[int64]struct{}
+	ring []int64
+	next int
+}
+
+func newSeenSet(n int) *seenSet {
+	return &seenSet{ids: make(map[int64]struct{}, n), ring: make([]int64, n)}
+}
+
+// add records id and tells whether it is new.
+func (s *seenSet) add(id int64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.ids[id]; ok {
+		return false
+	}
+	if old := s.ring[s.next]; old != 0 {
+		delete(s.ids, old)
+	}
+	s.ring[s.next] = id
+	s.next = (s.next + 1) % len(s.ring)
+	s.ids[id] = struct{}{}
+	return true
+}
