@@ -27,7 +27,11 @@ type Server struct {
 	Addr      string // host:port of the S3 API
 	AccessKey string
 	SecretKey string
+	t         testing.TB
+	bin, dir  string
+	console   string
 	cmd       *exec.Cmd
+	exited    chan error
 	mu        sync.Mutex
 	log       bytes.Buffer
 }
@@ -68,9 +72,18 @@ func Start(t testing.TB) *Server {
 		}
 		testload.Skip(t, "%v", err)
 	}
-	addr, console := testload.FreeAddr(t), testload.FreeAddr(t)
-	s := &Server{Addr: addr, AccessKey: "onairtest", SecretKey: "onairtest-secret-key"}
-	cmd := exec.Command(bin, "server", t.TempDir(), "--address", addr, "--console-address", console, "--quiet")
+	s := &Server{Addr: testload.FreeAddr(t), AccessKey: "onairtest", SecretKey: "onairtest-secret-key",
+		t: t, bin: bin, dir: t.TempDir(), console: testload.FreeAddr(t)}
+	t.Cleanup(s.Stop)
+	s.run()
+	return s
+}
+
+// run starts the server on s.Addr and s.dir and waits until it answers.
+func (s *Server) run() {
+	t := s.t
+	t.Helper()
+	cmd := exec.Command(s.bin, "server", s.dir, "--address", s.Addr, "--console-address", s.console, "--quiet")
 	cmd.Env = append(os.Environ(),
 		"MINIO_ROOT_USER="+s.AccessKey, "MINIO_ROOT_PASSWORD="+s.SecretKey,
 		"MINIO_BROWSER=off", "MINIO_UPDATE=off")
@@ -78,34 +91,48 @@ func Start(t testing.TB) *Server {
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start minio: %v", err)
 	}
-	s.cmd = cmd
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-exited
-	})
+	s.cmd, s.exited = cmd, exited
 	// Ready when the liveness probe answers; a busy machine may take a
 	// while, so the deadline only bounds a hang.
 	deadline := time.Now().Add(testload.Patience)
 	client := &http.Client{Timeout: 2 * time.Second}
 	for {
-		resp, err := client.Get("http://" + addr + "/minio/health/live")
+		resp, err := client.Get("http://" + s.Addr + "/minio/health/live")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return s
+				return
 			}
 		}
 		select {
 		case err := <-exited:
+			s.exited <- err
 			t.Fatalf("minio exited (%v):\n%s", err, s.Log())
 		case <-time.After(50 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("minio did not answer on %s within %s:\n%s", addr, testload.Patience, s.Log())
+			t.Fatalf("minio did not answer on %s within %s:\n%s", s.Addr, testload.Patience, s.Log())
 		}
 	}
+}
+
+// Stop kills the server (an outage); Restart brings it back with its data.
+func (s *Server) Stop() {
+	if s.cmd == nil {
+		return
+	}
+	_ = s.cmd.Process.Kill()
+	<-s.exited
+	s.cmd = nil
+}
+
+// Restart runs the stopped server again, on the same address and data.
+func (s *Server) Restart() {
+	s.t.Helper()
+	s.Stop()
+	s.run()
 }
 
 // URL is the ONAIR_STORAGE_URL of a bucket on this server.

@@ -23,6 +23,10 @@ type S3 struct {
 	// a body it can rewind; backoff is the first pause, doubled each time.
 	retries int
 	backoff time.Duration
+	// For Presign: the keys and region, and the client of the public
+	// URL (SetPublicURL), nil when clients use the same endpoint.
+	accessKey, secretKey, region string
+	public                       *minio.Client
 }
 
 // S3Config is what an s3:// storage URL says.
@@ -101,7 +105,8 @@ func NewS3(ctx context.Context, c S3Config) (*S3, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: s3 %s: %w", c.Endpoint, err)
 	}
-	s := &S3{client: client, bucket: c.Bucket, retries: 4, backoff: 200 * time.Millisecond}
+	s := &S3{client: client, bucket: c.Bucket, retries: 4, backoff: 200 * time.Millisecond,
+		accessKey: c.AccessKey, secretKey: c.SecretKey, region: c.Region}
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	exists, err := client.BucketExists(ctx, c.Bucket)

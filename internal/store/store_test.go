@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"net"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -145,6 +146,35 @@ func TestS3(t *testing.T) {
 	t.Run("a bucket made by another node is fine", func(t *testing.T) {
 		if _, err := NewS3(context.Background(), cfg); err != nil {
 			t.Fatal(err)
+		}
+	})
+	t.Run("presigned URLs fetch the object, on the public URL", func(t *testing.T) {
+		if err := PutBytes(context.Background(), s, "shows/9/seg-000001.ts", []byte("segment"), "video/mp2t"); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.SetPublicURL("http://" + srv.Addr); err != nil {
+			t.Fatal(err)
+		}
+		raw, err := s.Presign(context.Background(), "shows/9/seg-000001.ts", time.Minute)
+		if err != nil || !strings.HasPrefix(raw, "http://"+srv.Addr+"/") {
+			t.Fatalf("presign %q %v", raw, err)
+		}
+		resp, err := http.Get(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || string(body) != "segment" {
+			t.Fatalf("presigned GET: %d %q", resp.StatusCode, body)
+		}
+		if p, ok := Base(s).(Presigner); !ok || p != Presigner(s) {
+			t.Fatal("Base does not return the S3 store")
+		}
+		for _, bad := range []string{"ftp://h", "http://h/path", "http://u:p@h", "h:9000"} {
+			if err := s.SetPublicURL(bad); err == nil {
+				t.Errorf("public URL %q accepted", bad)
+			}
 		}
 	})
 	t.Run("wrong keys are named", func(t *testing.T) {

@@ -48,6 +48,7 @@ type stream struct {
 	probe    *trackProbe // until the tracks are decided, then nil
 	err      error       // what ended the publication; a refusal from onMetaData is returned at the next tag
 	pkg      *hls.Packager
+	up       *uploader // copies the recording to the store (nil: the store is the working dir)
 	jobs     chan func()
 	worked   chan struct{} // closed when the worker has run every job
 	replayAt time.Time     // arrival of the buffered tag being replayed
@@ -154,6 +155,19 @@ func (s *stream) start() error {
 	if err := s.m.claim(s); err != nil {
 		return err
 	}
+	if s.m.mirror {
+		archived, err := s.m.restoreDir(s.ctx, s.showID, s.dir)
+		if err != nil {
+			if !fileExists(filepath.Join(s.dir, hls.IndexFile)) {
+				// Without the stored index the numbering would start
+				// over and overwrite stored segments: the encoder retries.
+				return fmt.Errorf("live: show %d: media store: %w", s.showID, err)
+			}
+			s.m.core.Log.Warn("live: media store unreachable; the recording continues from this node's files", "show", s.showID, "err", err)
+		}
+		s.up = s.m.newUploader(s.showID, s.dir, archived)
+		s.up.start()
+	}
 	var err error
 	s.pkg, err = hls.Open(s.dir, hls.Options{Logger: s.m.core.Log.With("show", s.showID), OnSegment: s.onSegment,
 		Now: s.now, ProbeDuration: s.m.trackWait})
@@ -234,6 +248,9 @@ func (m *Module) claimLocal(s *stream, deadline <-chan time.Time) error {
 // with video, the audio playlist one with audio); a track that joins later
 // gets its URL with its first segment.
 func (s *stream) onSegment(seg hls.Segment) {
+	if s.up != nil {
+		s.up.notify()
+	}
 	switch {
 	case seg.Rendition == hls.RenditionAV && s.pkg.HasVideo():
 		s.videoPlayable = true
@@ -319,6 +336,9 @@ func (s *stream) Close(reason error) {
 		}
 		close(s.jobs)
 	}
+	if s.up != nil {
+		s.up.finish() // the store has the recording before the show is let go
+	}
 	m.mu.Lock()
 	if m.leaving[s.showID] == s {
 		delete(m.leaving, s.showID)
@@ -359,7 +379,7 @@ func (m *Module) onShowEvent(ctx context.Context, ev shows.Event) {
 				<-s.closed
 			}
 			if archive {
-				m.archiveOnce(ev.Show.ID)
+				m.archiveShow(ev.Show.ID)
 			}
 		})
 	case shows.EventDeleted:
@@ -369,11 +389,7 @@ func (m *Module) onShowEvent(ctx context.Context, ev shows.Event) {
 			for _, s := range gone {
 				<-s.closed
 			}
-			m.mediaMu.Lock()
-			defer m.mediaMu.Unlock()
-			if err := os.RemoveAll(m.showDir(ev.Show.ID)); err != nil {
-				m.core.Log.Error("live: remove media", "show", ev.Show.ID, "err", err)
-			}
+			m.removeMedia(ev.Show.ID)
 		})
 	}
 }
@@ -408,48 +424,85 @@ func (m *Module) background(job func()) {
 	}()
 }
 
-// archiveOnce archives the show; with a cluster, a failure lets another
+// archiveShow archives the show; with a cluster, giving up lets another
 // node (or a restart) try again.
-func (m *Module) archiveOnce(showID int64) {
-	if !m.archive(showID) && m.cluster != nil {
+func (m *Module) archiveShow(showID int64) {
+	if m.archive(showID) && m.cluster != nil {
 		m.cluster.archiveFailed(showID)
 	}
 }
 
 // archive finalises a complete show's recording into VOD playlists and
-// points the show at them, and reports whether the show is archived (or
-// has nothing to archive). It holds mediaMu so that it never races the
-// removal of a show deleted meanwhile.
-func (m *Module) archive(showID int64) bool {
+// points the show at them. It holds mediaMu so that it never races the
+// removal of a show deleted meanwhile. With a mirrored store it tries again
+// (with a pause) while the store fails, and reports whether it gave up.
+func (m *Module) archive(showID int64) (failed bool) {
+	pause := time.Second
+	for attempt := 1; ; attempt++ {
+		if retry := m.archiveOnce(showID); !retry {
+			return false
+		}
+		if attempt >= archiveAttempts {
+			return true
+		}
+		select {
+		case <-m.ctx.Done():
+			return true
+		case <-time.After(pause):
+		}
+		pause *= 4
+	}
+}
+
+// archiveOnce archives the show and tells whether a failure may pass.
+func (m *Module) archiveOnce(showID int64) (retry bool) {
 	m.mediaMu.Lock()
 	defer m.mediaMu.Unlock()
 	sh, err := m.shows.Get(context.Background(), showID)
 	if err != nil {
-		return errors.Is(err, shows.ErrNotFound) // deleted since it stopped: its media is going away
+		return false // deleted since it stopped: its media is going away
 	}
 	if sh.Archive {
-		return true // another node was first
+		return false // another node was first
 	}
 	dir := m.showDir(showID)
-	segs, err := hls.ReadIndex(dir)
-	if err != nil || len(segs) == 0 {
+	var segs []hls.Segment
+	var video, audio bool
+	if m.mirror {
+		ctx, cancel := context.WithTimeout(m.ctx, 5*time.Minute)
+		var err error
+		segs, video, audio, err = m.archiveStored(ctx, showID)
+		cancel()
+		if err != nil {
+			m.core.Log.Error("live: archive to the media store", "show", showID, "err", err)
+			return true
+		}
+	} else {
+		var err error
+		segs, err = hls.ReadIndex(dir)
 		if err != nil {
 			m.core.Log.Error("live: read segment index", "show", showID, "err", err)
+			return false
 		}
-		return err == nil
+		if len(segs) > 0 {
+			if err := hls.Finalize(dir, hls.Options{}); err != nil {
+				m.core.Log.Error("live: finalize archive", "show", showID, "err", err)
+				return false
+			}
+		}
+		video, audio = fileExists(filepath.Join(dir, hls.ArchiveAV)), fileExists(filepath.Join(dir, hls.ArchiveAudio))
 	}
-	if err := hls.Finalize(dir, hls.Options{}); err != nil {
-		m.core.Log.Error("live: finalize archive", "show", showID, "err", err)
+	if len(segs) == 0 {
 		return false
 	}
 	// Duration from the media: first sample to the end of the last.
 	_, span := hls.Span(segs)
 	media := shows.Media{Duration: &span}
-	if fileExists(filepath.Join(dir, hls.ArchiveAV)) {
+	if video {
 		v := m.mediaURL(showID, hls.ArchiveAV)
 		media.VideoURL = &v
 	}
-	if fileExists(filepath.Join(dir, hls.ArchiveAudio)) {
+	if audio {
 		a := m.mediaURL(showID, hls.ArchiveAudio)
 		media.AudioURL = &a
 	}
@@ -457,32 +510,46 @@ func (m *Module) archive(showID int64) bool {
 		m.core.Log.Error("live: archive", "show", showID, "err", err)
 		return false
 	}
+	if m.mirror {
+		// The store has it all: the working files are no longer needed.
+		if err := os.RemoveAll(dir); err != nil {
+			m.core.Log.Warn("live: remove working files", "show", showID, "err", err)
+		}
+	}
 	m.core.Log.Info("show archived", "show", showID, "segments", len(segs))
-	return true
+	return false
+}
+
+// removeMedia deletes a show's media: the stored objects and the working
+// directory.
+func (m *Module) removeMedia(id int64) {
+	m.mediaMu.Lock()
+	defer m.mediaMu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := m.core.Store.DeletePrefix(ctx, mediaPrefix(id)); err != nil {
+		m.core.Log.Error("live: remove stored media", "show", id, "err", err)
+	}
+	if err := os.RemoveAll(m.showDir(id)); err != nil {
+		m.core.Log.Error("live: remove media", "show", id, "err", err)
+	}
 }
 
 // reconcile repairs what a crash or restart left: a live show has no
 // publisher any more (it now waits in the reconnect window, and the shows
 // janitor completes it after), and a complete show whose recording was not
-// yet finalised is archived now.
+// yet finalised is archived now. With a mirrored store the database is
+// asked too, since a show's media may be in the store only (another node
+// ingested it, or this node lost its disk).
 func (m *Module) reconcile(ctx context.Context) error {
 	entries, err := os.ReadDir(m.root)
 	if err != nil {
 		return err
 	}
-	for _, e := range entries {
-		var id int64
-		if _, err := fmt.Sscan(e.Name(), &id); err != nil || !e.IsDir() {
-			continue
-		}
-		sh, err := m.shows.Get(ctx, id)
-		if errors.Is(err, shows.ErrNotFound) {
-			os.RemoveAll(m.showDir(id))
-			continue
-		}
-		if err != nil {
-			return err
-		}
+	seen := map[int64]bool{}
+	handle := func(sh *shows.Show) error {
+		seen[sh.ID] = true
+		id := sh.ID
 		switch {
 		case sh.Live && m.cluster != nil && m.cluster.ownedElsewhere(ctx, id):
 			// Another node streams the show now.
@@ -493,7 +560,39 @@ func (m *Module) reconcile(ctx context.Context) error {
 			m.core.Log.Info("live show lost its publisher in a restart; waiting for it to reconnect", "show", id)
 		case sh.Complete && !sh.Archive && !sh.Radio:
 			if m.cluster == nil || m.cluster.takeArchive(ctx, id, false) {
-				m.background(func() { m.archiveOnce(id) })
+				m.background(func() { m.archiveShow(id) })
+			}
+		}
+		return nil
+	}
+	for _, e := range entries {
+		var id int64
+		if _, err := fmt.Sscan(e.Name(), &id); err != nil || !e.IsDir() {
+			continue
+		}
+		sh, err := m.shows.Get(ctx, id)
+		if errors.Is(err, shows.ErrNotFound) {
+			m.background(func() { m.removeMedia(id) })
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if err := handle(sh); err != nil {
+			return err
+		}
+	}
+	if !m.mirror {
+		return nil
+	}
+	list, err := m.pendingShows(ctx)
+	if err != nil {
+		return err
+	}
+	for i := range list {
+		if !seen[list[i].ID] {
+			if err := handle(&list[i]); err != nil {
+				return err
 			}
 		}
 	}

@@ -194,58 +194,71 @@ func mediaParams(c *fiber.Ctx) (int64, string, error) {
 	return id, file, nil
 }
 
-// sendMedia sends a file of the show's directory with the content type and
+// sendMedia sends a media file of the show with the content type and
 // cache policy players expect: live playlists are revalidated on every
-// poll, segments never change.
+// poll, segments never change. It answers from, in order: the node that
+// ingests the show, when that is another node (the cluster forwards the
+// request there, proxy.go); the working file on this node (the node that
+// ingests the show, or the store's own directory); the media store (a
+// redirect to a presigned URL when ONAIR_STORAGE_PUBLIC_URL is set, except
+// for live playlists).
 func (m *Module) sendMedia(c *fiber.Ctx, id int64, file, scope string) error {
-	path := filepath.Join(m.showDir(id), file)
 	ext := filepath.Ext(file)
-	// A show another node ingests: its live media come from there.
+	// A show another node ingests: its live media come from there (this
+	// node's own working files of it, if any, are from an earlier stream).
 	if m.cluster != nil && m.cluster.proxy.forward(c, id) {
 		if ext == ".m3u8" {
 			m.viewers.saw(id, c.IP(), time.Now())
 		}
 		return nil
 	}
-	cache := scope + ", max-age=31536000, immutable"
-	switch ext {
-	case ".m3u8":
-		c.Set(fiber.HeaderContentType, "application/vnd.apple.mpegurl")
+	live := ext == ".m3u8" && file != hls.ArchiveAV && file != hls.ArchiveAudio
+	ctype, cache := mediaType(ext), scope+", max-age=31536000, immutable"
+	switch {
+	case live:
 		cache = "no-cache"
-		if file == hls.ArchiveAV || file == hls.ArchiveAudio {
-			cache = scope + ", max-age=300"
-		} else if !proxied(c) { // the viewer is counted where it asked
+		if !proxied(c) { // the viewer is counted where it asked
 			m.viewers.saw(id, c.IP(), time.Now())
 		}
-	case ".ts":
-		c.Set(fiber.HeaderContentType, "video/mp2t")
-	case ".jpg":
-		c.Set(fiber.HeaderContentType, "image/jpeg")
-		cache = scope + ", max-age=30"
-	case ".gif":
-		c.Set(fiber.HeaderContentType, "image/gif")
+	case ext == ".m3u8":
+		cache = scope + ", max-age=300"
+	case ext == ".jpg" || ext == ".gif":
 		cache = scope + ", max-age=30"
 	}
 	// The file is opened once and, unless it is a (small, rewritten)
 	// playlist, sent as a body stream, which fasthttp hands to
 	// sendfile(2): a ~600 KB segment is not copied through a fresh heap
 	// buffer per request (bench/live measured 0.3–0.6× nginx that way).
-	f, err := os.Open(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return fiber.ErrNotFound
-	}
-	if err != nil {
+	f, err := os.Open(filepath.Join(m.showDir(id), file))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("live: open %s: %w", file, err)
 	}
-	fi, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return fmt.Errorf("live: stat %s: %w", file, err)
+	var fi os.FileInfo
+	if err == nil {
+		if fi, err = f.Stat(); err != nil {
+			f.Close()
+			return fmt.Errorf("live: stat %s: %w", file, err)
+		}
+		if m.mirror && fi.Size() == 0 && ext == ".ts" {
+			// The placeholder of a segment that is in the store only
+			// (see restoreDir).
+			f.Close()
+			f = nil
+		}
+	} else {
+		f = nil
 	}
+	if f == nil && !m.mirror {
+		return fiber.ErrNotFound
+	}
+	c.Set(fiber.HeaderContentType, ctype)
 	c.Set(fiber.HeaderCacheControl, cache)
 	c.Set(fiber.HeaderAccessControlAllowOrigin, "*")
-	c.Set(fiber.HeaderAccessControlExposeHeaders, "Content-Length")
-	if ext == ".m3u8" {
+	c.Set(fiber.HeaderAccessControlExposeHeaders, "Content-Length, Content-Range, Accept-Ranges")
+	if f == nil {
+		return m.sendStored(c, id, file, live)
+	}
+	if live {
 		defer f.Close()
 		data := make([]byte, fi.Size()) // playlists are replaced by rename: the open file is whole
 		if _, err := io.ReadFull(f, data); err != nil {
@@ -253,8 +266,7 @@ func (m *Module) sendMedia(c *fiber.Ctx, id int64, file, scope string) error {
 		}
 		return c.Send(data)
 	}
-	c.Response().SetBodyStream(f, int(fi.Size())) // closed by fasthttp once sent
-	return nil
+	return sendContent(c, localBody{f}, fi.Size(), fi.ModTime(), localETag(fi))
 }
 
 // preflight answers CORS preflight requests of players on other origins.

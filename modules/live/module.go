@@ -26,6 +26,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/onair/onair/app"
+	"github.com/onair/onair/internal/store"
 	"github.com/onair/onair/modules/live/rtmp"
 	"github.com/onair/onair/modules/shows"
 )
@@ -43,6 +44,13 @@ type Module struct {
 	signer *signer
 	thumbs *thumbnailer
 	vis    *visibility
+	// mirror is set when the media store is not the working directory
+	// (an S3 bucket): recordings and thumbnails are uploaded, and media
+	// this node does not have is served from the store (see storage.go).
+	mirror bool
+	// presign, when ONAIR_STORAGE_PUBLIC_URL is set, makes URLs clients
+	// fetch stored media with directly.
+	presign store.Presigner
 	// viewers counts who watches each live show (from playlist polls).
 	viewers *viewers
 	// cluster is this node's part of a multi-node install (cluster.go);
@@ -92,6 +100,9 @@ const (
 	SettingRTMPKeyThrottle = "ONAIR_RTMP_KEY_THROTTLE"
 	// SettingRTMPTrackWait bounds the wait for a missing track.
 	SettingRTMPTrackWait = "ONAIR_RTMP_TRACK_WAIT"
+	// SettingStoragePublicURL is where clients reach the S3 store, for
+	// redirects to presigned URLs.
+	SettingStoragePublicURL = "ONAIR_STORAGE_PUBLIC_URL"
 )
 
 func (*Module) Settings() []app.Setting {
@@ -113,6 +124,8 @@ func (*Module) Settings() []app.Setting {
 			Help: "how long (in media time) a publication waits for a track onMetaData announced, or for the second track", Parse: parsePositiveDuration},
 		{Env: SettingNodeURL, Flag: "node-url",
 			Help: "with ONAIR_REDIS_URL: the base URL other nodes reach this node's HTTP server at (default: from ONAIR_HTTP_ADDR; docs/deploy.md)", Parse: parseNodeURL},
+		{Env: SettingStoragePublicURL, Flag: "storage-public-url",
+			Help: "base URL (http(s)://host:port) at which clients reach the s3 store of ONAIR_STORAGE_URL; when set, stored segments, archive playlists and images answer with a redirect to a presigned URL there (default: the node streams them)"},
 	}
 }
 
@@ -147,6 +160,17 @@ func (m *Module) Provision(core *app.Core) error {
 	cancel()
 	if err != nil {
 		return err
+	}
+	m.mirror = !isWorkingDir(core.Store, m.root)
+	if public := app.Get[string](core.Config, SettingStoragePublicURL); public != "" {
+		s3, ok := store.Base(core.Store).(*store.S3)
+		if !ok {
+			return fmt.Errorf("live: %s needs an s3:// ONAIR_STORAGE_URL", SettingStoragePublicURL)
+		}
+		if err := s3.SetPublicURL(public); err != nil {
+			return fmt.Errorf("live: %s: %w", SettingStoragePublicURL, err)
+		}
+		m.presign = s3
 	}
 	m.vis = newVisibility(m.shows)
 	m.ctx, m.cancel = context.WithCancel(context.Background())

@@ -137,7 +137,11 @@ func ffprobe(t *testing.T, url string) string {
 	defer cancel()
 	out, err := exec.CommandContext(ctx, "ffprobe", "-v", "error", "-show_streams", "-of", "json", url).Output()
 	if err != nil {
-		t.Fatalf("ffprobe %s: %v", url, err)
+		var stderr []byte
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = ee.Stderr
+		}
+		t.Fatalf("ffprobe %s: %v\n%s", url, err, stderr)
 	}
 	var res struct{ Streams []probed }
 	if err := json.Unmarshal(out, &res); err != nil {

@@ -99,6 +99,15 @@ func (t *thumbnailer) run(ctx context.Context, job thumbJob) bool {
 // thumbnailed points the show at its thumbnail and preview (once; later
 // refreshes replace the files behind the same URLs).
 func (m *Module) thumbnailed(showID int64) {
+	if m.mirror {
+		ctx, cancel := context.WithTimeout(m.ctx, time.Minute)
+		err := m.uploadThumbnails(ctx, showID, m.showDir(showID))
+		cancel()
+		if err != nil {
+			m.core.Log.Error("live: upload thumbnails", "show", showID, "err", err)
+			return // the next refresh tries again
+		}
+	}
 	image, gif := m.mediaURL(showID, thumbFile), m.mediaURL(showID, gifFile)
 	sh, err := m.shows.Get(m.ctx, showID)
 	if err != nil || (sh.ImageURL != nil && *sh.ImageURL == image) {
