@@ -73,6 +73,9 @@ func TestTwoNodeProcesses(t *testing.T) {
 	if got := ffprobe(t, audioB); got != "aac" {
 		t.Errorf("live audio through B: %q", got)
 	}
+	// What forwarding adds to a playlist request (docs/deploy.md).
+	direct, through := medianLatency(t, live["video_url"].(string)), medianLatency(t, videoB)
+	t.Logf("live playlist, median of 200 requests: %s from A, %s through B (+%s)", direct, through, through-direct)
 	sent := time.Now()
 	envB.Do("POST", fmt.Sprintf("/v1/shows/%d/stop", one.id), token, nil).Expect(t, http.StatusOK)
 	select {
