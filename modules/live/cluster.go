@@ -379,8 +379,9 @@ func (c *cluster) commands() {
 		switch cmd.Op {
 		case "replace":
 			c.log.Info("live: another node takes the show over", "show", cmd.Show, "by", cmd.From)
-			if !c.m.replaced(cmd.Show) && c.holds(cmd.Show) {
-				// No local stream holds the lease any more: let it go now.
+			if !c.m.replaced(cmd.Show) {
+				// No local stream holds the lease (a release that failed):
+				// let it go now, if it is this node's.
 				rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 				c.release(rctx, cmd.Show)
 				cancel()

@@ -98,13 +98,14 @@ func (m *Module) ingests(show int64) bool {
 }
 
 // replaced cuts off this node's publisher of the show because another node
-// takes the show over; it reports whether there was one.
+// takes the show over; it reports whether there was one (a publisher
+// already leaving lets go of the lease once its uploads are done).
 func (m *Module) replaced(show int64) bool {
 	m.mu.Lock()
-	s := m.streams[show]
+	s, leaving := m.streams[show], m.leaving[show] != nil
 	m.mu.Unlock()
 	if s == nil {
-		return false
+		return leaving
 	}
 	m.core.Log.Info("publisher replaced on another node", "show", show)
 	s.req.Disconnect(errReplaced)
