@@ -2,11 +2,14 @@ package shows_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/uptrace/bun"
 
@@ -155,6 +158,122 @@ func TestSubscribeTx(t *testing.T) {
 		}
 		if hooked[2].ev.By == nil || hooked[2].ev.By.UserID != owner.ID || hooked[1].ev.By != nil {
 			t.Fatal("By is not the caller (stop) or the system (go live)")
+		}
+	})
+}
+
+// TestOutboxWithoutRedis: one node with no Redis delivers in-process as
+// before (Remote false) and still writes each event's outbox row, with
+// the show's snapshot (no stream key, no password hash) and the actor. The
+// row is written relayed (there is no other node; a relay turned on later
+// must not replay it) and no relay metric exists.
+func TestOutboxWithoutRedis(t *testing.T) {
+	onairtest.EachBackend(t, func(t *testing.T, backend string) {
+		f := newFixture(t, backend)
+		owner, tok := f.user("Outbox DJ")
+		rec := &recorder{}
+		f.svc.Subscribe(rec.add)
+		showID := id(f.create(t, tok, map[string]any{"name": "Outboxed", "description": "d"}))
+		evs := rec.ofShow(showID)
+		if len(evs) != 1 || evs[0].Remote || evs[0].ID == 0 {
+			t.Fatalf("events: %v", types(evs))
+		}
+		var rows []shows.OutboxRow
+		if err := f.svc.DB().NewSelect().Model(&rows).Where("show_id = ?", showID).Scan(f.ctx); err != nil {
+			t.Fatal(err)
+		}
+		if len(rows) != 1 {
+			t.Fatalf("%d outbox rows, want 1", len(rows))
+		}
+		row := rows[0]
+		if row.ID != evs[0].ID || row.Topic != shows.TopicShow || row.Type != shows.EventCreated ||
+			row.ActorID == nil || *row.ActorID != owner.ID || row.RelayedAt == nil || !row.RelayedAt.Equal(row.CreatedAt) {
+			t.Fatalf("outbox row %+v", row)
+		}
+		var snap shows.Show
+		if err := json.Unmarshal([]byte(row.Payload), &snap); err != nil {
+			t.Fatal(err)
+		}
+		if snap.ID != showID || snap.Name != "Outboxed" || snap.StreamKey != "" || snap.User == nil ||
+			snap.User.PasswordHash != "" || snap.User.Email != "" || snap.User.ID != owner.ID {
+			t.Fatalf("snapshot %+v", snap)
+		}
+		mfs, err := f.env.Core.Metrics.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mf := range mfs {
+			if strings.HasPrefix(mf.GetName(), "onair_events_") {
+				t.Errorf("metric %s without Redis", mf.GetName())
+			}
+		}
+	})
+}
+
+// TestTrimOutbox: the cleanup deletes rows older than the cutoff; with
+// onlyRelayed (Redis) it keeps the rows not yet relayed; it never deletes
+// a row a KeepOutbox hook still holds.
+func TestTrimOutbox(t *testing.T) {
+	onairtest.EachBackend(t, func(t *testing.T, backend string) {
+		f := newFixture(t, backend)
+		db := f.svc.DB()
+		now := app.Now()
+		old, recent := now.Add(-48*time.Hour), now.Add(-time.Hour)
+		insert := func(created time.Time, relayed bool) int64 {
+			row := &shows.OutboxRow{Topic: shows.TopicShow, Type: shows.EventUpdated, ShowID: 1, Payload: "{}", CreatedAt: created}
+			if relayed {
+				row.RelayedAt = &created
+			}
+			if _, err := db.NewInsert().Model(row).Exec(f.ctx); err != nil {
+				t.Fatal(err)
+			}
+			return row.ID
+		}
+		left := func() []int64 {
+			var ids []int64
+			if err := db.NewSelect().Model((*shows.OutboxRow)(nil)).Column("id").OrderExpr("id ASC").Scan(f.ctx, &ids); err != nil {
+				t.Fatal(err)
+			}
+			return ids
+		}
+		oldRelayed, oldUnrelayed := insert(old, true), insert(old, false)
+		held1, held2 := insert(old, true), insert(old, false)
+		fresh := insert(recent, true)
+		var hold int64
+		f.svc.KeepOutbox(func(context.Context) (int64, error) { return hold, nil })
+		cutoff := now.Add(-24 * time.Hour)
+
+		hold = held1
+		if n, err := f.svc.TrimOutbox(f.ctx, cutoff, true); err != nil || n != 1 {
+			t.Fatalf("trim relayed: %d, %v; want 1", n, err)
+		}
+		if got := left(); fmt.Sprint(got) != fmt.Sprint([]int64{oldUnrelayed, held1, held2, fresh}) {
+			t.Fatalf("after trimming relayed rows below %d: %v", hold, got)
+		}
+		if n, err := f.svc.TrimOutbox(f.ctx, cutoff, false); err != nil || n != 1 {
+			t.Fatalf("trim all: %d, %v; want 1", n, err)
+		}
+		hold = 0
+		if n, err := f.svc.TrimOutbox(f.ctx, cutoff, false); err != nil || n != 2 {
+			t.Fatalf("trim without a hold: %d, %v; want 2", n, err)
+		}
+		if got := left(); fmt.Sprint(got) != fmt.Sprint([]int64{fresh}) {
+			t.Fatalf("left %v, want only the recent row %d (old relayed was %d)", got, fresh, oldRelayed)
+		}
+
+		// More rows than one delete statement takes (1000).
+		rows := make([]shows.OutboxRow, 2500)
+		for i := range rows {
+			rows[i] = shows.OutboxRow{Topic: shows.TopicShow, Type: shows.EventUpdated, ShowID: 1, Payload: "{}", CreatedAt: old, RelayedAt: &old}
+		}
+		if _, err := db.NewInsert().Model(&rows).Exec(f.ctx); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := f.svc.TrimOutbox(f.ctx, cutoff, true); err != nil || n != len(rows) {
+			t.Fatalf("trim %d old rows: %d, %v", len(rows), n, err)
+		}
+		if got := left(); len(got) != 1 {
+			t.Fatalf("%d rows left, want 1", len(got))
 		}
 	})
 }

@@ -59,7 +59,7 @@ func (*Module) Settings() []app.Setting {
 		{Env: SettingReconnectWindow, Flag: "reconnect-window", Default: "60s",
 			Help: "how long a dropped live show waits for its publisher", Parse: app.ParseDuration},
 		{Env: SettingOutboxRetention, Flag: "outbox-retention", Default: "24h",
-			Help: "how long show events stay in the outbox table (relayed ones, with Redis); 0 keeps them", Parse: app.ParseDuration},
+			Help: "how long relayed show events stay in the outbox table; 0 keeps them", Parse: app.ParseDuration},
 		{Env: SettingEventsStreamLen, Flag: "events-stream-maxlen", Default: "10000",
 			Help: "about how many show events the Redis stream keeps (with ONAIR_REDIS_URL)", Parse: app.ParsePositiveInt},
 	}

@@ -39,7 +39,15 @@ func twoNodes(t *testing.T) (a, b *node) {
 		n.svc.Subscribe(n.rec.add)
 		return n
 	}
-	return boot(), boot()
+	a, b = boot(), boot()
+	dropStream(t, a.env)
+	return a, b
+}
+
+// dropStream deletes the test's events stream from Redis at the end.
+func dropStream(t *testing.T, env *onairtest.Env) {
+	rdb, key := env.Core.Redis, env.Core.Config.RedisPrefix+shows.EventsStream
+	t.Cleanup(func() { rdb.Del(context.Background(), key) })
 }
 
 // await waits for n's subscribers to get an event of the show of type typ
@@ -344,3 +352,83 @@ func TestOutboxSweep(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestOutboxSweepSQLite: one node on SQLite with Redis. Its own events are
+// delivered once, in-process, never again from the stream; a row left
+// unrelayed is swept (no row locks on SQLite) and delivered as remote.
+func TestOutboxSweepSQLite(t *testing.T) {
+	onairtest.RequireRedis(t)
+	env := onairtest.New(t, onairtest.Options{Redis: true})
+	dropStream(t, env)
+	n := &node{env: env, svc: shows.From(env.Core), rec: &recorder{}}
+	n.svc.Subscribe(n.rec.add)
+	_, tok := env.CreateUser("Lone DJ")
+	r := env.Do("POST", "/v1/shows", tok, map[string]any{"name": "Lone", "description": "d"}).Expect(t, http.StatusCreated)
+	id := int64(r.JSON(t)["show"].(map[string]any)["id"].(float64))
+	ctx := context.Background()
+	sh, err := n.svc.Get(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	payload, err := json.Marshal(sh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := &shows.OutboxRow{Topic: shows.TopicShow, Type: shows.EventUpdated, ShowID: id, Payload: string(payload),
+		CreatedAt: app.Now().Add(-10 * time.Second)}
+	if _, err := n.svc.DB().NewInsert().Model(row).Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ev, _ := n.await(t, id, shows.EventUpdated, time.Now())
+	if !ev.Remote || ev.ID != row.ID {
+		t.Fatalf("swept event %+v, want remote #%d", ev, row.ID)
+	}
+	// The stream is read past the node's own "created": it came once.
+	evs := n.rec.ofShow(id)
+	if len(evs) != 2 || evs[0].Type != shows.EventCreated || evs[0].Remote {
+		t.Fatalf("events %v, want created (local) then the swept update", types(evs))
+	}
+	if got := metricValue(t, env.Core.Metrics, "onair_events_relayed_total", "path", "sweep"); got != 1 {
+		t.Errorf("onair_events_relayed_total{path=sweep} = %v, want 1", got)
+	}
+}
+
+// TestEventsStreamCapped: the stream keeps about ONAIR_EVENTS_STREAM_MAXLEN
+// entries (XADD MAXLEN ~ trims whole blocks of up to 100 entries), however
+// many events pass.
+func TestEventsStreamCapped(t *testing.T) {
+	onairtest.RequireRedis(t)
+	const maxLen, events = 50, 400
+	env := onairtest.New(t, onairtest.Options{Redis: true, Configure: func(c *app.Config) { c.Set(shows.SettingEventsStreamLen, maxLen) }})
+	dropStream(t, env)
+	svc := shows.From(env.Core)
+	rec := &recorder{}
+	svc.Subscribe(rec.add)
+	_, tok := env.CreateUser("Busy DJ")
+	r := env.Do("POST", "/v1/shows", tok, map[string]any{"name": "Busy", "description": "d"}).Expect(t, http.StatusCreated)
+	id := int64(r.JSON(t)["show"].(map[string]any)["id"].(float64))
+	ctx := context.Background()
+	for i := range events {
+		if _, err := svc.SetFeatured(ctx, id, i%2 == 0, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rdb, key := env.Core.Redis, env.Core.Config.RedisPrefix+shows.EventsStream
+	testload.Poll(t, "every event relayed", func() error {
+		if n := metricValue(t, env.Core.Metrics, "onair_events_relayed_total"); n < events+1 {
+			return fmt.Errorf("%v relayed", n)
+		}
+		return nil
+	})
+	n, err := rdb.XLen(ctx, key).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n < maxLen || n > maxLen+100 {
+		t.Fatalf("the stream holds %d entries after %d events, want about %d (at most one block of 100 more)", n, events+1, maxLen)
+	}
+	onceEach(t, "the node", rec.all())
+	if got := len(rec.ofShow(id)); got != events+1 {
+		t.Fatalf("%d events delivered, want %d", got, events+1)
+	}
+}

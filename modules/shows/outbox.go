@@ -17,8 +17,9 @@ import (
 // own transaction, so an event exists exactly when its change committed.
 // With Redis the relay (relay.go) publishes each row to every node and
 // marks it relayed; the cleanup trims old rows. Other modules may read the
-// table (the webhooks module fans its deliveries out from it); topic tells
-// whose rows they are.
+// table (KeepOutbox holds rows for them); topic tells whose rows they are.
+// A module that needs its own durable rows per event (webhooks) writes
+// them from a SubscribeTx hook instead.
 
 // TopicShow is the outbox topic of show events.
 const TopicShow = "show"
@@ -92,13 +93,18 @@ func rowOf(ev Event) (OutboxRow, error) {
 	return row, nil
 }
 
-// writeOutbox inserts the row of ev in tx and returns its id.
-func writeOutbox(ctx context.Context, tx bun.IDB, ev Event) (int64, error) {
+// writeOutbox inserts the row of ev in tx and returns its id. Without a
+// relay (no Redis) the row is born relayed: there is no other node to tell,
+// and a relay turned on later must not replay the past.
+func writeOutbox(ctx context.Context, tx bun.IDB, ev Event, relayed bool) (int64, error) {
 	row, err := rowOf(ev)
 	if err != nil {
 		return 0, err
 	}
 	row.ID = 0
+	if relayed {
+		row.RelayedAt = &row.CreatedAt
+	}
 	if _, err := tx.NewInsert().Model(&row).Exec(ctx); err != nil {
 		return 0, err
 	}
@@ -120,7 +126,8 @@ const trimBatch = 1000
 // TrimOutbox deletes the outbox rows created before cutoff, except those
 // a KeepOutbox hook holds; with onlyRelayed, rows not yet relayed stay as
 // well. It reports how many went. The outbox cleaner calls it every
-// minute with ONAIR_OUTBOX_RETENTION.
+// minute with ONAIR_OUTBOX_RETENTION and onlyRelayed: a row is never
+// trimmed before some node relayed it.
 func (s *Service) TrimOutbox(ctx context.Context, cutoff time.Time, onlyRelayed bool) (int, error) {
 	s.subsMu.RLock()
 	keeps := s.keeps[:len(s.keeps):len(s.keeps)]
@@ -152,7 +159,7 @@ func (s *Service) TrimOutbox(ctx context.Context, cutoff time.Time, onlyRelayed 
 		if len(ids) == 0 {
 			return n, nil
 		}
-		if _, err := s.db.NewDelete().Model((*OutboxRow)(nil)).Where("id IN (?)", bun.In(ids)).Exec(ctx); err != nil {
+		if _, err := s.db.NewDelete().Model((*OutboxRow)(nil)).Where("id IN (?)", bun.List(ids)).Exec(ctx); err != nil {
 			return n, fmt.Errorf("shows: trim outbox: %w", err)
 		}
 		n += len(ids)
@@ -226,7 +233,7 @@ func (w *outboxWorker) trimLoop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			if _, err := w.svc.TrimOutbox(ctx, app.Now().Add(-w.retention), w.svc.relay != nil); err != nil && ctx.Err() == nil {
+			if _, err := w.svc.TrimOutbox(ctx, app.Now().Add(-w.retention), true); err != nil && ctx.Err() == nil {
 				w.svc.log.Error("shows: outbox cleanup", "err", err)
 			}
 		}

@@ -3,6 +3,7 @@ package shows
 import (
 	"context"
 	"crypto/rand"
+	"database/sql"
 	"encoding/hex"
 	"errors"
 	"strconv"
@@ -31,8 +32,10 @@ import (
 //     once per event id (a re-relayed event is dropped).
 //
 // A committed change is therefore delivered to every running node at least
-// once by the stream and at most once to each subscriber. A node that is
-// down when an event passes misses it, as it misses in-process events: the
+// once by the stream and at most once to each subscriber (as long as the
+// copies arrive within seenCapacity events of each other). A node that is
+// down when an event passes misses it, as it misses in-process events, and
+// so does a reader that falls more than the stream's length behind: the
 // subscribers keep state in the database and reconcile at start.
 
 // EventsStream is the name of the Redis stream of show events, after
@@ -152,27 +155,42 @@ func (r *relay) publishLoop(ctx context.Context) {
 	for {
 		select {
 		case <-ctx.Done():
-			return
+			// At shutdown the events of the last requests are still
+			// relayed, briefly; what is left is swept by another node.
+			drain, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			for {
+				select {
+				case evs := <-r.queue:
+					r.relayCommitted(drain, evs)
+				default:
+					return
+				}
+			}
 		case evs := <-r.queue:
-			rows := make([]OutboxRow, 0, len(evs))
-			for _, ev := range evs {
-				row, err := rowOf(ev)
-				if err != nil {
-					r.svc.log.Error("shows: relay event", "id", ev.ID, "err", err)
-					continue
-				}
-				rows = append(rows, row)
-			}
-			if err := r.publish(ctx, rows, "commit"); err != nil {
-				if ctx.Err() == nil {
-					r.svc.log.Warn("shows: relay events; the outbox sweep will retry", "err", err)
-				}
-				continue
-			}
-			if err := markRelayed(ctx, r.svc.db, rows); err != nil && ctx.Err() == nil {
-				r.svc.log.Warn("shows: mark events relayed", "err", err)
-			}
+			r.relayCommitted(ctx, evs)
 		}
+	}
+}
+
+func (r *relay) relayCommitted(ctx context.Context, evs []Event) {
+	rows := make([]OutboxRow, 0, len(evs))
+	for _, ev := range evs {
+		row, err := rowOf(ev)
+		if err != nil {
+			r.svc.log.Error("shows: relay event", "id", ev.ID, "err", err)
+			continue
+		}
+		rows = append(rows, row)
+	}
+	if err := r.publish(ctx, rows, "commit"); err != nil {
+		if ctx.Err() == nil {
+			r.svc.log.Warn("shows: relay events; the outbox sweep will retry", "err", err)
+		}
+		return
+	}
+	if err := markRelayed(ctx, r.svc.db, rows); err != nil && ctx.Err() == nil {
+		r.svc.log.Warn("shows: mark events relayed", "err", err)
 	}
 }
 
@@ -213,18 +231,34 @@ func markRelayed(ctx context.Context, db bun.IDB, rows []OutboxRow) error {
 		ids[i] = row.ID
 	}
 	_, err := db.NewUpdate().Model((*OutboxRow)(nil)).Set("relayed_at = ?", app.Now()).
-		Where("id IN (?)", bun.In(ids)).Where("relayed_at IS NULL").Exec(ctx)
+		Where("id IN (?)", bun.List(ids)).Where("relayed_at IS NULL").Exec(ctx)
 	return err
 }
 
 // sweep relays the rows left unrelayed for longer than relayGrace, oldest
 // first, a batch per transaction; the rows are locked until they are
-// marked, and rows another node holds are skipped.
+// marked, and rows another node holds are skipped. It first counts the
+// unrelayed rows without a lock, which is all it does on most ticks.
 func (r *relay) sweep(ctx context.Context) (int, error) {
+	left, err := r.svc.db.NewSelect().Model((*OutboxRow)(nil)).Where("relayed_at IS NULL").Count(ctx)
+	if err != nil {
+		return 0, err
+	}
+	r.unrelayed.Set(float64(left))
+	if left == 0 {
+		return 0, nil
+	}
+	// READ COMMITTED on MySQL: the locking read locks the rows it
+	// returns, not the gaps of the index, so it never holds up a change
+	// inserting its outbox row.
+	var opts *sql.TxOptions
+	if app.IsMySQL(r.svc.db) {
+		opts = &sql.TxOptions{Isolation: sql.LevelReadCommitted}
+	}
 	n := 0
 	for {
 		var rows []OutboxRow
-		err := r.svc.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		err := r.svc.db.RunInTx(ctx, opts, func(ctx context.Context, tx bun.Tx) error {
 			q := tx.NewSelect().Model(&rows).Where("relayed_at IS NULL").
 				Where("created_at <= ?", app.Now().Add(-relayGrace)).OrderExpr("id ASC").Limit(relayBatch)
 			if app.IsMySQL(tx) {
@@ -243,15 +277,10 @@ func (r *relay) sweep(ctx context.Context) (int, error) {
 		}
 		n += len(rows)
 		if len(rows) < relayBatch {
-			break
+			r.unrelayed.Set(float64(max(left-int64(n), 0)))
+			return n, nil
 		}
 	}
-	left, err := r.svc.db.NewSelect().Model((*OutboxRow)(nil)).Where("relayed_at IS NULL").Count(ctx)
-	if err != nil {
-		return n, err
-	}
-	r.unrelayed.Set(float64(left))
-	return n, nil
 }
 
 // readLoop delivers the stream's events to this node's subscribers.
@@ -276,6 +305,9 @@ func (r *relay) readLoop(ctx context.Context) {
 		}
 		for _, st := range res {
 			for _, msg := range st.Messages {
+				if ctx.Err() != nil {
+					return // shutting down: a node that is stopping misses what follows
+				}
 				r.last = msg.ID
 				r.receive(ctx, msg)
 			}
