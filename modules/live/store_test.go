@@ -21,6 +21,7 @@ import (
 	"github.com/onair/onair/internal/testload"
 	"github.com/onair/onair/modules/live"
 	"github.com/onair/onair/modules/live/hls"
+	"github.com/onair/onair/modules/shows"
 )
 
 // bucket opens the test's bucket directly, to look at what the nodes put
@@ -340,4 +341,66 @@ func TestS3Outage(t *testing.T) {
 		}
 	}
 	exited(t, "ffmpeg", done)
+}
+
+// TestS3ReconcileArchivesFromStore: a complete show whose recording is
+// only in the bucket (its ingest node died between stop and archive) is
+// archived by the next node to start, from the stored index, keeping only
+// the segments the bucket holds.
+func TestS3ReconcileArchivesFromStore(t *testing.T) {
+	srv := miniotest.Start(t)
+	bk := bucket(t, srv, "media")
+	a := onairtest.New(t, s3Options(srv.URL("media"), "", nil))
+	_, token := a.CreateUser("Re Concile")
+	r := a.Do("POST", "/v1/shows", token, map[string]any{"name": "Orphan", "description": "stored only"})
+	id := int64(r.Expect(t, http.StatusCreated).JSON(t)["show"].(map[string]any)["id"].(float64))
+	svc := shows.From(a.Core)
+	ctx := context.Background()
+	if _, err := svc.GoLive(ctx, id, shows.Media{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.Stop(ctx, id, nil); err != nil {
+		t.Fatal(err)
+	}
+	m, _ := onairtest.Module[*live.Module](a)
+	m.Wait() // nothing stored yet: nothing archived
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	var index bytes.Buffer
+	for i := range 4 {
+		seg := hls.Segment{Rendition: hls.RenditionAV, Sequence: uint64(i), File: fmt.Sprintf("seg-%06d.ts", i), Duration: 2,
+			ProgramDateTime: t0.Add(time.Duration(i) * 2 * time.Second), Independent: true, Target: 2}
+		line, _ := json.Marshal(seg)
+		index.Write(append(line, '\n'))
+		if i == 3 {
+			continue // listed, but the bucket never got it
+		}
+		if err := store.PutBytes(ctx, bk, fmt.Sprintf("shows/%d/%s", id, seg.File), bytes.Repeat([]byte{0x47}, 188), "video/mp2t"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := store.PutBytes(ctx, bk, fmt.Sprintf("shows/%d/%s", id, hls.IndexFile), index.Bytes(), "application/json"); err != nil {
+		t.Fatal(err)
+	}
+	if s := a.Do("GET", fmt.Sprintf("/v1/shows/%d", id), token, nil).JSON(t)["show"].(map[string]any); s["archive"] != false {
+		t.Fatalf("archived before the recording was stored: %v", s)
+	}
+
+	b := onairtest.New(t, s3Options(srv.URL("media"), a.Core.Config.DatabaseURL, nil))
+	var s map[string]any
+	testload.Poll(t, "archived by the second node's reconcile", func() error {
+		if s = b.Do("GET", fmt.Sprintf("/v1/shows/%d", id), token, nil).JSON(t)["show"].(map[string]any); s["archive"] != true {
+			return fmt.Errorf("show %v", s)
+		}
+		return nil
+	})
+	if s["duration"] != float64(6) || s["audio_url"] != nil {
+		t.Errorf("archived from 3 stored segments of 2 s: duration %v, audio_url %v", s["duration"], s["audio_url"])
+	}
+	_, body := get(t, s["video_url"].(string), nil, "GET")
+	if n := strings.Count(string(body), "#EXTINF"); n != 3 || !strings.Contains(string(body), "#EXT-X-ENDLIST") {
+		t.Errorf("archive playlist lists %d segments:\n%s", n, body)
+	}
+	if keys := keysOf(t, bk, fmt.Sprintf("shows/%d/", id)); keys[hls.ArchiveAV] == 0 || keys[hls.PlaylistAV] == 0 {
+		t.Errorf("archive playlists not stored: %v", keys)
+	}
 }
