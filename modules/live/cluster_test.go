@@ -37,6 +37,7 @@ func newCluster(t *testing.T, configure func(*app.Config)) *cluster {
 	opts := onairtest.Options{DatabaseURL: onairtest.FreshMySQL(t), Redis: true, RedisPrefix: c.prefix, Configure: configure}
 	c.a = onairtest.New(t, opts)
 	c.b = onairtest.New(t, opts)
+	t.Cleanup(func() { c.a.Core.Redis.Del(context.Background(), c.prefix+shows.EventsStream) })
 	c.ma, _ = onairtest.Module[*live.Module](c.a)
 	c.mb, _ = onairtest.Module[*live.Module](c.b)
 	return c

@@ -1,6 +1,7 @@
 package live_test
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
@@ -10,10 +11,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/onair/onair/internal/miniotest"
 	"github.com/onair/onair/internal/onairtest"
 	"github.com/onair/onair/internal/testload"
 	"github.com/onair/onair/modules/live/hls"
+	"github.com/onair/onair/modules/shows"
 )
 
 // TestTwoNodeProcesses is issue 13's deployment with the real binary: two
@@ -42,6 +46,15 @@ func TestTwoNodeProcesses(t *testing.T) {
 		"ONAIR_RECONNECT_WINDOW=3s",
 		"ONAIR_LOG_LEVEL=debug",
 	}
+	ropts, err := redis.ParseURL(os.Getenv(onairtest.RedisEnv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		rdb := redis.NewClient(ropts)
+		defer rdb.Close()
+		rdb.Del(context.Background(), "onairtest:"+hex.EncodeToString(tag)+":"+shows.EventsStream)
+	})
 	a := onairtest.NewProcess(t, shared...)
 	a.Start()
 	b := onairtest.NewProcess(t, shared...)
