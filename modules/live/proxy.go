@@ -33,11 +33,14 @@ type proxier struct {
 func newProxier(c *cluster) *proxier {
 	return &proxier{c: c,
 		client: &fasthttp.Client{
-			Name:                     "onair-node",
-			ReadTimeout:              proxyTimeout,
-			WriteTimeout:             10 * time.Second,
-			MaxIdleConnDuration:      30 * time.Second,
-			MaxConnsPerHost:          512,
+			Name:                "onair-node",
+			ReadTimeout:         proxyTimeout,
+			WriteTimeout:        10 * time.Second,
+			MaxIdleConnDuration: 30 * time.Second,
+			// A blocking playlist reload holds its connection for up to a
+			// few part durations: one per waiting player.
+			MaxConnsPerHost:          4096,
+			MaxConnWaitTimeout:       5 * time.Second,
 			DisablePathNormalizing:   true,
 			NoDefaultUserAgentHeader: true,
 		},
