@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/onair/onair/app"
+	"github.com/onair/onair/internal/miniotest"
 	"github.com/onair/onair/internal/onairtest"
 	"github.com/onair/onair/internal/testload"
 	"github.com/onair/onair/modules/live"
@@ -348,5 +349,58 @@ func TestClusterJanitorEndsOrphans(t *testing.T) {
 	}
 	if s["live"] != false {
 		t.Errorf("ended show: %v", s)
+	}
+}
+
+// TestClusterReconnectToAnotherNode: the encoder drops from node A and
+// comes back, inside the reconnect window, to node B (one MinIO bucket):
+// the show resumes with its start, B continues the recording from the
+// index A left in the bucket, and the archive, made once, holds both parts.
+func TestClusterReconnectToAnotherNode(t *testing.T) {
+	requireTools(t, "ffmpeg")
+	srv := miniotest.Start(t)
+	bk := bucket(t, srv, "reconnect")
+	c := newCluster(t, func(cfg *app.Config) { cfg.StorageURL = srv.URL("reconnect") })
+	_, token := c.a.CreateUser("Hop Nodes")
+	b := newBroadcast(t, c.a, token, nil)
+	_, done := publish(t, b.rtmp+"/"+b.key, 4, false)
+	first := b.await(t, "live", isLive)
+	if err := exited(t, "the publisher on A", done); err != nil {
+		t.Fatal(err)
+	}
+	testload.Poll(t, "A let go of the lease", func() error {
+		if got := c.owner(t, b.id); got != "" {
+			return fmt.Errorf("lease %q", got)
+		}
+		return nil
+	})
+	onA := len(storedIndex(t, bk, b.id))
+	_, done = publish(t, "rtmp://"+c.mb.RTMPAddr()+"/live/"+b.key, 4, false)
+	testload.Poll(t, "node B holds the lease", func() error {
+		if got := c.owner(t, b.id); got != c.mb.NodeID() {
+			return fmt.Errorf("lease %q", got)
+		}
+		return nil
+	})
+	if err := exited(t, "the publisher on B", done); err != nil {
+		t.Fatal(err)
+	}
+	if s := b.show(t); !isLive(s) || s["start"] != first["start"] {
+		t.Fatalf("after reconnecting to B: live %v start %v (first start %v)", s["live"], s["start"], first["start"])
+	}
+	if segs := storedIndex(t, bk, b.id); len(segs) <= onA {
+		t.Fatalf("the stored index has %d segments after B, %d after A", len(segs), onA)
+	}
+	c.b.Do("POST", fmt.Sprintf("/v1/shows/%d/stop", b.id), token, nil).Expect(t, http.StatusOK)
+	s := b.await(t, "archived", func(s map[string]any) bool { return s["archive"] == true })
+	_, _, vod := fetch(t, c.onB(s["video_url"].(string)))
+	if !strings.Contains(vod, "#EXT-X-DISCONTINUITY") {
+		t.Errorf("archive of a show resumed on another node has no discontinuity:\n%s", vod)
+	}
+	if d := playlistSeconds(vod); d < 7 || d > 9 {
+		t.Errorf("archive of two 4 s parts on two nodes lasts %.2f s:\n%s", d, vod)
+	}
+	if n := strings.Count(c.a.Logs(), "show archived") + strings.Count(c.b.Logs(), "show archived"); n != 1 {
+		t.Errorf("archived %d times across the nodes", n)
 	}
 }
