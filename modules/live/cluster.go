@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/onair/onair/app"
@@ -58,6 +59,8 @@ type cluster struct {
 	owners  ownerCache
 
 	proxy *proxier
+	// orphaned counts live shows the janitor found without a node.
+	orphaned prometheus.Counter
 
 	sub    *redis.PubSub
 	cancel context.CancelFunc
@@ -131,6 +134,8 @@ func newCluster(m *Module, rdb *redis.Client) (*cluster, error) {
 	c.log = m.core.Log.With("node", c.id)
 	c.owners.entries = map[int64]ownerEntry{}
 	c.proxy = newProxier(c)
+	c.orphaned = prometheus.NewCounter(prometheus.CounterOpts{Name: "onair_live_orphaned_total",
+		Help: "Live shows this node's janitor found without an owner node (a node died) and recorded as left; every node that notices counts."})
 	return c, nil
 }
 
@@ -341,6 +346,13 @@ func (c *cluster) hold(show int64) {
 	c.owners.forget(show)
 }
 
+// held counts the leases this node holds.
+func (c *cluster) held() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.leases)
+}
+
 // holds tells whether this node holds the show's lease.
 func (c *cluster) holds(show int64) bool {
 	c.mu.Lock()
@@ -449,6 +461,7 @@ func (c *cluster) janitor(ctx context.Context) {
 			c.log.Error("live: publisher left", "show", id, "err", err)
 			continue
 		}
+		c.orphaned.Inc()
 		c.log.Info("live show lost its node; waiting for the publisher to reconnect", "show", id)
 	}
 }

@@ -228,6 +228,9 @@ func TestClusterLiveOnEveryNode(t *testing.T) {
 	if got := c.owner(t, b.id); got != c.ma.NodeID() {
 		t.Fatalf("live lease %q, want node A %q", got, c.ma.NodeID())
 	}
+	if got := metric(t, c.a, "onair_live_leases"); got != 1 {
+		t.Errorf("node A reports %v leases, want 1", got)
+	}
 	videoA := s["video_url"].(string)
 	awaitSegments(t, videoA, 2)
 	videoB, audioB := c.onB(videoA), c.onB(s["audio_url"].(string))
@@ -350,7 +353,11 @@ func TestClusterJanitorEndsOrphans(t *testing.T) {
 	if s["live"] != false {
 		t.Errorf("ended show: %v", s)
 	}
+	if n := metric(t, c.a, "onair_live_orphaned_total") + metric(t, c.b, "onair_live_orphaned_total"); n < 1 {
+		t.Errorf("onair_live_orphaned_total: %v across the nodes", n)
+	}
 }
+
 
 // TestClusterReconnectToAnotherNode: the encoder drops from node A and
 // comes back, inside the reconnect window, to node B (one MinIO bucket):

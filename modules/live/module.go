@@ -224,7 +224,13 @@ func (m *Module) registerMetrics(reg prometheus.Registerer) error {
 	if m.cluster == nil {
 		return nil
 	}
-	for _, g := range []prometheus.Collector{m.cluster.proxy.took} {
+	for _, g := range []prometheus.Collector{
+		m.cluster.proxy.took,
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "onair_live_leases", Help: "Live shows whose cluster lease this node holds (it ingests them).",
+		}, func() float64 { return float64(m.cluster.held()) }),
+		m.cluster.orphaned,
+	} {
 		if err := reg.Register(g); err != nil {
 			return fmt.Errorf("live: metrics: %w", err)
 		}
