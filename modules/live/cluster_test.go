@@ -358,7 +358,6 @@ func TestClusterJanitorEndsOrphans(t *testing.T) {
 	}
 }
 
-
 // TestClusterReconnectToAnotherNode: the encoder drops from node A and
 // comes back, inside the reconnect window, to node B (one MinIO bucket):
 // the show resumes with its start, B continues the recording from the
