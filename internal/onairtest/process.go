@@ -158,3 +158,6 @@ func (p *Process) Run(args ...string) string {
 func (p *Process) Client() *Env {
 	return &Env{T: p.t, URL: p.URL, Client: &http.Client{Timeout: testload.Patience}}
 }
+
+// Logs is what the server has printed so far, across its starts.
+func (p *Process) Logs() string { return p.log.String() }

@@ -9,3 +9,17 @@ func (m *Module) SignToken(showID int64, now time.Time) string { return m.signer
 func (m *Module) ValidToken(showID int64, token string, now time.Time) bool {
 	return m.signer.valid(showID, token, now)
 }
+
+// NodeID is the cluster id of this node ("" without Redis).
+func (m *Module) NodeID() string {
+	if m.cluster == nil {
+		return ""
+	}
+	return m.cluster.id
+}
+
+// NodeURLFor exposes the derivation of the default ONAIR_NODE_URL.
+func NodeURLFor(setting, httpAddr string) (string, error) { return nodeURL(setting, httpAddr) }
+
+// ParseNodeURL exposes the check of ONAIR_NODE_URL.
+func ParseNodeURL(v string) (any, error) { return parseNodeURL(v) }

@@ -52,6 +52,7 @@ type stream struct {
 	jobs     chan func()
 	worked   chan struct{} // closed when the worker has run every job
 	replayAt time.Time     // arrival of the buffered tag being replayed
+	leased   bool          // holds the show's cluster lease (cluster.go)
 	// Inside OnSegment: which tracks have a playable segment, what the
 	// show has been told, and when the thumbnail was refreshed.
 	videoPlayable, audioPlayable    bool
@@ -188,9 +189,30 @@ func (s *stream) start() error {
 	return nil
 }
 
-// claim makes s the show's publisher.
+// claim makes s the show's publisher: on this node, then, with a
+// cluster, across the nodes (the show's live lease).
 func (m *Module) claim(s *stream) error {
 	deadline := time.After(replaceWait)
+	if err := m.claimLocal(s, deadline); err != nil {
+		return err
+	}
+	if m.cluster == nil {
+		return nil
+	}
+	if err := m.cluster.acquire(s.ctx, s.showID, deadline); err != nil {
+		m.mu.Lock()
+		if m.streams[s.showID] == s {
+			delete(m.streams, s.showID)
+		}
+		m.mu.Unlock()
+		return err
+	}
+	s.leased = true
+	return nil
+}
+
+// claimLocal makes s the show's publisher on this node.
+func (m *Module) claimLocal(s *stream, deadline <-chan time.Time) error {
 	for {
 		m.mu.Lock()
 		if err := context.Cause(s.ctx); err != nil {
@@ -330,25 +352,34 @@ func (s *stream) Close(reason error) {
 			m.core.Log.Error("live: publisher left", "show", s.showID, "err", err)
 		}
 	}
+	if s.leased {
+		// Last: a node taking the show over finds everything in place.
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		m.cluster.release(ctx, s.showID)
+		cancel()
+	}
 	m.core.Log.Info("publisher left", "show", s.showID, "reason", fmt.Sprint(reason))
 	close(s.closed)
 }
 
 // onShowEvent reacts to the lifecycle: a stopped show loses its publisher
 // and (unless radio) is archived; a deleted one loses its media.
-func (m *Module) onShowEvent(_ context.Context, ev shows.Event) {
+func (m *Module) onShowEvent(ctx context.Context, ev shows.Event) {
 	m.vis.forget(ev.Show.ID)
 	switch ev.Type {
 	case shows.EventStopped:
 		m.viewers.forget(ev.Show.ID)
-		gone := m.disconnect(ev.Show.ID, errStopped)
 		radio := ev.Show.Radio
+		// With a cluster, one node archives (decided before the publisher
+		// is cut off, while this node still holds the show's lease).
+		archive := !radio && (m.cluster == nil || m.cluster.takeArchive(ctx, ev.Show.ID, m.cluster.holds(ev.Show.ID)))
+		gone := m.disconnect(ev.Show.ID, errStopped)
 		m.background(func() {
 			for _, s := range gone {
 				<-s.closed
 			}
-			if !radio {
-				m.archive(ev.Show.ID)
+			if archive {
+				m.archiveShow(ev.Show.ID)
 			}
 		})
 	case shows.EventDeleted:
@@ -393,20 +424,30 @@ func (m *Module) background(job func()) {
 	}()
 }
 
+// archiveShow archives the show; with a cluster, giving up lets another
+// node (or a restart) try again.
+func (m *Module) archiveShow(showID int64) {
+	if m.archive(showID) && m.cluster != nil {
+		m.cluster.archiveFailed(showID)
+	}
+}
+
 // archive finalises a complete show's recording into VOD playlists and
 // points the show at them. It holds mediaMu so that it never races the
 // removal of a show deleted meanwhile. With a mirrored store it tries again
-// (with a pause) while the store fails.
-func (m *Module) archive(showID int64) {
+// (with a pause) while the store fails, and reports whether it gave up.
+func (m *Module) archive(showID int64) (failed bool) {
 	pause := time.Second
 	for attempt := 1; ; attempt++ {
-		retry := m.archiveOnce(showID)
-		if !retry || attempt >= archiveAttempts {
-			return
+		if retry := m.archiveOnce(showID); !retry {
+			return false
+		}
+		if attempt >= archiveAttempts {
+			return true
 		}
 		select {
 		case <-m.ctx.Done():
-			return
+			return true
 		case <-time.After(pause):
 		}
 		pause *= 4
@@ -417,8 +458,12 @@ func (m *Module) archive(showID int64) {
 func (m *Module) archiveOnce(showID int64) (retry bool) {
 	m.mediaMu.Lock()
 	defer m.mediaMu.Unlock()
-	if _, err := m.shows.Get(context.Background(), showID); err != nil {
+	sh, err := m.shows.Get(context.Background(), showID)
+	if err != nil {
 		return false // deleted since it stopped: its media is going away
+	}
+	if sh.Archive {
+		return false // another node was first
 	}
 	dir := m.showDir(showID)
 	var segs []hls.Segment
@@ -506,13 +551,17 @@ func (m *Module) reconcile(ctx context.Context) error {
 		seen[sh.ID] = true
 		id := sh.ID
 		switch {
+		case sh.Live && m.cluster != nil && m.cluster.ownedElsewhere(ctx, id):
+			// Another node streams the show now.
 		case sh.Live:
 			if err := m.shows.PublisherLeft(ctx, id); err != nil {
 				return err
 			}
 			m.core.Log.Info("live show lost its publisher in a restart; waiting for it to reconnect", "show", id)
 		case sh.Complete && !sh.Archive && !sh.Radio:
-			m.background(func() { m.archive(id) })
+			if m.cluster == nil || m.cluster.takeArchive(ctx, id, false) {
+				m.background(func() { m.archiveShow(id) })
+			}
 		}
 		return nil
 	}

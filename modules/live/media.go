@@ -196,19 +196,30 @@ func mediaParams(c *fiber.Ctx) (int64, string, error) {
 
 // sendMedia sends a media file of the show with the content type and
 // cache policy players expect: live playlists are revalidated on every
-// poll, segments never change. It answers from, in order: the working
-// file on this node (the node that ingests the show, or the store's own
-// directory); the remote hook (the cluster proxies a live show to the node
-// that ingests it); the media store (a redirect to a presigned URL when
-// ONAIR_STORAGE_PUBLIC_URL is set, except for live playlists).
+// poll, segments never change. It answers from, in order: the node that
+// ingests the show, when that is another node (the cluster forwards the
+// request there, proxy.go); the working file on this node (the node that
+// ingests the show, or the store's own directory); the media store (a
+// redirect to a presigned URL when ONAIR_STORAGE_PUBLIC_URL is set, except
+// for live playlists).
 func (m *Module) sendMedia(c *fiber.Ctx, id int64, file, scope string) error {
 	ext := filepath.Ext(file)
+	// A show another node ingests: its live media come from there (this
+	// node's own working files of it, if any, are from an earlier stream).
+	if m.cluster != nil && m.cluster.proxy.forward(c, id) {
+		if ext == ".m3u8" {
+			m.viewers.saw(id, c.IP(), time.Now())
+		}
+		return nil
+	}
 	live := ext == ".m3u8" && file != hls.ArchiveAV && file != hls.ArchiveAudio
 	ctype, cache := mediaType(ext), scope+", max-age=31536000, immutable"
 	switch {
 	case live:
 		cache = "no-cache"
-		m.viewers.saw(id, c.IP(), time.Now())
+		if !proxied(c) { // the viewer is counted where it asked
+			m.viewers.saw(id, c.IP(), time.Now())
+		}
 	case ext == ".m3u8":
 		cache = scope + ", max-age=300"
 	case ext == ".jpg" || ext == ".gif":
@@ -236,11 +247,6 @@ func (m *Module) sendMedia(c *fiber.Ctx, id int64, file, scope string) error {
 		}
 	} else {
 		f = nil
-	}
-	if f == nil && m.remote != nil {
-		if handled, err := m.remote(c, id, file); handled || err != nil {
-			return err
-		}
 	}
 	if f == nil && !m.mirror {
 		return fiber.ErrNotFound

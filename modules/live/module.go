@@ -51,12 +51,11 @@ type Module struct {
 	// presign, when ONAIR_STORAGE_PUBLIC_URL is set, makes URLs clients
 	// fetch stored media with directly.
 	presign store.Presigner
-	// remote, when set (by the cluster), may answer a media request for a
-	// show this node does not ingest (proxying it to its owner) before
-	// the store is asked; handled false lets the store answer.
-	remote func(c *fiber.Ctx, id int64, file string) (handled bool, err error)
 	// viewers counts who watches each live show (from playlist polls).
 	viewers *viewers
+	// cluster is this node's part of a multi-node install (cluster.go);
+	// nil without Redis.
+	cluster *cluster
 
 	// trackWait bounds how long a publication waits for a missing track.
 	trackWait time.Duration
@@ -123,6 +122,8 @@ func (*Module) Settings() []app.Setting {
 			Help: "after 3 refused publishes of one stream key from one address within this window, the key is refused there for the window", Parse: parsePositiveDuration},
 		{Env: SettingRTMPTrackWait, Flag: "rtmp-track-wait", Default: "5s",
 			Help: "how long (in media time) a publication waits for a track onMetaData announced, or for the second track", Parse: parsePositiveDuration},
+		{Env: SettingNodeURL, Flag: "node-url",
+			Help: "with ONAIR_REDIS_URL: the base URL other nodes reach this node's HTTP server at (default: from ONAIR_HTTP_ADDR; docs/deploy.md)", Parse: parseNodeURL},
 		{Env: SettingStoragePublicURL, Flag: "storage-public-url",
 			Help: "base URL (http(s)://host:port) at which clients reach the s3 store of ONAIR_STORAGE_URL; when set, stored segments, archive playlists and images answer with a redirect to a presigned URL there (default: the node streams them)"},
 	}
@@ -193,6 +194,11 @@ func (m *Module) Provision(core *app.Core) error {
 		KeyThrottle:          app.Get[time.Duration](cfg, SettingRTMPKeyThrottle),
 	}
 	m.viewers = newViewers(viewerWindow)
+	if core.Redis != nil {
+		if m.cluster, err = newCluster(m, core.Redis); err != nil {
+			return err
+		}
+	}
 	return m.registerMetrics(core.Metrics)
 }
 
@@ -215,6 +221,20 @@ func (m *Module) registerMetrics(reg prometheus.Registerer) error {
 			return fmt.Errorf("live: metrics: %w", err)
 		}
 	}
+	if m.cluster == nil {
+		return nil
+	}
+	for _, g := range []prometheus.Collector{
+		m.cluster.proxy.took,
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "onair_live_leases", Help: "Live shows whose cluster lease this node holds (it ingests them).",
+		}, func() float64 { return float64(m.cluster.held()) }),
+		m.cluster.orphaned,
+	} {
+		if err := reg.Register(g); err != nil {
+			return fmt.Errorf("live: metrics: %w", err)
+		}
+	}
 	return nil
 }
 
@@ -227,6 +247,12 @@ func (m *Module) Start(ctx context.Context) error {
 		return fmt.Errorf("live: listen on ONAIR_RTMP_ADDR %s: %w", addr, err)
 	}
 	m.ln = ln
+	if m.cluster != nil {
+		if err := m.cluster.start(ctx); err != nil {
+			ln.Close()
+			return err
+		}
+	}
 	go func() {
 		if err := m.rtmp.Serve(ln); err != nil && !errors.Is(err, rtmp.ErrServerClosed) {
 			m.core.Log.Error("rtmp server stopped", "err", err)
@@ -268,6 +294,9 @@ func (m *Module) Stop(ctx context.Context) error {
 	select {
 	case <-done:
 	case <-ctx.Done():
+	}
+	if m.cluster != nil {
+		m.cluster.stop()
 	}
 	m.cancel()
 	if m.thumbs != nil {
