@@ -198,6 +198,9 @@ func mediaParams(c *fiber.Ctx) (int64, string, error) {
 // cache policy players expect: live playlists are revalidated on every
 // poll, segments never change.
 func (m *Module) sendMedia(c *fiber.Ctx, id int64, file, scope string) error {
+	if err := m.awaitMedia(c, id, file); err != nil {
+		return err
+	}
 	path := filepath.Join(m.showDir(id), file)
 	ext := filepath.Ext(file)
 	cache := scope + ", max-age=31536000, immutable"
@@ -205,9 +208,10 @@ func (m *Module) sendMedia(c *fiber.Ctx, id int64, file, scope string) error {
 	case ".m3u8":
 		c.Set(fiber.HeaderContentType, "application/vnd.apple.mpegurl")
 		cache = "no-cache"
-		if file == hls.ArchiveAV || file == hls.ArchiveAudio {
+		switch file {
+		case hls.ArchiveAV, hls.ArchiveAudio, hls.ArchiveMasterAV, hls.ArchiveMasterAudio:
 			cache = scope + ", max-age=300"
-		} else {
+		default:
 			m.viewers.saw(id, c.IP(), time.Now())
 		}
 	case ".ts":

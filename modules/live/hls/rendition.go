@@ -95,7 +95,7 @@ func (c *clock) at(t int64) time.Time {
 
 func newRendition(name, playlistName, dir string, video, audio bool, o Options, c *clock, prior []Segment) *rendition {
 	r := &rendition{
-		partLen:   o.PartDuration.Nanoseconds() * 90000 / int64(time.Second),
+		partLen:   (o.PartDuration.Nanoseconds()*9 + 50000) / 100000, // 90 kHz ticks
 		notify:    o.Live,
 		parts:     map[uint64][]Part{},
 		lastPart:  partRef{part: -1},
