@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"sync"
@@ -28,9 +29,13 @@ const DefaultPartDuration = time.Second / 3
 // would outgrow it is cut early.
 func partTargetOf(partLen int64) int64 { return partLen + partLen/10 }
 
-// partHoldBackOf is PART-HOLD-BACK: three part targets, what RFC 8216bis
-// recommends (twice is its minimum).
-func partHoldBackOf(partTarget int64) float64 { return 3 * float64(partTarget) / 90000 }
+// partHoldBackOf is PART-HOLD-BACK: three part targets as announced (to
+// the 10 µs), rounded up to the millisecond, what RFC 8216bis recommends
+// (twice is its minimum).
+func partHoldBackOf(partTarget int64) float64 {
+	announced, _ := strconv.ParseFloat(formatSeconds(partTarget), 64)
+	return math.Ceil(math.Round(3*announced*1e5)/100) / 1000
+}
 
 // partSegments is how many of the last segments keep their EXT-X-PART
 // tags: those within three target durations of the live edge, as RFC
@@ -257,9 +262,10 @@ func (l *Live) AwaitPart(ctx context.Context, file string) error {
 	return l.Await(ctx, list, seq, idx)
 }
 
-// renderPartInf and friends format the LL-HLS tags of a live playlist.
+// formatSeconds writes a duration in 90 kHz ticks as seconds, rounded
+// up to 10 µs so that no part is longer than the PART-TARGET written so.
 func formatSeconds(ticks int64) string {
-	return strconv.FormatFloat(float64(ticks)/90000, 'f', 5, 64)
+	return strconv.FormatFloat(math.Ceil(float64(ticks)*100000/90000)/100000, 'f', 5, 64)
 }
 
 func (p Part) tag() string {
