@@ -351,3 +351,19 @@ func FuzzParsePartFile(f *testing.F) {
 		}
 	})
 }
+
+func TestPartDurationSnapsToFraction(t *testing.T) {
+	for _, tc := range []struct{ in, want time.Duration }{
+		{333 * time.Millisecond, 2 * time.Second / 6},
+		{500 * time.Millisecond, 500 * time.Millisecond},
+		{400 * time.Millisecond, 400 * time.Millisecond},
+		{450 * time.Millisecond, 450 * time.Millisecond},
+		{0, 2 * time.Second / 6},
+		{-1, 0},
+		{5 * time.Second, 2 * time.Second},
+	} {
+		if got := (Options{PartDuration: tc.in}).withDefaults().PartDuration; got != tc.want {
+			t.Errorf("%s: %s, want %s", tc.in, got, tc.want)
+		}
+	}
+}

@@ -17,11 +17,11 @@ func TestSPSResolution(t *testing.T) {
 		sps  string
 		w, h int
 	}{
-		{"6764001facd9405005bb0110000003001000000303c0f1831960", 1280, 720}, // x264 high
+		{"6764001facd9405005bb0110000003001000000303c0f1831960", 1280, 720},  // x264 high
 		{"6742c00dd90141fb0110000003001000000303c0f142a480", 320, 240},       // baseline
 		{"674d4028eca03c0113f2e022000003000200000300781e30632c", 1920, 1080}, // main, cropped from 1088
 		{"67f4001f919b281b07bc5f8088000003000800000301e078c18cb0", 854, 480}, // high 4:4:4, cropped
-		{hex.EncodeToString(avcRecord[8:17]), 0, 0},                           // the tests' toy SPS
+		{hex.EncodeToString(avcRecord[8:17]), 0, 0},                          // the tests' toy SPS
 	} {
 		b, _ := hex.DecodeString(tc.sps)
 		w, h, err := spsResolution(b)

@@ -48,8 +48,9 @@ type Options struct {
 	// feeding the Packager.
 	OnSegment func(Segment)
 	// PartDuration is the nominal length of the LL-HLS partial segments
-	// (DefaultPartDuration); negative turns low latency off (no parts, no
-	// LL tags).
+	// (DefaultPartDuration); within 1% of a whole fraction of
+	// SegmentDuration it is that fraction (333ms is a third of a second).
+	// Negative turns low latency off (no parts, no LL tags).
 	PartDuration time.Duration
 	// Live, if set, hears of every live playlist written, for requests
 	// that wait for a segment or part (see Live).
@@ -82,6 +83,14 @@ func (o Options) withDefaults() Options {
 		o.PartDuration = 0
 	}
 	o.PartDuration = min(o.PartDuration, o.SegmentDuration)
+	if o.PartDuration > 0 {
+		// Within 1% of a whole fraction of the segment length (333ms):
+		// that fraction exactly, so parts split segments evenly.
+		n := max(1, (o.SegmentDuration+o.PartDuration/2)/o.PartDuration)
+		if d := o.SegmentDuration / n; max(d-o.PartDuration, o.PartDuration-d) <= o.PartDuration/100 {
+			o.PartDuration = d
+		}
+	}
 	if o.ProbeDuration <= 0 {
 		o.ProbeDuration = DefaultProbeDuration
 	}
