@@ -244,7 +244,13 @@ func TestLowLatencyHLS(t *testing.T) {
 	ffmpeg.Process.Kill()
 	exited(t, "ffmpeg", done)
 	b.await(t, "live without its publisher", isLive)
-	_, _, text = get(t, playlist)
+	// Once the packager has closed, the playlist hints no part any more.
+	testload.Poll(t, "the playlist of the closed stream", func() error {
+		if _, _, text = get(t, playlist); hintURI.MatchString(text) {
+			return fmt.Errorf("still hints a part:\n%s", text)
+		}
+		return nil
+	})
 	last, _, _ = newestOf(t, text)
 	status, _, took = timedGet(t, fmt.Sprintf("%s?_HLS_msn=%d", playlist, last+1))
 	if status != http.StatusServiceUnavailable || took < 5500*time.Millisecond || took > 8*time.Second {
