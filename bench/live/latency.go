@@ -106,7 +106,9 @@ func latencyArgs(urls []string, seconds int) []string {
 		"-map", "[v]", "-map", "2:a", "-t", fmt.Sprint(seconds),
 		"-c:v", "libx264", "-preset", "veryfast", "-tune", "zerolatency", "-pix_fmt", "yuv420p",
 		"-g", fmt.Sprint(2 * latencyFPS), "-keyint_min", fmt.Sprint(2 * latencyFPS), "-b:v", "1500k",
-		"-c:a", "aac", "-b:a", "128k", "-f", "tee", strings.Join(outs, "|")}
+		"-c:a", "aac", "-b:a", "128k",
+		// The tee muxer: each FLV output needs the codec headers out of band.
+		"-flags", "+global_header", "-f", "tee", strings.Join(outs, "|")}
 }
 
 // runLatency measures every target at once on one publication.
