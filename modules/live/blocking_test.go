@@ -57,8 +57,10 @@ func FuzzParseBlocking(f *testing.F) {
 // refused and counted, and a released slot is free again.
 func TestWaitersCap(t *testing.T) {
 	w := waiters{max: 2}
-	if !w.acquire() || !w.acquire() {
-		t.Fatal("under the cap refused")
+	for i := range 2 {
+		if !w.acquire() {
+			t.Fatalf("request %d, under the cap, refused", i+1)
+		}
 	}
 	if w.acquire() || w.refused.Load() != 1 || w.now.Load() != 2 {
 		t.Fatalf("past the cap: now %d refused %d", w.now.Load(), w.refused.Load())

@@ -20,10 +20,9 @@ import (
 )
 
 var (
-	mediaSeqTag = regexp.MustCompile(`(?m)^#EXT-X-MEDIA-SEQUENCE:(\d+)$`)
-	lastSegURI  = regexp.MustCompile(`(?m)^(seg|audio)-(\d+)\.ts$`)
-	partURI     = regexp.MustCompile(`(?m)^#EXT-X-PART:DURATION=[0-9.]+,URI="(seg|audio)-(\d+)-p(\d+)\.ts"`)
-	hintURI     = regexp.MustCompile(`(?m)^#EXT-X-PRELOAD-HINT:TYPE=PART,URI="([^"]+)"$`)
+	lastSegURI = regexp.MustCompile(`(?m)^(seg|audio)-(\d+)\.ts$`)
+	partURI    = regexp.MustCompile(`(?m)^#EXT-X-PART:DURATION=[0-9.]+,URI="(seg|audio)-(\d+)-p(\d+)\.ts"`)
+	hintURI    = regexp.MustCompile(`(?m)^#EXT-X-PRELOAD-HINT:TYPE=PART,URI="([^"]+)"$`)
 )
 
 // newestOf is the media sequence number of a live playlist's last
