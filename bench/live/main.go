@@ -52,6 +52,8 @@ type options struct {
 	docs         string
 	keep         bool
 	profile      string
+	latency      int
+	latencyOnly  bool
 }
 
 func main() {
@@ -70,6 +72,8 @@ func main() {
 	flag.StringVar(&o.docs, "docs", "docs/benchmarks.md", "markdown file whose \"Live media\" section gets the figures (empty: only print)")
 	flag.BoolVar(&o.keep, "keep", false, "keep the temporary directory (server logs, nginx prefix, media)")
 	flag.StringVar(&o.profile, "profile", "", "directory for OnAir's CPU profiles of each ingest run and of its first wrk run of each request (runs the onair build with pprof)")
+	flag.IntVar(&o.latency, "latency-seconds", 40, "seconds of glass-to-glass latency measurement per server with hls.js in headless Chromium (0: skip)")
+	flag.BoolVar(&o.latencyOnly, "latency-only", false, "measure only the glass-to-glass latency (no ingest CPU, no wrk)")
 	flag.Parse()
 	for _, s := range strings.Split(*pubs, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
@@ -99,7 +103,11 @@ func envInt(name string, def int) int {
 }
 
 func run(ctx context.Context, o options) error {
-	for _, tool := range []string{"ffmpeg", "nginx", "wrk"} {
+	tools := []string{"ffmpeg", "nginx", "wrk"}
+	if o.latencyOnly {
+		tools = tools[:2]
+	}
+	for _, tool := range tools {
 		if _, err := exec.LookPath(tool); err != nil {
 			return fmt.Errorf("%s is not on PATH (apt-get install -y ffmpeg nginx libnginx-mod-rtmp wrk)", tool)
 		}
@@ -180,6 +188,34 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	defer ngx.stop()
+
+	if o.latency > 0 {
+		sh, err := srv.CreateShow(ctx, token, "Bench latency")
+		if err != nil {
+			return err
+		}
+		targets := []latencyTarget{
+			{name: "OnAir (LL-HLS, 2 s segments, 1/3 s parts)", rtmp: "rtmp://" + srv.RTMPAddr + "/live/" + sh.StreamKey,
+				playlist: fmt.Sprintf("%s/media/shows/%d/master.m3u8", srv.URL, sh.ID),
+				ready:    func(text string) bool { return strings.Contains(text, "#EXT-X-STREAM-INF") }},
+			{name: "nginx-rtmp (HLS, 2 s fragments)", rtmp: "rtmp://" + ngx.rtmpAddr + "/live/latency",
+				playlist: "http://" + ngx.httpAddr + "/hls/latency.m3u8",
+				ready:    func(text string) bool { return strings.Contains(text, "#EXTINF") }},
+		}
+		warmup := min(10, o.latency/4)
+		res, err := runLatency(ctx, root, targets, o.latency, warmup)
+		if err != nil {
+			return fmt.Errorf("latency: %w", err)
+		}
+		// OnAir's master appears with its first segment; its first
+		// part is in the media playlist before that.
+		fmt.Print("\n### Glass-to-glass latency\n\n")
+		fmt.Println(latencyMarkdown(res, o.latency, warmup))
+		fmt.Println("nginx-rtmp:", nginxVersion())
+		if o.latencyOnly {
+			return nil
+		}
+	}
 
 	rep := report{o: o, input: input, started: time.Now(), loadBefore: benchkit.LoadAvg(), nginxConf: ngx.confText, nginxPrefix: ngx.prefix, nginxRTMP: ngx.rtmpAddr}
 	if fi, err := os.Stat(input); err == nil {

@@ -169,8 +169,12 @@ func (s *stream) start() error {
 		s.up.start()
 	}
 	var err error
+	part := s.m.partDuration
+	if part == 0 {
+		part = -1 // LL-HLS off
+	}
 	s.pkg, err = hls.Open(s.dir, hls.Options{Logger: s.m.core.Log.With("show", s.showID), OnSegment: s.onSegment,
-		Now: s.now, ProbeDuration: s.m.trackWait})
+		Now: s.now, ProbeDuration: s.m.trackWait, PartDuration: part, Live: s.m.liveFor(s.showID)})
 	if err != nil {
 		return fmt.Errorf("live: show %d: %w", s.showID, err)
 	}
@@ -271,12 +275,14 @@ func (s *stream) onSegment(seg hls.Segment) {
 		// The show starts with its first media sample; a resume keeps it.
 		start := s.pkg.Start()
 		media := shows.Media{Start: &start}
+		// The URLs are master playlists (codecs, bandwidth, the audio-only
+		// alternative), written before this hook runs.
 		if video {
-			v := s.m.mediaURL(s.showID, hls.PlaylistAV)
+			v := s.m.mediaURL(s.showID, hls.MasterAV)
 			media.VideoURL = &v
 		}
 		if audio {
-			a := s.m.mediaURL(s.showID, hls.PlaylistAudio)
+			a := s.m.mediaURL(s.showID, hls.MasterAudio)
 			media.AudioURL = &a
 		}
 		s.announced, s.sentVideo, s.sentAudio = true, s.sentVideo || video, s.sentAudio || audio
@@ -369,6 +375,7 @@ func (m *Module) onShowEvent(ctx context.Context, ev shows.Event) {
 	switch ev.Type {
 	case shows.EventStopped:
 		m.viewers.forget(ev.Show.ID)
+		m.forgetLive(ev.Show.ID)
 		radio := ev.Show.Radio
 		// With a cluster, one node archives (decided before the publisher
 		// is cut off, while this node still holds the show's lease).
@@ -384,6 +391,7 @@ func (m *Module) onShowEvent(ctx context.Context, ev shows.Event) {
 		})
 	case shows.EventDeleted:
 		m.viewers.forget(ev.Show.ID)
+		m.forgetLive(ev.Show.ID)
 		gone := m.disconnect(ev.Show.ID, errStopped)
 		m.background(func() {
 			for _, s := range gone {
@@ -490,20 +498,23 @@ func (m *Module) archiveOnce(showID int64) (retry bool) {
 				return false
 			}
 		}
-		video, audio = fileExists(filepath.Join(dir, hls.ArchiveAV)), fileExists(filepath.Join(dir, hls.ArchiveAudio))
+		video, audio = fileExists(filepath.Join(dir, hls.ArchiveMasterAV)), fileExists(filepath.Join(dir, hls.ArchiveMasterAudio))
 	}
 	if len(segs) == 0 {
 		return false
 	}
 	// Duration from the media: first sample to the end of the last.
 	_, span := hls.Span(segs)
+	// The archive's master playlists: Finalize writes the A/V one only
+	// when the recording has video, so an audio-only show keeps a null
+	// video_url.
 	media := shows.Media{Duration: &span}
 	if video {
-		v := m.mediaURL(showID, hls.ArchiveAV)
+		v := m.mediaURL(showID, hls.ArchiveMasterAV)
 		media.VideoURL = &v
 	}
 	if audio {
-		a := m.mediaURL(showID, hls.ArchiveAudio)
+		a := m.mediaURL(showID, hls.ArchiveMasterAudio)
 		media.AudioURL = &a
 	}
 	if _, err := m.shows.Archive(context.Background(), showID, media); err != nil {

@@ -212,7 +212,12 @@ func (m *Module) sendMedia(c *fiber.Ctx, id int64, file, scope string) error {
 		}
 		return nil
 	}
-	live := ext == ".m3u8" && file != hls.ArchiveAV && file != hls.ArchiveAudio
+	// LL-HLS: a blocking playlist reload or a hinted part waits here, on
+	// the node that ingests the show, until what it asks for exists.
+	if err := m.awaitMedia(c, id, file); err != nil {
+		return err
+	}
+	live := ext == ".m3u8" && !isArchivePlaylist(file)
 	ctype, cache := mediaType(ext), scope+", max-age=31536000, immutable"
 	switch {
 	case live:
@@ -267,6 +272,16 @@ func (m *Module) sendMedia(c *fiber.Ctx, id int64, file, scope string) error {
 		return c.Send(data)
 	}
 	return sendContent(c, localBody{f}, fi.Size(), fi.ModTime(), localETag(fi))
+}
+
+// isArchivePlaylist tells the VOD playlists of an archive (cached for
+// minutes) from the live ones (revalidated on every poll).
+func isArchivePlaylist(file string) bool {
+	switch file {
+	case hls.ArchiveAV, hls.ArchiveAudio, hls.ArchiveMasterAV, hls.ArchiveMasterAudio:
+		return true
+	}
+	return false
 }
 
 // preflight answers CORS preflight requests of players on other origins.

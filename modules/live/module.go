@@ -27,6 +27,7 @@ import (
 
 	"github.com/onair/onair/app"
 	"github.com/onair/onair/internal/store"
+	"github.com/onair/onair/modules/live/hls"
 	"github.com/onair/onair/modules/live/rtmp"
 	"github.com/onair/onair/modules/shows"
 )
@@ -61,6 +62,10 @@ type Module struct {
 	trackWait time.Duration
 	// codecRefusals counts publications refused for their codec.
 	codecRefusals atomic.Uint64
+	// partDuration is the LL-HLS part length (0: parts off).
+	partDuration time.Duration
+	// waiting caps the LL-HLS requests held at once.
+	waiting waiters
 
 	mu      sync.Mutex
 	streams map[int64]*stream // the publisher of each show
@@ -68,6 +73,7 @@ type Module struct {
 	// gone until it has let go of the show's files.
 	leaving map[int64]*stream
 	probing map[*stream]struct{} // publishers still deciding their tracks
+	lives   map[int64]*hls.Live  // live playlists' progress of the shows ingested here
 	mediaMu sync.Mutex           // archive and removal of a show's media directory
 	work    sync.WaitGroup       // archive and clean-up jobs
 	ctx     context.Context
@@ -103,6 +109,10 @@ const (
 	// SettingStoragePublicURL is where clients reach the S3 store, for
 	// redirects to presigned URLs.
 	SettingStoragePublicURL = "ONAIR_STORAGE_PUBLIC_URL"
+	// SettingHLSPartDuration is the LL-HLS part length.
+	SettingHLSPartDuration = "ONAIR_HLS_PART_DURATION"
+	// SettingHLSMaxBlocking caps the LL-HLS requests waiting at once.
+	SettingHLSMaxBlocking = "ONAIR_HLS_MAX_BLOCKING"
 )
 
 func (*Module) Settings() []app.Setting {
@@ -126,6 +136,10 @@ func (*Module) Settings() []app.Setting {
 			Help: "with ONAIR_REDIS_URL: the base URL other nodes reach this node's HTTP server at (default: from ONAIR_HTTP_ADDR; docs/deploy.md)", Parse: parseNodeURL},
 		{Env: SettingStoragePublicURL, Flag: "storage-public-url",
 			Help: "base URL (http(s)://host:port) at which clients reach the s3 store of ONAIR_STORAGE_URL; when set, stored segments, archive playlists and images answer with a redirect to a presigned URL there (default: the node streams them)"},
+		{Env: SettingHLSPartDuration, Flag: "hls-part-duration", Default: "333ms",
+			Help: "length of the low-latency HLS partial segments, 100ms to 2s; 0 turns LL-HLS off", Parse: parsePartDuration},
+		{Env: SettingHLSMaxBlocking, Flag: "hls-max-blocking", Default: "4096",
+			Help: "LL-HLS requests (blocking playlist reloads, hinted parts) a node holds at once; more get 503", Parse: app.ParsePositiveInt},
 	}
 }
 
@@ -146,6 +160,7 @@ func (m *Module) Provision(core *app.Core) error {
 	m.streams = map[int64]*stream{}
 	m.leaving = map[int64]*stream{}
 	m.probing = map[*stream]struct{}{}
+	m.lives = map[int64]*hls.Live{}
 	m.root = filepath.Join(core.Config.DataDir, "media", "shows")
 	if err := os.MkdirAll(m.root, 0o755); err != nil {
 		return fmt.Errorf("live: media directory: %w", err)
@@ -183,6 +198,8 @@ func (m *Module) Provision(core *app.Core) error {
 	m.shows.Subscribe(m.onShowEvent)
 	cfg := core.Config
 	m.trackWait = app.Get[time.Duration](cfg, SettingRTMPTrackWait)
+	m.partDuration = app.Get[time.Duration](cfg, SettingHLSPartDuration)
+	m.waiting.max = int64(app.Get[int](cfg, SettingHLSMaxBlocking))
 	m.rtmp = &rtmp.Server{
 		Handler:              rtmp.HandlerFunc(m.publish),
 		Logger:               core.Log,
@@ -216,6 +233,7 @@ func (m *Module) registerMetrics(reg prometheus.Registerer) error {
 			Help: "Client addresses that fetched a live playlist from this node in the last 30 seconds.",
 		}, func() float64 { return float64(m.viewers.total(time.Now())) }),
 		admissionCollector{m},
+		blockingCollector{&m.waiting},
 	} {
 		if err := reg.Register(g); err != nil {
 			return fmt.Errorf("live: metrics: %w", err)

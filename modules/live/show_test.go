@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	neturl "net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -147,15 +149,30 @@ func ffprobe(t *testing.T, url string) string {
 	if err := json.Unmarshal(out, &res); err != nil {
 		t.Fatal(err)
 	}
+	// A master playlist's variants each list their streams: the A/V
+	// variant's audio is the audio-only one's too. Each codec counts once.
 	var names []string
 	for _, s := range res.Streams {
-		names = append(names, s.CodecName)
+		if !slices.Contains(names, s.CodecName) {
+			names = append(names, s.CodecName)
+		}
 	}
 	sort.Strings(names)
 	return strings.Join(names, ",")
 }
 
+// fetch GETs url. A master playlist (what video_url and audio_url name)
+// is followed to its first variant, the media playlist a player loads.
 func fetch(t *testing.T, url string) (int, http.Header, string) {
+	t.Helper()
+	status, h, body := getText(t, url)
+	if status == http.StatusOK && strings.Contains(body, "#EXT-X-STREAM-INF:") {
+		return getText(t, firstVariant(t, url, body))
+	}
+	return status, h, body
+}
+
+func getText(t *testing.T, url string) (int, http.Header, string) {
 	t.Helper()
 	resp, err := http.Get(url)
 	if err != nil {
@@ -164,6 +181,27 @@ func fetch(t *testing.T, url string) (int, http.Header, string) {
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, resp.Header, string(body)
+}
+
+// firstVariant is the absolute URL of a master playlist's first variant.
+func firstVariant(t *testing.T, master, body string) string {
+	t.Helper()
+	lines := strings.Split(body, "\n")
+	for i, l := range lines {
+		if strings.HasPrefix(l, "#EXT-X-STREAM-INF:") && i+1 < len(lines) {
+			base, err := neturl.Parse(master)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ref, err := neturl.Parse(strings.TrimSpace(lines[i+1]))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return base.ResolveReference(ref).String()
+		}
+	}
+	t.Fatalf("master playlist %s without a variant:\n%s", master, body)
+	return ""
 }
 
 // awaitSegments waits until a live playlist lists at least seconds of

@@ -329,7 +329,7 @@ func (u *uploader) pass(ctx context.Context) error {
 		u.sent = len(u.index)
 	}
 	if u.dirty {
-		for _, name := range []string{hls.PlaylistAV, hls.PlaylistAudio} {
+		for _, name := range []string{hls.PlaylistAV, hls.PlaylistAudio, hls.MasterAV, hls.MasterAudio} {
 			if err := u.retry(ctx, name, func() error { return u.putFile(ctx, name) }); err != nil {
 				return err
 			}
@@ -465,12 +465,12 @@ func (m *Module) archiveStored(ctx context.Context, id int64) (segs []hls.Segmen
 		return nil, false, false, fmt.Errorf("finalize archive: %w", err)
 	}
 	u := m.newUploader(id, work, nil)
-	for _, name := range []string{hls.ArchiveAV, hls.ArchiveAudio, hls.PlaylistAV, hls.PlaylistAudio} {
+	for _, name := range []string{hls.ArchiveAV, hls.ArchiveAudio, hls.PlaylistAV, hls.PlaylistAudio, hls.ArchiveMasterAV, hls.ArchiveMasterAudio} {
 		if err := u.retry(ctx, name, func() error { return u.putFile(ctx, name) }); err != nil {
 			return nil, false, false, err
 		}
 	}
-	return segs, fileExists(filepath.Join(work, hls.ArchiveAV)), fileExists(filepath.Join(work, hls.ArchiveAudio)), nil
+	return segs, fileExists(filepath.Join(work, hls.ArchiveMasterAV)), fileExists(filepath.Join(work, hls.ArchiveMasterAudio)), nil
 }
 
 // downloadIndex puts a show's stored index into dir with an empty

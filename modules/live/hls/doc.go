@@ -21,6 +21,21 @@
 // and rename). Each segment's exact duration, program date time and
 // target are recorded in the index; Span measures a recording from it.
 //
+// Low-latency HLS (RFC 8216bis): each segment is also published while it
+// grows, in parts of PartDuration (a third of a second), each a small
+// transport stream file of its own whose bytes are exactly its slice of
+// the segment (PAT and PMT open every part). The live playlists carry
+// EXT-X-SERVER-CONTROL (CAN-BLOCK-RELOAD, PART-HOLD-BACK), EXT-X-PART-INF,
+// the parts of the last three segments and of the one being written,
+// EXT-X-PRELOAD-HINT for the next part and EXT-X-RENDITION-REPORT of the
+// other rendition; a Live hears of every playlist written, so that
+// blocking playlist reloads and hinted part requests wait on it.
+//
+// Master playlists (MasterAV, MasterAudio; ArchiveMasterAV,
+// ArchiveMasterAudio from Finalize) list the renditions with CODECS,
+// BANDWIDTH, AVERAGE-BANDWIDTH, RESOLUTION and FRAME-RATE, measured from
+// the segments (recorded in the index with their size and codecs).
+//
 // A track whose sequence header arrives after packaging began without it
 // (late video from some encoders) joins the A/V rendition after an
 // EXT-X-DISCONTINUITY, with the numbering continued: a transport stream

@@ -3,8 +3,11 @@ package hls
 import "fmt"
 
 // Finalize ends a stream whose publisher is gone for good: it rebuilds the
-// VOD playlists (ArchiveAV, ArchiveAudio) from the segment index and adds
-// EXT-X-ENDLIST to the live playlists so players stop polling. It only
+// VOD playlists (ArchiveAV, ArchiveAudio) and their master playlists
+// (ArchiveMasterAV when the recording has video, ArchiveMasterAudio) from
+// the segment index, adds EXT-X-ENDLIST to the live playlists so players
+// stop polling (without the LL-HLS tags, which only serve a live edge) and
+// removes the LL-HLS part files. It only
 // reads the index and the directory, so it also recovers a stream after a
 // crash: every segment recorded before the crash is kept, the one being
 // written is dropped. It is idempotent. Do not call it while a Packager is
@@ -23,11 +26,18 @@ func Finalize(dir string, opts Options) error {
 		{RenditionAV, PlaylistAV, ArchiveAV},
 		{RenditionAudio, PlaylistAudio, ArchiveAudio},
 	}
+	stats := map[string]*variantStats{}
 	for _, out := range outputs {
 		list := byRendition[out.rendition]
 		if len(list) == 0 {
 			continue
 		}
+		st := &variantStats{full: o.SegmentDuration.Seconds() / 2}
+		for _, s := range list {
+			st.add(s)
+			removeParts(dir, s.Rendition, s.Sequence)
+		}
+		stats[out.rendition] = st
 		vod := playlist{vod: true, mediaSequence: list[0].Sequence, segments: list, targetDuration: 1}
 		for _, s := range list {
 			vod.targetDuration = max(vod.targetDuration, targetFor(s.Duration))
@@ -53,6 +63,18 @@ func Finalize(dir string, opts Options) error {
 			}
 		}
 		if err := writeFileAtomic(dir, out.live, live.render()); err != nil {
+			return fmt.Errorf("finalize: %w", err)
+		}
+	}
+	var audio []variant
+	if st := stats[RenditionAudio]; st != nil {
+		audio = append(audio, st.variant(ArchiveAudio))
+		if err := writeFileAtomic(dir, ArchiveMasterAudio, renderMaster(audio...)); err != nil {
+			return fmt.Errorf("finalize: %w", err)
+		}
+	}
+	if st := stats[RenditionAV]; st != nil && hasVideo(byRendition[RenditionAV]) {
+		if err := writeFileAtomic(dir, ArchiveMasterAV, renderMaster(append([]variant{st.variant(ArchiveAV)}, audio...)...)); err != nil {
 			return fmt.Errorf("finalize: %w", err)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/onair/onair/modules/live/flv"
@@ -43,8 +44,17 @@ type Options struct {
 	// Logger receives notices about the stream; slog.Default() when nil.
 	Logger *slog.Logger
 	// OnSegment, if set, is called after each segment is recorded and
-	// published, on the goroutine feeding the Packager.
+	// published (and the master playlists updated), on the goroutine
+	// feeding the Packager.
 	OnSegment func(Segment)
+	// PartDuration is the nominal length of the LL-HLS partial segments
+	// (DefaultPartDuration); within 1% of a whole fraction of
+	// SegmentDuration it is that fraction (333ms is a third of a second).
+	// Negative turns low latency off (no parts, no LL tags).
+	PartDuration time.Duration
+	// Live, if set, hears of every live playlist written, for requests
+	// that wait for a segment or part (see Live).
+	Live *Live
 
 	// noSync skips fsync, for tests and fuzzing only.
 	noSync bool
@@ -66,6 +76,21 @@ func (o Options) withDefaults() Options {
 		o.Window = DefaultWindow
 	}
 	o.Window = max(o.Window, 3*time.Duration(o.TargetDuration)*time.Second)
+	switch {
+	case o.PartDuration == 0:
+		o.PartDuration = DefaultPartDuration
+	case o.PartDuration < 0:
+		o.PartDuration = 0
+	}
+	o.PartDuration = min(o.PartDuration, o.SegmentDuration)
+	if o.PartDuration > 0 {
+		// Within 1% of a whole fraction of the segment length (333ms):
+		// that fraction exactly, so parts split segments evenly.
+		n := max(1, (o.SegmentDuration+o.PartDuration/2)/o.PartDuration)
+		if d := o.SegmentDuration / n; max(d-o.PartDuration, o.PartDuration-d) <= o.PartDuration/100 {
+			o.PartDuration = d
+		}
+	}
 	if o.ProbeDuration <= 0 {
 		o.ProbeDuration = DefaultProbeDuration
 	}
@@ -118,10 +143,13 @@ type Packager struct {
 	audioBase   int64
 	audioFrames int64
 	audioSynced bool
-	nalus       [][]byte
-	annexB      []byte
-	adts        []byte
-	err         error
+	// What the master playlists announce, and what they said last.
+	statsAV, statsAudio variantStats
+	masters             map[string]string
+	nalus               [][]byte
+	annexB              []byte
+	adts                []byte
+	err                 error
 }
 
 type pendingTag struct {
@@ -318,6 +346,18 @@ func (p *Packager) startOutput() error {
 	if p.hasAudio {
 		p.aud = newRendition(RenditionAudio, PlaylistAudio, p.dir, false, true, p.opts, &p.clock, priorAudio)
 	}
+	full := p.opts.SegmentDuration.Seconds() / 2
+	p.statsAV, p.statsAudio = variantStats{full: full}, variantStats{full: full}
+	for _, s := range priorAV {
+		p.statsAV.add(s)
+	}
+	for _, s := range priorAudio {
+		p.statsAudio.add(s)
+	}
+	p.wire()
+	for _, r := range p.prior {
+		removeParts(p.dir, r.Rendition, r.Sequence) // left by the previous publication
+	}
 	p.log.Info("hls packaging started", "video", p.hasVideo, "audio", p.hasAudio)
 	pending := p.pending
 	p.pending, p.pendingLen = nil, 0
@@ -367,6 +407,7 @@ func (p *Packager) addTrack(kind string) error {
 	if p.hasAudio && p.aud == nil {
 		p.aud = newRendition(RenditionAudio, PlaylistAudio, p.dir, false, true, p.opts, &p.clock, priorAudio)
 	}
+	p.wire()
 	p.log.Info("hls track added; the A/V rendition continues after a discontinuity", "track", kind, "video", p.hasVideo, "audio", p.hasAudio)
 	return nil
 }
@@ -439,6 +480,74 @@ func (p *Packager) Close() error {
 	}
 	p.err = ErrClosed
 	return errors.Join(errs...)
+}
+
+// wire gives the renditions their codecs and video size (for the index
+// and the master playlists), each other for EXT-X-RENDITION-REPORT, and
+// the packager's segment hook.
+func (p *Packager) wire() {
+	var video, audio, size string
+	if p.hasVideo {
+		video = avcCodec(p.avc)
+		if w, h, err := spsResolution(p.avc.SPS[0]); err == nil {
+			size = fmt.Sprintf("%dx%d", w, h)
+		}
+	}
+	if p.hasAudio {
+		audio = aacCodec(p.asc)
+	}
+	p.av.codecs = strings.Trim(video+","+audio, ",")
+	p.av.size = size
+	p.av.onSegment = p.segmentDone
+	if p.aud != nil {
+		p.aud.codecs = audio
+		p.aud.onSegment = p.segmentDone
+		p.aud.peer, p.av.peer = p.av, p.aud
+	}
+}
+
+// segmentDone updates the master playlists with a finished segment before
+// the caller hears of it, so a player sent to them finds both renditions.
+func (p *Packager) segmentDone(seg Segment) {
+	if seg.Rendition == RenditionAudio {
+		p.statsAudio.add(seg)
+	} else {
+		p.statsAV.add(seg)
+	}
+	if err := p.writeMasters(); err != nil {
+		p.log.Warn("hls: master playlist", "err", err)
+	}
+	if p.opts.OnSegment != nil {
+		p.opts.OnSegment(seg)
+	}
+}
+
+// writeMasters writes the live master playlists that changed: MasterAV
+// once the A/V rendition has a segment with video, MasterAudio once the
+// audio-only rendition has one.
+func (p *Packager) writeMasters() error {
+	if p.masters == nil {
+		p.masters = map[string]string{}
+	}
+	want := map[string][]byte{}
+	var audio []variant
+	if p.statsAudio.n > 0 {
+		audio = append(audio, p.statsAudio.variant(PlaylistAudio))
+		want[MasterAudio] = renderMaster(audio...)
+	}
+	if p.statsAV.n > 0 && strings.Contains(p.statsAV.last.Codecs, "avc1") {
+		want[MasterAV] = renderMaster(append([]variant{p.statsAV.variant(PlaylistAV)}, audio...)...)
+	}
+	for name, text := range want {
+		if p.masters[name] == string(text) {
+			continue
+		}
+		if err := writeFileAtomic(p.dir, name, text); err != nil {
+			return err
+		}
+		p.masters[name] = string(text)
+	}
+	return nil
 }
 
 // Start is the wall-clock time of the first media sample of this

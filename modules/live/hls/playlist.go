@@ -15,9 +15,28 @@ type playlist struct {
 	segments       []Segment
 	vod            bool
 	ended          bool
+	ll             *lowLatency // LL-HLS tags of a live playlist; nil for none
 }
 
-// render writes the playlist text (RFC 8216, version 3: decimal EXTINF).
+// lowLatency is what a live playlist announces for LL-HLS players.
+type lowLatency struct {
+	partTarget  int64             // ticks
+	parts       map[uint64][]Part // parts of finished segments, by sequence
+	pending     []Part            // parts of the segment being written
+	pendingDisc bool              // that segment follows a discontinuity
+	hint        string            // the next part, for EXT-X-PRELOAD-HINT
+	reports     []renditionReport
+}
+
+type renditionReport struct {
+	uri  string
+	msn  uint64
+	part int
+}
+
+// render writes the playlist text (RFC 8216, version 3: decimal EXTINF;
+// the LL-HLS tags of RFC 8216bis need no higher version, and players that
+// do not know them ignore them).
 func (p playlist) render() []byte {
 	var b strings.Builder
 	b.WriteString("#EXTM3U\n#EXT-X-VERSION:3\n")
@@ -25,6 +44,10 @@ func (p playlist) render() []byte {
 		b.WriteString("#EXT-X-PLAYLIST-TYPE:VOD\n")
 	}
 	fmt.Fprintf(&b, "#EXT-X-TARGETDURATION:%d\n", p.targetDuration)
+	if p.ll != nil {
+		fmt.Fprintf(&b, "#EXT-X-SERVER-CONTROL:CAN-BLOCK-RELOAD=YES,PART-HOLD-BACK=%.3f\n", partHoldBackOf(p.ll.partTarget))
+		fmt.Fprintf(&b, "#EXT-X-PART-INF:PART-TARGET=%s\n", formatSeconds(p.ll.partTarget))
+	}
 	fmt.Fprintf(&b, "#EXT-X-MEDIA-SEQUENCE:%d\n", p.mediaSequence)
 	if p.discontinuity > 0 {
 		fmt.Fprintf(&b, "#EXT-X-DISCONTINUITY-SEQUENCE:%d\n", p.discontinuity)
@@ -36,14 +59,35 @@ func (p playlist) render() []byte {
 	if independent {
 		b.WriteString("#EXT-X-INDEPENDENT-SEGMENTS\n")
 	}
-	for _, s := range p.segments {
+	for i, s := range p.segments {
 		if s.Discontinuity {
 			b.WriteString("#EXT-X-DISCONTINUITY\n")
 		}
 		if !s.ProgramDateTime.IsZero() {
 			fmt.Fprintf(&b, "#EXT-X-PROGRAM-DATE-TIME:%s\n", s.ProgramDateTime.UTC().Format("2006-01-02T15:04:05.000Z07:00"))
 		}
+		if p.ll != nil && i >= len(p.segments)-partSegments {
+			for _, part := range p.ll.parts[s.Sequence] {
+				b.WriteString(part.tag())
+				b.WriteByte('\n')
+			}
+		}
 		fmt.Fprintf(&b, "#EXTINF:%.3f,\n%s\n", s.Duration, s.File)
+	}
+	if p.ll != nil {
+		if p.ll.pendingDisc && len(p.ll.pending) > 0 {
+			b.WriteString("#EXT-X-DISCONTINUITY\n")
+		}
+		for _, part := range p.ll.pending {
+			b.WriteString(part.tag())
+			b.WriteByte('\n')
+		}
+		if p.ll.hint != "" {
+			fmt.Fprintf(&b, "#EXT-X-PRELOAD-HINT:TYPE=PART,URI=%q\n", p.ll.hint)
+		}
+		for _, r := range p.ll.reports {
+			fmt.Fprintf(&b, "#EXT-X-RENDITION-REPORT:URI=%q,LAST-MSN=%d,LAST-PART=%d\n", r.uri, r.msn, r.part)
+		}
 	}
 	if p.vod || p.ended {
 		b.WriteString("#EXT-X-ENDLIST\n")

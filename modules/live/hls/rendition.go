@@ -1,7 +1,10 @@
 package hls
 
 import (
+	"bytes"
 	"fmt"
+	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"time"
@@ -29,6 +32,21 @@ type rendition struct {
 	onSegment func(Segment)
 	clock     *clock
 	durable   bool
+	codecs    string // RFC 6381 codecs of the rendition, for the index
+	size      string // WIDTHxHEIGHT of the video, "" if unknown
+
+	// Low latency: parts of partLen ticks, none longer than partTarget.
+	partLen, partTarget int64
+	notify              *Live
+	peer                *rendition // reported in EXT-X-RENDITION-REPORT
+	parts               map[uint64][]Part
+	curParts            []Part
+	partBuf             bytes.Buffer
+	partStart           int64
+	partIndep           bool
+	lastPart            partRef // the newest part published
+	closed              bool
+	frames              int // video frames in the current segment
 
 	seq      uint64 // sequence number of the next segment
 	nextDisc bool   // the next segment follows a reconnection
@@ -42,6 +60,23 @@ type rendition struct {
 	curIndep bool
 	end      int64 // end of the last sample written
 	videoEnd int64 // end of the last video frame written
+}
+
+type partRef struct {
+	msn  uint64
+	part int // -1: none yet
+}
+
+// tee writes the transport stream to the segment file and to the part
+// being built.
+type tee struct {
+	seg  io.Writer
+	part *bytes.Buffer
+}
+
+func (t tee) Write(p []byte) (int, error) {
+	t.part.Write(p)
+	return t.seg.Write(p)
 }
 
 // clock maps the publisher's millisecond timestamps onto an unwrapped
@@ -60,6 +95,10 @@ func (c *clock) at(t int64) time.Time {
 
 func newRendition(name, playlistName, dir string, video, audio bool, o Options, c *clock, prior []Segment) *rendition {
 	r := &rendition{
+		partLen:   (o.PartDuration.Nanoseconds()*9 + 50000) / 100000, // 90 kHz ticks
+		notify:    o.Live,
+		parts:     map[uint64][]Part{},
+		lastPart:  partRef{part: -1},
 		name:      name,
 		playlist:  playlistName,
 		dir:       dir,
@@ -78,6 +117,7 @@ func newRendition(name, playlistName, dir string, video, audio bool, o Options, 
 		r.td = targetFor(o.SegmentDuration.Seconds())
 	}
 	r.longest = int64(r.td) * 90000
+	r.partTarget = partTargetOf(r.partLen)
 	r.mux = newTSMuxer(nil, video, audio)
 	if len(prior) > 0 {
 		// A reconnection: continue the numbering and the live window,
@@ -129,7 +169,12 @@ func (r *rendition) writeVideo(dts, pts, frameDur int64, au []byte, idr bool) er
 		if err := r.cut(dts, false); err != nil {
 			return err
 		}
+	case r.partDue(dts, frameDur, jitter):
+		if err := r.cutPart(dts, idr); err != nil {
+			return err
+		}
 	}
+	r.frames++
 	t := r.mux.track(pidVideo)
 	if err := r.mux.writePES(t, pts&tsClockMask, dts&tsClockMask, au, idr); err != nil {
 		return fmt.Errorf("write video: %w", err)
@@ -157,6 +202,10 @@ func (r *rendition) writeAudio(ts, frameDur int64, frame []byte) error {
 			if err := r.cut(ts, true); err != nil {
 				return err
 			}
+		case r.partDue(ts, frameDur, frameDur/2):
+			if err := r.cutPart(ts, true); err != nil {
+				return err
+			}
 		}
 	}
 	t := r.mux.track(pidAudio)
@@ -175,10 +224,59 @@ func (r *rendition) start(ts int64, independent bool) error {
 	}
 	r.cur, r.curFile, r.curStart, r.curIndep = w, name, ts, independent
 	r.end = ts
-	r.mux.w = w
+	r.frames = 0
+	r.mux.w = tee{seg: w, part: &r.partBuf}
+	return r.startPart(ts, independent)
+}
+
+// startPart begins a part at ts: PAT and PMT first, so the part plays on
+// its own and the segment still reads as one transport stream.
+func (r *rendition) startPart(ts int64, independent bool) error {
+	r.partBuf.Reset()
+	r.partStart, r.partIndep = ts, independent
 	if err := r.mux.writeTables(); err != nil {
 		return fmt.Errorf("write tables: %w", err)
 	}
+	return nil
+}
+
+// partDue reports whether a sample at t (lasting frameDur) begins a new
+// part: parts end on the first sample at a multiple of partLen into the
+// segment (jitter early still counts), or before one that would make the
+// part longer than the announced part target.
+func (r *rendition) partDue(t, frameDur, jitter int64) bool {
+	if r.partLen <= 0 || t <= r.partStart {
+		return false
+	}
+	boundary := r.curStart + int64(len(r.curParts)+1)*r.partLen
+	return t >= boundary-jitter || t+frameDur-r.partStart > r.partTarget
+}
+
+// cutPart publishes the part in progress, which ends at next, and starts
+// the next one.
+func (r *rendition) cutPart(next int64, independent bool) error {
+	if err := r.finishPart(next); err != nil {
+		return err
+	}
+	if err := r.writePlaylist(false); err != nil {
+		return err
+	}
+	return r.startPart(next, independent)
+}
+
+// finishPart writes the part in progress to its file (no fsync: parts are
+// for the live edge only, the segment holds the same bytes durably).
+func (r *rendition) finishPart(next int64) error {
+	dur := next - r.partStart
+	if dur > r.partTarget || dur <= 0 {
+		dur = min(max(r.end-r.partStart, 90), r.partTarget)
+	}
+	name := partFile(r.name, r.seq, len(r.curParts))
+	if err := writeFileAtomic(r.dir, name, r.partBuf.Bytes()); err != nil {
+		return err
+	}
+	r.curParts = append(r.curParts, Part{File: name, Duration: float64(dur) / 90000, Independent: r.partIndep})
+	r.lastPart = partRef{msn: r.seq, part: len(r.curParts) - 1}
 	return nil
 }
 
@@ -197,12 +295,20 @@ func (r *rendition) finish(next int64) error {
 		// A gap in the input: count only the media actually present.
 		dur = r.end - r.curStart
 	}
+	if r.partLen > 0 {
+		if err := r.finishPart(next); err != nil {
+			return err
+		}
+	}
 	w := r.cur
 	r.cur = nil
 	if err := w.finish(r.durable); err != nil {
 		return err
 	}
 	seg := Segment{
+		Size:            w.n,
+		Codecs:          r.codecs,
+		Resolution:      r.size,
 		Rendition:       r.name,
 		Sequence:        r.seq,
 		File:            r.curFile,
@@ -212,6 +318,11 @@ func (r *rendition) finish(next int64) error {
 		Independent:     r.curIndep,
 		Target:          r.td,
 	}
+	if r.video && r.frames > 0 && dur > 0 {
+		seg.FrameRate = math.Round(float64(r.frames)*90000/float64(dur)*1000) / 1000
+	}
+	r.parts[seg.Sequence] = r.curParts
+	r.curParts = nil
 	r.seq++
 	r.nextDisc = false
 	if err := appendIndex(r.dir, seg, r.durable); err != nil {
@@ -223,6 +334,8 @@ func (r *rendition) finish(next int64) error {
 			if s.Discontinuity {
 				r.discSeq++
 			}
+			delete(r.parts, s.Sequence)
+			removeParts(r.dir, r.name, s.Sequence)
 		}
 		r.live = append(r.live[:0], r.live[n:]...)
 	}
@@ -236,28 +349,76 @@ func (r *rendition) finish(next int64) error {
 }
 
 func (r *rendition) writePlaylist(ended bool) error {
-	if len(r.live) == 0 {
+	if len(r.live) == 0 && len(r.curParts) == 0 {
 		return nil
 	}
 	p := playlist{
 		targetDuration: r.td,
-		mediaSequence:  r.live[0].Sequence,
+		mediaSequence:  r.seq,
 		discontinuity:  r.discSeq,
 		segments:       r.live,
 		ended:          ended,
 	}
-	return writeFileAtomic(r.dir, r.playlist, p.render())
+	if len(r.live) > 0 {
+		p.mediaSequence = r.live[0].Sequence
+	}
+	if r.partLen > 0 && !ended {
+		ll := &lowLatency{
+			partTarget:  r.partTarget,
+			parts:       r.parts,
+			pending:     r.curParts,
+			pendingDisc: r.nextDisc,
+		}
+		if !r.closed {
+			ll.hint = partFile(r.name, r.seq, len(r.curParts))
+		}
+		if q := r.peer; q != nil && q.lastPart.part >= 0 {
+			ll.reports = append(ll.reports, renditionReport{uri: q.playlist, msn: q.lastPart.msn, part: q.lastPart.part})
+		}
+		p.ll = ll
+	}
+	if err := writeFileAtomic(r.dir, r.playlist, p.render()); err != nil {
+		return err
+	}
+	if r.partLen > 0 {
+		r.notify.publish(r.playlist, r.position())
+	}
+	return nil
+}
+
+// position is how far the live playlist has got, for waiting requests.
+func (r *rendition) position() Position {
+	return Position{
+		Segments:   r.seq,
+		MSN:        r.lastPart.msn,
+		Part:       r.lastPart.part,
+		Target:     r.td,
+		PartTarget: float64(r.partTarget) / 90000,
+	}
+}
+
+// removeParts deletes the part files of a segment.
+func removeParts(dir, rendition string, seq uint64) {
+	for i := 0; ; i++ {
+		if err := os.Remove(filepath.Join(dir, partFile(rendition, seq, i))); err != nil {
+			return
+		}
+	}
 }
 
 // close finishes the segment in progress, if it holds any media.
 func (r *rendition) close() error {
+	r.closed = true
 	if r.cur == nil {
 		return nil
 	}
 	if r.end <= r.curStart {
 		r.cur.abandon()
 		r.cur = nil
-		return os.Remove(filepath.Join(r.dir, r.curFile))
+		if err := os.Remove(filepath.Join(r.dir, r.curFile)); err != nil {
+			return err
+		}
+		return r.writePlaylist(false) // without the preload hint
 	}
 	if r.video {
 		// Like every other A/V segment, the last one is measured on its

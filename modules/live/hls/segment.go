@@ -52,6 +52,15 @@ type Segment struct {
 	// Target is the EXT-X-TARGETDURATION of the live playlist the segment
 	// was published in, so that Finalize ends that playlist unchanged.
 	Target int `json:"td,omitempty"`
+	// Size is the segment file's size in bytes, Codecs the RFC 6381
+	// codecs of its tracks ("avc1.64001f,mp4a.40.2"), Resolution the
+	// video's WIDTHxHEIGHT and FrameRate its frames per second: what the
+	// master playlists announce. Indexes written before they existed lack
+	// them.
+	Size       int64   `json:"size,omitempty"`
+	Codecs     string  `json:"codecs,omitempty"`
+	Resolution string  `json:"res,omitempty"`
+	FrameRate  float64 `json:"fps,omitempty"`
 }
 
 // segmentFile is the file name of a segment of a rendition.
@@ -140,6 +149,7 @@ func writeFileAtomic(dir, name string, data []byte) error {
 type segmentWriter struct {
 	f  *os.File
 	bw *bufio.Writer
+	n  int64 // bytes written
 }
 
 func createSegment(path string) (*segmentWriter, error) {
@@ -150,7 +160,11 @@ func createSegment(path string) (*segmentWriter, error) {
 	return &segmentWriter{f: f, bw: bufio.NewWriterSize(f, 64<<10)}, nil
 }
 
-func (s *segmentWriter) Write(p []byte) (int, error) { return s.bw.Write(p) }
+func (s *segmentWriter) Write(p []byte) (int, error) {
+	n, err := s.bw.Write(p)
+	s.n += int64(n)
+	return n, err
+}
 
 // finish flushes and syncs the file, so that once it is in the index it
 // survives a crash.

@@ -89,7 +89,17 @@
         notice('This browser cannot play HLS streams.');
         return;
       }
-      var hls = new Hls({ backBufferLength: 60 });
+      // Low-latency HLS: hls.js loads the playlists' parts with blocking
+      // reloads and holds PART-HOLD-BACK (1.1 s) behind the live edge; a
+      // player that fell behind (a stall, a background tab) plays up to
+      // 1.5x until it is back at that distance. liveSyncDuration (and
+      // so liveMaxLatencyDuration, which needs it) is left unset: it would
+      // override PART-HOLD-BACK. Archives (VOD) ignore all this.
+      var hls = new Hls({
+        backBufferLength: 60,
+        lowLatencyMode: true,
+        maxLiveSyncPlaybackRate: 1.5
+      });
       var recovered = false;
       hls.on(Hls.Events.MANIFEST_PARSED, play);
       hls.on(Hls.Events.ERROR, function (_, d) {

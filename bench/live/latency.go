@@ -1,0 +1,268 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+// Glass-to-glass latency: ffmpeg generates a live picture (a test card
+// whose top strip carries the frame number as 20 black or white blocks)
+// in real time, encodes it once (x264 zerolatency, a keyframe every 2 s,
+// AAC) and publishes the same encoded stream to OnAir and to nginx-rtmp at
+// once (tee muxer). One headless Chromium tab per server plays the
+// server's live playlist with hls.js (the configuration of OnAir's player:
+// lowLatencyMode, catch-up at up to 1.5x) and, for every frame it
+// presents (requestVideoFrameCallback), reads the frame number back from
+// the picture: latency = presentation time − the moment ffmpeg generated
+// that frame (its start + frame number / frame rate). ffmpeg's start-up
+// before its first frame counts as latency, so the figures err high.
+
+const latencyFPS = 25
+
+// latencyPage plays ?src= with hls.js and records glass-to-glass samples.
+const latencyPage = `<!DOCTYPE html><meta charset="utf-8"><title>latency</title>
+<video id="v" muted autoplay playsinline crossorigin="anonymous" width="640" height="360"></video>
+<script src="/hls.js"></script>
+<script>
+const q = new URLSearchParams(location.search);
+const t0 = Number(q.get('t0')), fps = Number(q.get('fps'));
+window.samples = []; window.firstFrame = 0;
+const v = document.getElementById('v');
+const c = document.createElement('canvas'); c.width = 640; c.height = 16;
+const g = c.getContext('2d', {willReadFrequently: true});
+function onFrame(now, meta) {
+  g.drawImage(v, 0, 0, v.videoWidth, 16 * v.videoHeight / 360, 0, 0, 640, 16);
+  const row = g.getImageData(0, 8, 640, 1).data;
+  let n = 0;
+  for (let k = 0; k < 20; k++) if (row[4 * (32 * k + 16)] > 128) n += 1 << k;
+  const shown = performance.timeOrigin + meta.expectedDisplayTime;
+  if (!window.firstFrame) window.firstFrame = shown;
+  window.samples.push([shown, shown - (t0 + 1000 * n / fps)]);
+  v.requestVideoFrameCallback(onFrame);
+}
+v.requestVideoFrameCallback(onFrame);
+const hls = new Hls({ backBufferLength: 60, lowLatencyMode: true, maxLiveSyncPlaybackRate: 1.5 });
+hls.on(Hls.Events.MANIFEST_PARSED, () => v.play());
+hls.on(Hls.Events.ERROR, (_, d) => { if (d.fatal) setTimeout(() => hls.loadSource(q.get('src')), 500); });
+hls.loadSource(q.get('src'));
+hls.attachMedia(v);
+window.hls = hls;
+</script>`
+
+// latencyTarget is one server under measurement.
+type latencyTarget struct {
+	name, rtmp, playlist string
+	// ready reports whether a playlist text is playable for this server:
+	// OnAir's has a part, nginx-rtmp's a segment.
+	ready func(text string) bool
+}
+
+// latencyResult is what one server achieved.
+type latencyResult struct {
+	name       string
+	firstPart  time.Duration // publish → first playable part (or segment) in the playlist
+	firstFrame time.Duration // publish → first frame presented by hls.js
+	samples    []float64     // glass-to-glass seconds, after the warm-up
+	p50, p10   float64
+	p90, max   float64
+	hlsLatency float64 // hls.js's own latency estimate at the end
+}
+
+func (r *latencyResult) summarize() {
+	s := slices.Clone(r.samples)
+	slices.Sort(s)
+	if len(s) == 0 {
+		return
+	}
+	at := func(q float64) float64 { return s[min(len(s)-1, int(q*float64(len(s))))] }
+	r.p10, r.p50, r.p90, r.max = at(0.1), at(0.5), at(0.9), s[len(s)-1]
+}
+
+// latencyArgs encodes the frame-numbered test card and a tone live and
+// publishes them to every url.
+func latencyArgs(urls []string, seconds int) []string {
+	outs := make([]string, len(urls))
+	for i, u := range urls {
+		outs[i] = "[f=flv:onfail=ignore]" + u
+	}
+	return []string{"-hide_banner", "-loglevel", "error", "-re",
+		"-f", "lavfi", "-i", fmt.Sprintf("testsrc2=size=640x360:rate=%d", latencyFPS),
+		"-f", "lavfi", "-i", fmt.Sprintf("nullsrc=size=640x16:rate=%d", latencyFPS),
+		"-f", "lavfi", "-i", "sine=frequency=440:sample_rate=44100",
+		"-filter_complex", "[1]format=gray,geq=lum='255*bitand(floor(N/pow(2,floor(X/32))),1)',format=yuv420p[code];[0][code]overlay=0:0[v]",
+		"-map", "[v]", "-map", "2:a", "-t", fmt.Sprint(seconds),
+		"-c:v", "libx264", "-preset", "veryfast", "-tune", "zerolatency", "-pix_fmt", "yuv420p",
+		"-g", fmt.Sprint(2 * latencyFPS), "-keyint_min", fmt.Sprint(2 * latencyFPS), "-b:v", "1500k",
+		"-c:a", "aac", "-b:a", "128k",
+		// The tee muxer: each FLV output needs the codec headers out of band.
+		"-flags", "+global_header", "-f", "tee", strings.Join(outs, "|")}
+}
+
+// runLatency measures every target at once on one publication.
+func runLatency(ctx context.Context, root string, targets []latencyTarget, seconds, warmup int) ([]latencyResult, error) {
+	chromium, err := exec.LookPath("chromium")
+	if err != nil {
+		if chromium, err = exec.LookPath("chromium-browser"); err != nil {
+			return nil, fmt.Errorf("chromium is not on PATH (apt-get install -y chromium)")
+		}
+	}
+	hlsJS, err := os.ReadFile(filepath.Join(root, "modules/pages/static/hls.light.min.js"))
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	page := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/hls.js" {
+			w.Header().Set("Content-Type", "text/javascript")
+			w.Write(hlsJS)
+			return
+		}
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		io.WriteString(w, latencyPage)
+	})}
+	go page.Serve(ln)
+	defer page.Close()
+
+	// One Chromium per server: a background tab would not play.
+	browsers := make([]context.Context, len(targets))
+	for i := range targets {
+		dir, err := os.MkdirTemp("", "onair-bench-chromium-")
+		if err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(dir)
+		alloc, cancelAlloc := chromedp.NewExecAllocator(ctx,
+			chromedp.ExecPath(chromium), chromedp.UserDataDir(dir),
+			chromedp.Flag("headless", true), chromedp.Flag("no-sandbox", true), chromedp.Flag("disable-gpu", true),
+			chromedp.Flag("disable-dev-shm-usage", true), chromedp.Flag("no-first-run", true),
+			chromedp.Flag("autoplay-policy", "no-user-gesture-required"), chromedp.Flag("mute-audio", true),
+			chromedp.WindowSize(800, 600))
+		defer cancelAlloc()
+		browser, cancelBrowser := chromedp.NewContext(alloc)
+		defer cancelBrowser()
+		if err := chromedp.Do(browser, chromedp.Navigate("about:blank")); err != nil {
+			return nil, fmt.Errorf("start chromium: %w", err)
+		}
+		browsers[i] = browser
+	}
+
+	urls := make([]string, len(targets))
+	for i, t := range targets {
+		urls[i] = t.rtmp
+	}
+	began := time.Now()
+	t0 := float64(began.UnixNano()) / 1e6
+	ff := exec.CommandContext(ctx, "ffmpeg", latencyArgs(urls, seconds+10)...)
+	var stderr strings.Builder
+	ff.Stderr = &stderr
+	if err := ff.Start(); err != nil {
+		return nil, err
+	}
+	defer func() { ff.Process.Kill(); ff.Wait() }()
+
+	results := make([]latencyResult, len(targets))
+	var wg sync.WaitGroup
+	errs := make([]error, len(targets))
+	for i, t := range targets {
+		results[i].name = t.name
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = measure(browsers[i], ln.Addr().String(), t, t0, began, seconds, warmup, &results[i])
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w (ffmpeg: %s)", targets[i].name, err, stderr.String())
+		}
+	}
+	return results, nil
+}
+
+// measure waits for the target's first playable playlist, then plays it
+// in a tab for seconds and keeps the samples after warmup seconds.
+func measure(browser context.Context, pageAddr string, t latencyTarget, t0 float64, began time.Time, seconds, warmup int, r *latencyResult) error {
+	deadline := began.Add(30 * time.Second)
+	for {
+		if text, err := getText(t.playlist); err == nil && t.ready(text) {
+			r.firstPart = time.Since(began)
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("no playable playlist at %s within 30 s", t.playlist)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	tab := browser
+	url := fmt.Sprintf("http://%s/?fps=%d&t0=%.3f&src=%s", pageAddr, latencyFPS, t0, t.playlist)
+	if err := chromedp.Do(tab, chromedp.Navigate(url)); err != nil {
+		return err
+	}
+	time.Sleep(time.Duration(seconds) * time.Second)
+	type result struct {
+		Samples    [][2]float64
+		FirstFrame float64
+		Latency    float64
+	}
+	out, err := chromedp.Run(tab, chromedp.Evaluate[result](`({Samples: window.samples, FirstFrame: window.firstFrame, Latency: window.hls.latency})`))
+	if err != nil {
+		return err
+	}
+	if out.FirstFrame == 0 {
+		return fmt.Errorf("hls.js presented no frame of %s in %d s", t.playlist, seconds)
+	}
+	r.firstFrame = time.Duration((out.FirstFrame - t0) * 1e6)
+	r.hlsLatency = out.Latency
+	from := out.FirstFrame + float64(warmup)*1000
+	for _, s := range out.Samples {
+		if s[0] >= from && s[1] > 0 && s[1] < 60000 {
+			r.samples = append(r.samples, s[1]/1000)
+		}
+	}
+	r.summarize()
+	return nil
+}
+
+func getText(url string) (string, error) {
+	resp, err := http.Get(url)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("%s: %s", url, resp.Status)
+	}
+	var b strings.Builder
+	_, err = io.Copy(&b, bufio.NewReader(resp.Body))
+	return b.String(), err
+}
+
+// latencyMarkdown is the docs/benchmarks.md table of the measurement.
+func latencyMarkdown(res []latencyResult, seconds, warmup int) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "| server | publish → first playable part/segment | publish → first frame shown | glass-to-glass median | p10 | p90 | max | samples | hls.js latency estimate |\n")
+	fmt.Fprintf(&b, "|---|---|---|---|---|---|---|---|---|\n")
+	for _, r := range res {
+		fmt.Fprintf(&b, "| %s | %.2f s | %.2f s | **%.2f s** | %.2f s | %.2f s | %.2f s | %d | %.2f s |\n",
+			r.name, r.firstPart.Seconds(), r.firstFrame.Seconds(), r.p50, r.p10, r.p90, r.max, len(r.samples), r.hlsLatency)
+	}
+	fmt.Fprintf(&b, "\n%d s of playback per server after a %d s warm-up, 25 fps frames, both servers fed by one ffmpeg (tee) at the same time.\n", seconds-warmup, warmup)
+	return b.String()
+}

@@ -1,0 +1,277 @@
+package hls
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Low-latency HLS (RFC 8216bis, Apple's LL-HLS): every segment is also
+// published as it grows, in partial segments ("parts") of about
+// PartDuration. A part is a small transport stream file of its own
+// (seg-000123-p2.ts), byte for byte the slice of its segment's file: each
+// part opens with PAT and PMT, so the segment, their concatenation, plays
+// unchanged for players that ignore the LL tags.
+
+// DefaultPartDuration is the nominal length of a part: a sixth of the
+// default segment, so the 2 s segments hold six parts.
+const DefaultPartDuration = time.Second / 3
+
+// partTargetOf is the EXT-X-PART-INF PART-TARGET announced for parts cut
+// every partLen ticks: parts are cut on the first frame at or after each
+// nominal boundary of their segment, so one may run up to a frame past it;
+// a tenth of slack covers 24–60 fps video and AAC frames, and a part that
+// would outgrow it is cut early.
+func partTargetOf(partLen int64) int64 { return partLen + partLen/10 }
+
+// partHoldBackOf is PART-HOLD-BACK: three part targets as announced (to
+// the 10 µs), rounded up to the millisecond, what RFC 8216bis recommends
+// (twice is its minimum).
+func partHoldBackOf(partTarget int64) float64 {
+	announced, _ := strconv.ParseFloat(formatSeconds(partTarget), 64)
+	return math.Ceil(math.Round(3*announced*1e5)/100) / 1000
+}
+
+// partSegments is how many of the last segments keep their EXT-X-PART
+// tags: those within three target durations of the live edge, as RFC
+// 8216bis (6.2.2) suggests.
+const partSegments = 3
+
+// Part describes one published partial segment.
+type Part struct {
+	File        string
+	Duration    float64 // seconds
+	Independent bool    // begins with a keyframe (or is audio)
+}
+
+// partFile is the file name of part idx of a segment of a rendition.
+func partFile(rendition string, seq uint64, idx int) string {
+	return strings.TrimSuffix(segmentFile(rendition, seq), ".ts") + "-p" + strconv.Itoa(idx) + ".ts"
+}
+
+// ParsePartFile reads a part's file name back: its rendition, segment
+// sequence number and index. ok is false for any other name.
+func ParsePartFile(name string) (rendition string, seq uint64, idx int, ok bool) {
+	base, found := strings.CutSuffix(name, ".ts")
+	if !found {
+		return "", 0, 0, false
+	}
+	switch {
+	case strings.HasPrefix(base, "seg-"):
+		rendition, base = RenditionAV, base[len("seg-"):]
+	case strings.HasPrefix(base, "audio-"):
+		rendition, base = RenditionAudio, base[len("audio-"):]
+	default:
+		return "", 0, 0, false
+	}
+	num, part, found := strings.Cut(base, "-p")
+	if !found || len(num) < 6 || len(num) > 20 || len(part) == 0 || len(part) > 4 || !digits(num) || !digits(part) {
+		return "", 0, 0, false
+	}
+	seq, err := strconv.ParseUint(num, 10, 64)
+	if err != nil {
+		return "", 0, 0, false
+	}
+	idx, _ = strconv.Atoi(part)
+	if partFile(rendition, seq, idx) != name {
+		return "", 0, 0, false // not canonical (leading zeros in the index)
+	}
+	return rendition, seq, idx, true
+}
+
+func digits(s string) bool {
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// PlaylistOf is the live playlist of a rendition's segments and parts.
+func PlaylistOf(rendition string) string {
+	if rendition == RenditionAudio {
+		return PlaylistAudio
+	}
+	return PlaylistAV
+}
+
+// Errors of Live.Await, for the HTTP answers RFC 8216bis (6.2.5.2) asks.
+var (
+	// ErrTooFar: the request names a segment or part too far past the
+	// live edge (400 Bad Request).
+	ErrTooFar = errors.New("hls: _HLS_msn or _HLS_part too far ahead of the playlist")
+	// ErrNotReady: it did not appear within three target durations (503).
+	ErrNotReady = errors.New("hls: the requested segment or part did not appear in time")
+)
+
+// Position is how far a live playlist has got.
+type Position struct {
+	// Segments is the number of the next full segment: those below it
+	// are complete in the playlist.
+	Segments uint64
+	// MSN and Part name the newest published part; Part is -1 before
+	// the first.
+	MSN  uint64
+	Part int
+	// Target is the playlist's EXT-X-TARGETDURATION and PartTarget its
+	// PART-TARGET, in seconds.
+	Target     int
+	PartTarget float64
+}
+
+// has reports whether the playlist holds segment msn (part < 0) or part
+// part of segment msn or any later part.
+func (p Position) has(msn uint64, part int) bool {
+	if part < 0 {
+		return p.Segments > msn
+	}
+	if p.Part < 0 {
+		return false
+	}
+	return p.MSN > msn || p.MSN == msn && p.Part >= part
+}
+
+// tooFar applies RFC 8216bis's limits: a segment more than two past the
+// last one, or a part more than the Advance Part Limit (three divided by
+// the part target, or three) past the last part.
+func (p Position) tooFar(msn uint64, part int) bool {
+	last := int64(p.Segments) - 1 // may be -1 before the first segment
+	if p.Part >= 0 && int64(p.MSN) > last {
+		last = int64(p.MSN)
+	}
+	if int64(msn) > last+2 {
+		return true
+	}
+	if part < 0 || p.Part < 0 {
+		return false
+	}
+	limit := 3
+	if p.PartTarget > 0 && p.PartTarget < 1 {
+		limit = int(3 / p.PartTarget)
+	}
+	switch {
+	case msn < p.MSN:
+		return false
+	case msn == p.MSN:
+		return part-p.Part > limit
+	default: // parts of a later segment count from its start
+		return part >= limit
+	}
+}
+
+// Live follows a stream's live playlists so that requests for what is not
+// there yet can wait for it: blocking playlist reloads (_HLS_msn,
+// _HLS_part) and requests for the part a playlist hints. A Packager given
+// one in Options reports every playlist it writes; one Live may outlive
+// Packagers (a publisher that reconnects). It is safe for concurrent use.
+type Live struct {
+	mu      sync.Mutex
+	changed chan struct{}
+	lists   map[string]Position
+}
+
+// NewLive returns an empty Live.
+func NewLive() *Live {
+	return &Live{changed: make(chan struct{}), lists: map[string]Position{}}
+}
+
+// publish records a playlist's new position and wakes its waiters.
+func (l *Live) publish(playlist string, p Position) {
+	if l == nil {
+		return
+	}
+	l.mu.Lock()
+	l.lists[playlist] = p
+	close(l.changed)
+	l.changed = make(chan struct{})
+	l.mu.Unlock()
+}
+
+// Position reports how far a live playlist has got; ok is false before
+// its first segment or part.
+func (l *Live) Position(playlist string) (p Position, ok bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	p, ok = l.lists[playlist]
+	return p, ok
+}
+
+// Await returns once the playlist holds segment msn (part < 0) or part
+// part of it (or anything later), waiting at most three target durations:
+// ErrNotReady after that, ErrTooFar at once for a request too far ahead,
+// and the context's error if it ends first. A playlist not yet started
+// waits like one that has not reached msn.
+func (l *Live) Await(ctx context.Context, playlist string, msn uint64, part int) error {
+	l.mu.Lock()
+	p, ok := l.lists[playlist]
+	l.mu.Unlock()
+	target := DefaultSegmentDuration
+	if ok {
+		if p.tooFar(msn, part) {
+			return ErrTooFar
+		}
+		target = time.Duration(p.Target) * time.Second
+	}
+	timer := time.NewTimer(3 * target)
+	defer timer.Stop()
+	for {
+		l.mu.Lock()
+		p, ok = l.lists[playlist]
+		changed := l.changed
+		l.mu.Unlock()
+		if ok && p.has(msn, part) {
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-timer.C:
+			return ErrNotReady
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// AwaitPart returns once the part named file is published, when it is the
+// part a playlist hints (EXT-X-PRELOAD-HINT) or one already published;
+// ErrTooFar for a part further ahead or a file that is no part.
+func (l *Live) AwaitPart(ctx context.Context, file string) error {
+	rendition, seq, idx, ok := ParsePartFile(file)
+	if !ok {
+		return ErrTooFar
+	}
+	list := PlaylistOf(rendition)
+	p, started := l.Position(list)
+	if !started {
+		return ErrTooFar
+	}
+	if !p.has(seq, idx) {
+		// Only the next part may be waited for: the next one of the
+		// segment being written, or the first of the next segment.
+		next := p.Part >= 0 && seq == p.MSN && idx == p.Part+1 || seq == p.Segments && idx == 0 && (p.Part < 0 || p.MSN < seq)
+		if !next {
+			return ErrTooFar
+		}
+	}
+	return l.Await(ctx, list, seq, idx)
+}
+
+// formatSeconds writes a duration in 90 kHz ticks as seconds, rounded
+// up to 10 µs so that no part is longer than the PART-TARGET written so.
+func formatSeconds(ticks int64) string {
+	return strconv.FormatFloat(math.Ceil(float64(ticks)*100000/90000)/100000, 'f', 5, 64)
+}
+
+func (p Part) tag() string {
+	s := fmt.Sprintf("#EXT-X-PART:DURATION=%.5f,URI=%q", p.Duration, p.File)
+	if p.Independent {
+		s += ",INDEPENDENT=YES"
+	}
+	return s
+}
