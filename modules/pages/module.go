@@ -89,6 +89,17 @@ func (m *Module) PublicRoutes(r fiber.Router) {
 	r.Post("/account/shows/:id/key", m.page(m.revealKey))
 	r.Post("/account/shows/:id/key/regenerate", m.page(m.regenerateKey))
 
+	r.Get("/studio", m.page(m.studio))
+	r.Get("/studio/shows/new", m.page(m.newShowForm))
+	r.Post("/studio/shows", m.page(m.createShowForm))
+	r.Get("/studio/shows/:id", m.page(m.studioShow))
+	r.Post("/studio/shows/:id", m.page(m.updateShowForm))
+	r.Post("/studio/shows/:id/stop", m.page(m.stopShowForm))
+	r.Get("/studio/shows/:id/delete", m.page(m.deleteShowConfirm))
+	r.Post("/studio/shows/:id/delete", m.page(m.deleteShowForm))
+	r.Post("/studio/shows/:id/key", m.page(m.studioKey))
+	r.Post("/studio/shows/:id/key/regenerate", m.page(m.studioRegenerate))
+
 	r.Post("/follow/:id", m.page(m.follow))
 
 	// JSON for the chat script: post as the session's user, and the

@@ -25,6 +25,37 @@
     if (q && !window.confirm(q)) e.preventDefault();
   });
 
+  // ---- Studio -----------------------------------------------------------
+
+  // The start is sent and rendered in UTC; in the browser it is entered in
+  // the reader's zone, whose IANA name goes with the form.
+  var zone = '';
+  try { zone = Intl.DateTimeFormat().resolvedOptions().timeZone || ''; } catch (_) { /* old browser: UTC */ }
+  if (zone) {
+    var pad = function (n) { return (n < 10 ? '0' : '') + n; };
+    Array.prototype.forEach.call(document.querySelectorAll('input[type=datetime-local][data-utc]'), function (i) {
+      var d = new Date(i.getAttribute('data-utc'));
+      if (!i.value || isNaN(d)) return;
+      i.value = d.getFullYear() + '-' + pad(d.getMonth() + 1) + '-' + pad(d.getDate()) + 'T' + pad(d.getHours()) + ':' + pad(d.getMinutes());
+    });
+    Array.prototype.forEach.call(document.querySelectorAll('input[data-tz]'), function (i) { i.value = zone; });
+    Array.prototype.forEach.call(document.querySelectorAll('[data-tzname]'), function (s) { s.textContent = 'your time zone (' + zone + ')'; });
+  }
+
+  // Copy buttons, shown only where the clipboard is there to use.
+  if (navigator.clipboard) {
+    Array.prototype.forEach.call(document.querySelectorAll('button[data-copy]'), function (b) {
+      b.hidden = false;
+      b.addEventListener('click', function () {
+        var src = $(b.getAttribute('data-copy'));
+        navigator.clipboard.writeText(src.textContent.trim()).then(function () {
+          b.textContent = 'Copied';
+          setTimeout(function () { b.textContent = 'Copy'; }, 2000);
+        });
+      });
+    });
+  }
+
   // ---- Player -----------------------------------------------------------
 
   function notice(text) {
