@@ -85,7 +85,7 @@ func accountPage(l layout, d accountData) templ.Component {
 				return templ_7745c5c3_Err
 			}
 			if len(d.Shows) == 0 {
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 5, "<p>You have no shows yet. Create one with <code>POST /v1/shows</code> and an API token below.</p>")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 5, "<p>You have no shows yet. Create one in the <a href=\"/studio\">studio</a> (or with <code>POST /v1/shows</code> and an API token below).</p>")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}

@@ -1,0 +1,157 @@
+package pages_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/chromedp"
+
+	"github.com/onair/onair/internal/onairtest"
+	"github.com/onair/onair/internal/testload"
+	"github.com/onair/onair/modules/live"
+)
+
+// TestStudioBrowser is a new DJ running a show from the studio on a phone,
+// in a real Chromium whose clock is in New York: sign up, create a show
+// with a start in their own zone, reveal the key, broadcast with ffmpeg,
+// see it live, stop it and delete it, each from the page.
+func TestStudioBrowser(t *testing.T) {
+	t.Parallel()
+	br := newBrowser(t)
+	env := onairtest.New(t, onairtest.Options{})
+	dj := br.tab()
+	ctx, cancel := context.WithTimeout(dj, testload.Patience)
+	if _, err := chromedp.Call(ctx, emulation.SetTimezoneOverride, emulation.SetTimezoneOverrideParams{TimezoneID: "America/New_York"}); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	phone := chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2), chromedp.EmulateMobile)
+	noOverflow := func(what string) {
+		t.Helper()
+		if eval[bool](t, dj, `document.documentElement.scrollWidth > window.innerWidth + 1`) {
+			t.Errorf("%s scrolls sideways at 390 px", what)
+		}
+	}
+
+	do(t, dj, phone,
+		chromedp.Navigate(env.URL+"/signup"),
+		chromedp.SetValue(chromedp.ID("name"), "New Dee"),
+		chromedp.SetValue(chromedp.ID("email"), "newdee@example.com"),
+		chromedp.SetValue(chromedp.ID("password"), "a long secret"),
+		chromedp.Click(chromedp.CSS(`form.stack button[type=submit]`)),
+		chromedp.WaitVisible(chromedp.CSS(`form[action="/account/tokens"]`)),
+		chromedp.Navigate(env.URL+"/studio"),
+		chromedp.WaitVisible(chromedp.ID("new-show")),
+	)
+	noOverflow("the empty studio")
+	if !strings.Contains(eval[string](t, dj, `document.body.textContent`), "no shows yet") {
+		t.Error("an empty studio does not say so")
+	}
+
+	// The start is typed in New York time; the API stores UTC.
+	ny, _ := time.LoadLocation("America/New_York")
+	start := time.Now().Add(72 * time.Hour).In(ny).Truncate(time.Minute)
+	do(t, dj,
+		chromedp.Click(chromedp.ID("new-show")),
+		chromedp.WaitVisible(chromedp.ID("show-name")),
+	)
+	noOverflow("the new show form")
+	if tz := eval[string](t, dj, `document.querySelector('input[name=tz]').value`); tz != "America/New_York" {
+		t.Errorf("the form sends zone %q, want the browser's America/New_York", tz)
+	}
+	// First a mistake: no description. The error is beside the field.
+	do(t, dj,
+		chromedp.SetValue(chromedp.ID("show-name"), "Rooftop Sunrise"),
+		chromedp.SetValue(chromedp.ID("show-start"), start.Format("2006-01-02T15:04")),
+		chromedp.Click(chromedp.CSS(`.studio-form button[type=submit]`)),
+		chromedp.WaitVisible(chromedp.ID("err-description")),
+	)
+	if got := eval[string](t, dj, `document.getElementById('show-start').value`); got != start.Format("2006-01-02T15:04") {
+		t.Errorf("after a refused form the start reads %q, want %q in the browser's zone", got, start.Format("2006-01-02T15:04"))
+	}
+	do(t, dj,
+		chromedp.SetValue(chromedp.ID("show-description"), "Deep house as the sun comes up."),
+		chromedp.SetValue(chromedp.ID("show-tags"), "Deep House, Sunrise"),
+		chromedp.Click(chromedp.CSS(`.studio-form button[type=submit]`)),
+		chromedp.WaitVisible(chromedp.ID("saved")),
+	)
+	var id int64
+	loc := eval[string](t, dj, `location.pathname`)
+	if _, err := fmt.Sscanf(loc, "/studio/shows/%d", &id); err != nil {
+		t.Fatalf("after create the browser is at %q", loc)
+	}
+	sh, err := showService(env).Get(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sh.Start.Equal(start.UTC()) || sh.Name != "Rooftop Sunrise" || len(sh.Tags) != 2 {
+		t.Errorf("created: start %s (want %s), name %q, %d tags", sh.Start.UTC(), start.UTC(), sh.Name, len(sh.Tags))
+	}
+	if got := eval[string](t, dj, `document.getElementById('show-start').value`); got != start.Format("2006-01-02T15:04") {
+		t.Errorf("the edit form shows the start as %q, want %q (New York)", got, start.Format("2006-01-02T15:04"))
+	}
+	noOverflow("the studio show page")
+
+	// The key, on request.
+	do(t, dj, chromedp.Click(chromedp.ID("reveal-key")), chromedp.WaitVisible(chromedp.ID("stream-key")))
+	key := strings.TrimSpace(eval[string](t, dj, `document.getElementById('stream-key').textContent`))
+	if key != sh.StreamKey {
+		t.Fatalf("the page shows key %q, want the show's", key)
+	}
+	if eval[bool](t, dj, `document.querySelector('button[data-copy=stream-key]').hidden`) {
+		t.Error("no copy button beside the key")
+	}
+
+	// Broadcast; the studio sees the show live.
+	lm, _ := onairtest.Module[*live.Module](env)
+	publish(t, "rtmp://"+lm.RTMPAddr()+"/live/"+key, 900)
+	testload.Poll(t, "the show live", func() error {
+		if s, err := showService(env).Get(context.Background(), id); err != nil || !s.Live {
+			return fmt.Errorf("not live yet (%v)", err)
+		}
+		return nil
+	})
+	studio := env.URL + fmt.Sprintf("/studio/shows/%d", id)
+	do(t, dj, chromedp.Navigate(studio), chromedp.WaitVisible(chromedp.ID("stop-show")))
+	if st := eval[string](t, dj, `document.getElementById('studio-state').textContent`); st != "Live" {
+		t.Errorf("the studio says %q of a live show", st)
+	}
+	do(t, dj, chromedp.Navigate(env.URL+"/studio"), chromedp.WaitVisible(chromedp.CSS(`#live-title`)))
+	noOverflow("the studio with a live show")
+	screenshot(t, dj, env.URL+"/studio", "studio")
+	screenshot(t, dj, studio, "studio-show-live")
+
+	// Stop, from the page (the confirm dialog answered yes).
+	do(t, dj, phone, chromedp.Navigate(studio), chromedp.WaitVisible(chromedp.ID("stop-show")),
+		chromedp.Evaluate[chromedp.Void](`window.confirm = () => true`),
+		chromedp.Click(chromedp.ID("stop-show")),
+	)
+	testload.Poll(t, "the show stopped", func() error {
+		if s, err := showService(env).Get(context.Background(), id); err != nil || !s.Complete {
+			return fmt.Errorf("not stopped yet (%v)", err)
+		}
+		return nil
+	})
+	testload.Poll(t, "the studio page after stop", func() error {
+		do(t, dj, chromedp.Navigate(studio), chromedp.WaitVisible(chromedp.ID("delete-show")))
+		if eval[bool](t, dj, `!!document.getElementById('stop-show')`) {
+			return fmt.Errorf("the page still offers to stop the show")
+		}
+		return nil
+	})
+
+	// Delete, through the confirmation page.
+	do(t, dj,
+		chromedp.Click(chromedp.ID("delete-show")),
+		chromedp.WaitVisible(chromedp.ID("confirm-delete")),
+	)
+	noOverflow("the delete confirmation")
+	do(t, dj, chromedp.Click(chromedp.ID("confirm-delete")), chromedp.WaitVisible(chromedp.ID("new-show")))
+	if _, err := showService(env).Get(context.Background(), id); err == nil {
+		t.Error("the show is still there after delete")
+	}
+}
