@@ -16,6 +16,9 @@ import (
 // playerData is what the player component needs.
 type playerData struct {
 	ShowID, Kind, Src, HLS, Image, Name, Notice string
+	// LiveAudio: listen mode on a show that is (or will be) live, whose
+	// player has no seek bar.
+	LiveAudio bool
 }
 
 // chatData is what the chat component needs.
@@ -122,13 +125,16 @@ func (m *Module) playerFor(sh *shows.Show, view *shows.View, listen bool) player
 		} else if view.AudioURL != nil {
 			p.Src, p.Kind = *view.AudioURL, "audio"
 		}
+	case st.ended && sh.Radio:
+		p.Notice = "This radio show has ended. Radio shows are not recorded."
 	case st.ended:
-		p.Notice = "This show has ended. Its recording is not available (yet)."
+		p.Notice = "This show has ended. The recording is being prepared and plays here when it is ready."
 	case st.scheduled:
 		p.Notice = "This show starts " + utc(sh.Start) + ". The player starts by itself when it goes live."
 	default:
 		p.Notice = "This show is not live yet. The player starts by itself when it goes live."
 	}
+	p.LiveAudio = p.Kind == "audio" && !st.archive && !st.ended
 	return p
 }
 

@@ -106,6 +106,15 @@ func TestStudioBrowser(t *testing.T) {
 		t.Error("no copy button beside the key")
 	}
 
+	// A listener on the show's page before it goes live sees the show's
+	// image and when it starts, not an empty video box.
+	listener := br.tab()
+	showURL := env.URL + "/" + sh.User.Slug + "/" + sh.Slug
+	do(t, listener, chromedp.Navigate(showURL), chromedp.WaitVisible(chromedp.CSS(`#player .notice`)))
+	if eval[bool](t, listener, `getComputedStyle(document.getElementById('media')).display !== 'none' || !document.querySelector('#player .poster')`) {
+		t.Error("an upcoming show's page shows a video box, or no poster")
+	}
+
 	// Broadcast; the studio sees the show live.
 	lm, _ := onairtest.Module[*live.Module](env)
 	publish(t, "rtmp://"+lm.RTMPAddr()+"/live/"+key, 900)
@@ -125,6 +134,16 @@ func TestStudioBrowser(t *testing.T) {
 	screenshot(t, dj, env.URL+"/studio", "studio")
 	screenshot(t, dj, studio, "studio-show-live")
 
+	// Listen mode on the live show: play, pause and volume, no seek bar.
+	do(t, listener, chromedp.Navigate(showURL+"?listen=1"))
+	waitFor(t, listener, "live audio playing", `document.querySelector('audio#media') && document.querySelector('audio#media').currentTime > 1`)
+	if eval[bool](t, listener, `document.getElementById('media').controls || !document.getElementById('play-pause') || document.getElementById('play-pause').textContent !== 'Pause'`) {
+		t.Error("live listen mode has the browser's controls (a seek bar), or no play/pause button")
+	}
+	do(t, listener, chromedp.Click(chromedp.ID("play-pause")))
+	waitFor(t, listener, "paused by the button", `document.getElementById('media').paused && document.getElementById('play-pause').getAttribute('aria-pressed') === 'false'`)
+	waitFor(t, listener, "the listener's chat socket", `document.getElementById('chat').hasAttribute('data-connected')`)
+
 	// Stop, from the page (the confirm dialog answered yes).
 	do(t, dj, phone, chromedp.Navigate(studio), chromedp.WaitVisible(chromedp.ID("stop-show")),
 		chromedp.Evaluate[chromedp.Void](`window.confirm = () => true`),
@@ -143,6 +162,26 @@ func TestStudioBrowser(t *testing.T) {
 		}
 		return nil
 	})
+
+	// The listener's page turns into the recording, without a reload.
+	do(t, listener, chromedp.Evaluate[chromedp.Void](`window.notReloaded = true`))
+	testload.Poll(t, "the show archived", func() error {
+		if s, err := showService(env).Get(context.Background(), id); err != nil || !s.Archive {
+			return fmt.Errorf("not archived yet (%v)", err)
+		}
+		return nil
+	})
+	waitFor(t, listener, "the player switched to the recording", `document.getElementById('player').hasAttribute('data-recording')`)
+	archived, _ := showService(env).Get(context.Background(), id)
+	want := *showService(env).View(archived, false).AudioURL
+	if got := eval[string](t, listener, `window.notReloaded === true ? document.getElementById('player').dataset.src : 'reloaded'`); got != want {
+		t.Errorf("after the archive the player plays %q, want the recording %q without a reload", got, want)
+	}
+	if !eval[bool](t, listener, `document.getElementById('media').controls && !document.getElementById('media').hidden`) {
+		t.Error("the recording has no seek bar")
+	}
+	do(t, listener, chromedp.Evaluate[chromedp.Void](`document.getElementById('media').play()`))
+	waitFor(t, listener, "the recording playing", `document.getElementById('media').currentTime > 0.5`)
 
 	// Delete, through the confirmation page.
 	do(t, dj,

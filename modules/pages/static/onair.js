@@ -70,7 +70,9 @@
     p.textContent = text;
   }
 
+  var autoplay = true;
   function play() {
+    if (!autoplay) return;
     var p = media.play();
     if (p && p.catch) p.catch(function () { /* autoplay refused: the controls are there */ });
   }
@@ -107,7 +109,11 @@
     if (!src || player.getAttribute('data-engine')) return;
     var stale = player.querySelector('.notice');
     if (stale) stale.remove();
+    var poster = player.querySelector('.poster');
+    if (poster) poster.remove();
+    player.classList.remove('idle');
     media.hidden = false;
+    if ($('live-controls')) $('live-controls').hidden = false;
     if (preferNative()) {
       player.setAttribute('data-engine', 'native');
       media.src = src;
@@ -138,6 +144,43 @@
       hls.attachMedia(media);
       window.onairHls = hls;
     });
+  }
+
+  // Listen mode on a live show: play/pause and volume, no seek bar.
+  var playPause = $('play-pause');
+  if (playPause && media) {
+    var label = playPause.getAttribute('aria-label').replace(/^Play /, '');
+    var paint = function () {
+      var playing = !media.paused;
+      playPause.textContent = playing ? 'Pause' : 'Play';
+      playPause.setAttribute('aria-label', (playing ? 'Pause ' : 'Play ') + label);
+      playPause.setAttribute('aria-pressed', playing ? 'true' : 'false');
+    };
+    playPause.addEventListener('click', function () {
+      if (!media.paused) return media.pause();
+      var p = media.play();
+      if (p && p.catch) p.catch(function () {});
+    });
+    media.addEventListener('play', paint);
+    media.addEventListener('pause', paint);
+    $('volume').addEventListener('input', function (e) { media.volume = Number(e.target.value); });
+  }
+
+  // switchTo replaces what the player plays (the recording, once the show
+  // it was playing live is archived) without reloading the page. The
+  // recording waits for the viewer to press play.
+  function switchTo(src) {
+    if (window.onairHls) { window.onairHls.destroy(); window.onairHls = null; }
+    media.pause();
+    media.removeAttribute('src');
+    media.load();
+    player.removeAttribute('data-engine');
+    player.setAttribute('data-src', src);
+    player.setAttribute('data-recording', '');
+    var lc = $('live-controls');
+    if (lc) { lc.remove(); media.controls = true; }
+    autoplay = false;
+    startPlayer();
   }
 
   if (player && media) {
@@ -223,6 +266,7 @@
       return;
     }
     var sh = ev.show;
+    if (!sh && ev.state === 'archived' && player) { location.reload(); return; }
     if (!sh || !player) return;
     if ((ev.state === 'live' || ev.state === 'resumed') && !player.getAttribute('data-src')) {
       var src = player.getAttribute('data-kind') === 'audio' ? sh.audio_url : (sh.video_url || sh.audio_url);
@@ -231,7 +275,15 @@
         startPlayer();
       }
     }
-    if (ev.state === 'stopped') notice('The show has ended. The recording will be here shortly.');
+    if (ev.state === 'stopped') notice('The show has ended. The recording is being prepared and plays here when it is ready.');
+    if (ev.state === 'archived') {
+      var rec = player.getAttribute('data-kind') === 'audio' ? (sh.audio_url || sh.video_url) : (sh.video_url || sh.audio_url);
+      if (rec && rec !== player.getAttribute('data-src')) {
+        switchTo(rec);
+        notice('The recording is ready: press play to watch from the start.');
+        if (media) media.hidden = false;
+      }
+    }
   }
 
   var delay = 1000;
