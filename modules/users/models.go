@@ -16,6 +16,9 @@ type User struct {
 	Email          string    `bun:"email,notnull,unique,type:varchar(191)"`
 	PasswordHash   string    `bun:"password_hash,notnull,type:varchar(100)"`
 	Location       *string   `bun:"location,type:varchar(100)"`
+	Website        *string   `bun:"website,type:varchar(200)"`
+	AvatarKey      *string   `bun:"avatar_key,type:varchar(200)"` // store key of the uploaded avatar
+	CoverKey       *string   `bun:"cover_key,type:varchar(200)"`
 	Description    *string   `bun:"description,type:text"`
 	DJ             bool      `bun:"dj,notnull,default:false"`
 	Producer       bool      `bun:"producer,notnull,default:false"`

@@ -8,6 +8,7 @@ import (
 	_ "embed"
 	"fmt"
 	"io"
+	"strconv"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -37,7 +38,16 @@ var (
 	_ app.OpenAPIDocumenter = (*Module)(nil)
 	_ app.Service           = (*Module)(nil)
 	_ app.SessionReader     = (*Module)(nil)
+	_ app.Configurer        = (*Module)(nil)
 )
+
+// Settings of the module.
+func (*Module) Settings() []app.Setting {
+	return []app.Setting{
+		{Env: SettingImageMaxBytes, Flag: "image-max-bytes", Default: strconv.Itoa(DefaultImageMaxBytes),
+			Help: "largest profile image (avatar, cover) accepted, in bytes; beyond, 413", Parse: app.ParsePositiveInt},
+	}
+}
 
 func (*Module) Name() string { return "users" }
 
@@ -54,6 +64,7 @@ func (*Module) Migrations() []migrations.Migration {
 		{ID: "0004_index_follows_followed", Up: migrations.CreateIndex((*Follow)(nil), "follows_followed_idx", "followed_id")},
 		{ID: "0005_create_sessions", Up: migrations.CreateTables((*Session)(nil))},
 		{ID: "0006_tag_identity", Up: migrateTagIdentity},
+		{ID: "0007_profile", Up: migrateProfile},
 	}
 }
 
@@ -79,6 +90,8 @@ func (m *Module) Provision(core *app.Core) error {
 		m.Service.UseRedisThrottle(core.Redis, core.Config.RedisPrefix+"login:")
 	}
 	m.Service.hintOut = core.Stderr
+	m.Service.store = core.Store
+	m.Service.maxImage = app.Get[int](core.Config, SettingImageMaxBytes)
 	m.authz = core.Authz
 	return nil
 }
@@ -88,6 +101,7 @@ func (m *Module) APIRoutes(r fiber.Router) {
 	h := &handlers{svc: m.Service, authz: m.authz}
 	r.Get("/users", h.list)
 	r.Post("/users/me/radio_request", h.requestRadio)
+	r.Put("/users/:id", h.updateMe)
 	r.Get("/users/:id", h.get)
 	r.Post("/users/:id/follow", h.follow)
 	r.Delete("/users/:id/follow", h.unfollow)
@@ -96,6 +110,7 @@ func (m *Module) APIRoutes(r fiber.Router) {
 func (m *Module) PublicRoutes(r fiber.Router) {
 	r.Get("/media/users/:id/avatar.svg", avatar)
 	r.Get("/media/users/:id/cover.svg", cover)
+	r.Get("/media/users/:id/:file", m.Service.serveImage)
 }
 
 func (m *Module) Authenticate(ctx context.Context, token string) (*app.Principal, error) {

@@ -20,6 +20,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/onair/onair/app"
+	"github.com/onair/onair/internal/store"
 )
 
 // Service holds the users module's operations. Other modules (shows, chat,
@@ -30,12 +31,14 @@ type Service struct {
 	hintOut   io.Writer
 	throttle  throttle // failed sign-ins (see SignIn)
 	reserved  func(slug string) bool
+	store     store.Store // uploaded profile images (images.go)
+	maxImage  int         // SettingImageMaxBytes
 }
 
 // NewService returns the users service over db; URLs are built on publicURL.
 func NewService(db *bun.DB, publicURL string) *Service {
 	return &Service{db: db, publicURL: publicURL, hintOut: os.Stderr, throttle: newMemoryThrottle(),
-		reserved: new(app.Core).ReservedSlug}
+		reserved: new(app.Core).ReservedSlug, maxImage: DefaultImageMaxBytes}
 }
 
 // DB is the database the service works on.
