@@ -178,4 +178,3 @@ func boundaryOf(body []byte) string {
 	line, _, _ := bytes.Cut(body, []byte("\r\n"))
 	return strings.TrimPrefix(string(line), "--")
 }
-
