@@ -88,6 +88,10 @@ func (m *Module) PublicRoutes(r fiber.Router) {
 	r.Post("/account/tokens/:id/revoke", m.page(m.revokeToken))
 	r.Post("/account/shows/:id/key", m.page(m.revealKey))
 	r.Post("/account/shows/:id/key/regenerate", m.page(m.regenerateKey))
+	r.Get("/account/profile", m.page(m.profileForm))
+	r.Post("/account/profile", m.page(m.saveProfile))
+	r.Post("/account/password", m.page(m.changePassword))
+	r.Post("/account/radio", m.page(m.requestRadio))
 
 	r.Get("/studio", m.page(m.studio))
 	r.Get("/studio/shows/new", m.page(m.newShowForm))

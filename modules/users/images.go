@@ -165,3 +165,6 @@ func (s *Service) serveImage(c *fiber.Ctx) error {
 	c.Set("X-Content-Type-Options", "nosniff")
 	return c.Send(data)
 }
+
+// MaxImageBytes is the upload limit of one profile image.
+func (s *Service) MaxImageBytes() int { return s.maxImage }
