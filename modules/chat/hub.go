@@ -26,10 +26,13 @@ type Event struct {
 	Type   string `json:"type"`
 	ShowID int64  `json:"show_id"`
 	Chat   *View  `json:"chat,omitempty"`
-	ID     int64  `json:"id,omitempty"`
-	State  string `json:"state,omitempty"`
-	Show   any    `json:"show,omitempty"`
-	Count  *int   `json:"count,omitempty"`
+	// Badge of a chat.created message's author ("host", "staff"), for the
+	// pages' chat; not part of the API's chat object.
+	Badge string `json:"badge,omitempty"`
+	ID    int64  `json:"id,omitempty"`
+	State string `json:"state,omitempty"`
+	Show  any    `json:"show,omitempty"`
+	Count *int   `json:"count,omitempty"`
 	// Joined and Left list who came and went since the room's previous
 	// presence event (presence is sent at most every presenceEvery).
 	Joined []Viewer `json:"joined,omitempty"`

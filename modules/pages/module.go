@@ -110,6 +110,8 @@ func (m *Module) PublicRoutes(r fiber.Router) {
 	// messages of an archive to replay.
 	r.Post("/chat/:id", m.postChat)
 	r.Get("/chat/:id/replay", m.replayChat)
+	r.Post("/chat/:id/messages/:mid/delete", m.deleteMessage)
+	r.Post("/chat/:id/users/:uid/ban", m.banUser)
 
 	// Catch-alls, last.
 	r.Get("/:user", m.page(m.userPage))

@@ -8,7 +8,6 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/onair/onair/app"
-	"github.com/onair/onair/modules/chat"
 	"github.com/onair/onair/modules/shows"
 	"github.com/onair/onair/modules/users"
 )
@@ -27,9 +26,12 @@ type chatData struct {
 	Messages                             []chatLine
 	CanPost                              bool
 	PostURL, CSRF, SignInPath            string
+	// OwnerID marks the host's messages; Moderate (the owner or staff,
+	// not on the embed) shows delete and ban on every message.
+	OwnerID  string
+	Moderate bool
 }
 
-type chatLine struct{ ID, Position, Name, Text string }
 
 // showData is the show page.
 type showData struct {
@@ -143,7 +145,11 @@ func (m *Module) playerFor(sh *shows.Show, view *shows.View, listen bool) player
 // embed, whose chat is read-only.
 func (m *Module) chatFor(c *fiber.Ctx, v *visitor, sh *shows.Show, st state, canPost bool) (chatData, error) {
 	id := strconv.FormatInt(sh.ID, 10)
-	d := chatData{ShowID: id, WS: "/ws/shows/" + id, Mode: "live", ReplayURL: "/chat/" + id + "/replay"}
+	d := chatData{ShowID: id, WS: "/ws/shows/" + id, Mode: "live", ReplayURL: "/chat/" + id + "/replay", OwnerID: strconv.FormatInt(sh.UserID, 10)}
+	d.Moderate = canPost && v.signedIn() && (v.user.ID == sh.UserID || v.p.IsStaff())
+	if d.Moderate {
+		d.CSRF = v.csrf()
+	}
 	// Who is here now: the socket's presence events keep it current, but a
 	// viewer whose new socket overlaps their old one gets none.
 	present, err := m.chat.ChatUsers(c, sh.ID)
@@ -159,7 +165,7 @@ func (m *Module) chatFor(c *fiber.Ctx, v *visitor, sh *shows.Show, st state, can
 			return d, err
 		}
 		for i := len(msgs) - 1; i >= 0; i-- {
-			d.Messages = append(d.Messages, line(&msgs[i]))
+			d.Messages = append(d.Messages, line(&msgs[i], sh.UserID, d.Moderate, v.p.UserID))
 		}
 	}
 	if canPost {
@@ -170,12 +176,4 @@ func (m *Module) chatFor(c *fiber.Ctx, v *visitor, sh *shows.Show, st state, can
 		}
 	}
 	return d, nil
-}
-
-func line(msg *chat.Message) chatLine {
-	name := ""
-	if msg.User != nil {
-		name = msg.User.Name
-	}
-	return chatLine{ID: strconv.FormatInt(msg.ID, 10), Position: msg.PositionString(), Name: name, Text: msg.Body}
 }

@@ -216,17 +216,90 @@
 
   function atBottom() { return list.scrollHeight - list.scrollTop - list.clientHeight < 40; }
 
-  function addMessage(m, live) {
+  var owner = chat.getAttribute('data-owner');
+  var moderate = chat.hasAttribute('data-moderate');
+  var csrf = document.querySelector('#chat input[name=csrf]');
+
+  // Times: "just now", "5 min ago", "2 h ago", then the date; the exact
+  // time is the title.
+  function ago(t) {
+    var d = new Date(t.getAttribute('datetime'));
+    if (isNaN(d)) return;
+    var s = (Date.now() - d.getTime()) / 1000;
+    t.textContent = s < 60 ? 'just now' : s < 3600 ? Math.floor(s / 60) + ' min ago' : s < 86400 ? Math.floor(s / 3600) + ' h ago' : d.toLocaleDateString();
+    t.title = d.toLocaleString();
+  }
+  function refreshTimes() { Array.prototype.forEach.call(list.querySelectorAll('time[data-ago]'), ago); }
+  refreshTimes();
+  setInterval(refreshTimes, 30000);
+
+  // Only http and https addresses become links.
+  function appendText(parent, text) {
+    var re = /\bhttps?:\/\/[^\s<>"'`]+/g, last = 0, m;
+    while ((m = re.exec(text))) {
+      var url = m[0].replace(/[.,;:!?)\]}']+$/, '');
+      if (url.length <= 8) continue;
+      if (m.index > last) parent.appendChild(document.createTextNode(text.slice(last, m.index)));
+      var a = document.createElement('a');
+      a.href = url; a.rel = 'nofollow ugc noopener'; a.target = '_blank'; a.textContent = url;
+      parent.appendChild(a);
+      last = m.index + url.length;
+      re.lastIndex = last;
+    }
+    if (last < text.length) parent.appendChild(document.createTextNode(text.slice(last)));
+  }
+
+  function modForm(action, label, kind, confirmText) {
+    var f = document.createElement('form');
+    f.method = 'post'; f.action = action; f.setAttribute('data-mod', kind);
+    if (confirmText) f.setAttribute('data-confirm', confirmText);
+    var i = document.createElement('input');
+    i.type = 'hidden'; i.name = 'csrf'; i.value = csrf ? csrf.value : '';
+    var b = document.createElement('button');
+    b.type = 'submit'; b.className = 'link'; b.textContent = kind === 'ban' ? 'Ban' : 'Delete'; b.setAttribute('aria-label', label);
+    f.appendChild(i); f.appendChild(b);
+    return f;
+  }
+
+  function addMessage(m, live, badge) {
     if (list.querySelector('li[data-id="' + m.id + '"]')) return;
     var stick = atBottom();
     var li = document.createElement('li');
+    var uid = m.user ? String(m.user.id) : '';
+    var name = m.user ? m.user.name : m.name;
     li.setAttribute('data-id', m.id);
     li.setAttribute('data-pos', m.position);
+    li.setAttribute('data-user', uid);
     if (live) li.setAttribute('data-live', '');
     var b = document.createElement('b');
-    b.textContent = m.user ? m.user.name : m.name;
+    b.textContent = name;
     li.appendChild(b);
-    li.appendChild(document.createTextNode(' ' + m.message));
+    badge = badge || (uid && uid === owner ? 'host' : '');
+    if (badge) {
+      var s = document.createElement('span');
+      s.className = 'badge role-' + badge; s.textContent = badge;
+      li.appendChild(document.createTextNode(' ')); li.appendChild(s);
+    }
+    if (m.created_at) {
+      var t = document.createElement('time');
+      t.setAttribute('datetime', m.created_at.replace(' ', 'T') + 'Z');
+      t.setAttribute('data-ago', '');
+      ago(t);
+      li.appendChild(document.createTextNode(' ')); li.appendChild(t);
+    }
+    var text = document.createElement('span');
+    text.className = 'text';
+    appendText(text, m.message);
+    li.appendChild(document.createTextNode(' ')); li.appendChild(text);
+    if (moderate) {
+      var mod = document.createElement('span');
+      mod.className = 'mod';
+      mod.appendChild(modForm('/chat/' + showID + '/messages/' + m.id + '/delete', 'Delete the message of ' + name, 'delete'));
+      if (uid && uid !== owner) {
+        mod.appendChild(modForm('/chat/' + showID + '/users/' + uid + '/ban', 'Ban ' + name + ' from this chat', 'ban', 'Ban ' + name + " from this show's chat?"));
+      }
+      li.appendChild(mod);
+    }
     if (replay && !live) li.hidden = Number(m.position) > (media ? media.currentTime : 0);
     var empty = $('chat-empty');
     if (empty) empty.remove();
@@ -293,7 +366,7 @@
     ws.onmessage = function (e) {
       var ev;
       try { ev = JSON.parse(e.data); } catch (_) { return; }
-      if (ev.type === 'chat.created' && ev.chat) addMessage(ev.chat, true);
+      if (ev.type === 'chat.created' && ev.chat) addMessage(ev.chat, true, ev.badge);
       else if (ev.type === 'chat.deleted') {
         var li = list.querySelector('li[data-id="' + ev.id + '"]');
         if (li) li.remove();
@@ -307,6 +380,28 @@
     };
   }
   connect();
+
+  // Moderation forms run in place; the socket's chat.deleted removes the
+  // message for everyone.
+  list.addEventListener('submit', function (e) {
+    var f = e.target;
+    if (!f.hasAttribute('data-mod')) return;
+    e.preventDefault();
+    e.stopPropagation();
+    var q = f.getAttribute('data-confirm');
+    if (q && !window.confirm(q)) return;
+    fetch(f.action, {
+      method: 'POST', body: new URLSearchParams(new FormData(f)), credentials: 'same-origin',
+      headers: { Accept: 'application/json', 'X-CSRF-Token': f.elements.csrf.value }
+    }).then(function (r) {
+      return r.json().then(function (j) {
+        if (!r.ok) throw new Error(j.error ? j.error.message : 'Not done');
+        var li = f.closest('li');
+        if (f.getAttribute('data-mod') === 'delete' && li) li.remove();
+        else if (li) { var note = document.createElement('span'); note.className = 'muted'; note.textContent = ' banned'; f.replaceWith(note); }
+      });
+    }).catch(function (err) { if (errorBox) errorBox.textContent = err.message; });
+  });
 
   var form = $('chat-form');
   if (form) {
