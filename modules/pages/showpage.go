@@ -32,7 +32,6 @@ type chatData struct {
 	Moderate bool
 }
 
-
 // showData is the show page.
 type showData struct {
 	Name, Description, Path, OwnerName, OwnerPath, OwnerImage, Duration string
