@@ -25,6 +25,7 @@ type Module struct {
 	Service *Service
 
 	janitor *janitor
+	core    *app.Core // the console asks the other modules for viewer counts
 }
 
 var (
@@ -103,7 +104,8 @@ func (*Module) Migrations() []migrations.Migration {
 }
 
 // Policies: owners update, stop and delete their shows; staff stop, delete,
-// feature and take off any show but do not edit it; only radio-approved
+// feature and take off any show, and edit it in the console ("edit"; the
+// API's PUT stays the owner's, as the spec says); only radio-approved
 // users create radio shows.
 func (*Module) Policies() []string {
 	return []string{
@@ -117,6 +119,7 @@ func (*Module) Policies() []string {
 		"p, moderator, shows, delete",
 		"p, moderator, shows, feature",
 		"p, moderator, shows, off",
+		"p, moderator, shows, edit",
 	}
 }
 
@@ -126,6 +129,7 @@ func (m *Module) Provision(core *app.Core) error {
 		return fmt.Errorf("shows: the users module is not provisioned")
 	}
 	m.Service = NewService(core)
+	m.core = core
 	m.janitor = newJanitor(m.Service, m.Service.window)
 	return nil
 }
