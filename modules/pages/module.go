@@ -82,6 +82,8 @@ func (m *Module) PublicRoutes(r fiber.Router) {
 	r.Get("/signin", m.page(m.signInForm))
 	r.Post("/signin", m.page(m.signIn))
 	r.Post("/signout", m.page(m.signOut))
+	r.Get("/reset/:token", m.page(m.resetForm))
+	r.Post("/reset/:token", m.page(m.resetPassword))
 
 	r.Get("/account", m.page(m.account))
 	r.Post("/account/tokens", m.page(m.createToken))

@@ -27,6 +27,9 @@ type User struct {
 	RadioRequested bool      `bun:"radio_requested,notnull,default:false"`
 	Role           string    `bun:"role,notnull,type:varchar(20),default:''"`
 	FollowersCount int       `bun:"followers_count,notnull,default:0"`
+	// SuspendedAt, set by staff, stops the user's tokens, sessions and
+	// sign-ins (suspend.go).
+	SuspendedAt *time.Time `bun:"suspended_at"`
 	CreatedAt      time.Time `bun:"created_at,notnull"`
 	UpdatedAt      time.Time `bun:"updated_at,notnull"`
 	Tags           []Tag     `bun:"m2m:user_tags,join:User=Tag"`

@@ -52,7 +52,7 @@ func (*Module) Settings() []app.Setting {
 func (*Module) Name() string { return "users" }
 
 func (*Module) Models() []any {
-	return []any{(*UserTag)(nil), (*User)(nil), (*Tag)(nil), (*Token)(nil), (*Follow)(nil), (*Session)(nil)}
+	return []any{(*UserTag)(nil), (*User)(nil), (*Tag)(nil), (*Token)(nil), (*Follow)(nil), (*Session)(nil), (*PasswordReset)(nil)}
 }
 
 func (*Module) Migrations() []migrations.Migration {
@@ -65,6 +65,7 @@ func (*Module) Migrations() []migrations.Migration {
 		{ID: "0005_create_sessions", Up: migrations.CreateTables((*Session)(nil))},
 		{ID: "0006_tag_identity", Up: migrateTagIdentity},
 		{ID: "0007_profile", Up: migrateProfile},
+		{ID: "0008_password_resets", Up: migrations.CreateTables((*PasswordReset)(nil))},
 	}
 }
 
@@ -80,6 +81,9 @@ func (*Module) Policies() []string {
 		"p, moderator, tokens, manage",
 		"p, admin, users, set_role",
 		"p, admin, tokens, manage_staff",
+		"p, moderator, users, suspend",
+		"p, moderator, users, reset_password",
+		"p, admin, users, delete",
 	}
 }
 

@@ -146,11 +146,8 @@ func (s *Service) ChangePassword(ctx context.Context, id int64, current, next, k
 // SetPassword sets a password without the current one (the reset link)
 // and ends the user's web sessions but keep.
 func (s *Service) SetPassword(ctx context.Context, id int64, password, keep string) error {
-	switch {
-	case len(password) < 8:
-		return app.Validation{"password": "must be at least 8 characters"}.Err()
-	case len(password) > 72:
-		return app.Validation{"password": "must be at most 72 bytes"}.Err()
+	if err := checkPassword(password); err != nil {
+		return err
 	}
 	hash, err := bcrypt.GenerateFromPassword([]byte(password), bcrypt.DefaultCost)
 	if err != nil {
@@ -172,6 +169,17 @@ func (s *Service) SetPassword(ctx context.Context, id int64, password, keep stri
 	})
 }
 
+// checkPassword is the rule of a new password (as at sign-up).
+func checkPassword(password string) error {
+	switch {
+	case len(password) < 8:
+		return app.Validation{"password": "must be at least 8 characters"}.Err()
+	case len(password) > 72:
+		return app.Validation{"password": "must be at most 72 bytes"}.Err()
+	}
+	return nil
+}
+
 // migrateProfile is migration 0007: the profile's website and uploaded
 // images. A fresh database has the columns from 0001 (the model); an older
 // one gets them here. Each column is added only when missing, so the step
@@ -185,6 +193,7 @@ func migrateProfile(ctx context.Context, db bun.IDB) error {
 		{"website", "VARCHAR(200)"},
 		{"avatar_key", "VARCHAR(200)"},
 		{"cover_key", "VARCHAR(200)"},
+		{"suspended_at", "DATETIME"},
 	} {
 		if !cols[c.name] {
 			if err := execDDL(ctx, db, "ALTER TABLE users ADD COLUMN "+c.name+" "+c.ddl+" NULL"); err != nil {

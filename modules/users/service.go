@@ -189,7 +189,7 @@ func (s *Service) CheckPassword(ctx context.Context, email, password string) (*U
 		_ = bcrypt.CompareHashAndPassword([]byte("$2a$10$7EqJtq98hPqEX7fNZaFWoOhi5BWX4Z2ZbFZZ8z5wZ0y3oQeQ6/6nK"), []byte(password))
 		return nil, ErrNotFound
 	}
-	if bcrypt.CompareHashAndPassword([]byte(u.PasswordHash), []byte(password)) != nil {
+	if bcrypt.CompareHashAndPassword([]byte(u.PasswordHash), []byte(password)) != nil || u.SuspendedAt != nil {
 		return nil, ErrNotFound
 	}
 	return u, nil
@@ -433,8 +433,8 @@ func (s *Service) Authenticate(ctx context.Context, token string) (*app.Principa
 	t := new(Token)
 	err := s.db.NewSelect().Model(t).Relation("User").
 		Where("tk.hash = ?", hashToken(token)).Where("tk.revoked_at IS NULL").Scan(ctx)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil
+	if errors.Is(err, sql.ErrNoRows) || (err == nil && t.User != nil && t.User.SuspendedAt != nil) {
+		return nil, nil // a suspended user's tokens stop working (suspend.go)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("users: authenticate: %w", err)
