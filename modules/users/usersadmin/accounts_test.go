@@ -110,6 +110,6 @@ func TestConsoleAccounts(t *testing.T) {
 		if r := old.Post("/signin", url.Values{"email": {dj.Email}, "password": {admintest.Password}}); r.Status == http.StatusSeeOther {
 			t.Error("the old password still signs in")
 		}
-		admintest.New(t, env).Get("/reset/" + strings.Repeat("0", 64)).Expect(t, http.StatusNotFound)
+		admintest.New(t, env).Get("/reset/"+strings.Repeat("0", 64)).Expect(t, http.StatusNotFound)
 	})
 }
