@@ -38,6 +38,8 @@ type Module struct {
 	public string // ONAIR_PUBLIC_URL
 	rtmp   string // ONAIR_RTMP_URL, the stream url shown to owners
 	log    *slog.Logger
+	// healthOf is a show's stream health (shows.Module.HealthOf).
+	healthOf func(showID int64) shows.Health
 }
 
 var (
@@ -66,6 +68,10 @@ func (m *Module) Provision(core *app.Core) error {
 		return err
 	}
 	m.users, m.shows, m.chat = um.Service, shows.From(core), cm.Service
+	m.healthOf = func(int64) shows.Health { return shows.Health{Warnings: []string{}} }
+	if sm, ok := app.Lookup[*shows.Module](core); ok {
+		m.healthOf = sm.HealthOf
+	}
 	m.assets, m.public, m.rtmp, m.log = assets, core.Config.PublicURL, app.Get[string](core.Config, shows.SettingRTMPURL), core.Log
 	return nil
 }
@@ -103,6 +109,7 @@ func (m *Module) PublicRoutes(r fiber.Router) {
 	r.Post("/studio/shows/:id/stop", m.page(m.stopShowForm))
 	r.Get("/studio/shows/:id/delete", m.page(m.deleteShowConfirm))
 	r.Post("/studio/shows/:id/delete", m.page(m.deleteShowForm))
+	r.Get("/studio/shows/:id/health", m.page(m.health))
 	r.Post("/studio/shows/:id/key", m.page(m.studioKey))
 	r.Post("/studio/shows/:id/key/regenerate", m.page(m.studioRegenerate))
 

@@ -59,6 +59,7 @@ type studioShowData struct {
 	Start                                                              time.Time
 	Saved, KeyNew                                                      bool
 	Form                                                               studioForm
+	Health                                                             healthView
 }
 
 // studio is GET /studio: the visitor's shows, live first, then upcoming
@@ -300,7 +301,7 @@ func (m *Module) renderStudioShow(c *fiber.Ctx, v *visitor, sh *shows.Show, f st
 	d := studioShowData{
 		ID: id, Name: sh.Name, Path: row.Path, CSRF: v.csrf(), StreamURL: m.rtmp, Key: key, KeyNew: keyNew,
 		Viewers: row.Viewers, Duration: row.Duration, Recording: row.Recording, State: row.State, Start: sh.Start,
-		Saved: c.Query("saved") == "1" && status == fiber.StatusOK, Form: f,
+		Saved: c.Query("saved") == "1" && status == fiber.StatusOK, Form: f, Health: viewHealth(m.healthOf(sh.ID)),
 	}
 	noStore(c)
 	return m.render(c, status, studioShowPage(m.layout(c, v, sh.Name+" · Studio", ""), d))

@@ -116,8 +116,15 @@ func TestStudioBrowser(t *testing.T) {
 	}
 
 	// Broadcast; the studio sees the show live.
+	if st := eval[string](t, dj, `document.getElementById('h-receiving').textContent`); st != "no" {
+		t.Errorf("before broadcasting the studio says receiving %q", st)
+	}
+	do(t, dj, chromedp.Evaluate[chromedp.Void](`window.notReloaded = true`))
 	lm, _ := onairtest.Module[*live.Module](env)
 	publish(t, "rtmp://"+lm.RTMPAddr()+"/live/"+key, 900)
+	// The studio page sees the stream arrive, without a reload.
+	waitFor(t, dj, "the studio's health saying receiving, with a bitrate", `window.notReloaded === true && document.getElementById('h-receiving').textContent === 'yes' && /H\.264, [1-9]\d* kb\/s/.test(document.getElementById('h-video').textContent) && document.getElementById('h-size').textContent === '320×240'`)
+	t.Logf("studio health: %s", eval[string](t, dj, `document.getElementById('health').innerText`))
 	testload.Poll(t, "the show live", func() error {
 		if s, err := showService(env).Get(context.Background(), id); err != nil || !s.Live {
 			return fmt.Errorf("not live yet (%v)", err)

@@ -24,7 +24,7 @@ var (
 
 // AdminPages lists the console routes of the module in one place.
 func (m *Module) AdminPages() []app.AdminPage {
-	h := &adminHandlers{svc: m.Service, viewers: m.viewers}
+	h := &adminHandlers{svc: m.Service, viewers: m.viewers, health: m.HealthOf}
 	return []app.AdminPage{{Path: "/shows", Title: "Shows", Order: 10, Mount: func(r fiber.Router) {
 		r.Get("/", h.list)
 		r.Get("/:id", h.show)
@@ -85,6 +85,7 @@ var AdminStates = []struct{ Value, Label string }{
 type adminHandlers struct {
 	svc     *Service
 	viewers func(showID int64) int
+	health  func(showID int64) Health
 }
 
 // viewersOf counts the viewers of the live shows of a list.
@@ -142,7 +143,12 @@ func (h *adminHandlers) show(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return admin.Render(c, adminShowView(sh, h.svc.View(sh, false), h.viewersOf([]Show{*sh})[sh.ID]))
+	var health *Health
+	if sh.Live {
+		hl := h.health(sh.ID)
+		health = &hl
+	}
+	return admin.Render(c, adminShowView(sh, h.svc.View(sh, false), h.viewersOf([]Show{*sh})[sh.ID], health))
 }
 
 // editedShow is what the audit log records of a staff edit.

@@ -242,7 +242,7 @@ func TestConsoleShowPages(t *testing.T) {
 	mod.Get("/admin/shows?state=archived").Expect(t, http.StatusOK)
 
 	mod.Get("/admin/shows?state=live").Contains(t, "Viewers now")
-	mod.Get(fmt.Sprintf("/admin/shows/%d", live)).Contains(t, `<dt>Viewers now</dt><dd id="viewers">0</dd>`, `action="/admin/shows/`+fmt.Sprint(live)+`/edit"`)
+	mod.Get(fmt.Sprintf("/admin/shows/%d", live)).Contains(t, `<dd id="health">`, "not receiving", `<dt>Viewers now</dt><dd id="viewers">0</dd>`, `action="/admin/shows/`+fmt.Sprint(live)+`/edit"`)
 	// The console's edit does not open the API's PUT to staff: the spec
 	// keeps it the owner's.
 	_, modTok := env.CreateUser("Staff Token", onairtest.Role("moderator"))

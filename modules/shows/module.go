@@ -144,6 +144,7 @@ func (m *Module) APIRoutes(r fiber.Router) {
 	r.Delete("/shows/:id", h.delete)
 	r.Post("/shows/:id/stop", h.stop)
 	r.Post("/shows/:id/stream_key", h.regenerateKey)
+	r.Get("/shows/:id/health", m.health)
 	r.Post("/shows/:id/favorite", h.favorite)
 	r.Delete("/shows/:id/favorite", h.unfavorite)
 	r.Get("/users/:id/shows", h.userShows)

@@ -56,6 +56,31 @@
     });
   }
 
+  // Stream health in the studio, kept current by server-sent events.
+  var healthBox = $('health');
+  if (healthBox && window.EventSource) {
+    var set = function (id, text) { var el = $(id); if (el) el.textContent = text; };
+    var es = new EventSource(healthBox.getAttribute('data-events'));
+    es.onmessage = function (e) {
+      var h;
+      try { h = JSON.parse(e.data); } catch (_) { return; }
+      var r = $('h-receiving');
+      r.textContent = h.receiving ? 'yes' : 'no';
+      r.className = h.receiving ? 'ok' : 'bad';
+      set('h-video', h.video_codec ? h.video_codec + ', ' + h.video_bitrate + ' kb/s' : '—');
+      set('h-audio', h.audio_codec ? h.audio_codec + ', ' + h.audio_bitrate + ' kb/s' : '—');
+      set('h-size', h.width && h.height ? h.width + '×' + h.height : '—');
+      set('h-fps', h.fps ? h.fps + ' fps' : '—');
+      set('h-keyframes', h.keyframe_interval ? 'every ' + h.keyframe_interval + ' s' : '—');
+      set('h-viewers', String(h.viewers));
+      set('h-since', h.since ? new Date(h.since.replace(' ', 'T') + 'Z').toLocaleString() : '—');
+      var ul = $('h-warnings');
+      ul.textContent = '';
+      (h.warnings || []).forEach(function (w) { var li = document.createElement('li'); li.textContent = w; ul.appendChild(li); });
+      healthBox.setAttribute('data-updated', String(Date.now()));
+    };
+  }
+
   // ---- Player -----------------------------------------------------------
 
   function notice(text) {
