@@ -128,3 +128,25 @@ func (s *Service) UseReset(ctx context.Context, plain, password string) (*User, 
 	}
 	return s.Get(ctx, r.UserID)
 }
+
+// Delete removes a user's row and, by the foreign keys, their tokens,
+// sessions, follows, tags, favorites and reset links; the counts of the
+// users they followed go down. Their shows and chat messages must be gone
+// first (the console deletes them through their modules).
+func (s *Service) Delete(ctx context.Context, id int64) error {
+	return s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		if _, err := tx.NewUpdate().Model((*User)(nil)).Set("followers_count = followers_count - 1").
+			Where("followers_count > 0").
+			Where("id IN (?)", tx.NewSelect().Model((*Follow)(nil)).Column("followed_id").Where("follower_id = ?", id)).Exec(ctx); err != nil {
+			return fmt.Errorf("users: delete %d: followers: %w", id, err)
+		}
+		res, err := tx.NewDelete().Model((*User)(nil)).Where("id = ?", id).Exec(ctx)
+		if err != nil {
+			return fmt.Errorf("users: delete %d: %w", id, err)
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return ErrNotFound
+		}
+		return nil
+	})
+}

@@ -111,5 +111,40 @@ func TestConsoleAccounts(t *testing.T) {
 			t.Error("the old password still signs in")
 		}
 		admintest.New(t, env).Get("/reset/"+strings.Repeat("0", 64)).Expect(t, http.StatusNotFound)
+
+		// Delete (admins only): the user's shows, their chat messages
+		// elsewhere, their follows go with them.
+		gone, goneToken := env.CreateUser("Gone Soon")
+		goneShow := int64(env.Do("POST", "/v1/shows", goneToken, map[string]any{"name": "Last Set", "description": "x"}).Expect(t, 201).JSON(t)["show"].(map[string]any)["id"].(float64))
+		env.Do("POST", fmt.Sprintf("/v1/shows/%d/chats", id), goneToken, map[string]any{"message": "bye"}).Expect(t, 201)
+		env.Do("POST", fmt.Sprintf("/v1/users/%d/follow", dj.ID), goneToken, nil).Expect(t, 200)
+		goneChats := func() float64 {
+			return env.Do("GET", fmt.Sprintf("/v1/shows/%d", id), djToken, nil).Expect(t, 200).JSON(t)["show"].(map[string]any)["comments_count"].(float64)
+		}
+		if goneChats() != 1 {
+			t.Fatalf("comments_count before the delete: %v", goneChats())
+		}
+		gonePath := fmt.Sprintf("/admin/users/%d/delete", gone.ID)
+		userClient.Post(gonePath, nil).Refused(t, "user")
+		mod.Post(gonePath, nil).Expect(t, http.StatusForbidden)
+		adm.Post(fmt.Sprintf("/admin/users/%d/delete", adminUser.ID), nil).Expect(t, http.StatusConflict)
+		adm.Get(fmt.Sprintf("/admin/users/%d", gone.ID)).Contains(t, "Delete the user")
+		adm.Post(gonePath, nil).Expect(t, http.StatusSeeOther)
+		env.Do("GET", fmt.Sprintf("/v1/users/%d", gone.ID), djToken, nil).Expect(t, http.StatusNotFound)
+		env.Do("GET", fmt.Sprintf("/v1/shows/%d", goneShow), djToken, nil).Expect(t, http.StatusNotFound)
+		env.Do("GET", "/v1/users/me", goneToken, nil).Expect(t, http.StatusUnauthorized)
+		if n := goneChats(); n != 0 {
+			t.Errorf("comments_count after the author was deleted: %v", n)
+		}
+		var followers int
+		if err := env.Core.DB.NewRaw("SELECT followers_count FROM users WHERE id = ?", dj.ID).Scan(context.Background(), &followers); err != nil {
+			t.Fatal(err)
+		}
+		if followers != 0 {
+			t.Errorf("followers_count of the followed user after the delete: %d", followers)
+		}
+		if e := admintest.LastAudit(t, env, "users.delete", admin.Target("user", gone.ID)); !strings.Contains(admintest.Value(e.Before), fmt.Sprintf(`"deleted_shows":[%d]`, goneShow)) {
+			t.Errorf("audit before: %s", admintest.Value(e.Before))
+		}
 	})
 }

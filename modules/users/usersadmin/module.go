@@ -14,6 +14,7 @@ import (
 
 	"github.com/onair/onair/admin"
 	"github.com/onair/onair/app"
+	"github.com/onair/onair/modules/chat"
 	"github.com/onair/onair/modules/shows"
 	"github.com/onair/onair/modules/users"
 )
@@ -23,7 +24,8 @@ func init() { app.Register(&Module{}) }
 // Module contributes the users and radio pages.
 type Module struct {
 	users  *users.Service
-	shows  *shows.Service // stops a suspended user's live shows
+	shows  *shows.Service // stops a suspended user's live shows, deletes a deleted user's
+	chat   *chat.Service  // forgets a deleted user's messages
 	authz  *app.Authz
 	public string
 }
@@ -45,6 +47,9 @@ func (m *Module) Provision(core *app.Core) error {
 	if sm, ok := app.Lookup[*shows.Module](core); ok {
 		m.shows = sm.Service
 	}
+	if cm, ok := app.Lookup[*chat.Module](core); ok {
+		m.chat = cm.Service
+	}
 	return nil
 }
 
@@ -65,6 +70,7 @@ func (m *Module) AdminPages() []app.AdminPage {
 			r.Post("/:id/profile", m.editProfile)
 			r.Post("/:id/suspend", m.suspend)
 			r.Post("/:id/reset", m.resetLink)
+			r.Post("/:id/delete", m.deleteUser)
 			r.Post("/:id/tokens", m.issueToken)
 			r.Post("/:id/tokens/:token/revoke", m.revokeToken)
 		}},
