@@ -106,22 +106,11 @@ func (m *Module) studioRow(c *fiber.Ctx, sh *shows.Show) (studioRow, error) {
 		row.Duration = hms(*sh.Duration)
 	}
 	if row.State.live {
-		n, err := m.viewers(c, sh.ID)
-		if err != nil {
-			return row, err
-		}
-		row.Viewers = n
+		// The players fetching the live playlists (the live module's
+		// count, as in the health panel and the console).
+		row.Viewers = plural(m.healthOf(sh.ID).Viewers, "viewer", "viewers")
 	}
 	return row, nil
-}
-
-// viewers is how many people are in the show's room now, as a phrase.
-func (m *Module) viewers(c *fiber.Ctx, id int64) (string, error) {
-	present, err := m.chat.ChatUsers(c, id)
-	if err != nil {
-		return "", err
-	}
-	return plural(len(present), "viewer", "viewers"), nil
 }
 
 // recording says what became of a show's recording.

@@ -114,6 +114,7 @@ func TestStudioBrowser(t *testing.T) {
 	if eval[bool](t, listener, `getComputedStyle(document.getElementById('media')).display !== 'none' || !document.querySelector('#player .poster')`) {
 		t.Error("an upcoming show's page shows a video box, or no poster")
 	}
+	screenshot(t, listener, showURL, "show-upcoming")
 
 	// Broadcast; the studio sees the show live.
 	if st := eval[string](t, dj, `document.getElementById('h-receiving').textContent`); st != "no" {
@@ -139,6 +140,7 @@ func TestStudioBrowser(t *testing.T) {
 	do(t, dj, chromedp.Navigate(env.URL+"/studio"), chromedp.WaitVisible(chromedp.CSS(`#live-title`)))
 	noOverflow("the studio with a live show")
 	screenshot(t, dj, env.URL+"/studio", "studio")
+	screenshot(t, listener, showURL, "show-live")
 	screenshot(t, dj, studio, "studio-show-live")
 
 	// Listen mode on the live show: play, pause and volume, no seek bar.
@@ -189,6 +191,7 @@ func TestStudioBrowser(t *testing.T) {
 	}
 	do(t, listener, chromedp.Evaluate[chromedp.Void](`document.getElementById('media').play()`))
 	waitFor(t, listener, "the recording playing", `document.getElementById('media').currentTime > 0.5`)
+	screenshot(t, listener, showURL, "show-archived")
 
 	// Delete, through the confirmation page.
 	do(t, dj,
