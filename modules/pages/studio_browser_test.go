@@ -96,6 +96,37 @@ func TestStudioBrowser(t *testing.T) {
 	}
 	noOverflow("the studio show page")
 
+	// The host moderates the chat from the show's page: a fan's message
+	// arrives with its time and a safe link, "Delete" removes it in
+	// place, "Ban" keeps the fan out.
+	fan, fanToken := env.CreateUser("Chatty Fan")
+	do(t, dj, chromedp.Navigate(env.URL+"/"+sh.User.Slug+"/"+sh.Slug))
+	waitFor(t, dj, "the host's chat socket", `document.getElementById('chat').hasAttribute('data-connected')`)
+	say := func(text string) {
+		t.Helper()
+		// One message a second per viewer: wait out the rate limit.
+		testload.Poll(t, "posting "+text, func() error {
+			if r := env.Do("POST", fmt.Sprintf("/v1/shows/%d/chats", id), fanToken, map[string]any{"message": text}); r.Status != 201 {
+				return fmt.Errorf("%d %s", r.Status, r.Body)
+			}
+			return nil
+		})
+	}
+	say("first! https://example.com/tracklist")
+	waitFor(t, dj, "the fan's message with its link, time and moderation", `(() => { const li = [...document.querySelectorAll('#messages li')].find(l => l.textContent.includes('first!'));
+		return li && li.querySelector('a[href="https://example.com/tracklist"][rel="nofollow ugc noopener"]') && li.querySelector('time').textContent === 'just now'
+			&& li.querySelector('form[data-mod=delete]') && li.querySelector('form[data-mod=ban]'); })()`)
+	do(t, dj, chromedp.Click(chromedp.CSS(`#messages li form[data-mod=delete] button`)))
+	waitFor(t, dj, "the message removed", `![...document.querySelectorAll('#messages li')].some(l => l.textContent.includes('first!'))`)
+	say("second")
+	waitFor(t, dj, "the second message", `[...document.querySelectorAll('#messages li')].some(l => l.textContent.includes('second'))`)
+	do(t, dj, chromedp.Evaluate[chromedp.Void](`window.confirm = () => true`), chromedp.Click(chromedp.CSS(`#messages li form[data-mod=ban] button`)))
+	waitFor(t, dj, "the ban done", `[...document.querySelectorAll('#messages li')].some(l => l.textContent.includes('banned'))`)
+	if r := env.Do("POST", fmt.Sprintf("/v1/shows/%d/chats", id), fanToken, map[string]any{"message": "still here?"}); r.Status != 403 {
+		t.Errorf("%s posts after the host's ban: %d", fan.Name, r.Status)
+	}
+	do(t, dj, chromedp.Navigate(env.URL+fmt.Sprintf("/studio/shows/%d", id)), chromedp.WaitVisible(chromedp.ID("reveal-key")))
+
 	// The key, on request.
 	do(t, dj, chromedp.Click(chromedp.ID("reveal-key")), chromedp.WaitVisible(chromedp.ID("stream-key")))
 	key := strings.TrimSpace(eval[string](t, dj, `document.getElementById('stream-key').textContent`))
