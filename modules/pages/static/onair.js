@@ -65,7 +65,7 @@
       var h;
       try { h = JSON.parse(e.data); } catch (_) { return; }
       var r = $('h-receiving');
-      r.textContent = h.receiving ? 'yes' : 'no';
+      if (r.textContent !== (h.receiving ? 'yes' : 'no')) r.textContent = h.receiving ? 'yes' : 'no';
       r.className = h.receiving ? 'ok' : 'bad';
       set('h-video', h.video_codec ? h.video_codec + ', ' + h.video_bitrate + ' kb/s' : '—');
       set('h-audio', h.audio_codec ? h.audio_codec + ', ' + h.audio_bitrate + ' kb/s' : '—');
@@ -74,9 +74,13 @@
       set('h-keyframes', h.keyframe_interval ? 'every ' + h.keyframe_interval + ' s' : '—');
       set('h-viewers', String(h.viewers));
       set('h-since', h.since ? new Date(h.since.replace(' ', 'T') + 'Z').toLocaleString() : '—');
-      var ul = $('h-warnings');
-      ul.textContent = '';
-      (h.warnings || []).forEach(function (w) { var li = document.createElement('li'); li.textContent = w; ul.appendChild(li); });
+      // Rewritten only when they change, so a screen reader hears each once.
+      var ul = $('h-warnings'), ws = h.warnings || [];
+      if (ul.getAttribute('data-list') !== JSON.stringify(ws)) {
+        ul.setAttribute('data-list', JSON.stringify(ws));
+        ul.textContent = '';
+        ws.forEach(function (w) { var li = document.createElement('li'); li.textContent = w; ul.appendChild(li); });
+      }
       healthBox.setAttribute('data-updated', String(Date.now()));
     };
   }
