@@ -224,6 +224,16 @@ func TestStudioBrowser(t *testing.T) {
 	waitFor(t, listener, "the recording playing", `document.getElementById('media').currentTime > 0.5`)
 	screenshot(t, listener, showURL, "show-archived")
 
+	// The embed with ?chat=1 shows the chat in a short frame and on a
+	// phone, not below the fold.
+	for _, vp := range []struct{ w, h int64 }{{800, 360}, {390, 844}, {400, 300}} {
+		do(t, dj, chromedp.EmulateViewport(vp.w, vp.h), chromedp.Navigate(env.URL+fmt.Sprintf("/embed/%d?chat=1", id)), chromedp.WaitReady(chromedp.ID("chat")))
+		if !eval[bool](t, dj, `(() => { const r = document.getElementById('chat').getBoundingClientRect(); return r.top < innerHeight - 80 && r.height >= 80 && r.left < innerWidth - 100; })()`) {
+			t.Errorf("the embed's chat is out of sight at %dx%d: %s", vp.w, vp.h, eval[string](t, dj, `JSON.stringify(document.getElementById('chat').getBoundingClientRect())`))
+		}
+	}
+	do(t, dj, phone, chromedp.Navigate(studio), chromedp.WaitVisible(chromedp.ID("delete-show")))
+
 	// Delete, through the confirmation page.
 	do(t, dj,
 		chromedp.Click(chromedp.ID("delete-show")),
