@@ -26,17 +26,17 @@ type Event struct {
 	Type   string `json:"type"`
 	ShowID int64  `json:"show_id"`
 	Chat   *View  `json:"chat,omitempty"`
-	// Badge of a chat.created message's author ("host", "staff"), for the
-	// pages' chat; not part of the API's chat object.
-	Badge string `json:"badge,omitempty"`
-	ID    int64  `json:"id,omitempty"`
-	State string `json:"state,omitempty"`
-	Show  any    `json:"show,omitempty"`
-	Count *int   `json:"count,omitempty"`
+	ID     int64  `json:"id,omitempty"`
+	State  string `json:"state,omitempty"`
+	Show   any    `json:"show,omitempty"`
+	Count  *int   `json:"count,omitempty"`
 	// Joined and Left list who came and went since the room's previous
 	// presence event (presence is sent at most every presenceEvery).
 	Joined []Viewer `json:"joined,omitempty"`
 	Left   []Viewer `json:"left,omitempty"`
+	// Badge of a chat.created message's author ("host", "staff"), for the
+	// pages' chat; not part of the API's chat object.
+	Badge string `json:"badge,omitempty"`
 }
 
 // Viewer is one present person: a registered user (UserID set) or an
