@@ -34,6 +34,9 @@ type Event struct {
 	// presence event (presence is sent at most every presenceEvery).
 	Joined []Viewer `json:"joined,omitempty"`
 	Left   []Viewer `json:"left,omitempty"`
+	// Badge of a chat.created message's author ("host", "staff"), for the
+	// pages' chat; not part of the API's chat object.
+	Badge string `json:"badge,omitempty"`
 }
 
 // Viewer is one present person: a registered user (UserID set) or an

@@ -79,10 +79,13 @@ func (*Module) Migrations() []migrations.Migration {
 	}
 }
 
-// Policies: staff moderate; authors may take back their own messages.
+// Policies: staff moderate every chat, a show's owner (the "host"
+// relation) their own show's; authors may take back their own messages.
 func (*Module) Policies() []string {
 	return []string{
 		"p, author, chat, delete",
+		"p, host, chat, delete",
+		"p, host, chat, ban",
 		"p, moderator, chat, delete",
 		"p, moderator, chat, ban",
 		"p, moderator, chat, slow_mode",

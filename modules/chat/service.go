@@ -119,7 +119,7 @@ func (s *Service) Post(ctx context.Context, showID int64, by *app.Principal, bod
 	if m.User, err = s.users.Get(ctx, by.UserID); err != nil {
 		return nil, err
 	}
-	s.hub.Publish(ctx, sh.ID, Event{Type: EventChatCreated, Chat: s.View(m)})
+	s.hub.Publish(ctx, sh.ID, Event{Type: EventChatCreated, Chat: s.View(m), Badge: Badge(m.User, sh.UserID)})
 	return m, nil
 }
 
@@ -188,6 +188,11 @@ func (s *Service) Delete(ctx context.Context, id int64, by *app.Principal) (*Mes
 	if by != nil && m.UserID == by.UserID {
 		relations = append(relations, "author")
 	}
+	if host, err := s.hosts(ctx, m.ShowID, by); err != nil {
+		return nil, err
+	} else if host {
+		relations = append(relations, "host")
+	}
 	if err := s.authz.Can(by, "chat", "delete", relations...); err != nil {
 		return nil, err
 	}
@@ -211,8 +216,17 @@ func (s *Service) Delete(ctx context.Context, id int64, by *app.Principal) (*Mes
 
 // Ban keeps a user out of a show's chat (showID 0: every chat).
 func (s *Service) Ban(ctx context.Context, userID, showID int64, reason string, by *app.Principal) (*Ban, error) {
-	if err := s.authz.Can(by, "chat", "ban"); err != nil {
+	var relations []string
+	if host, err := s.hosts(ctx, showID, by); err != nil {
 		return nil, err
+	} else if host {
+		relations = append(relations, "host")
+	}
+	if err := s.authz.Can(by, "chat", "ban", relations...); err != nil {
+		return nil, err
+	}
+	if by != nil && by.UserID == userID {
+		return nil, app.Validation{"user_id": "you cannot ban yourself"}.Err()
 	}
 	if p := app.TextProblem(reason); p != "" {
 		return nil, app.Validation{"reason": p}.Err()
@@ -225,6 +239,36 @@ func (s *Service) Ban(ctx context.Context, userID, showID int64, reason string, 
 		return nil, fmt.Errorf("chat: ban %d: %w", userID, err)
 	}
 	return b, nil
+}
+
+// hosts tells whether by owns the show (0: no show, every chat): a host
+// moderates their own show's chat (the Casbin relation "host").
+func (s *Service) hosts(ctx context.Context, showID int64, by *app.Principal) (bool, error) {
+	if showID == 0 || by == nil || by.UserID == 0 {
+		return false, nil
+	}
+	sh, err := s.shows.Get(ctx, showID)
+	if errors.Is(err, shows.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return sh.UserID == by.UserID, nil
+}
+
+// Badge is what a message's author is in the room: "host" (the show's
+// owner), "staff" (admin or moderator), or "".
+func Badge(u *users.User, ownerID int64) string {
+	switch {
+	case u == nil:
+		return ""
+	case u.ID == ownerID:
+		return "host"
+	case u.Role != "":
+		return "staff"
+	}
+	return ""
 }
 
 // Unban lifts a ban of the user on that show (showID 0: the global ban).

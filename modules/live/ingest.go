@@ -43,6 +43,7 @@ type stream struct {
 	// ctx is the publisher's connection: it ends when the connection does.
 	ctx    context.Context
 	closed chan struct{}
+	stats  *streamStats // what the publication sends (stats.go)
 
 	// Touched only on the connection's goroutine.
 	probe    *trackProbe // until the tracks are decided, then nil
@@ -79,7 +80,7 @@ func (m *Module) publish(ctx context.Context, req rtmp.PublishRequest) (rtmp.Sin
 		return nil, fmt.Errorf("%w: %v", rtmp.ErrUnauthorized, err)
 	}
 	s := &stream{m: m, showID: sh.ID, dir: m.showDir(sh.ID), req: req, ctx: ctx, closed: make(chan struct{}),
-		probe: newTrackProbe(m.trackWait)}
+		probe: newTrackProbe(m.trackWait), stats: newStreamStats(time.Now())}
 	m.mu.Lock()
 	m.probing[s] = struct{}{}
 	m.mu.Unlock()
@@ -90,6 +91,7 @@ func (m *Module) publish(ctx context.Context, req rtmp.PublishRequest) (rtmp.Sin
 // Metadata takes the encoder's announcement of its tracks while they are
 // being decided; later ones change nothing.
 func (s *stream) Metadata(meta map[string]any) {
+	s.stats.metadata(meta)
 	if s.probe == nil || s.err != nil {
 		return
 	}
@@ -106,6 +108,9 @@ func (s *stream) media(video bool, ts int64, body []byte) error {
 		return s.err
 	}
 	keep, header, err := classify(video, body)
+	if err == nil && keep {
+		s.stats.tag(video, ts, body, header, time.Now())
+	}
 	switch {
 	case err != nil:
 		s.err = s.refuse(err)

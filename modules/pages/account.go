@@ -17,6 +17,7 @@ import (
 // token was created. Neither is ever stored in the page otherwise.
 type accountData struct {
 	Name, Email, UserPath, CSRF, StreamURL, APIURL, NewToken string
+	Radio, RadioRequested                                    bool
 	Shows                                                    []accountShow
 	Tokens                                                   []accountToken
 	Webhooks                                                 []accountWebhook
@@ -53,6 +54,7 @@ func (m *Module) renderAccount(c *fiber.Ctx, v *visitor, newToken string, keyOf 
 	d := accountData{
 		Name: v.user.Name, Email: v.user.Email, UserPath: "/" + v.user.Slug, CSRF: v.csrf(),
 		StreamURL: m.rtmp, APIURL: m.public + "/v1", NewToken: newToken,
+		Radio: v.user.Radio, RadioRequested: v.user.RadioRequested,
 	}
 	list, _, err := m.shows.List(c.UserContext(), shows.ListQuery{Viewer: v.p, UserID: v.user.ID, Page: app.Page{Number: 1, Size: accountShows}})
 	if err != nil {

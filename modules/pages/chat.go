@@ -1,6 +1,7 @@
 package pages
 
 import (
+	"context"
 	"strconv"
 	"strings"
 
@@ -79,4 +80,68 @@ func (m *Module) replayChat(c *fiber.Ctx) error {
 	}
 	c.Set(fiber.HeaderCacheControl, "private, no-cache")
 	return c.JSON(fiber.Map{"chats": out})
+}
+
+// moderate runs a moderation form of the show page (delete a message, ban
+// its author) as the session's user: chat.Service decides who may (the
+// show's owner, staff). The script asks for JSON; without it the browser
+// comes back to the show.
+func (m *Module) moderate(c *fiber.Ctx, act func(ctx context.Context, showID int64, p *app.Principal) error) error {
+	v, err := m.visitorOf(c)
+	if err != nil {
+		return err
+	}
+	if !v.signedIn() {
+		return app.Unauthorized("sign in first")
+	}
+	if err := m.checkCSRF(c, v); err != nil {
+		return err
+	}
+	showID, err := strconv.ParseInt(c.Params("id"), 10, 64)
+	if err != nil || showID < 1 {
+		return shows.ErrNotFound
+	}
+	sh, err := m.shows.Visible(c.UserContext(), showID, v.p)
+	if err != nil {
+		return err
+	}
+	if err := act(c.UserContext(), sh.ID, v.p); err != nil {
+		return err
+	}
+	if strings.Contains(c.Get(fiber.HeaderAccept), fiber.MIMEApplicationJSON) {
+		return c.JSON(fiber.Map{"ok": true})
+	}
+	return redirect(c, m.shows.View(sh, false).URL)
+}
+
+// deleteMessage is POST /chat/:id/messages/:mid/delete.
+func (m *Module) deleteMessage(c *fiber.Ctx) error {
+	mid, err := strconv.ParseInt(c.Params("mid"), 10, 64)
+	if err != nil || mid < 1 {
+		return app.NotFound("chat")
+	}
+	return m.moderate(c, func(ctx context.Context, showID int64, p *app.Principal) error {
+		// The message must be of this show.
+		if _, err := m.chat.Get(ctx, showID, mid, p); err != nil {
+			return err
+		}
+		_, err := m.chat.Delete(ctx, mid, p)
+		return err
+	})
+}
+
+// banUser is POST /chat/:id/users/:uid/ban: the user may no longer post in
+// this show's chat.
+func (m *Module) banUser(c *fiber.Ctx) error {
+	uid, err := strconv.ParseInt(c.Params("uid"), 10, 64)
+	if err != nil || uid < 1 {
+		return app.NotFound("user")
+	}
+	return m.moderate(c, func(ctx context.Context, showID int64, p *app.Principal) error {
+		if _, err := m.users.Get(ctx, uid); err != nil {
+			return app.NotFound("user")
+		}
+		_, err := m.chat.Ban(ctx, uid, showID, "banned from the show page", p)
+		return err
+	})
 }

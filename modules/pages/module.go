@@ -41,6 +41,8 @@ type Module struct {
 	log    *slog.Logger
 	// webhooks manages the account's webhooks (/account/webhooks).
 	webhooks *webhooks.Module
+	// healthOf is a show's stream health (shows.Module.HealthOf).
+	healthOf func(showID int64) shows.Health
 }
 
 var (
@@ -69,6 +71,10 @@ func (m *Module) Provision(core *app.Core) error {
 		return err
 	}
 	m.users, m.shows, m.chat = um.Service, shows.From(core), cm.Service
+	m.healthOf = func(int64) shows.Health { return shows.Health{Warnings: []string{}} }
+	if sm, ok := app.Lookup[*shows.Module](core); ok {
+		m.healthOf = sm.HealthOf
+	}
 	m.assets, m.public, m.rtmp, m.log = assets, core.Config.PublicURL, app.Get[string](core.Config, shows.SettingRTMPURL), core.Log
 	m.webhooks, _ = app.Lookup[*webhooks.Module](core)
 	return nil
@@ -86,6 +92,8 @@ func (m *Module) PublicRoutes(r fiber.Router) {
 	r.Get("/signin", m.page(m.signInForm))
 	r.Post("/signin", m.page(m.signIn))
 	r.Post("/signout", m.page(m.signOut))
+	r.Get("/reset/:token", m.page(m.resetForm))
+	r.Post("/reset/:token", m.page(m.resetPassword))
 
 	r.Get("/account", m.page(m.account))
 	r.Post("/account/tokens", m.page(m.createToken))
@@ -98,6 +106,22 @@ func (m *Module) PublicRoutes(r fiber.Router) {
 	r.Post("/account/webhooks/:id/enable", m.page(m.webhookAction("enable")))
 	r.Post("/account/webhooks/:id/delete", m.page(m.webhookAction("delete")))
 	r.Post("/account/webhooks/:id/deliveries/:delivery_id/retry", m.page(m.webhookAction("retry")))
+	r.Get("/account/profile", m.page(m.profileForm))
+	r.Post("/account/profile", m.page(m.saveProfile))
+	r.Post("/account/password", m.page(m.changePassword))
+	r.Post("/account/radio", m.page(m.requestRadio))
+
+	r.Get("/studio", m.page(m.studio))
+	r.Get("/studio/shows/new", m.page(m.newShowForm))
+	r.Post("/studio/shows", m.page(m.createShowForm))
+	r.Get("/studio/shows/:id", m.page(m.studioShow))
+	r.Post("/studio/shows/:id", m.page(m.updateShowForm))
+	r.Post("/studio/shows/:id/stop", m.page(m.stopShowForm))
+	r.Get("/studio/shows/:id/delete", m.page(m.deleteShowConfirm))
+	r.Post("/studio/shows/:id/delete", m.page(m.deleteShowForm))
+	r.Get("/studio/shows/:id/health", m.page(m.health))
+	r.Post("/studio/shows/:id/key", m.page(m.studioKey))
+	r.Post("/studio/shows/:id/key/regenerate", m.page(m.studioRegenerate))
 
 	r.Post("/follow/:id", m.page(m.follow))
 
@@ -105,6 +129,8 @@ func (m *Module) PublicRoutes(r fiber.Router) {
 	// messages of an archive to replay.
 	r.Post("/chat/:id", m.postChat)
 	r.Get("/chat/:id/replay", m.replayChat)
+	r.Post("/chat/:id/messages/:mid/delete", m.deleteMessage)
+	r.Post("/chat/:id/users/:uid/ban", m.banUser)
 
 	// Catch-alls, last.
 	r.Get("/:user", m.page(m.userPage))

@@ -8,7 +8,6 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/onair/onair/app"
-	"github.com/onair/onair/modules/chat"
 	"github.com/onair/onair/modules/shows"
 	"github.com/onair/onair/modules/users"
 )
@@ -16,6 +15,9 @@ import (
 // playerData is what the player component needs.
 type playerData struct {
 	ShowID, Kind, Src, HLS, Image, Name, Notice string
+	// LiveAudio: listen mode on a show that is (or will be) live, whose
+	// player has no seek bar.
+	LiveAudio bool
 }
 
 // chatData is what the chat component needs.
@@ -24,9 +26,11 @@ type chatData struct {
 	Messages                             []chatLine
 	CanPost                              bool
 	PostURL, CSRF, SignInPath            string
+	// OwnerID marks the host's messages; Moderate (the owner or staff,
+	// not on the embed) shows delete and ban on every message.
+	OwnerID  string
+	Moderate bool
 }
-
-type chatLine struct{ ID, Position, Name, Text string }
 
 // showData is the show page.
 type showData struct {
@@ -122,13 +126,16 @@ func (m *Module) playerFor(sh *shows.Show, view *shows.View, listen bool) player
 		} else if view.AudioURL != nil {
 			p.Src, p.Kind = *view.AudioURL, "audio"
 		}
+	case st.ended && sh.Radio:
+		p.Notice = "This radio show has ended. Radio shows are not recorded."
 	case st.ended:
-		p.Notice = "This show has ended. Its recording is not available (yet)."
+		p.Notice = "This show has ended. The recording is being prepared and plays here when it is ready."
 	case st.scheduled:
 		p.Notice = "This show starts " + utc(sh.Start) + ". The player starts by itself when it goes live."
 	default:
 		p.Notice = "This show is not live yet. The player starts by itself when it goes live."
 	}
+	p.LiveAudio = p.Kind == "audio" && !st.archive && !st.ended
 	return p
 }
 
@@ -137,7 +144,11 @@ func (m *Module) playerFor(sh *shows.Show, view *shows.View, listen bool) player
 // embed, whose chat is read-only.
 func (m *Module) chatFor(c *fiber.Ctx, v *visitor, sh *shows.Show, st state, canPost bool) (chatData, error) {
 	id := strconv.FormatInt(sh.ID, 10)
-	d := chatData{ShowID: id, WS: "/ws/shows/" + id, Mode: "live", ReplayURL: "/chat/" + id + "/replay"}
+	d := chatData{ShowID: id, WS: "/ws/shows/" + id, Mode: "live", ReplayURL: "/chat/" + id + "/replay", OwnerID: strconv.FormatInt(sh.UserID, 10)}
+	d.Moderate = canPost && v.signedIn() && (v.user.ID == sh.UserID || v.p.IsStaff())
+	if d.Moderate {
+		d.CSRF = v.csrf()
+	}
 	// Who is here now: the socket's presence events keep it current, but a
 	// viewer whose new socket overlaps their old one gets none.
 	present, err := m.chat.ChatUsers(c, sh.ID)
@@ -153,7 +164,7 @@ func (m *Module) chatFor(c *fiber.Ctx, v *visitor, sh *shows.Show, st state, can
 			return d, err
 		}
 		for i := len(msgs) - 1; i >= 0; i-- {
-			d.Messages = append(d.Messages, line(&msgs[i]))
+			d.Messages = append(d.Messages, line(&msgs[i], sh.UserID, d.Moderate, v.p.UserID))
 		}
 	}
 	if canPost {
@@ -164,12 +175,4 @@ func (m *Module) chatFor(c *fiber.Ctx, v *visitor, sh *shows.Show, st state, can
 		}
 	}
 	return d, nil
-}
-
-func line(msg *chat.Message) chatLine {
-	name := ""
-	if msg.User != nil {
-		name = msg.User.Name
-	}
-	return chatLine{ID: strconv.FormatInt(msg.ID, 10), Position: msg.PositionString(), Name: name, Text: msg.Body}
 }

@@ -2,6 +2,7 @@ package pages
 
 import (
 	"strconv"
+	"strings"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -12,11 +13,12 @@ import (
 
 // userData is the user page.
 type userData struct {
-	Name, Image, Location, Description, Followers string
-	CanFollow, Following                          bool
-	FollowPath, CSRF, SignInPath                  string
-	Headline                                      *card
-	Live, Upcoming, Past                          []card
+	Name, Image, Cover, Location, Description, Followers string
+	FollowersWord, Website, WebsiteLabel                 string
+	CanFollow, Following                                 bool
+	FollowPath, CSRF, SignInPath                         string
+	Headline                                             *card
+	Live, Upcoming, Past                                 []card
 }
 
 // userShows is how many of a user's shows the page reads.
@@ -38,7 +40,18 @@ func (m *Module) userPage(c *fiber.Ctx, v *visitor) error {
 		return err
 	}
 	view := users.NewView(m.public, u, users.ForUserRead)
-	d := userData{Name: u.Name, Image: view.ImageURL, Followers: strconv.Itoa(u.FollowersCount)}
+	d := userData{Name: u.Name, Image: view.ImageURL, Followers: strconv.Itoa(u.FollowersCount), FollowersWord: "followers"}
+	if u.FollowersCount == 1 {
+		d.FollowersWord = "follower"
+	}
+	if u.CoverKey != nil {
+		d.Cover = view.CoverURL
+	}
+	if u.Website != nil {
+		// Stored only as an http or https address (users.ProfileInput).
+		d.Website = *u.Website
+		d.WebsiteLabel = strings.TrimSuffix(strings.TrimPrefix(strings.TrimPrefix(d.Website, "https://"), "http://"), "/")
+	}
 	if u.Location != nil {
 		d.Location = *u.Location
 	}

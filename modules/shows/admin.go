@@ -24,7 +24,7 @@ var (
 
 // AdminPages lists the console routes of the module in one place.
 func (m *Module) AdminPages() []app.AdminPage {
-	h := &adminHandlers{svc: m.Service}
+	h := &adminHandlers{svc: m.Service, viewers: m.viewers, health: m.HealthOf}
 	return []app.AdminPage{{Path: "/shows", Title: "Shows", Order: 10, Mount: func(r fiber.Router) {
 		r.Get("/", h.list)
 		r.Get("/:id", h.show)
@@ -32,7 +32,25 @@ func (m *Module) AdminPages() []app.AdminPage {
 		r.Post("/:id/off", h.off)
 		r.Post("/:id/stop", h.stop)
 		r.Post("/:id/delete", h.delete)
+		r.Post("/:id/edit", h.edit)
 	}}}
+}
+
+// viewerCounter is a module that counts a live show's viewers (the live
+// module: distinct players fetching its playlists).
+type viewerCounter interface{ Viewers(showID int64) int }
+
+// viewers is a live show's viewers now, -1 when no module counts them.
+func (m *Module) viewers(id int64) int {
+	if m.core == nil {
+		return -1
+	}
+	for _, mod := range m.core.Modules {
+		if vc, ok := mod.(viewerCounter); ok {
+			return vc.Viewers(id)
+		}
+	}
+	return -1
 }
 
 // AdminWidgets: shows live now and shows starting today (UTC).
@@ -64,7 +82,22 @@ var AdminStates = []struct{ Value, Label string }{
 	{"archived", "Archived"}, {"off", "Off"}, {"featured", "Featured"}, {"radio", "Radio"},
 }
 
-type adminHandlers struct{ svc *Service }
+type adminHandlers struct {
+	svc     *Service
+	viewers func(showID int64) int
+	health  func(showID int64) Health
+}
+
+// viewersOf counts the viewers of the live shows of a list.
+func (h *adminHandlers) viewersOf(list []Show) map[int64]int {
+	out := map[int64]int{}
+	for _, sh := range list {
+		if sh.Live {
+			out[sh.ID] = h.viewers(sh.ID)
+		}
+	}
+	return out
+}
 
 // stateQuery turns the state filter into list filters.
 func stateQuery(state string, q *ListQuery) {
@@ -101,7 +134,7 @@ func (h *adminHandlers) list(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return admin.Render(c, adminShowsView(f, list, admin.NewPagination(c, n, count, PageSize)))
+	return admin.Render(c, adminShowsView(f, list, h.viewersOf(list), admin.NewPagination(c, n, count, PageSize)))
 }
 
 // show is GET /admin/shows/:id.
@@ -110,7 +143,57 @@ func (h *adminHandlers) show(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return admin.Render(c, adminShowView(sh, h.svc.View(sh, false)))
+	var health *Health
+	if sh.Live {
+		hl := h.health(sh.ID)
+		health = &hl
+	}
+	return admin.Render(c, adminShowView(sh, h.svc.View(sh, false), h.viewersOf([]Show{*sh})[sh.ID], health))
+}
+
+// editedShow is what the audit log records of a staff edit.
+type editedShow struct {
+	Name        string   `json:"name"`
+	Description string   `json:"description"`
+	Tags        []string `json:"tags"`
+}
+
+func edited(sh *Show) editedShow {
+	e := editedShow{Name: sh.Name, Description: sh.Description, Tags: []string{}}
+	for _, t := range sh.Tags {
+		e.Tags = append(e.Tags, t.Name)
+	}
+	return e
+}
+
+// edit is POST /admin/shows/:id/edit: name, description and tags of any
+// show (StaffUpdate, the same validation as the API).
+func (h *adminHandlers) edit(c *fiber.Ctx) error {
+	before, err := h.load(c)
+	if err != nil {
+		return err
+	}
+	name, desc := c.FormValue("name"), c.FormValue("description")
+	var tags []string
+	for _, t := range strings.Split(c.FormValue("tags"), ",") {
+		if t = strings.TrimSpace(t); t != "" {
+			tags = append(tags, t)
+		}
+	}
+	if tags == nil {
+		tags = []string{}
+	}
+	sh, err := h.svc.StaffUpdate(c.UserContext(), before.ID, admin.Principal(c), Input{Name: &name, Description: &desc, Tags: &tags})
+	if err != nil {
+		return err
+	}
+	b, a := edited(before), edited(sh)
+	if b.Name != a.Name || b.Description != a.Description || strings.Join(b.Tags, "\x00") != strings.Join(a.Tags, "\x00") {
+		if err := admin.Log(c, "shows.edit", admin.Target("show", sh.ID), b, a); err != nil {
+			return err
+		}
+	}
+	return admin.Redirect(c, admin.Path("/shows/%d", sh.ID), "Saved “"+sh.Name+"”.")
 }
 
 func (h *adminHandlers) load(c *fiber.Ctx) (*Show, error) {

@@ -142,6 +142,16 @@ func TestConsoleShowActions(t *testing.T) {
 					}
 				}},
 			{"malformed", nil, "feature", url.Values{"featured": {"maybe"}}, http.StatusUnprocessableEntity, "", nil},
+			{"edit", nil, "edit", url.Values{"name": {"Edited by staff"}, "description": {"New words."}, "tags": {"Jazz, Late Night"}}, http.StatusSeeOther, "shows.edit",
+				func(t *testing.T, id int64, before, after map[string]any) {
+					if before["name"] != "edit" || after["name"] != "Edited by staff" || len(after["tags"].([]any)) != 2 {
+						t.Errorf("audit %v → %v", before, after)
+					}
+					if _, sh := v1Show(t, env, viewerTok, id); sh["name"] != "Edited by staff" || sh["description"] != "New words." || len(sh["tags"].([]any)) != 2 {
+						t.Errorf("/v1 after the staff edit: %v", sh)
+					}
+				}},
+			{"edit without a name", nil, "edit", url.Values{"name": {" "}, "description": {"x"}}, http.StatusUnprocessableEntity, "", nil},
 		}
 		for _, tt := range tests {
 			for _, kind := range admintest.Roles {
@@ -231,6 +241,12 @@ func TestConsoleShowPages(t *testing.T) {
 	mod.Get("/admin/shows?state=complete").Expect(t, http.StatusOK)
 	mod.Get("/admin/shows?state=archived").Expect(t, http.StatusOK)
 
+	mod.Get("/admin/shows?state=live").Contains(t, "Viewers now")
+	mod.Get(fmt.Sprintf("/admin/shows/%d", live)).Contains(t, `<dd id="health">`, "not receiving", `<dt>Viewers now</dt><dd id="viewers">0</dd>`, `action="/admin/shows/`+fmt.Sprint(live)+`/edit"`)
+	// The console's edit does not open the API's PUT to staff: the spec
+	// keeps it the owner's.
+	_, modTok := env.CreateUser("Staff Token", onairtest.Role("moderator"))
+	env.Do("PUT", fmt.Sprintf("/v1/shows/%d", live), modTok, map[string]any{"name": "Nope"}).Expect(t, http.StatusForbidden)
 	detail := mod.Get(fmt.Sprintf("/admin/shows/%d", live)).Expect(t, http.StatusOK)
 	detail.Contains(t, "Night Owls Live", "Open the player", env.URL+"/", env.URL+video, "Stop the broadcast", "Take off (stops it)", "Feature", "Delete")
 	mod.Get(fmt.Sprintf("/admin/shows/%d", off)).Expect(t, http.StatusOK).Contains(t, "Restore")

@@ -38,6 +38,7 @@ type Module struct {
 
 	janitor *janitor
 	outbox  *outboxWorker
+	core    *app.Core // the console asks the other modules for viewer counts
 }
 
 var (
@@ -137,7 +138,8 @@ func (*Module) Migrations() []migrations.Migration {
 }
 
 // Policies: owners update, stop and delete their shows; staff stop, delete,
-// feature and take off any show but do not edit it; only radio-approved
+// feature and take off any show, and edit it in the console ("edit"; the
+// API's PUT stays the owner's, as the spec says); only radio-approved
 // users create radio shows.
 func (*Module) Policies() []string {
 	return []string{
@@ -151,6 +153,7 @@ func (*Module) Policies() []string {
 		"p, moderator, shows, delete",
 		"p, moderator, shows, feature",
 		"p, moderator, shows, off",
+		"p, moderator, shows, edit",
 	}
 }
 
@@ -160,6 +163,7 @@ func (m *Module) Provision(core *app.Core) error {
 		return fmt.Errorf("shows: the users module is not provisioned")
 	}
 	m.Service = NewService(core)
+	m.core = core
 	m.janitor = newJanitor(m.Service, m.Service.window)
 	m.outbox = &outboxWorker{svc: m.Service, retention: app.Get[time.Duration](core.Config, SettingOutboxRetention)}
 	if core.Redis != nil {
@@ -184,6 +188,7 @@ func (m *Module) APIRoutes(r fiber.Router) {
 	r.Delete("/shows/:id", h.delete)
 	r.Post("/shows/:id/stop", h.stop)
 	r.Post("/shows/:id/stream_key", h.regenerateKey)
+	r.Get("/shows/:id/health", m.health)
 	r.Post("/shows/:id/favorite", h.favorite)
 	r.Delete("/shows/:id/favorite", h.unfavorite)
 	r.Get("/users/:id/shows", h.userShows)

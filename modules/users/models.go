@@ -10,23 +10,29 @@ import (
 type User struct {
 	bun.BaseModel `bun:"table:users,alias:u"`
 
-	ID             int64     `bun:"id,pk,autoincrement"`
-	Slug           string    `bun:"slug,notnull,unique,type:varchar(120)"`
-	Name           string    `bun:"name,notnull,type:varchar(100)"`
-	Email          string    `bun:"email,notnull,unique,type:varchar(191)"`
-	PasswordHash   string    `bun:"password_hash,notnull,type:varchar(100)"`
-	Location       *string   `bun:"location,type:varchar(100)"`
-	Description    *string   `bun:"description,type:text"`
-	DJ             bool      `bun:"dj,notnull,default:false"`
-	Producer       bool      `bun:"producer,notnull,default:false"`
-	Featured       bool      `bun:"featured,notnull,default:false"`
-	Radio          bool      `bun:"radio,notnull,default:false"`
-	RadioRequested bool      `bun:"radio_requested,notnull,default:false"`
-	Role           string    `bun:"role,notnull,type:varchar(20),default:''"`
-	FollowersCount int       `bun:"followers_count,notnull,default:0"`
-	CreatedAt      time.Time `bun:"created_at,notnull"`
-	UpdatedAt      time.Time `bun:"updated_at,notnull"`
-	Tags           []Tag     `bun:"m2m:user_tags,join:User=Tag"`
+	ID             int64   `bun:"id,pk,autoincrement"`
+	Slug           string  `bun:"slug,notnull,unique,type:varchar(120)"`
+	Name           string  `bun:"name,notnull,type:varchar(100)"`
+	Email          string  `bun:"email,notnull,unique,type:varchar(191)"`
+	PasswordHash   string  `bun:"password_hash,notnull,type:varchar(100)"`
+	Location       *string `bun:"location,type:varchar(100)"`
+	Website        *string `bun:"website,type:varchar(200)"`
+	AvatarKey      *string `bun:"avatar_key,type:varchar(200)"` // store key of the uploaded avatar
+	CoverKey       *string `bun:"cover_key,type:varchar(200)"`
+	Description    *string `bun:"description,type:text"`
+	DJ             bool    `bun:"dj,notnull,default:false"`
+	Producer       bool    `bun:"producer,notnull,default:false"`
+	Featured       bool    `bun:"featured,notnull,default:false"`
+	Radio          bool    `bun:"radio,notnull,default:false"`
+	RadioRequested bool    `bun:"radio_requested,notnull,default:false"`
+	Role           string  `bun:"role,notnull,type:varchar(20),default:''"`
+	FollowersCount int     `bun:"followers_count,notnull,default:0"`
+	// SuspendedAt, set by staff, stops the user's tokens, sessions and
+	// sign-ins (suspend.go).
+	SuspendedAt *time.Time `bun:"suspended_at"`
+	CreatedAt   time.Time  `bun:"created_at,notnull"`
+	UpdatedAt   time.Time  `bun:"updated_at,notnull"`
+	Tags        []Tag      `bun:"m2m:user_tags,join:User=Tag"`
 }
 
 // Tag is a label shared by users and shows. A tag is its text: Folded,

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"time"
+	"strconv"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -44,18 +45,20 @@ var (
 	_ app.Configurer        = (*Module)(nil)
 )
 
-// Settings: how long a node trusts a token it has looked up.
+// Settings of the module: the token cache and the profile image limit.
 func (*Module) Settings() []app.Setting {
 	return []app.Setting{
 		{Env: SettingTokenCacheTTL, Flag: "token-cache-ttl", Default: "5s",
 			Help: "how long a node trusts an API token it has looked up (a revocation elsewhere shows within it; 0: look up every request)", Parse: app.ParseDuration},
+		{Env: SettingImageMaxBytes, Flag: "image-max-bytes", Default: strconv.Itoa(DefaultImageMaxBytes),
+			Help: "largest profile image (avatar, cover) accepted, in bytes; beyond, 413", Parse: app.ParsePositiveInt},
 	}
 }
 
 func (*Module) Name() string { return "users" }
 
 func (*Module) Models() []any {
-	return []any{(*UserTag)(nil), (*User)(nil), (*Tag)(nil), (*Token)(nil), (*Follow)(nil), (*Session)(nil)}
+	return []any{(*UserTag)(nil), (*User)(nil), (*Tag)(nil), (*Token)(nil), (*Follow)(nil), (*Session)(nil), (*PasswordReset)(nil)}
 }
 
 func (*Module) Migrations() []migrations.Migration {
@@ -67,6 +70,8 @@ func (*Module) Migrations() []migrations.Migration {
 		{ID: "0004_index_follows_followed", Up: migrations.CreateIndex((*Follow)(nil), "follows_followed_idx", "followed_id")},
 		{ID: "0005_create_sessions", Up: migrations.CreateTables((*Session)(nil))},
 		{ID: "0006_tag_identity", Up: migrateTagIdentity},
+		{ID: "0007_profile", Up: migrateProfile},
+		{ID: "0008_password_resets", Up: migrations.CreateTables((*PasswordReset)(nil))},
 	}
 }
 
@@ -82,6 +87,9 @@ func (*Module) Policies() []string {
 		"p, moderator, tokens, manage",
 		"p, admin, users, set_role",
 		"p, admin, tokens, manage_staff",
+		"p, moderator, users, suspend",
+		"p, moderator, users, reset_password",
+		"p, admin, users, delete",
 	}
 }
 
@@ -97,6 +105,8 @@ func (m *Module) Provision(core *app.Core) error {
 		m.Service.tokens.rdb = core.Redis
 		m.Service.tokens.channel = core.Config.RedisPrefix + "tokens:invalidate"
 	}
+	m.Service.store = core.Store
+	m.Service.maxImage = app.Get[int](core.Config, SettingImageMaxBytes)
 	m.authz = core.Authz
 	return nil
 }
@@ -106,6 +116,7 @@ func (m *Module) APIRoutes(r fiber.Router) {
 	h := &handlers{svc: m.Service, authz: m.authz}
 	r.Get("/users", h.list)
 	r.Post("/users/me/radio_request", h.requestRadio)
+	r.Put("/users/:id", h.updateMe)
 	r.Get("/users/:id", h.get)
 	r.Post("/users/:id/follow", h.follow)
 	r.Delete("/users/:id/follow", h.unfollow)
@@ -114,6 +125,7 @@ func (m *Module) APIRoutes(r fiber.Router) {
 func (m *Module) PublicRoutes(r fiber.Router) {
 	r.Get("/media/users/:id/avatar.svg", avatar)
 	r.Get("/media/users/:id/cover.svg", cover)
+	r.Get("/media/users/:id/:file", m.Service.serveImage)
 }
 
 func (m *Module) Authenticate(ctx context.Context, token string) (*app.Principal, error) {

@@ -20,6 +20,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/onair/onair/app"
+	"github.com/onair/onair/internal/store"
 )
 
 // Service holds the users module's operations. Other modules (shows, chat,
@@ -30,6 +31,9 @@ type Service struct {
 	hintOut   io.Writer
 	throttle  throttle // failed sign-ins (see SignIn)
 	reserved  func(slug string) bool
+	store     store.Store // uploaded profile images (images.go)
+	maxImage  int         // SettingImageMaxBytes
+
 	// tokens caches Authenticate's answers (tokencache.go); nil: none.
 	tokens *tokenCache
 
@@ -47,7 +51,7 @@ func (s *Service) SubscribeFollowTx(fn func(ctx context.Context, tx bun.IDB, fol
 // NewService returns the users service over db; URLs are built on publicURL.
 func NewService(db *bun.DB, publicURL string) *Service {
 	return &Service{db: db, publicURL: publicURL, hintOut: os.Stderr, throttle: newMemoryThrottle(),
-		reserved: new(app.Core).ReservedSlug}
+		reserved: new(app.Core).ReservedSlug, maxImage: DefaultImageMaxBytes}
 }
 
 // DB is the database the service works on.
@@ -198,7 +202,7 @@ func (s *Service) CheckPassword(ctx context.Context, email, password string) (*U
 		_ = bcrypt.CompareHashAndPassword([]byte("$2a$10$7EqJtq98hPqEX7fNZaFWoOhi5BWX4Z2ZbFZZ8z5wZ0y3oQeQ6/6nK"), []byte(password))
 		return nil, ErrNotFound
 	}
-	if bcrypt.CompareHashAndPassword([]byte(u.PasswordHash), []byte(password)) != nil {
+	if bcrypt.CompareHashAndPassword([]byte(u.PasswordHash), []byte(password)) != nil || u.SuspendedAt != nil {
 		return nil, ErrNotFound
 	}
 	return u, nil
@@ -457,8 +461,8 @@ func (s *Service) Authenticate(ctx context.Context, token string) (*app.Principa
 	t := new(Token)
 	err := s.db.NewSelect().Model(t).Relation("User").
 		Where("tk.hash = ?", hex.EncodeToString(sum[:])).Where("tk.revoked_at IS NULL").Scan(ctx)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil
+	if errors.Is(err, sql.ErrNoRows) || (err == nil && t.User != nil && t.User.SuspendedAt != nil) {
+		return nil, nil // a suspended user's tokens stop working (suspend.go)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("users: authenticate: %w", err)

@@ -70,8 +70,8 @@ func (s *Service) Session(c *fiber.Ctx) (*Session, error) {
 	sess := new(Session)
 	err := s.db.NewSelect().Model(sess).Relation("User").
 		Where("sess.hash = ?", hashToken(raw)).Where("sess.expires_at > ?", app.Now()).Scan(c.UserContext())
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil
+	if errors.Is(err, sql.ErrNoRows) || (err == nil && sess.User != nil && sess.User.SuspendedAt != nil) {
+		return nil, nil // a suspended user is signed out everywhere (suspend.go)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("users: session: %w", err)

@@ -76,6 +76,13 @@ func NewView(publicURL string, u *User, o ViewOptions) *View {
 		ImageURL:    fmt.Sprintf("%s/media/users/%d/avatar.svg", publicURL, u.ID),
 		CoverURL:    fmt.Sprintf("%s/media/users/%d/cover.svg", publicURL, u.ID),
 	}
+	// Uploaded images replace the generated ones (images.go).
+	if u.AvatarKey != nil {
+		v.ImageURL = publicURL + "/media/" + *u.AvatarKey
+	}
+	if u.CoverKey != nil {
+		v.CoverURL = publicURL + "/media/" + *u.CoverKey
+	}
 	if o.Email {
 		email := u.Email
 		v.Email = &email

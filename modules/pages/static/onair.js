@@ -25,6 +25,66 @@
     if (q && !window.confirm(q)) e.preventDefault();
   });
 
+  // ---- Studio -----------------------------------------------------------
+
+  // The start is sent and rendered in UTC; in the browser it is entered in
+  // the reader's zone, whose IANA name goes with the form.
+  var zone = '';
+  try { zone = Intl.DateTimeFormat().resolvedOptions().timeZone || ''; } catch (_) { /* old browser: UTC */ }
+  if (zone) {
+    var pad = function (n) { return (n < 10 ? '0' : '') + n; };
+    Array.prototype.forEach.call(document.querySelectorAll('input[type=datetime-local][data-utc]'), function (i) {
+      var d = new Date(i.getAttribute('data-utc'));
+      if (!i.value || isNaN(d)) return;
+      i.value = d.getFullYear() + '-' + pad(d.getMonth() + 1) + '-' + pad(d.getDate()) + 'T' + pad(d.getHours()) + ':' + pad(d.getMinutes());
+    });
+    Array.prototype.forEach.call(document.querySelectorAll('input[data-tz]'), function (i) { i.value = zone; });
+    Array.prototype.forEach.call(document.querySelectorAll('[data-tzname]'), function (s) { s.textContent = 'your time zone (' + zone + ')'; });
+  }
+
+  // Copy buttons, shown only where the clipboard is there to use.
+  if (navigator.clipboard) {
+    Array.prototype.forEach.call(document.querySelectorAll('button[data-copy]'), function (b) {
+      b.hidden = false;
+      b.addEventListener('click', function () {
+        var src = $(b.getAttribute('data-copy'));
+        navigator.clipboard.writeText(src.textContent.trim()).then(function () {
+          b.textContent = 'Copied';
+          setTimeout(function () { b.textContent = 'Copy'; }, 2000);
+        });
+      });
+    });
+  }
+
+  // Stream health in the studio, kept current by server-sent events.
+  var healthBox = $('health');
+  if (healthBox && window.EventSource) {
+    var set = function (id, text) { var el = $(id); if (el) el.textContent = text; };
+    var es = new EventSource(healthBox.getAttribute('data-events'));
+    es.onmessage = function (e) {
+      var h;
+      try { h = JSON.parse(e.data); } catch (_) { return; }
+      var r = $('h-receiving');
+      if (r.textContent !== (h.receiving ? 'yes' : 'no')) r.textContent = h.receiving ? 'yes' : 'no';
+      r.className = h.receiving ? 'ok' : 'bad';
+      set('h-video', h.video_codec ? h.video_codec + ', ' + h.video_bitrate + ' kb/s' : '—');
+      set('h-audio', h.audio_codec ? h.audio_codec + ', ' + h.audio_bitrate + ' kb/s' : '—');
+      set('h-size', h.width && h.height ? h.width + '×' + h.height : '—');
+      set('h-fps', h.fps ? h.fps + ' fps' : '—');
+      set('h-keyframes', h.keyframe_interval ? 'every ' + h.keyframe_interval + ' s' : '—');
+      set('h-viewers', String(h.viewers));
+      set('h-since', h.since ? new Date(h.since.replace(' ', 'T') + 'Z').toLocaleString() : '—');
+      // Rewritten only when they change, so a screen reader hears each once.
+      var ul = $('h-warnings'), ws = h.warnings || [];
+      if (ul.getAttribute('data-list') !== JSON.stringify(ws)) {
+        ul.setAttribute('data-list', JSON.stringify(ws));
+        ul.textContent = '';
+        ws.forEach(function (w) { var li = document.createElement('li'); li.textContent = w; ul.appendChild(li); });
+      }
+      healthBox.setAttribute('data-updated', String(Date.now()));
+    };
+  }
+
   // ---- Player -----------------------------------------------------------
 
   function notice(text) {
@@ -39,7 +99,9 @@
     p.textContent = text;
   }
 
+  var autoplay = true;
   function play() {
+    if (!autoplay) return;
     var p = media.play();
     if (p && p.catch) p.catch(function () { /* autoplay refused: the controls are there */ });
   }
@@ -76,7 +138,11 @@
     if (!src || player.getAttribute('data-engine')) return;
     var stale = player.querySelector('.notice');
     if (stale) stale.remove();
+    var poster = player.querySelector('.poster');
+    if (poster) poster.remove();
+    player.classList.remove('idle');
     media.hidden = false;
+    if ($('live-controls')) $('live-controls').hidden = false;
     if (preferNative()) {
       player.setAttribute('data-engine', 'native');
       media.src = src;
@@ -119,6 +185,43 @@
     });
   }
 
+  // Listen mode on a live show: play/pause and volume, no seek bar.
+  var playPause = $('play-pause');
+  if (playPause && media) {
+    var label = playPause.getAttribute('aria-label').replace(/^Play /, '');
+    var paint = function () {
+      var playing = !media.paused;
+      playPause.textContent = playing ? 'Pause' : 'Play';
+      playPause.setAttribute('aria-label', (playing ? 'Pause ' : 'Play ') + label);
+      playPause.setAttribute('aria-pressed', playing ? 'true' : 'false');
+    };
+    playPause.addEventListener('click', function () {
+      if (!media.paused) return media.pause();
+      var p = media.play();
+      if (p && p.catch) p.catch(function () {});
+    });
+    media.addEventListener('play', paint);
+    media.addEventListener('pause', paint);
+    $('volume').addEventListener('input', function (e) { media.volume = Number(e.target.value); });
+  }
+
+  // switchTo replaces what the player plays (the recording, once the show
+  // it was playing live is archived) without reloading the page. The
+  // recording waits for the viewer to press play.
+  function switchTo(src) {
+    if (window.onairHls) { window.onairHls.destroy(); window.onairHls = null; }
+    media.pause();
+    media.removeAttribute('src');
+    media.load();
+    player.removeAttribute('data-engine');
+    player.setAttribute('data-src', src);
+    player.setAttribute('data-recording', '');
+    var lc = $('live-controls');
+    if (lc) { lc.remove(); media.controls = true; }
+    autoplay = false;
+    startPlayer();
+  }
+
   if (player && media) {
     // Start after the page has loaded so hls.js never delays the page.
     if (document.readyState === 'complete') startPlayer();
@@ -152,17 +255,90 @@
 
   function atBottom() { return list.scrollHeight - list.scrollTop - list.clientHeight < 40; }
 
-  function addMessage(m, live) {
+  var owner = chat.getAttribute('data-owner');
+  var moderate = chat.hasAttribute('data-moderate');
+  var csrf = document.querySelector('#chat input[name=csrf]');
+
+  // Times: "just now", "5 min ago", "2 h ago", then the date; the exact
+  // time is the title.
+  function ago(t) {
+    var d = new Date(t.getAttribute('datetime'));
+    if (isNaN(d)) return;
+    var s = (Date.now() - d.getTime()) / 1000;
+    t.textContent = s < 60 ? 'just now' : s < 3600 ? Math.floor(s / 60) + ' min ago' : s < 86400 ? Math.floor(s / 3600) + ' h ago' : d.toLocaleDateString();
+    t.title = d.toLocaleString();
+  }
+  function refreshTimes() { Array.prototype.forEach.call(list.querySelectorAll('time[data-ago]'), ago); }
+  refreshTimes();
+  setInterval(refreshTimes, 30000);
+
+  // Only http and https addresses become links.
+  function appendText(parent, text) {
+    var re = /\bhttps?:\/\/[^\s<>"'`]+/g, last = 0, m;
+    while ((m = re.exec(text))) {
+      var url = m[0].replace(/[.,;:!?)\]}']+$/, '');
+      if (url.length <= 8) continue;
+      if (m.index > last) parent.appendChild(document.createTextNode(text.slice(last, m.index)));
+      var a = document.createElement('a');
+      a.href = url; a.rel = 'nofollow ugc noopener'; a.target = '_blank'; a.textContent = url;
+      parent.appendChild(a);
+      last = m.index + url.length;
+      re.lastIndex = last;
+    }
+    if (last < text.length) parent.appendChild(document.createTextNode(text.slice(last)));
+  }
+
+  function modForm(action, label, kind, confirmText) {
+    var f = document.createElement('form');
+    f.method = 'post'; f.action = action; f.setAttribute('data-mod', kind);
+    if (confirmText) f.setAttribute('data-confirm', confirmText);
+    var i = document.createElement('input');
+    i.type = 'hidden'; i.name = 'csrf'; i.value = csrf ? csrf.value : '';
+    var b = document.createElement('button');
+    b.type = 'submit'; b.className = 'link'; b.textContent = kind === 'ban' ? 'Ban' : 'Delete'; b.setAttribute('aria-label', label);
+    f.appendChild(i); f.appendChild(b);
+    return f;
+  }
+
+  function addMessage(m, live, badge) {
     if (list.querySelector('li[data-id="' + m.id + '"]')) return;
     var stick = atBottom();
     var li = document.createElement('li');
+    var uid = m.user ? String(m.user.id) : '';
+    var name = m.user ? m.user.name : m.name;
     li.setAttribute('data-id', m.id);
     li.setAttribute('data-pos', m.position);
+    li.setAttribute('data-user', uid);
     if (live) li.setAttribute('data-live', '');
     var b = document.createElement('b');
-    b.textContent = m.user ? m.user.name : m.name;
+    b.textContent = name;
     li.appendChild(b);
-    li.appendChild(document.createTextNode(' ' + m.message));
+    badge = badge || (uid && uid === owner ? 'host' : '');
+    if (badge) {
+      var s = document.createElement('span');
+      s.className = 'badge role-' + badge; s.textContent = badge;
+      li.appendChild(document.createTextNode(' ')); li.appendChild(s);
+    }
+    if (m.created_at) {
+      var t = document.createElement('time');
+      t.setAttribute('datetime', m.created_at.replace(' ', 'T') + 'Z');
+      t.setAttribute('data-ago', '');
+      ago(t);
+      li.appendChild(document.createTextNode(' ')); li.appendChild(t);
+    }
+    var text = document.createElement('span');
+    text.className = 'text';
+    appendText(text, m.message);
+    li.appendChild(document.createTextNode(' ')); li.appendChild(text);
+    if (moderate) {
+      var mod = document.createElement('span');
+      mod.className = 'mod';
+      mod.appendChild(modForm('/chat/' + showID + '/messages/' + m.id + '/delete', 'Delete the message of ' + name, 'delete'));
+      if (uid && uid !== owner) {
+        mod.appendChild(modForm('/chat/' + showID + '/users/' + uid + '/ban', 'Ban ' + name + ' from this chat', 'ban', 'Ban ' + name + " from this show's chat?"));
+      }
+      li.appendChild(mod);
+    }
     if (replay && !live) li.hidden = Number(m.position) > (media ? media.currentTime : 0);
     var empty = $('chat-empty');
     if (empty) empty.remove();
@@ -202,6 +378,7 @@
       return;
     }
     var sh = ev.show;
+    if (!sh && ev.state === 'archived' && player) { location.reload(); return; }
     if (!sh || !player) return;
     if ((ev.state === 'live' || ev.state === 'resumed') && !player.getAttribute('data-src')) {
       var src = player.getAttribute('data-kind') === 'audio' ? sh.audio_url : (sh.video_url || sh.audio_url);
@@ -210,7 +387,15 @@
         startPlayer();
       }
     }
-    if (ev.state === 'stopped') notice('The show has ended. The recording will be here shortly.');
+    if (ev.state === 'stopped') notice('The show has ended. The recording is being prepared and plays here when it is ready.');
+    if (ev.state === 'archived') {
+      var rec = player.getAttribute('data-kind') === 'audio' ? (sh.audio_url || sh.video_url) : (sh.video_url || sh.audio_url);
+      if (rec && rec !== player.getAttribute('data-src')) {
+        switchTo(rec);
+        notice('The recording is ready: press play to watch from the start.');
+        if (media) media.hidden = false;
+      }
+    }
   }
 
   var delay = 1000;
@@ -220,7 +405,7 @@
     ws.onmessage = function (e) {
       var ev;
       try { ev = JSON.parse(e.data); } catch (_) { return; }
-      if (ev.type === 'chat.created' && ev.chat) addMessage(ev.chat, true);
+      if (ev.type === 'chat.created' && ev.chat) addMessage(ev.chat, true, ev.badge);
       else if (ev.type === 'chat.deleted') {
         var li = list.querySelector('li[data-id="' + ev.id + '"]');
         if (li) li.remove();
@@ -234,6 +419,28 @@
     };
   }
   connect();
+
+  // Moderation forms run in place; the socket's chat.deleted removes the
+  // message for everyone.
+  list.addEventListener('submit', function (e) {
+    var f = e.target;
+    if (!f.hasAttribute('data-mod')) return;
+    e.preventDefault();
+    e.stopPropagation();
+    var q = f.getAttribute('data-confirm');
+    if (q && !window.confirm(q)) return;
+    fetch(f.action, {
+      method: 'POST', body: new URLSearchParams(new FormData(f)), credentials: 'same-origin',
+      headers: { Accept: 'application/json', 'X-CSRF-Token': f.elements.csrf.value }
+    }).then(function (r) {
+      return r.json().then(function (j) {
+        if (!r.ok) throw new Error(j.error ? j.error.message : 'Not done');
+        var li = f.closest('li');
+        if (f.getAttribute('data-mod') === 'delete' && li) li.remove();
+        else if (li) { var note = document.createElement('span'); note.className = 'muted'; note.textContent = ' banned'; f.replaceWith(note); }
+      });
+    }).catch(function (err) { if (errorBox) errorBox.textContent = err.message; });
+  });
 
   var form = $('chat-form');
   if (form) {

@@ -14,6 +14,8 @@ import (
 
 	"github.com/onair/onair/admin"
 	"github.com/onair/onair/app"
+	"github.com/onair/onair/modules/chat"
+	"github.com/onair/onair/modules/shows"
 	"github.com/onair/onair/modules/users"
 )
 
@@ -21,8 +23,11 @@ func init() { app.Register(&Module{}) }
 
 // Module contributes the users and radio pages.
 type Module struct {
-	users *users.Service
-	authz *app.Authz
+	users  *users.Service
+	shows  *shows.Service // stops a suspended user's live shows, deletes a deleted user's
+	chat   *chat.Service  // forgets a deleted user's messages
+	authz  *app.Authz
+	public string
 }
 
 var (
@@ -38,7 +43,13 @@ func (m *Module) Provision(core *app.Core) error {
 	if !ok || um.Service == nil {
 		return fmt.Errorf("usersadmin: the users module is not provisioned")
 	}
-	m.users, m.authz = um.Service, core.Authz
+	m.users, m.authz, m.public = um.Service, core.Authz, core.Config.PublicURL
+	if sm, ok := app.Lookup[*shows.Module](core); ok {
+		m.shows = sm.Service
+	}
+	if cm, ok := app.Lookup[*chat.Module](core); ok {
+		m.chat = cm.Service
+	}
 	return nil
 }
 
@@ -56,6 +67,10 @@ func (m *Module) AdminPages() []app.AdminPage {
 			r.Get("/:id", m.userPage)
 			r.Post("/:id/flags", m.setFlags)
 			r.Post("/:id/role", m.setRole)
+			r.Post("/:id/profile", m.editProfile)
+			r.Post("/:id/suspend", m.suspend)
+			r.Post("/:id/reset", m.resetLink)
+			r.Post("/:id/delete", m.deleteUser)
 			r.Post("/:id/tokens", m.issueToken)
 			r.Post("/:id/tokens/:token/revoke", m.revokeToken)
 		}},

@@ -89,6 +89,11 @@ func (m *Module) userPage(c *fiber.Ctx) error {
 // renderUser shows a user with their tokens; newToken, when set, is shown
 // once above them.
 func (m *Module) renderUser(c *fiber.Ctx, newToken string) error {
+	return m.renderUserWith(c, newToken, "")
+}
+
+// renderUserWith also shows a new password reset link, once.
+func (m *Module) renderUserWith(c *fiber.Ctx, newToken, resetURL string) error {
 	u, err := m.user(c)
 	if err != nil {
 		return err
@@ -97,7 +102,8 @@ func (m *Module) renderUser(c *fiber.Ctx, newToken string) error {
 	if err != nil {
 		return err
 	}
-	return admin.Render(c, userView(userData{User: u, Tokens: tokens, NewToken: newToken,
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	return admin.Render(c, userView(userData{User: u, Tokens: tokens, NewToken: newToken, ResetURL: resetURL,
 		CanTokens: m.mayManageTokens(c, u) == nil}))
 }
 

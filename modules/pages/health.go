@@ -1,0 +1,97 @@
+package pages
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/onair/onair/modules/shows"
+)
+
+// Stream health in the studio: the figures of shows.Module.HealthOf
+// (measured by the live module) on the show's studio page, kept current by
+// server-sent events, so a DJ sees at once whether OnAir receives them.
+
+// healthEvery is how often the event stream sends the health; healthFor
+// how long one stream lasts before the browser reconnects (EventSource
+// does it by itself), below the server's write timeout.
+const (
+	healthEvery = 2 * time.Second
+	healthFor   = 50 * time.Second
+)
+
+// healthView is the health as the page shows it.
+type healthView struct {
+	Receiving, Video, Audio, Size, FPS, Keyframes, Viewers, Since string
+	Warnings                                                      []string
+	On                                                            bool
+}
+
+func viewHealth(h shows.Health) healthView {
+	v := healthView{Receiving: "no", Video: "—", Audio: "—", Size: "—", FPS: "—", Keyframes: "—", Viewers: strconv.Itoa(h.Viewers), Since: "—", Warnings: h.Warnings, On: h.Receiving}
+	if h.Receiving {
+		v.Receiving = "yes"
+	}
+	if h.VideoCodec != "" {
+		v.Video = fmt.Sprintf("%s, %d kb/s", h.VideoCodec, h.VideoBitrate)
+	}
+	if h.AudioCodec != "" {
+		v.Audio = fmt.Sprintf("%s, %d kb/s", h.AudioCodec, h.AudioBitrate)
+	}
+	if h.Width > 0 && h.Height > 0 {
+		v.Size = fmt.Sprintf("%d×%d", h.Width, h.Height)
+	}
+	if h.FPS > 0 {
+		v.FPS = strconv.FormatFloat(h.FPS, 'f', -1, 64) + " fps"
+	}
+	if h.KeyframeInterval > 0 {
+		v.Keyframes = "every " + strconv.FormatFloat(h.KeyframeInterval, 'f', -1, 64) + " s"
+	}
+	if h.Since != nil {
+		v.Since = utc(time.Time(*h.Since))
+	}
+	return v
+}
+
+// health is GET /studio/shows/:id/health: the owner's show's health as
+// JSON (the API's figures), or with Accept: text/event-stream a stream of
+// them every two seconds.
+func (m *Module) health(c *fiber.Ctx, v *visitor) error {
+	if !v.signedIn() {
+		return fiber.ErrUnauthorized
+	}
+	sh, err := m.ownShow(c, v)
+	if err != nil {
+		return err
+	}
+	id := sh.ID
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	if c.Get(fiber.HeaderAccept) != "text/event-stream" {
+		return c.JSON(fiber.Map{"health": m.healthOf(id)})
+	}
+	c.Set(fiber.HeaderContentType, "text/event-stream")
+	c.Set("X-Accel-Buffering", "no")
+	c.Context().SetBodyStreamWriter(func(w *bufio.Writer) {
+		end := time.Now().Add(healthFor)
+		fmt.Fprintf(w, "retry: %d\n\n", healthEvery.Milliseconds())
+		for {
+			data, err := json.Marshal(m.healthOf(id))
+			if err != nil {
+				return
+			}
+			if _, err := fmt.Fprintf(w, "data: %s\n\n", data); err != nil {
+				return
+			}
+			// A closed connection shows here: the browser left.
+			if err := w.Flush(); err != nil || time.Now().After(end) {
+				return
+			}
+			time.Sleep(healthEvery)
+		}
+	})
+	return nil
+}

@@ -1,0 +1,93 @@
+package shows
+
+import (
+	"context"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/onair/onair/app"
+)
+
+// Stream health: what the ingest measures of a live show's publication,
+// for its owner (the studio, GET /v1/shows/:id/health) and staff (the
+// console). The live module reports it (HealthReporter); this package only
+// defines the figures and who may see them.
+
+// Health is a show's stream health. Bitrates are in kb/s over the last few
+// seconds, KeyframeInterval in seconds, Since is when the publication
+// began (nil when nobody publishes). Zero values are unknown: an encoder
+// that announces no size leaves Width and Height 0.
+type Health struct {
+	Receiving        bool           `json:"receiving"`
+	VideoCodec       string         `json:"video_codec"`
+	AudioCodec       string         `json:"audio_codec"`
+	Width            int            `json:"width"`
+	Height           int            `json:"height"`
+	FPS              float64        `json:"fps"`
+	VideoBitrate     int            `json:"video_bitrate"`
+	AudioBitrate     int            `json:"audio_bitrate"`
+	KeyframeInterval float64        `json:"keyframe_interval"`
+	Viewers          int            `json:"viewers"`
+	Since            *app.Timestamp `json:"since"`
+	Warnings         []string       `json:"warnings"`
+}
+
+// HealthReporter is a module that measures publications (the live
+// module). Health answers ok=false when no publisher is sending the show.
+type HealthReporter interface {
+	Health(showID int64) (h Health, ok bool)
+}
+
+// HealthOf returns the show's health from the module that measures it, or
+// a health with receiving=false when nobody publishes (or no module
+// measures). The caller has checked who may see it (CanSeeHealth).
+func (m *Module) HealthOf(showID int64) Health {
+	if m.core != nil {
+		for _, mod := range m.core.Modules {
+			if r, ok := mod.(HealthReporter); ok {
+				if h, ok := r.Health(showID); ok {
+					return h
+				}
+				h := Health{Warnings: []string{}}
+				if vc, ok := mod.(viewerCounter); ok {
+					h.Viewers = vc.Viewers(showID)
+				}
+				return h
+			}
+		}
+	}
+	return Health{Warnings: []string{}}
+}
+
+// CanSeeHealth: a show's health is its owner's and the staff's; anyone
+// else gets ErrNotFound, as for a private show.
+func (s *Service) CanSeeHealth(ctx context.Context, id int64, by *app.Principal) (*Show, error) {
+	sh, err := s.Visible(ctx, id, by)
+	if err != nil {
+		return nil, err
+	}
+	if by == nil || by.UserID == sh.UserID || by.IsStaff() {
+		return sh, nil
+	}
+	return nil, ErrNotFound
+}
+
+// health is GET /v1/shows/:id/health (an extension beyond v1).
+func (m *Module) health(c *fiber.Ctx) error {
+	id, err := showID(c)
+	if err != nil {
+		return err
+	}
+	if _, err := m.Service.CanSeeHealth(c.UserContext(), id, app.CurrentPrincipal(c)); err != nil {
+		return err
+	}
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	return c.JSON(fiber.Map{"health": m.HealthOf(id)})
+}
+
+// SinceOf is a health's Since for a start time.
+func SinceOf(t time.Time) *app.Timestamp {
+	ts := app.Timestamp(t)
+	return &ts
+}
