@@ -8,8 +8,8 @@ import (
 	_ "embed"
 	"fmt"
 	"io"
-	"time"
 	"strconv"
+	"time"
 
 	"github.com/gofiber/fiber/v2"
 
