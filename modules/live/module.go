@@ -135,7 +135,7 @@ func (*Module) Settings() []app.Setting {
 		{Env: SettingNodeURL, Flag: "node-url",
 			Help: "with ONAIR_REDIS_URL: the base URL other nodes reach this node's HTTP server at (default: from ONAIR_HTTP_ADDR; docs/deploy.md)", Parse: parseNodeURL},
 		{Env: SettingStoragePublicURL, Flag: "storage-public-url",
-			Help: "base URL (http(s)://host:port) at which clients reach the s3 store of ONAIR_STORAGE_URL; when set, stored segments, archive playlists and images answer with a redirect to a presigned URL there (default: the node streams them)"},
+			Help: "base URL (http(s)://host:port) at which clients reach the s3 store of ONAIR_STORAGE_URL; when set, stored segments and images (never playlists) answer with a redirect to a presigned URL there (default: the node streams them)"},
 		{Env: SettingHLSPartDuration, Flag: "hls-part-duration", Default: "333ms",
 			Help: "length of the low-latency HLS partial segments, 100ms to 2s; 0 turns LL-HLS off", Parse: parsePartDuration},
 		{Env: SettingHLSMaxBlocking, Flag: "hls-max-blocking", Default: "4096",
