@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"database/sql/driver"
 	"fmt"
 	"strconv"
@@ -60,4 +61,20 @@ func ParseSince(s string, now time.Time) (time.Time, error) {
 		}
 	}
 	return time.Time{}, fmt.Errorf("must be a number of days, YYYY-MM-DD or YYYY-MM-DD HH:MM")
+}
+
+// Every calls f each d until ctx ends (the first call one d from now), for
+// the periodic work of modules: sweeps, heartbeats, clean-ups. It returns
+// when ctx ends; f gets ctx and should return promptly once it does.
+func Every(ctx context.Context, d time.Duration, f func(context.Context)) {
+	t := time.NewTicker(d)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			f(ctx)
+		}
+	}
 }

@@ -410,18 +410,11 @@ func (h *Hub) Sockets() int {
 // run pumps the bus and refreshes presence until ctx ends.
 func (h *Hub) run(ctx context.Context, refreshEvery time.Duration) {
 	go h.bus.Run(ctx, h.deliver)
-	t := time.NewTicker(refreshEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if err := h.presence.Refresh(ctx, h.localKeys()); err != nil && ctx.Err() == nil {
-				h.log.Error("chat: presence refresh", "err", err)
-			}
+	app.Every(ctx, refreshEvery, func(ctx context.Context) {
+		if err := h.presence.Refresh(ctx, h.localKeys()); err != nil && ctx.Err() == nil {
+			h.log.Error("chat: presence refresh", "err", err)
 		}
-	}
+	})
 }
 
 // localBus is the single-node Bus: it hands events straight to the hub.

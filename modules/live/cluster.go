@@ -201,8 +201,8 @@ func (c *cluster) start(ctx context.Context) error {
 	c.cancel = cancel
 	c.wg.Add(3)
 	go func() { defer c.wg.Done(); c.commands() }()
-	go func() { defer c.wg.Done(); c.tick(run, c.heartbeat) }()
-	go func() { defer c.wg.Done(); c.tick(run, c.janitor) }()
+	go func() { defer c.wg.Done(); app.Every(run, c.every, c.heartbeat) }()
+	go func() { defer c.wg.Done(); app.Every(run, c.every, c.janitor) }()
 	c.log.Info("cluster node registered", "url", c.url)
 	return nil
 }
@@ -229,19 +229,6 @@ func (c *cluster) stop() {
 	}
 	if err := c.rdb.Del(ctx, c.nodeKey(c.id)).Err(); err != nil {
 		c.log.Warn("live: unregister node", "err", err)
-	}
-}
-
-func (c *cluster) tick(ctx context.Context, f func(context.Context)) {
-	t := time.NewTicker(c.every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			f(ctx)
-		}
 	}
 }
 

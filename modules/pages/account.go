@@ -156,27 +156,32 @@ func (m *Module) ownShow(c *fiber.Ctx, v *visitor) (*shows.Show, error) {
 // revealKey is POST /account/shows/:id/key: the account page with that
 // show's key shown.
 func (m *Module) revealKey(c *fiber.Ctx, v *visitor) error {
-	if err := m.signedInPost(c, v); err != nil {
-		return err
-	}
-	sh, err := m.ownShow(c, v)
+	sh, err := m.keyShow(c, v, false)
 	if err != nil {
 		return err
 	}
 	return m.renderAccount(c, v, "", sh.ID, sh.StreamKey)
 }
 
+// keyShow is the show of a POST that shows its stream key (the account
+// page and the studio): the signed-in owner's, with a new key when
+// regenerate is set.
+func (m *Module) keyShow(c *fiber.Ctx, v *visitor, regenerate bool) (*shows.Show, error) {
+	if err := m.signedInPost(c, v); err != nil {
+		return nil, err
+	}
+	sh, err := m.ownShow(c, v)
+	if err != nil || !regenerate {
+		return sh, err
+	}
+	return m.shows.RegenerateKey(c.UserContext(), sh.ID, v.p)
+}
+
 // regenerateKey is POST /account/shows/:id/key/regenerate: a new key,
 // shown once on the page that answers.
 func (m *Module) regenerateKey(c *fiber.Ctx, v *visitor) error {
-	if err := m.signedInPost(c, v); err != nil {
-		return err
-	}
-	sh, err := m.ownShow(c, v)
+	sh, err := m.keyShow(c, v, true)
 	if err != nil {
-		return err
-	}
-	if sh, err = m.shows.RegenerateKey(c.UserContext(), sh.ID, v.p); err != nil {
 		return err
 	}
 	return m.renderAccount(c, v, "", sh.ID, sh.StreamKey)

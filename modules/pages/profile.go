@@ -1,11 +1,8 @@
 package pages
 
 import (
-	"errors"
-
 	"github.com/gofiber/fiber/v2"
 
-	"github.com/onair/onair/app"
 	"github.com/onair/onair/modules/users"
 )
 
@@ -72,14 +69,11 @@ func (m *Module) saveProfile(c *fiber.Ctx, v *visitor) error {
 	if err == nil {
 		return redirect(c, "/account/profile?saved=1")
 	}
-	var apiErr *app.Error
-	if !errors.As(err, &apiErr) || len(apiErr.Fields) == 0 {
+	status, ok := fieldErrors(err, d.Errors)
+	if !ok {
 		return err
 	}
-	for k, p := range apiErr.Fields {
-		d.Errors[k] = p
-	}
-	return m.renderProfile(c, v, d, apiErr.Status)
+	return m.renderProfile(c, v, d, status)
 }
 
 // changePassword is POST /account/password: the current password, then
@@ -102,14 +96,11 @@ func (m *Module) changePassword(c *fiber.Ctx, v *visitor) error {
 	if err == nil {
 		return redirect(c, "/account/profile?password=changed#password")
 	}
-	var apiErr *app.Error
-	if !errors.As(err, &apiErr) || len(apiErr.Fields) == 0 {
+	status, ok := fieldErrors(err, d.PasswordErrors)
+	if !ok {
 		return err
 	}
-	for k, p := range apiErr.Fields {
-		d.PasswordErrors[k] = p
-	}
-	return m.renderProfile(c, v, d, apiErr.Status)
+	return m.renderProfile(c, v, d, status)
 }
 
 // requestRadio is POST /account/radio: ask staff for the radio approval.

@@ -229,3 +229,17 @@ func safeNext(next string) string {
 
 // redirect answers 303 See Other, the right answer to a form POST.
 func redirect(c *fiber.Ctx, to string) error { return c.Redirect(to, fiber.StatusSeeOther) }
+
+// fieldErrors copies the field errors of a service's refusal into errs
+// (for a form that shows them beside its fields) and returns the refusal's
+// status; ok is false for any other error, which the handler returns.
+func fieldErrors(err error, errs map[string]string) (status int, ok bool) {
+	var apiErr *app.Error
+	if !errors.As(err, &apiErr) || len(apiErr.Fields) == 0 {
+		return 0, false
+	}
+	for k, p := range apiErr.Fields {
+		errs[k] = p
+	}
+	return apiErr.Status, true
+}

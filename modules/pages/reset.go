@@ -1,11 +1,7 @@
 package pages
 
 import (
-	"errors"
-
 	"github.com/gofiber/fiber/v2"
-
-	"github.com/onair/onair/app"
 )
 
 // resetData is the page of a password reset link.
@@ -52,12 +48,8 @@ func (m *Module) resetPassword(c *fiber.Ctx, v *visitor) error {
 		return m.renderReset(c, v, d, fiber.StatusUnprocessableEntity)
 	}
 	if _, err := m.users.UseReset(c.UserContext(), c.Params("token"), password); err != nil {
-		var apiErr *app.Error
-		if errors.As(err, &apiErr) && len(apiErr.Fields) > 0 {
-			for k, p := range apiErr.Fields {
-				d.Errors[k] = p
-			}
-			return m.renderReset(c, v, d, apiErr.Status)
+		if status, ok := fieldErrors(err, d.Errors); ok {
+			return m.renderReset(c, v, d, status)
 		}
 		return err
 	}

@@ -254,10 +254,7 @@ func (m *Module) deleteShowForm(c *fiber.Ctx, v *visitor) error {
 
 // studioKey is POST /studio/shows/:id/key: the page with the key shown.
 func (m *Module) studioKey(c *fiber.Ctx, v *visitor) error {
-	if err := m.signedInPost(c, v); err != nil {
-		return err
-	}
-	sh, err := m.ownShow(c, v)
+	sh, err := m.keyShow(c, v, false)
 	if err != nil {
 		return err
 	}
@@ -267,14 +264,8 @@ func (m *Module) studioKey(c *fiber.Ctx, v *visitor) error {
 // studioRegenerate is POST /studio/shows/:id/key/regenerate: a new key,
 // shown once.
 func (m *Module) studioRegenerate(c *fiber.Ctx, v *visitor) error {
-	if err := m.signedInPost(c, v); err != nil {
-		return err
-	}
-	sh, err := m.ownShow(c, v)
+	sh, err := m.keyShow(c, v, true)
 	if err != nil {
-		return err
-	}
-	if sh, err = m.shows.RegenerateKey(c.UserContext(), sh.ID, v.p); err != nil {
 		return err
 	}
 	return m.renderStudioShow(c, v, sh, m.formOf(v, sh), fiber.StatusOK, sh.StreamKey, true)

@@ -34,18 +34,11 @@ func (j *janitor) start() {
 	j.cancel, j.done = cancel, make(chan struct{})
 	go func() {
 		defer close(j.done)
-		t := time.NewTicker(j.every)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				if _, err := j.svc.Sweep(ctx, app.Now()); err != nil && ctx.Err() == nil {
-					j.svc.log.Error("shows: janitor", "err", err)
-				}
+		app.Every(ctx, j.every, func(ctx context.Context) {
+			if _, err := j.svc.Sweep(ctx, app.Now()); err != nil && ctx.Err() == nil {
+				j.svc.log.Error("shows: janitor", "err", err)
 			}
-		}
+		})
 	}()
 }
 

@@ -226,18 +226,11 @@ func (w *outboxWorker) start(ctx context.Context) {
 }
 
 func (w *outboxWorker) trimLoop(ctx context.Context) {
-	t := time.NewTicker(trimEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if _, err := w.svc.TrimOutbox(ctx, app.Now().Add(-w.retention), true); err != nil && ctx.Err() == nil {
-				w.svc.log.Error("shows: outbox cleanup", "err", err)
-			}
+	app.Every(ctx, trimEvery, func(ctx context.Context) {
+		if _, err := w.svc.TrimOutbox(ctx, app.Now().Add(-w.retention), true); err != nil && ctx.Err() == nil {
+			w.svc.log.Error("shows: outbox cleanup", "err", err)
 		}
-	}
+	})
 }
 
 func (w *outboxWorker) stop(ctx context.Context) error {

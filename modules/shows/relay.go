@@ -136,19 +136,12 @@ func (r *relay) run(ctx context.Context) {
 	wg.Add(2)
 	go func() { defer wg.Done(); r.publishLoop(ctx) }()
 	go func() { defer wg.Done(); r.readLoop(ctx) }()
-	t := time.NewTicker(relayEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			wg.Wait()
-			return
-		case <-t.C:
-			if _, err := r.sweep(ctx); err != nil && ctx.Err() == nil {
-				r.svc.log.Error("shows: outbox sweep", "err", err)
-			}
+	app.Every(ctx, relayEvery, func(ctx context.Context) {
+		if _, err := r.sweep(ctx); err != nil && ctx.Err() == nil {
+			r.svc.log.Error("shows: outbox sweep", "err", err)
 		}
-	}
+	})
+	wg.Wait()
 }
 
 func (r *relay) publishLoop(ctx context.Context) {
