@@ -29,7 +29,11 @@ type Event struct {
 	ID     int64  `json:"id,omitempty"`
 	State  string `json:"state,omitempty"`
 	Show   any    `json:"show,omitempty"`
-	Count  *int   `json:"count,omitempty"`
+	// ChatEnabled rides on every show.updated event, private shows
+	// included (whose show details stay out), so an open page hides or
+	// shows its chat input when the owner or staff toggle the chat.
+	ChatEnabled *bool `json:"chat_enabled,omitempty"`
+	Count       *int  `json:"count,omitempty"`
 	// Joined and Left list who came and went since the room's previous
 	// presence event (presence is sent at most every presenceEvery).
 	Joined []Viewer `json:"joined,omitempty"`

@@ -155,6 +155,10 @@ func (m *Module) onShowEvent(ctx context.Context, ev shows.Event) {
 		// URLs. Sockets that may no longer see the show are dropped as
 		// the event arrives.
 		out := Event{Type: EventShowUpdated, State: ev.Type}
+		if ev.Type != shows.EventDeleted {
+			on := !ev.Show.ChatDisabled
+			out.ChatEnabled = &on
+		}
 		if ev.Type != shows.EventDeleted && !ev.Show.Private && !ev.Show.Off {
 			out.Show = m.shows.View(ev.Show, false)
 		}

@@ -23,7 +23,7 @@ func FuzzTrackProbe(f *testing.F) {
 	f.Add([]byte{}, []byte{1, 5, 0x1C, 0, 0, 0, 0, 3, 2, 0xAF, 1})
 	f.Add([]byte{}, []byte{1, 9, 0x97, 1, 0xAA, 0xBB, 1, 'a', 'v', 'c', '1'})
 	f.Fuzz(func(t *testing.T, metaBytes, tags []byte) {
-		p := newTrackProbe(time.Second)
+		p := newTrackProbe(time.Second, false)
 		vals, _ := amf0.DecodeAll(metaBytes)
 		for _, v := range vals {
 			if m, ok := v.(amf0.ECMAArray); ok {

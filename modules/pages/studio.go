@@ -39,17 +39,17 @@ type studioRow struct {
 	Private, Off                                         bool
 }
 
-// studioForm is the create and edit form. StartsAt is the value of the
-// datetime-local field; StartUTC, when set, says that value is in UTC and
-// the script shows it in the visitor's zone.
+// studioForm is the create and edit form. StartsAt and EndsAt are the
+// values of the datetime-local fields; StartUTC (EndUTC), when set, says
+// that value is in UTC and the script shows it in the visitor's zone.
 type studioForm struct {
-	Action, Submit, CSRF               string
-	Name, Description, Tags            string
-	StartsAt, StartUTC, TZ             string
-	Private, Radio, Headline           bool
-	CanRadio, StartLocked, RadioLocked bool
-	Errors                             map[string]string
-	Problem                            string
+	Action, Submit, CSRF                            string
+	Name, Description, Tags                         string
+	StartsAt, StartUTC, EndsAt, EndUTC, TZ          string
+	Private, Radio, Headline, AudioOnly, ChatOn     bool
+	CanRadio, StartLocked, RadioLocked, AudioLocked bool
+	Errors                                          map[string]string
+	Problem                                         string
 }
 
 // studioShowData is GET /studio/shows/:id.
@@ -57,6 +57,7 @@ type studioShowData struct {
 	ID, Name, Path, CSRF, StreamURL, Key, Viewers, Duration, Recording string
 	State                                                              state
 	Start                                                              time.Time
+	EndsAt                                                             *time.Time
 	Saved, KeyNew                                                      bool
 	Form                                                               studioForm
 	Health                                                             healthView
@@ -142,7 +143,7 @@ func (m *Module) newShowForm(c *fiber.Ctx, v *visitor) error {
 	if !v.signedIn() {
 		return redirect(c, "/signin?next=/studio/shows/new")
 	}
-	f := studioForm{Action: "/studio/shows", Submit: "Create the show", CSRF: v.csrf(), TZ: "UTC", CanRadio: v.user.Radio}
+	f := studioForm{Action: "/studio/shows", Submit: "Create the show", CSRF: v.csrf(), TZ: "UTC", CanRadio: v.user.Radio, ChatOn: true}
 	return m.render(c, fiber.StatusOK, studioNewPage(m.layout(c, v, "New show", ""), f))
 }
 
@@ -190,7 +191,7 @@ func (m *Module) updateShowForm(c *fiber.Ctx, v *visitor) error {
 		return err
 	}
 	f := m.formFrom(c, v)
-	f.StartLocked, f.RadioLocked = ran(sh), ran(sh)
+	f.StartLocked, f.RadioLocked, f.AudioLocked = ran(sh), ran(sh), ran(sh)
 	in, ok := f.input(sh)
 	if ok {
 		_, err := m.shows.Update(c.UserContext(), sh.ID, v.p, in)
@@ -280,8 +281,8 @@ func (m *Module) renderStudioShow(c *fiber.Ctx, v *visitor, sh *shows.Show, f st
 	f.Action, f.Submit = "/studio/shows/"+id, "Save changes"
 	d := studioShowData{
 		ID: id, Name: sh.Name, Path: row.Path, CSRF: v.csrf(), StreamURL: m.rtmp, Key: key, KeyNew: keyNew,
-		Viewers: row.Viewers, Duration: row.Duration, Recording: row.Recording, State: row.State, Start: sh.Start,
-		Saved: c.Query("saved") == "1" && status == fiber.StatusOK, Form: f, Health: viewHealth(m.healthOf(sh.ID)),
+		Viewers: row.Viewers, Duration: row.Duration, Recording: row.Recording, State: row.State, Start: sh.Start, EndsAt: sh.EndsAt,
+		Saved: c.Query("saved") == "1" && status == fiber.StatusOK, Form: f, Health: viewHealth(m.healthOf(sh.ID).WithSchedule(sh, app.Now())),
 	}
 	noStore(c)
 	return m.render(c, status, studioShowPage(m.layout(c, v, sh.Name+" · Studio", ""), d))
@@ -292,7 +293,8 @@ func (m *Module) renderStudioShow(c *fiber.Ctx, v *visitor, sh *shows.Show, f st
 // datetimeLocal is the value format of <input type="datetime-local">.
 const datetimeLocal = "2006-01-02T15:04"
 
-// ran: the show has gone live, so its start and radio are settled.
+// ran: the show has gone live, so its start, radio and audio_only are
+// settled.
 func ran(sh *shows.Show) bool { return sh.Live || sh.Complete || sh.WentLiveAt != nil }
 
 // formOf fills the form with a show as it is; the start is in UTC and the
@@ -301,8 +303,11 @@ func (m *Module) formOf(v *visitor, sh *shows.Show) studioForm {
 	f := studioForm{
 		CSRF: v.csrf(), Name: sh.Name, Description: sh.Description, TZ: "UTC",
 		StartsAt: sh.Start.UTC().Format(datetimeLocal), StartUTC: iso(sh.Start),
-		Private: sh.Private, Radio: sh.Radio, Headline: sh.Headline,
-		CanRadio: v.user.Radio || sh.Radio, StartLocked: ran(sh), RadioLocked: ran(sh),
+		Private: sh.Private, Radio: sh.Radio, Headline: sh.Headline, AudioOnly: sh.AudioOnly, ChatOn: !sh.ChatDisabled,
+		CanRadio: v.user.Radio || sh.Radio, StartLocked: ran(sh), RadioLocked: ran(sh), AudioLocked: ran(sh),
+	}
+	if sh.EndsAt != nil {
+		f.EndsAt, f.EndUTC = sh.EndsAt.UTC().Format(datetimeLocal), iso(*sh.EndsAt)
 	}
 	names := make([]string, 0, len(sh.Tags))
 	for _, t := range sh.Tags {
@@ -316,8 +321,9 @@ func (m *Module) formOf(v *visitor, sh *shows.Show) studioForm {
 func (m *Module) formFrom(c *fiber.Ctx, v *visitor) studioForm {
 	return studioForm{
 		CSRF: v.csrf(), Name: c.FormValue("name"), Description: c.FormValue("description"), Tags: c.FormValue("tags"),
-		StartsAt: strings.TrimSpace(c.FormValue("starts_at")), TZ: c.FormValue("tz"),
+		StartsAt: strings.TrimSpace(c.FormValue("starts_at")), EndsAt: strings.TrimSpace(c.FormValue("ends_at")), TZ: c.FormValue("tz"),
 		Private: checked(c, "private"), Radio: checked(c, "radio"), Headline: checked(c, "headline"),
+		AudioOnly: checked(c, "audio_only"), ChatOn: checked(c, "chat_enabled"),
 		CanRadio: v.user.Radio, Errors: map[string]string{},
 	}
 }
@@ -340,7 +346,10 @@ func (f *studioForm) input(sh *shows.Show) (shows.Input, bool) {
 		f.Errors = map[string]string{}
 	}
 	tags := splitTags(f.Tags)
-	in := shows.Input{Name: &f.Name, Description: &f.Description, Private: &f.Private, Headline: &f.Headline, Tags: &tags}
+	in := shows.Input{Name: &f.Name, Description: &f.Description, Private: &f.Private, Headline: &f.Headline, Tags: &tags, ChatEnabled: &f.ChatOn}
+	if !f.AudioLocked {
+		in.AudioOnly = &f.AudioOnly
+	}
 	if sh == nil || !f.RadioLocked {
 		in.Radio = &f.Radio
 		if sh != nil && !f.CanRadio && !sh.Radio {
@@ -357,6 +366,23 @@ func (f *studioForm) input(sh *shows.Show) (shows.Input, bool) {
 			s := t.UTC().Format(app.TimeLayout)
 			in.Start = &s
 		}
+	}
+	// An unchanged end is not sent either: a show that went live after
+	// its planned end can still be saved. An emptied field removes it.
+	switch {
+	case f.EndsAt != "":
+		t, err := parseLocal(f.EndsAt, f.TZ)
+		if err != nil {
+			f.Errors["ends_at"] = "must be a date and time"
+			return in, false
+		}
+		if sh == nil || sh.EndsAt == nil || !t.Equal(sh.EndsAt.UTC().Truncate(time.Minute)) {
+			s := t.UTC().Format(app.TimeLayout)
+			in.EndsAt = &s
+		}
+	case sh != nil && sh.EndsAt != nil:
+		none := ""
+		in.EndsAt = &none
 	}
 	return in, true
 }
@@ -417,13 +443,16 @@ func (f *studioForm) absorb(err error) bool {
 	return true
 }
 
-// restart re-renders a refused form: a start that parsed is shown in UTC
-// for the script to bring back to the visitor's zone.
+// restart re-renders a refused form: a start or end that parsed is shown
+// in UTC for the script to bring back to the visitor's zone.
 func (f *studioForm) restart() {
-	if f.StartsAt == "" || f.Errors["starts_at"] != "" {
-		return
-	}
-	if t, err := parseLocal(f.StartsAt, f.TZ); err == nil {
-		f.StartsAt, f.StartUTC, f.TZ = t.UTC().Format(datetimeLocal), iso(t), "UTC"
+	tz := f.TZ
+	for _, t := range []struct{ value, utc *string }{{&f.StartsAt, &f.StartUTC}, {&f.EndsAt, &f.EndUTC}} {
+		if *t.value == "" {
+			continue
+		}
+		if at, err := parseLocal(*t.value, tz); err == nil {
+			*t.value, *t.utc, f.TZ = at.UTC().Format(datetimeLocal), iso(at), "UTC"
+		}
 	}
 }

@@ -245,7 +245,7 @@ func readInput(c *fiber.Ctx) (Input, error) {
 	for _, f := range []struct {
 		name string
 		dst  **string
-	}{{"name", &in.Name}, {"description", &in.Description}, {"start", &in.Start}} {
+	}{{"name", &in.Name}, {"description", &in.Description}, {"start", &in.Start}, {"ends_at", &in.EndsAt}} {
 		name, dst := f.name, f.dst
 		v, ok, err := body.String(name)
 		if err != nil {
@@ -258,7 +258,7 @@ func readInput(c *fiber.Ctx) (Input, error) {
 	for _, f := range []struct {
 		name string
 		dst  **bool
-	}{{"private", &in.Private}, {"headline", &in.Headline}, {"radio", &in.Radio}} {
+	}{{"private", &in.Private}, {"headline", &in.Headline}, {"radio", &in.Radio}, {"audio_only", &in.AudioOnly}, {"chat_enabled", &in.ChatEnabled}} {
 		name, dst := f.name, f.dst
 		v, ok, err := body.Bool(name)
 		if err != nil {

@@ -134,6 +134,9 @@ func (*Module) Migrations() []migrations.Migration {
 			"id", "name", "start", "private", "off", "user_id", "live", "complete", "archive", "featured", "radio")},
 		// The lists' data generation (keyset.go).
 		migrations.Migration{ID: "0023_create_generation", Up: createGeneration},
+		// The show options of docs/show-options.md: a scheduled end,
+		// audio-only shows and chat on/off (on for the shows there are).
+		migrations.Migration{ID: "0026_show_options", Up: migrations.AddColumns((*Show)(nil), "ends_at", "audio_only", "chat_disabled")},
 	)...)
 }
 

@@ -29,6 +29,9 @@ type View struct {
 	Private        bool            `json:"private"`
 	Radio          bool            `json:"radio"`
 	Off            bool            `json:"off"`
+	EndsAt         *app.Timestamp  `json:"ends_at"`
+	AudioOnly      bool            `json:"audio_only"`
+	ChatEnabled    bool            `json:"chat_enabled"`
 	CommentsCount  int             `json:"comments_count"`
 	FavoritesCount int             `json:"favorites_count"`
 	ThumbnailLabel string          `json:"thumbnail_label"`
@@ -64,6 +67,8 @@ func (s *Service) View(sh *Show, write bool) *View {
 		Private:        sh.Private,
 		Radio:          sh.Radio,
 		Off:            sh.Off,
+		AudioOnly:      sh.AudioOnly,
+		ChatEnabled:    !sh.ChatDisabled,
 		CommentsCount:  sh.CommentsCount,
 		FavoritesCount: sh.FavoritesCount,
 		ThumbnailLabel: sh.ThumbnailLabel,
@@ -73,6 +78,10 @@ func (s *Service) View(sh *Show, write bool) *View {
 		EmbedCode: fmt.Sprintf(`<iframe src="%s" width="640" height="360" frameborder="0" allow="autoplay; fullscreen" allowfullscreen></iframe>`,
 			html.EscapeString(fmt.Sprintf("%s/embed/%d", s.public, sh.ID))),
 		Tags: users.TagViews(sh.Tags),
+	}
+	if sh.EndsAt != nil {
+		end := app.Timestamp(*sh.EndsAt)
+		v.EndsAt = &end
 	}
 	if img := s.media(sh, sh.ImageURL); img != nil {
 		v.ImageURL = *img

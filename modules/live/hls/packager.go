@@ -55,6 +55,10 @@ type Options struct {
 	// Live, if set, hears of every live playlist written, for requests
 	// that wait for a segment or part (see Live).
 	Live *Live
+	// AudioOnly packages the audio-only rendition alone: video tags are
+	// dropped unread and no A/V rendition (nor MasterAV) is written, which
+	// spares the video's muxing and disk (an audio show).
+	AudioOnly bool
 
 	// noSync skips fsync, for tests and fuzzing only.
 	noSync bool
@@ -183,6 +187,7 @@ func Open(dir string, opts Options) (*Packager, error) {
 // start without waiting for ProbeDuration.
 func (p *Packager) Metadata(meta map[string]any) {
 	_, v := meta["videocodecid"]
+	v = v && !p.opts.AudioOnly
 	_, a := meta["audiocodecid"]
 	if v || a {
 		p.hintVideo, p.hintAudio = &v, &a
@@ -190,8 +195,9 @@ func (p *Packager) Metadata(meta map[string]any) {
 }
 
 // Video takes an FLV video tag body with its timestamp in milliseconds.
+// With AudioOnly it is dropped.
 func (p *Packager) Video(ts int64, body []byte) error {
-	if p.err != nil {
+	if p.err != nil || p.opts.AudioOnly {
 		return p.err
 	}
 	if err := p.video(ts, body); err != nil {
@@ -342,7 +348,9 @@ func (p *Packager) startOutput() error {
 	p.hasAudio = p.asc != nil
 	p.clock = clock{media: p.pending[0].ts, wall: p.firstWall}
 	priorAV, priorAudio := splitRenditions(p.prior)
-	p.av = newRendition(RenditionAV, PlaylistAV, p.dir, p.hasVideo, p.hasAudio, p.opts, &p.clock, priorAV)
+	if !p.opts.AudioOnly {
+		p.av = newRendition(RenditionAV, PlaylistAV, p.dir, p.hasVideo, p.hasAudio, p.opts, &p.clock, priorAV)
+	}
 	if p.hasAudio {
 		p.aud = newRendition(RenditionAudio, PlaylistAudio, p.dir, false, true, p.opts, &p.clock, priorAudio)
 	}
@@ -394,8 +402,10 @@ func splitRenditions(segs []Segment) (av, audio []Segment) {
 // audio-only rendition is created if audio is the new track; otherwise it
 // runs on untouched.
 func (p *Packager) addTrack(kind string) error {
-	if err := p.av.close(); err != nil {
-		return err
+	if p.av != nil {
+		if err := p.av.close(); err != nil {
+			return err
+		}
 	}
 	prior, err := ReadIndex(p.dir)
 	if err != nil {
@@ -403,7 +413,9 @@ func (p *Packager) addTrack(kind string) error {
 	}
 	priorAV, priorAudio := splitRenditions(prior)
 	p.hasVideo, p.hasAudio = p.avc != nil, p.asc != nil
-	p.av = newRendition(RenditionAV, PlaylistAV, p.dir, p.hasVideo, p.hasAudio, p.opts, &p.clock, priorAV)
+	if !p.opts.AudioOnly {
+		p.av = newRendition(RenditionAV, PlaylistAV, p.dir, p.hasVideo, p.hasAudio, p.opts, &p.clock, priorAV)
+	}
 	if p.hasAudio && p.aud == nil {
 		p.aud = newRendition(RenditionAudio, PlaylistAudio, p.dir, false, true, p.opts, &p.clock, priorAudio)
 	}
@@ -456,8 +468,10 @@ func (p *Packager) writeAudio(ts int64, raw []byte) error {
 	}
 	p.audioFrames++
 	dur := 1024 * 90000 / rate
-	if err := p.av.writeAudio(t, dur, p.adts); err != nil {
-		return err
+	if p.av != nil {
+		if err := p.av.writeAudio(t, dur, p.adts); err != nil {
+			return err
+		}
 	}
 	return p.aud.writeAudio(t, dur, p.adts)
 }
@@ -496,12 +510,16 @@ func (p *Packager) wire() {
 	if p.hasAudio {
 		audio = aacCodec(p.asc)
 	}
-	p.av.codecs = strings.Trim(video+","+audio, ",")
-	p.av.size = size
-	p.av.onSegment = p.segmentDone
+	if p.av != nil {
+		p.av.codecs = strings.Trim(video+","+audio, ",")
+		p.av.size = size
+		p.av.onSegment = p.segmentDone
+	}
 	if p.aud != nil {
 		p.aud.codecs = audio
 		p.aud.onSegment = p.segmentDone
+	}
+	if p.av != nil && p.aud != nil {
 		p.aud.peer, p.av.peer = p.av, p.aud
 	}
 }
