@@ -1,6 +1,7 @@
 package shows_test
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -196,5 +197,37 @@ func TestShowOptions(t *testing.T) {
 				t.Fatalf("health: %v", body)
 			}
 		})
+	})
+}
+
+// TestShowOptionsMigration upgrades a database from before the options:
+// migration shows:0026 adds the columns, and every show there was reads
+// with no end, audio and video, and its chat on.
+func TestShowOptionsMigration(t *testing.T) {
+	onairtest.EachBackend(t, func(t *testing.T, backend string) {
+		ctx := context.Background()
+		env := onairtest.New(t, onairtest.Options{Backend: backend})
+		_, tok := env.CreateUser("Old Shows")
+		r := env.Do("POST", "/v1/shows", tok, map[string]any{"name": "Before the options", "description": "d"}).Expect(t, http.StatusCreated)
+		showID := int64(r.JSON(t)["show"].(map[string]any)["id"].(float64))
+		for _, q := range []string{
+			"ALTER TABLE shows DROP COLUMN ends_at",
+			"ALTER TABLE shows DROP COLUMN audio_only",
+			"ALTER TABLE shows DROP COLUMN chat_disabled",
+			"DELETE FROM onair_migrations WHERE id = 'shows:0026_show_options'",
+		} {
+			if _, err := env.Core.DB.ExecContext(ctx, q); err != nil {
+				t.Fatalf("%s: %v", q, err)
+			}
+		}
+		if err := env.Shutdown(); err != nil {
+			t.Fatal(err)
+		}
+		env2 := onairtest.New(t, onairtest.Options{DatabaseURL: env.Core.Config.DatabaseURL})
+		sh := env2.Do("GET", fmt.Sprintf("/v1/shows/%d", showID), tok, nil).Expect(t, http.StatusOK).JSON(t)["show"].(map[string]any)
+		if sh["ends_at"] != nil || sh["audio_only"] != false || sh["chat_enabled"] != true {
+			t.Fatalf("an older show after the migration: ends_at %v audio_only %v chat_enabled %v", sh["ends_at"], sh["audio_only"], sh["chat_enabled"])
+		}
+		env2.Do("PUT", fmt.Sprintf("/v1/shows/%d", showID), tok, map[string]any{"chat_enabled": false, "audio_only": true}).Expect(t, http.StatusOK)
 	})
 }
