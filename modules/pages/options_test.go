@@ -64,6 +64,10 @@ func TestStudioShowOptions(t *testing.T) {
 		if sh["ends_at"] != end.Format("2006-01-02 15:04:05") || sh["audio_only"] != true || sh["chat_enabled"] != true {
 			t.Fatalf("created: ends_at %v audio_only %v chat_enabled %v", sh["ends_at"], sh["audio_only"], sh["chat_enabled"])
 		}
+		if list := me.get("/studio"); !strings.Contains(list.body, `to <time datetime="`+end.Format(time.RFC3339)+`"`) ||
+			!strings.Contains(list.body, `<span class="badge">Audio only</span>`) {
+			t.Errorf("the studio list lacks the end or the audio-only badge")
+		}
 		show := path("/studio/shows/%d", id)
 		page := me.get(show)
 		for _, want := range []string{`id="ends-at"`, "24 h planned", `name="ends_at" type="datetime-local" value="` + local(end) + `"`,

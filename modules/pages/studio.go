@@ -35,8 +35,9 @@ type studioData struct {
 type studioRow struct {
 	ID, Name, Path, Studio, Viewers, Duration, Recording string
 	Start                                                time.Time
+	EndsAt                                               *time.Time // the planned end, nil when none
 	State                                                state
-	Private, Off                                         bool
+	Private, Off, AudioOnly, ChatOff                     bool
 }
 
 // studioForm is the create and edit form. StartsAt and EndsAt are the
@@ -98,7 +99,8 @@ func (m *Module) studioRow(c *fiber.Ctx, sh *shows.Show) (studioRow, error) {
 	id := strconv.FormatInt(sh.ID, 10)
 	row := studioRow{
 		ID: id, Name: sh.Name, Studio: "/studio/shows/" + id, Start: sh.Start, State: stateOf(sh),
-		Private: sh.Private, Off: sh.Off, Recording: recording(sh),
+		Private: sh.Private, Off: sh.Off, Recording: recording(sh), EndsAt: sh.EndsAt,
+		AudioOnly: sh.AudioOnly, ChatOff: sh.ChatDisabled,
 	}
 	if sh.User != nil {
 		row.Path = "/" + sh.User.Slug + "/" + sh.Slug
