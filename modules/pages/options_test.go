@@ -89,7 +89,11 @@ func TestStudioShowOptions(t *testing.T) {
 
 		// The public page: listen mode, the chat off instead of the input.
 		u, _ := url.Parse(sh["url"].(string))
+		env.Do("PUT", path("/v1/shows/%d", id), dj.token, map[string]any{"ends_at": end.Format("2006-01-02 15:04:05")}).Expect(t, http.StatusOK)
 		pub := them.get(u.Path)
+		if !strings.Contains(pub.body, `<span id="ends-at">Ends at <time datetime="`+end.Format(time.RFC3339)+`"`) || !strings.Contains(pub.body, "(24 h planned)") {
+			t.Errorf("the public page lacks the planned end")
+		}
 		if pub.status != 200 || !strings.Contains(pub.body, `<audio`) || strings.Contains(pub.body, ">Watch</a>") ||
 			!strings.Contains(pub.body, "Audio only") {
 			t.Errorf("public page of an audio-only show: %d, audio %v", pub.status, strings.Contains(pub.body, "<audio"))

@@ -265,7 +265,7 @@ func showPageView(l layout, d showData) templ.Component {
 					return templ_7745c5c3_Err
 				}
 			}
-			if d.EndsAt != nil {
+			if d.EndsAt != nil && !d.State.ended && !d.State.archive {
 				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 25, "<span id=\"ends-at\">Ends at <time datetime=\"")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
