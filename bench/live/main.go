@@ -8,7 +8,9 @@
 // a temporary prefix, both on 127.0.0.1. For each count of publishers it
 // copies the FLV with `ffmpeg -re -c copy` to each server in turn and
 // reports the server's CPU seconds per stream (/proc/PID/stat) and the time
-// from a publisher's start to the first live playlist that lists a segment.
+// from a publisher's start to the first live playlist that lists a segment;
+// then the same input to OnAir's audio-only shows (audio_only: the video
+// dropped, the audio rendition alone), against OnAir's own A/V figure.
 // Then wrk measures requests per second for a live playlist and a ~600 KB
 // segment from OnAir's /media route and the same bytes as static files of
 // nginx.
@@ -173,7 +175,7 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	defer srv.Stop()
-	shows := map[int][]benchkit.Show{}
+	shows, audioShows := map[int][]benchkit.Show{}, map[int][]benchkit.Show{}
 	for _, n := range o.publishers {
 		for i := range n {
 			sh, err := srv.CreateShow(ctx, token, fmt.Sprintf("Bench %d publishers #%d", n, i+1))
@@ -181,6 +183,11 @@ func run(ctx context.Context, o options) error {
 				return err
 			}
 			shows[n] = append(shows[n], sh)
+			sh, err = srv.CreateShowWith(ctx, token, fmt.Sprintf("Bench %d publishers audio-only #%d", n, i+1), map[string]any{"audio_only": true})
+			if err != nil {
+				return err
+			}
+			audioShows[n] = append(audioShows[n], sh)
 		}
 	}
 	ngx, err := startNginx(filepath.Join(tmp, "nginx"), o.nginxModule, o.nginxWorkers)
@@ -242,8 +249,19 @@ func run(ctx context.Context, o options) error {
 				return "rtmp://" + ngx.rtmpAddr + "/live/" + key, "http://" + ngx.httpAddr + "/hls/" + key + ".m3u8"
 			},
 		}
-		var pair [2]ingestResult
-		for j, t := range []target{onair, nginxT} {
+		audio := audioShows[n]
+		onairAudio := target{
+			name:     "OnAir audio-only",
+			pids:     onair.pids,
+			children: true,
+			idle:     onair.idle,
+			urls: func(i int) (string, string) {
+				return "rtmp://" + srv.RTMPAddr + "/live/" + audio[i].StreamKey,
+					fmt.Sprintf("%s/media/shows/%d/audio.m3u8", srv.URL, audio[i].ID)
+			},
+		}
+		var pair [3]ingestResult
+		for j, t := range []target{onair, nginxT, onairAudio} {
 			fmt.Fprintf(os.Stderr, "%s: %d publisher(s) for %d s...\n", t.name, n, o.seconds)
 			var profiled chan error
 			if o.profile != "" && j == 0 {

@@ -25,7 +25,7 @@ type report struct {
 	nginxConf             string
 	nginxPrefix           string
 	nginxRTMP             string
-	ingest                [][2]ingestResult // per publisher count: OnAir, nginx
+	ingest                [][3]ingestResult // per publisher count: OnAir, nginx, OnAir audio-only shows
 	segment               string
 	segmentSize           int64
 	serving               []servingRow
@@ -42,14 +42,14 @@ func secs(d time.Duration) string { return fmt.Sprintf("%.2f", d.Seconds()) }
 
 func (r *report) tables() string {
 	var b strings.Builder
-	b.WriteString("| Publishers | OnAir CPU s/stream | nginx CPU s/stream | CPU OnAir ÷ nginx | OnAir first segment p50 (max) | nginx first segment p50 (max) | first segment OnAir ÷ nginx | load (1/5/15 min) |\n")
-	b.WriteString("|---:|---:|---:|---:|---:|---:|---:|---|\n")
+	b.WriteString("| Publishers | OnAir CPU s/stream | nginx CPU s/stream | CPU OnAir ÷ nginx | OnAir first segment p50 (max) | nginx first segment p50 (max) | first segment OnAir ÷ nginx | OnAir audio-only show CPU s/stream | CPU audio-only ÷ A/V show | load (1/5/15 min) |\n")
+	b.WriteString("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
 	for _, p := range r.ingest {
-		a, n := p[0], p[1]
-		fmt.Fprintf(&b, "| %d | %s | %s | %s | %s s (%s) | %s s (%s) | %s | %s |\n",
+		a, n, au := p[0], p[1], p[2]
+		fmt.Fprintf(&b, "| %d | %s | %s | %s | %s s (%s) | %s s (%s) | %s | %s | %s | %s |\n",
 			a.publishers, secs(a.cpu), secs(n.cpu), ratio(a.cpu.Seconds(), n.cpu.Seconds()),
 			secs(a.firstMedian()), secs(a.firstMax()), secs(n.firstMedian()), secs(n.firstMax()),
-			ratio(a.firstMedian().Seconds(), n.firstMedian().Seconds()), n.load)
+			ratio(a.firstMedian().Seconds(), n.firstMedian().Seconds()), secs(au.cpu), ratio(au.cpu.Seconds(), a.cpu.Seconds()), n.load)
 	}
 	b.WriteString("\n| HLS request | bytes | OnAir req/s | nginx req/s | req/s OnAir ÷ nginx | OnAir CPU µs/request | nginx CPU µs/request | CPU OnAir ÷ nginx | OnAir p50 / p99 (each run) | nginx p50 / p99 (each run) |\n")
 	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
@@ -106,7 +106,7 @@ func (r *report) markdown() string {
 	fmt.Fprintf(&b, "go run ./bench/live -publishers %s -seconds %d -wrk-duration %s -wrk-connections %d   # or: task bench -- live\n",
 		strings.Join(pubs, ","), o.seconds, o.wrkDuration, o.wrkConns)
 	fmt.Fprintf(&b, "# the input, once, into %s:\nffmpeg %s\n", "$XDG_CACHE_HOME/onair-bench", shellJoin(encodeArgs("testsrc2-720p30-2500k-g60-60s.flv", o.inputSeconds)))
-	fmt.Fprintf(&b, "# each publisher, against OnAir then nginx:\nffmpeg %s\n", shellJoin(publishArgs("$INPUT", "rtmp://127.0.0.1:$PORT/live/$KEY", o.seconds)))
+	fmt.Fprintf(&b, "# each publisher, against OnAir, nginx, then OnAir's audio-only shows:\nffmpeg %s\n", shellJoin(publishArgs("$INPUT", "rtmp://127.0.0.1:$PORT/live/$KEY", o.seconds)))
 	fmt.Fprintf(&b, "# serving, twice each in the order OnAir, nginx, nginx, OnAir; OnAir's /media/shows/$ID/$FILE, nginx's /static/$FILE (the same bytes):\nwrk %s\n", shellJoin(wrkArgs("$URL", o.wrkThreads, o.wrkConns, o.wrkDuration)))
 	b.WriteString("```\n\nThe nginx side (`nginx -p $PREFIX -g 'daemon off;'`):\n\n```nginx\n")
 	conf := r.nginxConf
