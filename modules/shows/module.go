@@ -134,6 +134,8 @@ func (*Module) Migrations() []migrations.Migration {
 			"id", "name", "start", "private", "off", "user_id", "live", "complete", "archive", "featured", "radio")},
 		// The lists' data generation (keyset.go).
 		migrations.Migration{ID: "0023_create_generation", Up: createGeneration},
+		// The name filter's index on SQLite: FTS5 trigrams (fts.go).
+		migrations.Migration{ID: "0030_create_name_fts", Up: createNameFTS},
 	)...)
 }
 
