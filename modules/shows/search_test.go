@@ -2,9 +2,11 @@ package shows_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
+	"sync"
 	"testing"
 
 	"github.com/onair/onair/app"
@@ -151,4 +153,58 @@ func TestRegenerateStreamKey(t *testing.T) {
 	if sh, err := svc.Authorize(context.Background(), newKey); err != nil || sh.ID != id {
 		t.Errorf("the new key is refused: %v", err)
 	}
+}
+
+// TestNameMatchesConcurrentMisses: requests of one term that all miss the
+// kept matches at once (a show change just moved the generation) share
+// one read and all answer the exact count of that generation, on both
+// backends, change after change.
+func TestNameMatchesConcurrentMisses(t *testing.T) {
+	onairtest.EachBackend(t, func(t *testing.T, backend string) {
+		env := onairtest.New(t, onairtest.Options{Backend: backend})
+		_, tok := env.CreateUser("Sunrise Racer")
+		var ids []int64
+		for i := 0; i < 6; i++ {
+			r := env.Do("POST", "/v1/shows", tok, map[string]any{"name": fmt.Sprintf("Sunrise Set %d", i), "description": "x"}).Expect(t, http.StatusCreated)
+			ids = append(ids, int64(r.JSON(t)["show"].(map[string]any)["id"].(float64)))
+		}
+		want := len(ids)
+		for step, id := range ids {
+			// Each rename moves the generation and takes one show out of
+			// the term's matches.
+			env.Do("PUT", fmt.Sprintf("/v1/shows/%d", id), tok, map[string]any{"name": fmt.Sprintf("Dusk %d", step)}).Expect(t, http.StatusOK)
+			want--
+			const n = 8
+			counts := make([]int, n)
+			var wg sync.WaitGroup
+			start := make(chan struct{})
+			for i := 0; i < n; i++ {
+				wg.Add(1)
+				go func(i int) {
+					defer wg.Done()
+					<-start
+					r := env.Do("GET", "/v1/shows?filter=sunrise+set", tok, nil)
+					if r.Status != http.StatusOK {
+						counts[i] = -r.Status
+						return
+					}
+					var body struct {
+						Count int `json:"count"`
+					}
+					if err := json.Unmarshal(r.Body, &body); err != nil {
+						counts[i] = -1
+						return
+					}
+					counts[i] = body.Count
+				}(i)
+			}
+			close(start)
+			wg.Wait()
+			for i, c := range counts {
+				if c != want {
+					t.Fatalf("step %d, request %d: count %d, want %d", step, i, c, want)
+				}
+			}
+		}
+	})
 }
