@@ -276,6 +276,17 @@ func (s *Service) count(ctx context.Context, q ListQuery, tagID int64, now time.
 		// One owner's shows: small, exact.
 		return run(ctx, seeVisible)
 	}
+	if q.countable(seePublic) {
+		// The usual list of a viewer: the public count from the kept
+		// counts and the viewer's own hidden shows on the user index,
+		// in one round trip.
+		own := s.filtered(s.listFrom(q, seeHidden), q, tagID, now, seeHidden).ColumnExpr("COUNT(*)")
+		var n int64
+		if err := s.db.NewSelect().ColumnExpr("(?) + (?)", s.summaryQuery(q, tagID, seePublic), own).Scan(ctx, &n); err != nil {
+			return 0, fmt.Errorf("shows: list: count: %w", err)
+		}
+		return int(n), nil
+	}
 	public, err := run(ctx, seePublic)
 	if err != nil {
 		return 0, err
