@@ -157,14 +157,17 @@ func (s *Service) matchRows(ctx context.Context, q ListQuery, tagID int64, now t
 	}
 	// Sorted here: MySQL's sort of the matches costs more than reading
 	// them (0.30 s against 0.11 s for 10,000 at a million shows).
-	slices.SortFunc(rows, func(a, b matchRow) int {
-		switch {
-		case before(a, b):
-			return -1
-		case before(b, a):
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(rows, cmpListOrder)
 	return rows, nil
+}
+
+// cmpListOrder compares two rows in list order, for slices.SortFunc.
+func cmpListOrder(a, b matchRow) int {
+	switch {
+	case before(a, b):
+		return -1
+	case before(b, a):
+		return 1
+	}
+	return 0
 }
