@@ -312,9 +312,13 @@ func (f *fixture) seed(t *testing.T, specs []seedSpec) []int64 {
 			t.Fatalf("seed show_tags: %v", err)
 		}
 	}
-	// The name filter's index, as Create would have written it.
+	// The name filter's index, as Create would have written it (on
+	// SQLite the FTS5 triggers did).
 	var grams []shows.ShowGram
 	for i := range rows {
+		if !app.IsMySQL(db) {
+			break
+		}
 		for _, g := range shows.NameGrams(rows[i].Name) {
 			grams = append(grams, shows.ShowGram{Gram: g, ShowID: ids[i]})
 		}

@@ -137,6 +137,8 @@ func (*Module) Migrations() []migrations.Migration {
 		// The show options of docs/show-options.md: a scheduled end,
 		// audio-only shows and chat on/off (on for the shows there are).
 		migrations.Migration{ID: "0026_show_options", Up: migrations.AddColumns((*Show)(nil), "ends_at", "audio_only", "chat_disabled")},
+		// The name filter's index on SQLite: FTS5 trigrams (fts.go).
+		migrations.Migration{ID: "0030_create_name_fts", Up: createNameFTS},
 	)...)
 }
 
