@@ -25,4 +25,4 @@ func NodeURLFor(setting, httpAddr string) (string, error) { return nodeURL(setti
 func ParseNodeURL(v string) (any, error) { return parseNodeURL(v) }
 
 // InMemory tells whether the show's file is served from memory.
-func (m *Module) InMemory(showID int64, file string) bool { return m.media.get(showID, file) != nil }
+func (m *Module) InMemory(showID int64, file string) bool { return m.media.has(showID, file) }

@@ -17,11 +17,22 @@ import (
 // (they are still served from disk). Archive playlists, thumbnails and
 // older segments are files, as before.
 
-// memFile is a file of a show's live stream, with its validators ready.
+// memFile is a file of a show's live stream, with its validators ready:
+// a playlist as bytes, a segment or part in a memory file sent with
+// sendfile(2) (shm_linux.go; as bytes where there is none).
 type memFile struct {
-	body    []byte // never modified
+	body    []byte   // never modified; nil when in shm
+	shm     *shmFile // or nil
+	size    int64
 	etag    string // as localETag makes it for the file on disk
 	lastMod string // HTTP date
+}
+
+// done gives back what get acquired, when the file is not sent.
+func (m *memFile) done() {
+	if m.shm != nil {
+		m.shm.release()
+	}
 }
 
 // mediaCache holds the live files of every show ingested here.
@@ -64,7 +75,8 @@ func (mc *mediaCache) drop(show int64) {
 	f.close()
 }
 
-// get returns the show's file, or nil.
+// get returns the show's file, or nil. The caller sends it (sendMemory)
+// or calls done: a memory file stays open until then.
 func (mc *mediaCache) get(show int64, name string) *memFile {
 	mc.mu.RLock()
 	f := mc.shows[show]
@@ -74,7 +86,24 @@ func (mc *mediaCache) get(show int64, name string) *memFile {
 	}
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	return f.files[name]
+	m := f.files[name]
+	if m != nil && m.shm != nil {
+		m.shm.acquire()
+	}
+	return m
+}
+
+// has tells whether the show's file is held.
+func (mc *mediaCache) has(show int64, name string) bool {
+	mc.mu.RLock()
+	f := mc.shows[show]
+	mc.mu.RUnlock()
+	if f == nil {
+		return false
+	}
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.files[name] != nil
 }
 
 // liveFiles is one publication's files (an hls.Files).
@@ -91,11 +120,23 @@ type liveFiles struct {
 // Put keeps a file the packager has just published.
 func (f *liveFiles) Put(name string, data []byte, mod time.Time) {
 	size := int64(len(data))
-	m := &memFile{body: data, etag: fileETag(mod, size), lastMod: mod.UTC().Format(http.TimeFormat)}
+	m := &memFile{body: data, size: size, etag: fileETag(mod, size), lastMod: mod.UTC().Format(http.TimeFormat)}
 	media := filepath.Ext(name) == ".ts"
+	f.mu.RLock()
+	closed := f.closed
+	f.mu.RUnlock()
+	if closed {
+		return
+	}
+	if media {
+		if shm, err := newShm(name, data); err == nil {
+			m.body, m.shm = nil, shm
+		}
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.closed {
+		m.done()
 		return
 	}
 	f.removeLocked(name)
@@ -106,6 +147,7 @@ func (f *liveFiles) Put(name string, data []byte, mod time.Time) {
 		f.media = f.media[1:]
 	}
 	if media && (f.bytes+size > f.cache.perShow || f.cache.size.Load()+size > f.cache.max) {
+		m.done()
 		return // served from disk
 	}
 	f.files[name] = m
@@ -137,8 +179,9 @@ func (f *liveFiles) Remove(name string) {
 func (f *liveFiles) removeLocked(name string) {
 	if old := f.files[name]; old != nil {
 		delete(f.files, name)
-		f.bytes -= int64(len(old.body))
-		f.cache.size.Add(-int64(len(old.body)))
+		f.bytes -= old.size
+		f.cache.size.Add(-old.size)
+		old.done()
 	}
 }
 
@@ -150,6 +193,9 @@ func (f *liveFiles) close() {
 	f.mu.Lock()
 	f.closed = true
 	f.cache.size.Add(-f.bytes)
+	for _, m := range f.files {
+		m.done()
+	}
 	f.files, f.media, f.bytes = map[string]*memFile{}, nil, 0
 	f.mu.Unlock()
 }

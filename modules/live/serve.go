@@ -158,15 +158,21 @@ func negotiate(c *fiber.Ctx, size int64, etag string) (start, length int64, answ
 }
 
 // sendMemory answers GET and HEAD with a file of the live stream held in
-// memory, like sendContent a file on disk: the body is handed to fasthttp
-// as it is, never copied.
+// memory (from mediaCache.get), like sendContent a file on disk: a
+// playlist's bytes are handed to fasthttp as they are, a segment or part
+// goes from its memory file with sendfile(2).
 func sendMemory(c *fiber.Ctx, f *memFile) error {
 	h := &c.Response().Header
 	h.Set(fiber.HeaderETag, f.etag)
 	h.Set(fiber.HeaderLastModified, f.lastMod)
 	h.Set(fiber.HeaderAcceptRanges, "bytes")
-	start, length, answered := negotiate(c, int64(len(f.body)), f.etag)
+	start, length, answered := negotiate(c, f.size, f.etag)
 	if answered || c.Method() == fiber.MethodHead {
+		f.done()
+		return nil
+	}
+	if f.shm != nil {
+		c.Response().SetBodyStream(f.shm.body(c.Context().Conn(), start, length), int(length))
 		return nil
 	}
 	c.Response().SetBodyRaw(f.body[start : start+length])
