@@ -91,12 +91,16 @@ func (b *shmBody) WriteTo(w io.Writer) (int64, error) {
 	if !buffered || !raw {
 		return io.Copy(w, struct{ io.Reader }{b})
 	}
-	if err := bw.Flush(); err != nil {
-		return 0, err
-	}
 	rc, err := sc.SyscallConn()
 	if err != nil {
 		return io.Copy(w, struct{ io.Reader }{b})
+	}
+	// Corked (as nginx's tcp_nopush), the headers leave in the first
+	// packet of the body rather than in one of their own.
+	cork(rc, 1)
+	defer cork(rc, 0)
+	if err := bw.Flush(); err != nil {
+		return 0, err
 	}
 	var sent int64
 	var sendErr error
@@ -125,6 +129,11 @@ func (b *shmBody) WriteTo(w io.Writer) (int64, error) {
 		err = sendErr
 	}
 	return sent, err
+}
+
+// cork sets TCP_CORK; a failure only costs a packet.
+func cork(rc syscall.RawConn, on int) {
+	_ = rc.Control(func(fd uintptr) { _ = unix.SetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_CORK, on) })
 }
 
 func (b *shmBody) Close() error {
