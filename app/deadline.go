@@ -40,12 +40,20 @@ type deadlineCtx struct {
 	cancel   context.CancelFunc
 }
 
-// ended is the context of a request that returned without ever waiting.
-var ended = func() context.Context {
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	return ctx
-}()
+// ended and expired are the contexts of a request that returned without
+// ever waiting, before and after its deadline.
+var (
+	ended = func() context.Context {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		return ctx
+	}()
+	expired = func() context.Context {
+		ctx, cancel := context.WithDeadline(context.Background(), time.Time{})
+		cancel() // it is past already: Err stays DeadlineExceeded
+		return ctx
+	}()
+)
 
 func (d *deadlineCtx) timed() context.Context {
 	d.once.Do(func() { d.ctx, d.cancel = context.WithDeadline(d.parent, d.deadline) })
@@ -53,7 +61,11 @@ func (d *deadlineCtx) timed() context.Context {
 }
 
 func (d *deadlineCtx) end() {
-	d.once.Do(func() { d.ctx = ended })
+	d.once.Do(func() {
+		if d.ctx = ended; !time.Now().Before(d.deadline) {
+			d.ctx = expired
+		}
+	})
 	if d.cancel != nil {
 		d.cancel()
 	}

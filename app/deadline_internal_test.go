@@ -48,6 +48,14 @@ func TestDeadlineContext(t *testing.T) {
 		t.Fatalf("ended: %v", idle.Err())
 	}
 
+	// Past its deadline without anyone waiting: DeadlineExceeded, as the
+	// error handler expects of a request that ran out of time.
+	late := &deadlineCtx{parent: parent, deadline: time.Now()}
+	late.end()
+	if !errors.Is(late.Err(), context.DeadlineExceeded) {
+		t.Fatalf("ended late: %v", late.Err())
+	}
+
 	// An earlier deadline of the parent wins.
 	soon, stop := context.WithDeadline(context.Background(), time.Now().Add(time.Minute))
 	defer stop()
