@@ -15,6 +15,7 @@
 //
 //	go run ./bench/live                      # 1 and 4 publishers, 30 s each
 //	go run ./bench/live -publishers 1,2,8 -seconds 20 -docs ''
+//	go run ./bench/live -serve-only          # only the HLS serving rows
 //
 // Needs ffmpeg, nginx, libnginx-mod-rtmp and wrk. It is a program, not a
 // timed test: the figures go to docs/benchmarks.md.
