@@ -17,6 +17,7 @@
 //
 //	go run ./bench/live                      # 1 and 4 publishers, 30 s each
 //	go run ./bench/live -publishers 1,2,8 -seconds 20 -docs ''
+//	go run ./bench/live -serve-only          # only the HLS serving rows
 //
 // Needs ffmpeg, nginx, libnginx-mod-rtmp and wrk. It is a program, not a
 // timed test: the figures go to docs/benchmarks.md.
@@ -56,6 +57,7 @@ type options struct {
 	profile      string
 	latency      int
 	latencyOnly  bool
+	serveOnly    bool
 }
 
 func main() {
@@ -76,6 +78,7 @@ func main() {
 	flag.StringVar(&o.profile, "profile", "", "directory for OnAir's CPU profiles of each ingest run and of its first wrk run of each request (runs the onair build with pprof)")
 	flag.IntVar(&o.latency, "latency-seconds", 40, "seconds of glass-to-glass latency measurement per server with hls.js in headless Chromium (0: skip)")
 	flag.BoolVar(&o.latencyOnly, "latency-only", false, "measure only the glass-to-glass latency (no ingest CPU, no wrk)")
+	flag.BoolVar(&o.serveOnly, "serve-only", false, "measure only HLS serving: one publisher streams -seconds to OnAir (not measured), then wrk; the docs get the serving table in its own block")
 	flag.Parse()
 	for _, s := range strings.Split(*pubs, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
@@ -84,6 +87,9 @@ func main() {
 			os.Exit(2)
 		}
 		o.publishers = append(o.publishers, n)
+	}
+	if o.serveOnly {
+		o.publishers, o.latency, o.latencyOnly = []int{1}, 0, false
 	}
 	if o.seconds < 5 || o.seconds > o.inputSeconds {
 		fmt.Fprintf(os.Stderr, "live: -seconds must be between 5 and %d\n", o.inputSeconds)
@@ -260,11 +266,15 @@ func run(ctx context.Context, o options) error {
 					fmt.Sprintf("%s/media/shows/%d/audio.m3u8", srv.URL, audio[i].ID)
 			},
 		}
-		var pair [3]ingestResult
-		for j, t := range []target{onair, nginxT, onairAudio} {
+				var pair [3]ingestResult
+		targets := []target{onair, nginxT, onairAudio}
+		if o.serveOnly {
+			targets = targets[:1] // only to have live media to serve
+		}
+		for j, t := range targets {
 			fmt.Fprintf(os.Stderr, "%s: %d publisher(s) for %d s...\n", t.name, n, o.seconds)
 			var profiled chan error
-			if o.profile != "" && j == 0 {
+			if o.profile != "" && j == 0 && !o.serveOnly {
 				profiled = profile(srv, o.seconds, filepath.Join(o.profile, fmt.Sprintf("ingest-%d.cpu.pprof", n)))
 			}
 			res, err := runIngest(ctx, t, input, n, o.seconds)
@@ -283,7 +293,9 @@ func run(ctx context.Context, o options) error {
 				res.cpu.Seconds(), res.children.Seconds(), res.firstMedian().Round(time.Millisecond), res.firstMax().Round(time.Millisecond), res.load)
 			pair[j] = res
 		}
-		rep.ingest = append(rep.ingest, pair)
+		if !o.serveOnly {
+			rep.ingest = append(rep.ingest, pair)
+		}
 	}
 
 	// Serving: the same playlist and segment bytes from OnAir's media route
@@ -349,13 +361,20 @@ func run(ctx context.Context, o options) error {
 	rep.cpuModel = cpuModel()
 
 	table := rep.tables()
+	if o.serveOnly {
+		table = rep.servingTable()
+	}
 	fmt.Println(table)
 	if o.docs != "" {
 		path := o.docs
 		if !filepath.IsAbs(path) {
 			path = filepath.Join(root, path)
 		}
-		if err := benchkit.WriteSection(path, "Live media (RTMP ingest and HLS)", "bench/live", rep.markdown()); err != nil {
+		name, text := "bench/live", rep.markdown()
+		if o.serveOnly {
+			name, text = "bench/live -serve-only", rep.servingMarkdown()
+		}
+		if err := benchkit.WriteSection(path, "Live media (RTMP ingest and HLS)", name, text); err != nil {
 			return err
 		}
 		fmt.Fprintln(os.Stderr, "wrote the figures into", path)
@@ -370,11 +389,21 @@ func profile(srv *benchkit.Server, seconds int, path string) chan error {
 	return done
 }
 
-// closestSegment picks the A/V segment whose size is nearest to want.
+// closestSegment picks, among the A/V segments of the live playlist (those
+// players fetch during a live), the one whose size is nearest to want.
 func closestSegment(dir string, want int64) (string, int64, error) {
-	files, err := filepath.Glob(filepath.Join(dir, "seg-*.ts"))
-	if err != nil || len(files) == 0 {
-		return "", 0, fmt.Errorf("no segments recorded in %s", dir)
+	list, err := os.ReadFile(filepath.Join(dir, "index.m3u8"))
+	if err != nil {
+		return "", 0, err
+	}
+	var files []string
+	for _, line := range strings.Split(string(list), "\n") {
+		if strings.HasPrefix(line, "seg-") && strings.HasSuffix(line, ".ts") {
+			files = append(files, filepath.Join(dir, line))
+		}
+	}
+	if len(files) == 0 {
+		return "", 0, fmt.Errorf("no segments in the live playlist of %s", dir)
 	}
 	best, bestSize := "", int64(0)
 	for _, f := range files {

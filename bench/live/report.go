@@ -51,14 +51,8 @@ func (r *report) tables() string {
 			secs(a.firstMedian()), secs(a.firstMax()), secs(n.firstMedian()), secs(n.firstMax()),
 			ratio(a.firstMedian().Seconds(), n.firstMedian().Seconds()), secs(au.cpu), ratio(au.cpu.Seconds(), a.cpu.Seconds()), n.load)
 	}
-	b.WriteString("\n| HLS request | bytes | OnAir req/s | nginx req/s | req/s OnAir ÷ nginx | OnAir CPU µs/request | nginx CPU µs/request | CPU OnAir ÷ nginx | OnAir p50 / p99 (each run) | nginx p50 / p99 (each run) |\n")
-	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
-	for _, s := range r.serving {
-		fmt.Fprintf(&b, "| %s | %d | %.0f | %.0f | %s | %.0f | %.0f | %s | %s / %s | %s / %s |\n",
-			s.name, s.bytes, s.onair.rps, s.nginx.rps, ratio(s.onair.rps, s.nginx.rps),
-			s.onair.cpuPerRequest(), s.nginx.cpuPerRequest(), ratio(s.onair.cpuPerRequest(), s.nginx.cpuPerRequest()),
-			s.onair.p50, s.onair.p99, s.nginx.p50, s.nginx.p99)
-	}
+	b.WriteString("\n")
+	b.WriteString(r.servingTable())
 	var notes []string
 	for _, p := range r.ingest {
 		for _, x := range p {
@@ -79,6 +73,42 @@ func (r *report) tables() string {
 	for _, n := range notes {
 		b.WriteString("\n- " + n)
 	}
+	return b.String()
+}
+
+// servingTable is the table of the HLS requests.
+func (r *report) servingTable() string {
+	var b strings.Builder
+	b.WriteString("| HLS request | bytes | OnAir req/s | nginx req/s | req/s OnAir ÷ nginx | OnAir CPU µs/request | nginx CPU µs/request | CPU OnAir ÷ nginx | OnAir p50 / p99 (each run) | nginx p50 / p99 (each run) |\n")
+	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, s := range r.serving {
+		fmt.Fprintf(&b, "| %s | %d | %.0f | %.0f | %s | %.0f | %.0f | %s | %s / %s | %s / %s |\n",
+			s.name, s.bytes, s.onair.rps, s.nginx.rps, ratio(s.onair.rps, s.nginx.rps),
+			s.onair.cpuPerRequest(), s.nginx.cpuPerRequest(), ratio(s.onair.cpuPerRequest(), s.nginx.cpuPerRequest()),
+			s.onair.p50, s.onair.p99, s.nginx.p50, s.nginx.p99)
+	}
+	return b.String()
+}
+
+// servingMarkdown is what a -serve-only run writes to the docs: the
+// serving table, its notes and commands.
+func (r *report) servingMarkdown() string {
+	o := r.o
+	var b strings.Builder
+	fmt.Fprintf(&b, "Serving-only run (`-serve-only`) of %s: %d cores (%s), %s with GOMAXPROCS=%d, %s with %d workers; load average %s before and %s after (1/5/15 min). One publisher streamed %d s to OnAir first; the segment is one of its live playlist.\n\n",
+		r.started.UTC().Format("2006-01-02 15:04 UTC"), runtime.NumCPU(), r.cpuModel, runtime.Version(), runtime.NumCPU(), nginxVersion(), o.nginxWorkers, r.loadBefore, r.loadAfter, o.seconds)
+	b.WriteString(r.servingTable())
+	for _, s := range r.serving {
+		if s.onair.errors != "" {
+			b.WriteString("\n- OnAir " + s.name + ": " + s.onair.errors)
+		}
+		if s.nginx.errors != "" {
+			b.WriteString("\n- nginx " + s.name + ": " + s.nginx.errors)
+		}
+	}
+	b.WriteString("\n\nCommands of this run:\n\n```sh\n")
+	fmt.Fprintf(&b, "go run ./bench/live -serve-only -seconds %d -wrk-duration %s -wrk-connections %d\n", o.seconds, o.wrkDuration, o.wrkConns)
+	fmt.Fprintf(&b, "# twice each in the order OnAir, nginx, nginx, OnAir; OnAir's /media/shows/$ID/$FILE, nginx's /static/$FILE (the same bytes):\nwrk %s\n```\n", shellJoin(wrkArgs("$URL", o.wrkThreads, o.wrkConns, o.wrkDuration)))
 	return b.String()
 }
 

@@ -134,7 +134,7 @@ func (m *Module) awaitMedia(c *fiber.Ctx, id int64, file string) error {
 		if !q.set {
 			return nil
 		}
-	} else if _, _, _, ok := hls.ParsePartFile(file); !ok || fileExists(filepath.Join(m.showDir(id), file)) {
+	} else if _, _, _, ok := hls.ParsePartFile(file); !ok || m.media.has(id, file) || fileExists(filepath.Join(m.showDir(id), file)) {
 		return nil
 	}
 	m.mu.Lock()

@@ -189,8 +189,12 @@ func (s *stream) start() error {
 	if part == 0 {
 		part = -1 // LL-HLS off
 	}
-	s.pkg, err = hls.Open(s.dir, hls.Options{Logger: s.m.core.Log.With("show", s.showID), OnSegment: s.onSegment,
-		Now: s.now, ProbeDuration: s.m.trackWait, PartDuration: part, Live: s.m.liveFor(s.showID), AudioOnly: s.audioOnly})
+	opts := hls.Options{Logger: s.m.core.Log.With("show", s.showID), OnSegment: s.onSegment,
+		Now: s.now, ProbeDuration: s.m.trackWait, PartDuration: part, Live: s.m.liveFor(s.showID), AudioOnly: s.audioOnly}
+	if files := s.m.media.start(s.showID); files != nil {
+		opts.Files = files
+	}
+	s.pkg, err = hls.Open(s.dir, opts)
 	if err != nil {
 		return fmt.Errorf("live: show %d: %w", s.showID, err)
 	}
@@ -387,11 +391,12 @@ func (s *stream) Close(reason error) {
 // onShowEvent reacts to the lifecycle: a stopped show loses its publisher
 // and (unless radio) is archived; a deleted one loses its media.
 func (m *Module) onShowEvent(ctx context.Context, ev shows.Event) {
-	m.vis.forget(ev.Show.ID)
+	m.vis.event(ev)
 	switch ev.Type {
 	case shows.EventStopped:
 		m.viewers.forget(ev.Show.ID)
 		m.forgetLive(ev.Show.ID)
+		m.media.drop(ev.Show.ID)
 		radio := ev.Show.Radio
 		// With a cluster, one node archives (decided before the publisher
 		// is cut off, while this node still holds the show's lease).
@@ -408,6 +413,7 @@ func (m *Module) onShowEvent(ctx context.Context, ev shows.Event) {
 	case shows.EventDeleted:
 		m.viewers.forget(ev.Show.ID)
 		m.forgetLive(ev.Show.ID)
+		m.media.drop(ev.Show.ID)
 		gone := m.disconnect(ev.Show.ID, errStopped)
 		m.background(func() {
 			for _, s := range gone {

@@ -18,6 +18,18 @@ var ErrUnsupportedCodec = errors.New("hls: unsupported codec")
 // ErrClosed is returned by a Packager used after Close.
 var ErrClosed = errors.New("hls: packager closed")
 
+// Files receives the files of a live stream as a Packager publishes them:
+// the live media and master playlists each time they are rewritten, each
+// segment once finished, each LL-HLS part. Put comes once the file is in
+// place on disk, before the playlist that lists it; data then belongs to
+// the receiver and is never modified. Remove tells of a segment or part
+// that has left the live playlist (its file may stay, as segments do).
+// Calls come from the goroutine feeding the Packager.
+type Files interface {
+	Put(name string, data []byte, mod time.Time)
+	Remove(name string)
+}
+
 // Options tune a Packager. Zero fields take the defaults named after them.
 type Options struct {
 	// SegmentDuration is the duration the cutter aims for: a segment with
@@ -59,6 +71,10 @@ type Options struct {
 	// dropped unread and no A/V rendition (nor MasterAV) is written, which
 	// spares the video's muxing and disk (an audio show).
 	AudioOnly bool
+
+	// Files, if set, gets every file of the live stream as it is
+	// published, for a server to answer from memory (see Files).
+	Files Files
 
 	// noSync skips fsync, for tests and fuzzing only.
 	noSync bool
@@ -364,7 +380,7 @@ func (p *Packager) startOutput() error {
 	}
 	p.wire()
 	for _, r := range p.prior {
-		removeParts(p.dir, r.Rendition, r.Sequence) // left by the previous publication
+		removeParts(p.dir, r.Rendition, r.Sequence, nil) // left by the previous publication
 	}
 	p.log.Info("hls packaging started", "video", p.hasVideo, "audio", p.hasAudio)
 	pending := p.pending
@@ -560,7 +576,7 @@ func (p *Packager) writeMasters() error {
 		if p.masters[name] == string(text) {
 			continue
 		}
-		if err := writeFileAtomic(p.dir, name, text); err != nil {
+		if err := putFile(p.dir, name, text, p.opts.Files); err != nil {
 			return err
 		}
 		p.masters[name] = string(text)

@@ -30,6 +30,8 @@ type rendition struct {
 	td        int
 	window    float64 // least seconds in the live playlist
 	onSegment func(Segment)
+	files     Files // hears of every file published (Options.Files)
+	lastSize  int64 // bytes of the last segment, to size the next one's copy in memory
 	clock     *clock
 	durable   bool
 	codecs    string // RFC 6381 codecs of the rendition, for the index
@@ -108,6 +110,7 @@ func newRendition(name, playlistName, dir string, video, audio bool, o Options, 
 		td:        o.TargetDuration,
 		window:    o.Window.Seconds(),
 		onSegment: o.OnSegment,
+		files:     o.Files,
 		clock:     c,
 		durable:   !o.noSync,
 	}
@@ -222,6 +225,9 @@ func (r *rendition) start(ts int64, independent bool) error {
 	if err != nil {
 		return err
 	}
+	if r.files != nil {
+		w.mem = make([]byte, 0, r.lastSize+r.lastSize/4)
+	}
 	r.cur, r.curFile, r.curStart, r.curIndep = w, name, ts, independent
 	r.end = ts
 	r.frames = 0
@@ -272,7 +278,7 @@ func (r *rendition) finishPart(next int64) error {
 		dur = min(max(r.end-r.partStart, 90), r.partTarget)
 	}
 	name := partFile(r.name, r.seq, len(r.curParts))
-	if err := writeFileAtomic(r.dir, name, r.partBuf.Bytes()); err != nil {
+	if err := putFile(r.dir, name, r.partBuf.Bytes(), r.files); err != nil {
 		return err
 	}
 	r.curParts = append(r.curParts, Part{File: name, Duration: float64(dur) / 90000, Independent: r.partIndep})
@@ -305,6 +311,14 @@ func (r *rendition) finish(next int64) error {
 	if err := w.finish(r.durable); err != nil {
 		return err
 	}
+	r.lastSize = w.n
+	if r.files != nil {
+		fi, err := os.Stat(filepath.Join(r.dir, r.curFile))
+		if err != nil {
+			return fmt.Errorf("finish segment: %w", err)
+		}
+		r.files.Put(r.curFile, w.mem, fi.ModTime())
+	}
 	seg := Segment{
 		Size:            w.n,
 		Codecs:          r.codecs,
@@ -335,7 +349,10 @@ func (r *rendition) finish(next int64) error {
 				r.discSeq++
 			}
 			delete(r.parts, s.Sequence)
-			removeParts(r.dir, r.name, s.Sequence)
+			removeParts(r.dir, r.name, s.Sequence, r.files)
+			if r.files != nil {
+				r.files.Remove(s.File)
+			}
 		}
 		r.live = append(r.live[:0], r.live[n:]...)
 	}
@@ -377,7 +394,7 @@ func (r *rendition) writePlaylist(ended bool) error {
 		}
 		p.ll = ll
 	}
-	if err := writeFileAtomic(r.dir, r.playlist, p.render()); err != nil {
+	if err := putFile(r.dir, r.playlist, p.render(), r.files); err != nil {
 		return err
 	}
 	if r.partLen > 0 {
@@ -397,10 +414,15 @@ func (r *rendition) position() Position {
 	}
 }
 
-// removeParts deletes the part files of a segment.
-func removeParts(dir, rendition string, seq uint64) {
+// removeParts deletes the part files of a segment (and tells files, if
+// set).
+func removeParts(dir, rendition string, seq uint64, files Files) {
 	for i := 0; ; i++ {
-		if err := os.Remove(filepath.Join(dir, partFile(rendition, seq, i))); err != nil {
+		name := partFile(rendition, seq, i)
+		if files != nil {
+			files.Remove(name)
+		}
+		if err := os.Remove(filepath.Join(dir, name)); err != nil {
 			return
 		}
 	}

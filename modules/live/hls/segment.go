@@ -145,11 +145,29 @@ func writeFileAtomic(dir, name string, data []byte) error {
 	return nil
 }
 
+// putFile writes a published file of the live stream (writeFileAtomic)
+// and hands files, if set, a copy of it.
+func putFile(dir, name string, data []byte, files Files) error {
+	if err := writeFileAtomic(dir, name, data); err != nil {
+		return err
+	}
+	if files == nil {
+		return nil
+	}
+	fi, err := os.Stat(filepath.Join(dir, name))
+	if err != nil {
+		return fmt.Errorf("write %s: %w", name, err)
+	}
+	files.Put(name, bytes.Clone(data), fi.ModTime())
+	return nil
+}
+
 // segmentWriter is an open segment file.
 type segmentWriter struct {
-	f  *os.File
-	bw *bufio.Writer
-	n  int64 // bytes written
+	f   *os.File
+	bw  *bufio.Writer
+	n   int64  // bytes written
+	mem []byte // a copy of the bytes, when not nil (Options.Files)
 }
 
 func createSegment(path string) (*segmentWriter, error) {
@@ -163,6 +181,9 @@ func createSegment(path string) (*segmentWriter, error) {
 func (s *segmentWriter) Write(p []byte) (int, error) {
 	n, err := s.bw.Write(p)
 	s.n += int64(n)
+	if s.mem != nil {
+		s.mem = append(s.mem, p[:n]...)
+	}
 	return n, err
 }
 
