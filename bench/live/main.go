@@ -266,7 +266,7 @@ func run(ctx context.Context, o options) error {
 					fmt.Sprintf("%s/media/shows/%d/audio.m3u8", srv.URL, audio[i].ID)
 			},
 		}
-				var pair [3]ingestResult
+		var pair [3]ingestResult
 		targets := []target{onair, nginxT, onairAudio}
 		if o.serveOnly {
 			targets = targets[:1] // only to have live media to serve
