@@ -542,7 +542,7 @@ func (p *Packager) writeMasters() error {
 		if p.masters[name] == string(text) {
 			continue
 		}
-		if err := writeFileAtomic(p.dir, name, text); err != nil {
+		if err := replaceFile(p.dir, name, text); err != nil {
 			return err
 		}
 		p.masters[name] = string(text)

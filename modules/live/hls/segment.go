@@ -1,7 +1,6 @@
 package hls
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -145,11 +144,37 @@ func writeFileAtomic(dir, name string, data []byte) error {
 	return nil
 }
 
-// segmentWriter is an open segment file.
+// replaceFile is writeFileAtomic for the files a Packager rewrites while
+// live (its playlists, several times a second, and its parts): the
+// temporary file has a fixed name, since the Packager has its directory to
+// itself, and is created with its final mode, like the segments. That is
+// four system calls (open, write, close, rename) where CreateTemp and a
+// chmod take six.
+func replaceFile(dir, name string, data []byte) error {
+	tmp := filepath.Join(dir, "."+name+".tmp")
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return fmt.Errorf("write %s: %w", name, err)
+	}
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, filepath.Join(dir, name))
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("write %s: %w", name, err)
+	}
+	return nil
+}
+
+// segmentWriter is an open segment file. The rendition writes it a part
+// (or, without parts, spillAt bytes) at a time, so it needs no buffer.
 type segmentWriter struct {
-	f  *os.File
-	bw *bufio.Writer
-	n  int64 // bytes written
+	f *os.File
+	n int64 // bytes written
 }
 
 func createSegment(path string) (*segmentWriter, error) {
@@ -157,20 +182,23 @@ func createSegment(path string) (*segmentWriter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create segment: %w", err)
 	}
-	return &segmentWriter{f: f, bw: bufio.NewWriterSize(f, 64<<10)}, nil
+	return &segmentWriter{f: f}, nil
 }
 
 func (s *segmentWriter) Write(p []byte) (int, error) {
-	n, err := s.bw.Write(p)
+	n, err := s.f.Write(p)
 	s.n += int64(n)
+	if err != nil {
+		err = fmt.Errorf("write segment: %w", err)
+	}
 	return n, err
 }
 
-// finish flushes and syncs the file, so that once it is in the index it
+// finish syncs and closes the file, so that once it is in the index it
 // survives a crash.
 func (s *segmentWriter) finish(durable bool) error {
-	err := s.bw.Flush()
-	if err == nil && durable {
+	var err error
+	if durable {
 		err = s.f.Sync()
 	}
 	if cerr := s.f.Close(); err == nil {

@@ -77,7 +77,9 @@ func readAll(t *testing.T, raw []byte) ([]*Message, error) {
 			}
 			return out, err
 		}
-		out = append(out, m)
+		c := *m // the reader reuses the message and its payload
+		c.Payload = bytes.Clone(m.Payload)
+		out = append(out, &c)
 	}
 }
 
