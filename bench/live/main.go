@@ -54,6 +54,8 @@ type options struct {
 	profile      string
 	latency      int
 	latencyOnly  bool
+	ingestOnly   bool
+	partDuration string
 }
 
 func main() {
@@ -74,6 +76,8 @@ func main() {
 	flag.StringVar(&o.profile, "profile", "", "directory for OnAir's CPU profiles of each ingest run and of its first wrk run of each request (runs the onair build with pprof)")
 	flag.IntVar(&o.latency, "latency-seconds", 40, "seconds of glass-to-glass latency measurement per server with hls.js in headless Chromium (0: skip)")
 	flag.BoolVar(&o.latencyOnly, "latency-only", false, "measure only the glass-to-glass latency (no ingest CPU, no wrk)")
+	flag.BoolVar(&o.ingestOnly, "ingest-only", false, "measure only the ingest CPU (no latency, no wrk); the figures go to their own generated block of the docs section")
+	flag.StringVar(&o.partDuration, "part-duration", "", "OnAir's ONAIR_HLS_PART_DURATION for the run (default: OnAir's own; 0 turns LL-HLS parts off)")
 	flag.Parse()
 	for _, s := range strings.Split(*pubs, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
@@ -104,7 +108,7 @@ func envInt(name string, def int) int {
 
 func run(ctx context.Context, o options) error {
 	tools := []string{"ffmpeg", "nginx", "wrk"}
-	if o.latencyOnly {
+	if o.latencyOnly || o.ingestOnly {
 		tools = tools[:2]
 	}
 	for _, tool := range tools {
@@ -153,6 +157,9 @@ func run(ctx context.Context, o options) error {
 		"ONAIR_RTMP_MAX_PENDING_PER_IP":    "128",
 		"ONAIR_RTMP_MAX_PENDING":           "128",
 	}
+	if o.partDuration != "" {
+		env["ONAIR_HLS_PART_DURATION"] = o.partDuration
+	}
 	if o.profile != "" {
 		if err := os.MkdirAll(o.profile, 0o755); err != nil {
 			return err
@@ -189,7 +196,7 @@ func run(ctx context.Context, o options) error {
 	}
 	defer ngx.stop()
 
-	if o.latency > 0 {
+	if o.latency > 0 && !o.ingestOnly {
 		sh, err := srv.CreateShow(ctx, token, "Bench latency")
 		if err != nil {
 			return err
@@ -266,6 +273,22 @@ func run(ctx context.Context, o options) error {
 			pair[j] = res
 		}
 		rep.ingest = append(rep.ingest, pair)
+	}
+	if o.ingestOnly {
+		rep.loadAfter = benchkit.LoadAvg()
+		rep.cpuModel = cpuModel()
+		fmt.Println(rep.ingestTable() + rep.notes())
+		if o.docs != "" {
+			path := o.docs
+			if !filepath.IsAbs(path) {
+				path = filepath.Join(root, path)
+			}
+			if err := benchkit.WriteSection(path, "Live media (RTMP ingest and HLS)", "bench/live -ingest-only", rep.markdown()); err != nil {
+				return err
+			}
+			fmt.Fprintln(os.Stderr, "wrote the ingest figures into", path)
+		}
+		return nil
 	}
 
 	// Serving: the same playlist and segment bytes from OnAir's media route

@@ -41,6 +41,11 @@ func ratio(a, b float64) string {
 func secs(d time.Duration) string { return fmt.Sprintf("%.2f", d.Seconds()) }
 
 func (r *report) tables() string {
+	return r.ingestTable() + "\n" + r.servingTable() + r.notes()
+}
+
+// ingestTable is the table of the ingest runs.
+func (r *report) ingestTable() string {
 	var b strings.Builder
 	b.WriteString("| Publishers | OnAir CPU s/stream | nginx CPU s/stream | CPU OnAir ÷ nginx | OnAir first segment p50 (max) | nginx first segment p50 (max) | first segment OnAir ÷ nginx | load (1/5/15 min) |\n")
 	b.WriteString("|---:|---:|---:|---:|---:|---:|---:|---|\n")
@@ -51,7 +56,13 @@ func (r *report) tables() string {
 			secs(a.firstMedian()), secs(a.firstMax()), secs(n.firstMedian()), secs(n.firstMax()),
 			ratio(a.firstMedian().Seconds(), n.firstMedian().Seconds()), n.load)
 	}
-	b.WriteString("\n| HLS request | bytes | OnAir req/s | nginx req/s | req/s OnAir ÷ nginx | OnAir CPU µs/request | nginx CPU µs/request | CPU OnAir ÷ nginx | OnAir p50 / p99 (each run) | nginx p50 / p99 (each run) |\n")
+	return b.String()
+}
+
+// servingTable is the table of the wrk runs.
+func (r *report) servingTable() string {
+	var b strings.Builder
+	b.WriteString("| HLS request | bytes | OnAir req/s | nginx req/s | req/s OnAir ÷ nginx | OnAir CPU µs/request | nginx CPU µs/request | CPU OnAir ÷ nginx | OnAir p50 / p99 (each run) | nginx p50 / p99 (each run) |\n")
 	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, s := range r.serving {
 		fmt.Fprintf(&b, "| %s | %d | %.0f | %.0f | %s | %.0f | %.0f | %s | %s / %s | %s / %s |\n",
@@ -59,6 +70,12 @@ func (r *report) tables() string {
 			s.onair.cpuPerRequest(), s.nginx.cpuPerRequest(), ratio(s.onair.cpuPerRequest(), s.nginx.cpuPerRequest()),
 			s.onair.p50, s.onair.p99, s.nginx.p50, s.nginx.p99)
 	}
+	return b.String()
+}
+
+// notes lists failures and the thumbnail CPU, one bullet each.
+func (r *report) notes() string {
+	var b strings.Builder
 	var notes []string
 	for _, p := range r.ingest {
 		for _, x := range p {
@@ -101,13 +118,27 @@ func (r *report) markdown() string {
 		r.started.UTC().Format("2006-01-02 15:04 UTC"), runtime.NumCPU(), r.cpuModel, runtime.Version(), runtime.NumCPU(), nginxVersion(), o.nginxWorkers, r.loadBefore, r.loadAfter)
 	fmt.Fprintf(&b, "Input: %d s of `testsrc2` 1280×720 at 30 fps and a 440 Hz tone, H.264 (x264 veryfast, keyframe every 60 frames = 2 s) and AAC 128 kb/s in FLV, %.2f Mb/s in all. Each publisher streams the first %d s of it.\n\n",
 		o.inputSeconds, r.inputRate, o.seconds)
-	b.WriteString(r.tables())
+	if o.ingestOnly {
+		b.WriteString(r.ingestTable() + r.notes())
+	} else {
+		b.WriteString(r.tables())
+	}
 	b.WriteString("\n\nCommands of this run:\n\n```sh\n")
-	fmt.Fprintf(&b, "go run ./bench/live -publishers %s -seconds %d -wrk-duration %s -wrk-connections %d   # or: task bench -- live\n",
-		strings.Join(pubs, ","), o.seconds, o.wrkDuration, o.wrkConns)
+	extra := ""
+	if o.partDuration != "" {
+		extra = " -part-duration " + o.partDuration
+	}
+	if o.ingestOnly {
+		fmt.Fprintf(&b, "go run ./bench/live -ingest-only -publishers %s -seconds %d%s\n", strings.Join(pubs, ","), o.seconds, extra)
+	} else {
+		fmt.Fprintf(&b, "go run ./bench/live -publishers %s -seconds %d -wrk-duration %s -wrk-connections %d%s   # or: task bench -- live\n",
+			strings.Join(pubs, ","), o.seconds, o.wrkDuration, o.wrkConns, extra)
+	}
 	fmt.Fprintf(&b, "# the input, once, into %s:\nffmpeg %s\n", "$XDG_CACHE_HOME/onair-bench", shellJoin(encodeArgs("testsrc2-720p30-2500k-g60-60s.flv", o.inputSeconds)))
 	fmt.Fprintf(&b, "# each publisher, against OnAir then nginx:\nffmpeg %s\n", shellJoin(publishArgs("$INPUT", "rtmp://127.0.0.1:$PORT/live/$KEY", o.seconds)))
-	fmt.Fprintf(&b, "# serving, twice each in the order OnAir, nginx, nginx, OnAir; OnAir's /media/shows/$ID/$FILE, nginx's /static/$FILE (the same bytes):\nwrk %s\n", shellJoin(wrkArgs("$URL", o.wrkThreads, o.wrkConns, o.wrkDuration)))
+	if !o.ingestOnly {
+		fmt.Fprintf(&b, "# serving, twice each in the order OnAir, nginx, nginx, OnAir; OnAir's /media/shows/$ID/$FILE, nginx's /static/$FILE (the same bytes):\nwrk %s\n", shellJoin(wrkArgs("$URL", o.wrkThreads, o.wrkConns, o.wrkDuration)))
+	}
 	b.WriteString("```\n\nThe nginx side (`nginx -p $PREFIX -g 'daemon off;'`):\n\n```nginx\n")
 	conf := r.nginxConf
 	if i := strings.Index(conf, "rtmp {"); i >= 0 {

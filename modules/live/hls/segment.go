@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 )
 
@@ -145,29 +146,54 @@ func writeFileAtomic(dir, name string, data []byte) error {
 }
 
 // replaceFile is writeFileAtomic for the files a Packager rewrites while
-// live (its playlists, several times a second, and its parts): the
-// temporary file has a fixed name, since the Packager has its directory to
-// itself, and is created with its final mode, like the segments. That is
-// four system calls (open, write, close, rename) where CreateTemp and a
-// chmod take six.
+// live, several times a second: its playlists and parts. The temporary
+// file has a fixed name, since the Packager has its directory to itself,
+// and is created with its final mode (like the segments); the system calls
+// are made directly, because os.OpenFile also registers the file with the
+// poller and os.Rename stats the target first. That is four system calls
+// (open, write, close, rename) where writeFileAtomic makes about twelve.
 func replaceFile(dir, name string, data []byte) error {
 	tmp := filepath.Join(dir, "."+name+".tmp")
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return fmt.Errorf("write %s: %w", name, err)
-	}
-	_, err = f.Write(data)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
+	err := writeNew(tmp, data)
 	if err == nil {
-		err = os.Rename(tmp, filepath.Join(dir, name))
+		err = retryEINTR(func() error { return syscall.Rename(tmp, filepath.Join(dir, name)) })
 	}
 	if err != nil {
-		os.Remove(tmp)
+		syscall.Unlink(tmp)
 		return fmt.Errorf("write %s: %w", name, err)
 	}
 	return nil
+}
+
+// writeNew creates or truncates path and writes data into it.
+func writeNew(path string, data []byte) error {
+	var fd int
+	err := retryEINTR(func() (err error) {
+		fd, err = syscall.Open(path, syscall.O_WRONLY|syscall.O_CREAT|syscall.O_TRUNC|syscall.O_CLOEXEC, 0o644)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	for len(data) > 0 && err == nil {
+		var n int
+		if n, err = syscall.Write(fd, data); err == syscall.EINTR {
+			err = nil
+		}
+		data = data[max(n, 0):]
+	}
+	if cerr := syscall.Close(fd); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+func retryEINTR(call func() error) error {
+	for {
+		if err := call(); err != syscall.EINTR {
+			return err
+		}
+	}
 }
 
 // segmentWriter is an open segment file. The rendition writes it a part
