@@ -1,6 +1,7 @@
 package hls
 
 import (
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -264,17 +265,17 @@ func (r *rendition) cutPart(next int64, independent bool) error {
 }
 
 // finishPart writes the part in progress, built in the muxer's buffer, to
-// the segment file and to its own file, one write each (no fsync for the
-// part: parts are for the live edge only, the segment holds the same bytes
-// durably).
+// the segment file and to its own file, one write each. The part's file
+// is written in place (see Live.PartPublished) and not synced: parts are
+// for the live edge only, the segment holds the same bytes durably.
 func (r *rendition) finishPart(next int64) error {
 	dur := next - r.partStart
 	if dur > r.partTarget || dur <= 0 {
 		dur = min(max(r.end-r.partStart, 90), r.partTarget)
 	}
 	name := partFile(r.name, r.seq, len(r.curParts))
-	if err := replaceFile(r.dir, name, r.mux.out); err != nil {
-		return err
+	if err := writeNew(filepath.Join(r.dir, name), r.mux.out); err != nil {
+		return fmt.Errorf("write part: %w", err)
 	}
 	if err := r.flush(); err != nil {
 		return err
