@@ -228,6 +228,13 @@ func run(ctx context.Context, o options) error {
 	if fi, err := os.Stat(input); err == nil {
 		rep.inputRate = float64(fi.Size()) * 8 / float64(o.inputSeconds) / 1e6
 	}
+	// Each server's own CPU with no publisher over the same time, measured
+	// side by side: what a run costs whatever the streams.
+	fmt.Fprintf(os.Stderr, "both servers idle for %d s...\n", o.seconds)
+	if rep.idle, err = measureIdle(ctx, [][]int{{srv.PID()}, ngx.pids()}, time.Duration(o.seconds)*time.Second); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "  idle CPU OnAir %.2f s, nginx %.2f s\n", rep.idle[0].Seconds(), rep.idle[1].Seconds())
 	for _, n := range o.publishers {
 		list := shows[n]
 		onair := target{

@@ -26,6 +26,7 @@ type report struct {
 	nginxPrefix           string
 	nginxRTMP             string
 	ingest                [][2]ingestResult // per publisher count: OnAir, nginx
+	idle                  []time.Duration   // OnAir, nginx: CPU with no publisher over the same seconds
 	segment               string
 	segmentSize           int64
 	serving               []servingRow
@@ -77,6 +78,10 @@ func (r *report) servingTable() string {
 func (r *report) notes() string {
 	var b strings.Builder
 	var notes []string
+	if len(r.idle) == 2 {
+		notes = append(notes, fmt.Sprintf("Idle, with no publisher, over %d s side by side: OnAir %.2f s of CPU, nginx %.2f s (included in every CPU figure above, divided by the publishers).",
+			r.o.seconds, r.idle[0].Seconds(), r.idle[1].Seconds()))
+	}
 	for _, p := range r.ingest {
 		for _, x := range p {
 			notes = append(notes, x.failures...)
