@@ -187,9 +187,6 @@ func (c *conn) publish(streamID uint32, txn float64, args []any) error {
 	c.srv.keyResult(c.addr, key, true, now)
 	c.pub = &publication{streamID: streamID, sink: sink}
 	c.published = true
-	if g := c.srv.ReadGather; g >= 0 {
-		c.idle.gather = durationOr(g, DefaultReadGather)
-	}
 	if err := c.srv.promote(c); err != nil {
 		return c.refuseWith(streamID, err)
 	}

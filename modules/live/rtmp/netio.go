@@ -13,47 +13,20 @@ import (
 // keep the syscall count low; the effective timeout is therefore between
 // timeout-1s and timeout. A zero timeout leaves deadlines alone (during the
 // handshake, which has an overall deadline instead).
-//
-// With gather set (a publishing connection, see Server.ReadGather), a read
-// that follows one which drained the socket first waits until gather has
-// passed since that one, so the frames the encoder sent meanwhile come in
-// one read and one wake-up of the goroutine. The wait ends early when ctx
-// is cancelled.
 type idleConn struct {
 	net.Conn
-	ctx     context.Context
 	timeout time.Duration
 	set     time.Time
-	gather  time.Duration
-	drained time.Time // when the last read that drained the socket returned
 }
 
 func (c *idleConn) Read(p []byte) (int, error) {
-	now := time.Now()
-	if wait := c.gather - now.Sub(c.drained); c.gather > 0 && !c.drained.IsZero() && wait > 0 {
-		t := time.NewTimer(wait)
-		select {
-		case <-t.C:
-		case <-c.ctx.Done():
-			t.Stop()
-			return 0, context.Cause(c.ctx)
-		}
-		now = time.Now()
-	}
-	if c.timeout > 0 && now.Sub(c.set) >= time.Second {
+	if now := time.Now(); c.timeout > 0 && now.Sub(c.set) >= time.Second {
 		if err := c.Conn.SetReadDeadline(now.Add(c.timeout)); err != nil {
 			return 0, err
 		}
 		c.set = now
 	}
-	n, err := c.Conn.Read(p)
-	if c.gather > 0 {
-		c.drained = time.Time{}
-		if n < len(p) {
-			c.drained = time.Now()
-		}
-	}
-	return n, err
+	return c.Conn.Read(p)
 }
 
 // rateReader caps the average byte rate of a reader with a token bucket

@@ -18,7 +18,6 @@ const (
 	DefaultWriteTimeout     = 10 * time.Second
 	DefaultMaxByteRate      = 50_000_000 / 8 // 50 Mbit/s, several times a 1080p60 stream
 	DefaultMaxConnections   = 256
-	DefaultReadGather       = 30 * time.Millisecond
 )
 
 // Server accepts RTMP publishers. Set the fields before calling Serve; the
@@ -45,13 +44,6 @@ type Server struct {
 	// (DefaultMaxByteRate); a negative value disables the cap. Faster
 	// senders are slowed through TCP flow control, not disconnected.
 	MaxByteRate int64
-	// ReadGather, once a connection publishes, is the least time between
-	// two reads of it that find the socket drained (DefaultReadGather; a
-	// negative value reads as soon as data arrives): an encoder writes
-	// each audio and video frame as it is due, ~80 times a second, and
-	// waking the connection's goroutine for each costs more CPU than
-	// reading them all. The media is delayed by at most this long.
-	ReadGather time.Duration
 	// MaxConnections caps concurrent connections (DefaultMaxConnections).
 	// When it is reached, the oldest connection not yet publishing is
 	// dropped for a new one; when all are publishers, the new one is
