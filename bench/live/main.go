@@ -58,6 +58,8 @@ type options struct {
 	latency      int
 	latencyOnly  bool
 	serveOnly    bool
+	ingestOnly   bool
+	partDuration string
 }
 
 func main() {
@@ -79,6 +81,8 @@ func main() {
 	flag.IntVar(&o.latency, "latency-seconds", 40, "seconds of glass-to-glass latency measurement per server with hls.js in headless Chromium (0: skip)")
 	flag.BoolVar(&o.latencyOnly, "latency-only", false, "measure only the glass-to-glass latency (no ingest CPU, no wrk)")
 	flag.BoolVar(&o.serveOnly, "serve-only", false, "measure only HLS serving: one publisher streams -seconds to OnAir (not measured), then wrk; the docs get the serving table in its own block")
+	flag.BoolVar(&o.ingestOnly, "ingest-only", false, "measure only the ingest CPU (no latency, no wrk); the figures go to their own generated block of the docs section")
+	flag.StringVar(&o.partDuration, "part-duration", "", "OnAir's ONAIR_HLS_PART_DURATION for the run (default: OnAir's own; 0 turns LL-HLS parts off)")
 	flag.Parse()
 	for _, s := range strings.Split(*pubs, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
@@ -112,7 +116,7 @@ func envInt(name string, def int) int {
 
 func run(ctx context.Context, o options) error {
 	tools := []string{"ffmpeg", "nginx", "wrk"}
-	if o.latencyOnly {
+	if o.latencyOnly || o.ingestOnly {
 		tools = tools[:2]
 	}
 	for _, tool := range tools {
@@ -161,6 +165,9 @@ func run(ctx context.Context, o options) error {
 		"ONAIR_RTMP_MAX_PENDING_PER_IP":    "128",
 		"ONAIR_RTMP_MAX_PENDING":           "128",
 	}
+	if o.partDuration != "" {
+		env["ONAIR_HLS_PART_DURATION"] = o.partDuration
+	}
 	if o.profile != "" {
 		if err := os.MkdirAll(o.profile, 0o755); err != nil {
 			return err
@@ -202,7 +209,7 @@ func run(ctx context.Context, o options) error {
 	}
 	defer ngx.stop()
 
-	if o.latency > 0 {
+	if o.latency > 0 && !o.ingestOnly {
 		sh, err := srv.CreateShow(ctx, token, "Bench latency")
 		if err != nil {
 			return err
@@ -234,6 +241,13 @@ func run(ctx context.Context, o options) error {
 	if fi, err := os.Stat(input); err == nil {
 		rep.inputRate = float64(fi.Size()) * 8 / float64(o.inputSeconds) / 1e6
 	}
+	// Each server's own CPU with no publisher over the same time, measured
+	// side by side: what a run costs whatever the streams.
+	fmt.Fprintf(os.Stderr, "both servers idle for %d s...\n", o.seconds)
+	if rep.idle, err = measureIdle(ctx, [][]int{{srv.PID()}, ngx.pids()}, time.Duration(o.seconds)*time.Second); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "  idle CPU OnAir %.2f s, nginx %.2f s\n", rep.idle[0].Seconds(), rep.idle[1].Seconds())
 	for _, n := range o.publishers {
 		list := shows[n]
 		onair := target{
@@ -296,6 +310,22 @@ func run(ctx context.Context, o options) error {
 		if !o.serveOnly {
 			rep.ingest = append(rep.ingest, pair)
 		}
+	}
+	if o.ingestOnly {
+		rep.loadAfter = benchkit.LoadAvg()
+		rep.cpuModel = cpuModel()
+		fmt.Println(rep.ingestTable() + rep.notes())
+		if o.docs != "" {
+			path := o.docs
+			if !filepath.IsAbs(path) {
+				path = filepath.Join(root, path)
+			}
+			if err := benchkit.WriteSection(path, "Live media (RTMP ingest and HLS)", "bench/live -ingest-only", rep.markdown()); err != nil {
+				return err
+			}
+			fmt.Fprintln(os.Stderr, "wrote the ingest figures into", path)
+		}
+		return nil
 	}
 
 	// Serving: the same playlist and segment bytes from OnAir's media route

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
 	"strings"
 	"time"
@@ -165,7 +166,7 @@ type Packager struct {
 	audioSynced bool
 	// What the master playlists announce, and what they said last.
 	statsAV, statsAudio variantStats
-	masters             map[string]string
+	masters             map[string][]variant // as last written
 	nalus               [][]byte
 	annexB              []byte
 	adts                []byte
@@ -556,32 +557,57 @@ func (p *Packager) segmentDone(seg Segment) {
 	}
 }
 
-// writeMasters writes the live master playlists that changed: MasterAV
-// once the A/V rendition has a segment with video, MasterAudio once the
-// audio-only rendition has one.
+// writeMasters writes the live master playlists whose announcement
+// changed (see stale): MasterAV once the A/V rendition has a segment with
+// video, MasterAudio once the audio-only rendition has one.
 func (p *Packager) writeMasters() error {
 	if p.masters == nil {
-		p.masters = map[string]string{}
+		p.masters = map[string][]variant{}
 	}
-	want := map[string][]byte{}
 	var audio []variant
 	if p.statsAudio.n > 0 {
 		audio = append(audio, p.statsAudio.variant(PlaylistAudio))
-		want[MasterAudio] = renderMaster(audio...)
-	}
-	if p.statsAV.n > 0 && strings.Contains(p.statsAV.last.Codecs, "avc1") {
-		want[MasterAV] = renderMaster(append([]variant{p.statsAV.variant(PlaylistAV)}, audio...)...)
-	}
-	for name, text := range want {
-		if p.masters[name] == string(text) {
-			continue
-		}
-		if err := putFile(p.dir, name, text, p.opts.Files); err != nil {
+		if err := p.writeMaster(MasterAudio, audio); err != nil {
 			return err
 		}
-		p.masters[name] = string(text)
+	}
+	if p.statsAV.n > 0 && strings.Contains(p.statsAV.last.Codecs, "avc1") {
+		return p.writeMaster(MasterAV, append([]variant{p.statsAV.variant(PlaylistAV)}, audio...))
 	}
 	return nil
+}
+
+func (p *Packager) writeMaster(name string, vs []variant) error {
+	if !stale(p.masters[name], vs) {
+		return nil
+	}
+	if err := putFile(p.dir, name, renderMaster(vs...), p.opts.Files); err != nil {
+		return err
+	}
+	p.masters[name] = vs
+	return nil
+}
+
+// stale reports whether a live master announcing old should be rewritten
+// to announce now: when a variant, its codecs or resolution change, its
+// frame rate by more than 1%, its peak bandwidth rises, or its average
+// bandwidth is more than a tenth off. The average moves with every
+// segment, and players read the master once: rewriting both masters after
+// every segment of either rendition cost as much as a part's playlist
+// (Finalize writes the archive's masters with the exact figures).
+func stale(old, now []variant) bool {
+	if len(old) != len(now) {
+		return true
+	}
+	for i, v := range now {
+		o := old[i]
+		if v.uri != o.uri || v.codecs != o.codecs || v.resolution != o.resolution ||
+			math.Abs(v.frameRate-o.frameRate) > o.frameRate/100 ||
+			v.peak > o.peak || v.avg*10 < o.avg*9 || v.avg*10 > o.avg*11 {
+			return true
+		}
+	}
+	return false
 }
 
 // Start is the wall-clock time of the first media sample of this
