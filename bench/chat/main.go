@@ -68,8 +68,8 @@ func main() {
 	flag.DurationVar(&o.connectMax, "connect-within", 3*time.Minute, "give up opening sockets after this long")
 	flag.StringVar(&o.docs, "docs", "docs/benchmarks.md", "markdown file whose \"Chat fan-out\" section gets the figures (empty: only print)")
 	flag.BoolVar(&o.keep, "keep", false, "keep the temporary directory (server log, database)")
-	flag.StringVar(&o.profile, "profile", "", "directory for the server's CPU profile of the first seconds of each phase and its heap with the crowd connected (runs the onair build with pprof)")
-	flag.IntVar(&o.profileSecs, "profile-seconds", 30, "length of the CPU profile from the start of connecting")
+	flag.StringVar(&o.profile, "profile", "", "directory for the server's CPU profile of each phase's posting and its heap with the crowd connected (runs the onair build with pprof)")
+	flag.IntVar(&o.profileSecs, "profile-seconds", 20, "length of the CPU profile from the first POST")
 	flag.Parse()
 	for _, s := range strings.Split(*counts, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
@@ -219,13 +219,6 @@ func runPhase(ctx context.Context, srv *benchkit.Server, tokens []string, n int,
 		return p, err
 	}
 
-	var profiled chan error
-	if o.profile != "" {
-		profiled = make(chan error, 1)
-		go func() {
-			profiled <- srv.Profile("profile", o.profileSecs, filepath.Join(o.profile, fmt.Sprintf("chat-%d-%s.cpu.pprof", n, mode)))
-		}()
-	}
 	fmt.Fprintf(os.Stderr, "%d viewers, %s ids: connecting...\n", n, mode)
 	wsURL := fmt.Sprintf("ws://%s/ws/shows/%d", srv.HTTPAddr, show.ID)
 	cookie := uuid.NewString
@@ -255,6 +248,13 @@ func runPhase(ctx context.Context, srv *benchkit.Server, tokens []string, n int,
 	fmt.Fprintf(os.Stderr, "  %d presence events received (settled: %v); RSS %d → %d MB; posting %d/s for %d s...\n",
 		p.presenceEvents, p.settled, p.rssBefore>>20, p.rssAfter>>20, o.rate, o.seconds)
 
+	var profiled chan error
+	if o.profile != "" {
+		profiled = make(chan error, 1)
+		go func() {
+			profiled <- srv.Profile("profile", o.profileSecs, filepath.Join(o.profile, fmt.Sprintf("chat-%d-%s.cpu.pprof", n, mode)))
+		}()
+	}
 	chats0, _, _, closed0 := c.totals()
 	posts := postAll(ctx, srv, tokens, show.ID, o.rate, o.seconds)
 	p.loadDuring = benchkit.LoadAvg()

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"github.com/onair/onair/app"
 	"log/slog"
+	"net"
 	"sort"
 	"strconv"
 	"strings"
@@ -102,30 +103,6 @@ type Presence interface {
 	Refresh(ctx context.Context, present map[int64][]string) error
 }
 
-// client is one socket in a room. send is buffered; a client that cannot
-// keep up is dropped rather than holding up the room.
-type client struct {
-	viewer Viewer
-	// who is the viewer as the visibility rule sees them (an anonymous
-	// viewer is an empty principal, never nil: nil would be the system).
-	who  *app.Principal
-	send chan []byte
-	// presence holds only the newest presence event: a socket that is
-	// behind skips stale counts instead of being dropped for them.
-	presence chan []byte
-	once     sync.Once
-	gone     chan struct{}
-}
-
-// drop closes the socket (once) and reports whether this call did it.
-func (c *client) drop() (first bool) {
-	c.once.Do(func() { close(c.gone); first = true })
-	return first
-}
-
-// clientBuffer is how many events may wait for a slow socket.
-const clientBuffer = 64
-
 type room struct {
 	clients map[*client]struct{}
 	viewers map[string]int // viewer key → open sockets on this node
@@ -159,7 +136,7 @@ type Hub struct {
 // this process.
 func NewLocalHub(log *slog.Logger) *Hub {
 	h := &Hub{log: log, rooms: map[int64]*room{}, pending: map[int64]*presenceBatch{}}
-	h.bus, h.presence = &localBus{hub: h}, &localPresence{hub: h}
+	h.bus, h.presence = newLocalBus(), &localPresence{hub: h}
 	return h
 }
 
@@ -183,50 +160,43 @@ func (h *Hub) Publish(ctx context.Context, showID int64, ev Event) {
 }
 
 // deliver hands a payload to every local socket of the room without
-// blocking: a full buffer drops that socket.
+// blocking: the frame is built once and queued on each socket; a socket
+// whose queue is full is dropped (CloseTooSlow).
 func (h *Hub) deliver(showID int64, payload []byte) {
 	if h.mayView != nil && bytes.HasPrefix(payload, showUpdatedPrefix) {
 		h.enforceVisibility(showID)
 	}
-	h.mu.RLock()
-	r := h.rooms[showID]
+	frame := textFrame(payload)
+	presence := isPresence(payload)
 	var slow []*client
-	if r != nil && isPresence(payload) {
+	h.mu.RLock()
+	if r := h.rooms[showID]; r != nil {
 		for c := range r.clients {
-			select {
-			case <-c.presence: // replace a stale count
-			default:
-			}
-			select {
-			case c.presence <- payload:
-			default:
-			}
-		}
-		r = nil
-	}
-	if r != nil {
-		for c := range r.clients {
-			select {
-			case c.send <- payload:
-			default:
+			if presence {
+				c.pushPresence(frame, true)
+			} else if !c.push(frame) {
 				slow = append(slow, c)
 			}
 		}
 	}
 	h.mu.RUnlock()
-	// A dropped socket stays in the room until its goroutine leaves, and
-	// its buffer stays full meanwhile: log it once, not once per event.
 	for _, c := range slow {
-		if c.drop() {
-			h.log.Warn("chat: dropping slow socket", "show", showID, "viewer", c.viewer.Key())
+		if c.drop(tooSlowFrame) {
+			h.slow(c)
 		}
 	}
 }
 
-// join adds a socket; the viewer's first socket makes them present and
-// tells the room.
-func (h *Hub) join(ctx context.Context, showID int64, v Viewer, who *app.Principal) *client {
-	c := &client{viewer: v, who: who, send: make(chan []byte, clientBuffer), presence: make(chan []byte, 1), gone: make(chan struct{})}
+// slow logs a socket dropped for being too slow (once per socket).
+func (h *Hub) slow(c *client) {
+	h.log.Warn("chat: dropping slow socket", "viewer", c.viewer.Key())
+}
+
+// join adds a socket, written to on conn; the viewer's first socket makes
+// them present and tells the room.
+func (h *Hub) join(ctx context.Context, showID int64, v Viewer, who *app.Principal, conn net.Conn) *client {
+	c := newClient(v, who, conn)
+	c.slow = h.slow
 	h.mu.Lock()
 	r := h.rooms[showID]
 	if r == nil {
@@ -265,10 +235,7 @@ func (h *Hub) greet(showID int64, c *client) {
 		h.log.Error("chat: encode event", "err", err)
 		return
 	}
-	select {
-	case c.presence <- payload:
-	default: // a newer presence event is already queued
-	}
+	c.pushPresence(textFrame(payload), false) // unless a newer count waits
 }
 
 // leave removes a socket; the viewer's last socket makes them absent.
@@ -291,7 +258,7 @@ func (h *Hub) leave(ctx context.Context, showID int64, c *client) {
 		}
 	}
 	h.mu.Unlock()
-	c.drop()
+	c.drop(nil)
 	if last {
 		if err := h.presence.Leave(ctx, showID, c.viewer.Key()); err != nil {
 			h.log.Error("chat: presence leave", "err", err)
@@ -371,7 +338,7 @@ func (h *Hub) enforceVisibility(showID int64) {
 	}
 	h.mu.RUnlock()
 	for _, c := range out {
-		c.drop()
+		c.drop(goingAwayFrame)
 	}
 }
 
@@ -407,25 +374,64 @@ func (h *Hub) Sockets() int {
 	return n
 }
 
-// run pumps the bus and refreshes presence until ctx ends.
+// run pumps the bus, pings every socket every pingEvery and refreshes
+// presence until ctx ends; then it closes every socket (CloseGoingAway).
 func (h *Hub) run(ctx context.Context, refreshEvery time.Duration) {
 	go h.bus.Run(ctx, h.deliver)
+	go app.Every(ctx, pingEvery, func(context.Context) { h.each(func(c *client) { c.pingNow() }) })
 	app.Every(ctx, refreshEvery, func(ctx context.Context) {
 		if err := h.presence.Refresh(ctx, h.localKeys()); err != nil && ctx.Err() == nil {
 			h.log.Error("chat: presence refresh", "err", err)
 		}
 	})
+	h.each(func(c *client) { c.drop(goingAwayFrame) })
 }
 
-// localBus is the single-node Bus: it hands events straight to the hub.
-type localBus struct{ hub *Hub }
-
-func (b *localBus) Publish(_ context.Context, showID int64, payload []byte) error {
-	b.hub.deliver(showID, payload)
-	return nil
+// each calls f on every socket of this node.
+func (h *Hub) each(f func(*client)) {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	for _, r := range h.rooms {
+		for c := range r.clients {
+			f(c)
+		}
+	}
 }
 
-func (b *localBus) Run(ctx context.Context, _ func(int64, []byte)) { <-ctx.Done() }
+// localBus is the single-node Bus: Publish queues the event and returns;
+// Run hands the events to the hub in order.
+type localBus struct{ events chan localEvent }
+
+type localEvent struct {
+	showID  int64
+	payload []byte
+}
+
+// localBusQueue is how many events may wait for the hub's fan-out before
+// Publish waits.
+const localBusQueue = 4096
+
+func newLocalBus() *localBus { return &localBus{events: make(chan localEvent, localBusQueue)} }
+
+func (b *localBus) Publish(ctx context.Context, showID int64, payload []byte) error {
+	select {
+	case b.events <- localEvent{showID, payload}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (b *localBus) Run(ctx context.Context, deliver func(int64, []byte)) {
+	for {
+		select {
+		case ev := <-b.events:
+			deliver(ev.showID, ev.payload)
+		case <-ctx.Done():
+			return
+		}
+	}
+}
 
 // localPresence is the single-node Presence: the hub's own rooms.
 type localPresence struct{ hub *Hub }
