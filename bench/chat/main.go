@@ -58,7 +58,7 @@ type options struct {
 
 func main() {
 	var o options
-	counts := flag.String("viewers", benchkit.EnvOr("ONAIR_BENCH_VIEWERS", "1000,10000"), "comma-separated crowd sizes, one phase each ($ONAIR_BENCH_VIEWERS)")
+	counts := flag.String("viewers", benchkit.EnvOr("ONAIR_BENCH_VIEWERS", "2000,5000,10000"), "comma-separated crowd sizes, one phase each ($ONAIR_BENCH_VIEWERS)")
 	modes := flag.String("viewer-ids", benchkit.EnvOr("ONAIR_BENCH_VIEWER_IDS", "distinct,shared"), "distinct: every socket is a viewer of its own (each join and leave is a presence event to the room); shared: one viewer id on every socket (one presence event), to measure message fan-out alone; comma-separated, one phase per crowd and mode ($ONAIR_BENCH_VIEWER_IDS)")
 	flag.IntVar(&o.rate, "rate", envInt("ONAIR_BENCH_RATE", 20), "messages posted per second ($ONAIR_BENCH_RATE)")
 	flag.IntVar(&o.seconds, "seconds", envInt("ONAIR_BENCH_SECONDS", 20), "seconds of posting per phase ($ONAIR_BENCH_SECONDS)")

@@ -19,17 +19,18 @@ import (
 // Close codes a room's socket may end with (RFC 6455 §7.4).
 const (
 	// CloseTooSlow: the socket fell more than ClientQueue frames behind
-	// the room (or a write waited writeWait): the client reconnects.
+	// the room (or a write of it waited its write timeout, 10 s): the client reconnects.
 	CloseTooSlow = 4008
 	// CloseGoingAway (1001): the server stops, or the viewer may no
 	// longer see the show.
 	CloseGoingAway = 1001
 )
 
-// ClientQueue is how many frames may wait for one socket while it is
-// written to; one more drops it with CloseTooSlow. At 20 messages a
-// second that is 12 s behind the room.
-var ClientQueue = 256
+// ClientQueue is how many buffers (each one event, or the batch of a
+// room's flush) may wait for one socket while it is written to; one more
+// drops it with CloseTooSlow. A room flushes at most every 250 ms, so that
+// is at most 32 s behind; a quiet room's socket drops sooner.
+const ClientQueue = 128
 
 // idleQueue is the largest queue array an idle socket keeps for its next
 // frames; a longer one (it was behind) goes back to the heap.
@@ -79,8 +80,10 @@ type client struct {
 	// viewer is an empty principal, never nil: nil would be the system).
 	who  *app.Principal
 	conn net.Conn
-	// slow is told when a write waited writeWait (nil: nobody).
-	slow func(*client)
+	// A write that waits longer than writeWait ends the socket, and slow
+	// (unless nil) is told.
+	writeWait time.Duration
+	slow      func(*client)
 
 	mu    sync.Mutex
 	queue [][]byte // frames waiting, oldest first
@@ -95,8 +98,8 @@ type client struct {
 	stopped  chan struct{} // closed once the writer closed the connection
 }
 
-func newClient(v Viewer, who *app.Principal, conn net.Conn) *client {
-	return &client{viewer: v, who: who, conn: conn, stopped: make(chan struct{})}
+func newClient(v Viewer, who *app.Principal, conn net.Conn, writeWait time.Duration) *client {
+	return &client{viewer: v, who: who, conn: conn, writeWait: writeWait, stopped: make(chan struct{})}
 }
 
 // push queues a frame; false when the queue is full (the caller drops the
@@ -174,7 +177,7 @@ func (c *client) write() {
 			farewell := c.farewell
 			c.mu.Unlock()
 			if farewell != nil {
-				c.conn.SetWriteDeadline(time.Now().Add(writeWait))
+				c.conn.SetWriteDeadline(time.Now().Add(c.writeWait))
 				c.conn.Write(farewell)
 			}
 			c.conn.Close()
@@ -203,9 +206,7 @@ func (c *client) write() {
 			return
 		}
 		c.mu.Unlock()
-		c.conn.SetWriteDeadline(time.Now().Add(writeWait))
-		bufs := net.Buffers(batch)
-		_, err := bufs.WriteTo(c.conn)
+		err := c.writeBatch(batch)
 		clear(batch)
 		c.mu.Lock()
 		c.spare = batch[:0]
@@ -218,4 +219,32 @@ func (c *client) write() {
 			}
 		}
 	}
+}
+
+// writeBuffers lend writers the buffer that joins a batch of frames into
+// one write (a connection under the server's accounting wrapper has no
+// writev).
+var writeBuffers = sync.Pool{New: func() any { return new([]byte) }}
+
+// maxPooledWrite is the largest joined buffer kept for reuse.
+const maxPooledWrite = 64 << 10
+
+// writeBatch writes the frames in one write.
+func (c *client) writeBatch(batch [][]byte) error {
+	c.conn.SetWriteDeadline(time.Now().Add(c.writeWait))
+	if len(batch) == 1 {
+		_, err := c.conn.Write(batch[0])
+		return err
+	}
+	bp := writeBuffers.Get().(*[]byte)
+	b := (*bp)[:0]
+	for _, f := range batch {
+		b = append(b, f...)
+	}
+	_, err := c.conn.Write(b)
+	if cap(b) <= maxPooledWrite {
+		*bp = b
+		writeBuffers.Put(bp)
+	}
+	return err
 }

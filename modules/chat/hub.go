@@ -32,7 +32,8 @@ type Event struct {
 	Show   any    `json:"show,omitempty"`
 	Count  *int   `json:"count,omitempty"`
 	// Joined and Left list who came and went since the room's previous
-	// presence event (presence is sent at most every presenceEvery).
+	// presence event (presence is sent at most every presenceEvery, less
+	// often in a large room).
 	Joined []Viewer `json:"joined,omitempty"`
 	Left   []Viewer `json:"left,omitempty"`
 	// Badge of a chat.created message's author ("host", "staff"), for the
@@ -109,6 +110,29 @@ type room struct {
 	// count is the room's viewer count across nodes as this node's last
 	// presence event for it counted them (0 before the first).
 	count int
+
+	// The room's fan-out is clocked: its sockets are written at most once
+	// every flushEvery(sockets). An event that comes sooner waits in
+	// batch (its frame appended to those before it) for the room's next
+	// flush, which hands the whole batch to every socket as one buffer.
+	fmu     sync.Mutex
+	batch   []byte
+	flushed time.Time // the last flush
+}
+
+// Fan-out clock: a room of n sockets flushes at most every n ×
+// flushPerSocket (2,000 sockets: 40 ms; 10,000: 200 ms), and at least
+// every maxFlushEvery. A write costs the server (and the client reading
+// it) a few microseconds of CPU whatever its size, so a busy room's
+// writes per second stay bounded however many messages it gets; a quiet
+// room's first message goes out at once.
+const (
+	flushPerSocket = 20 * time.Microsecond
+	maxFlushEvery  = 250 * time.Millisecond
+)
+
+func flushEvery(sockets int) time.Duration {
+	return min(time.Duration(sockets)*flushPerSocket, maxFlushEvery)
 }
 
 // Hub holds this node's rooms and connects them to the bus and presence.
@@ -119,6 +143,9 @@ type Hub struct {
 
 	mu    sync.RWMutex
 	rooms map[int64]*room
+	// writeWait bounds one write to a socket (writeWait unless a test
+	// changes it).
+	writeWait time.Duration
 
 	// mayView answers, for a show that changed, who may still see it; the
 	// hub drops every socket of the room that may not (the show went
@@ -135,7 +162,7 @@ type Hub struct {
 // NewLocalHub is the hub of a single node: events and presence stay in
 // this process.
 func NewLocalHub(log *slog.Logger) *Hub {
-	h := &Hub{log: log, rooms: map[int64]*room{}, pending: map[int64]*presenceBatch{}}
+	h := &Hub{log: log, rooms: map[int64]*room{}, pending: map[int64]*presenceBatch{}, writeWait: writeWait}
 	h.bus, h.presence = newLocalBus(), &localPresence{hub: h}
 	return h
 }
@@ -143,7 +170,7 @@ func NewLocalHub(log *slog.Logger) *Hub {
 // NewSharedHub is the hub of one node among several: events and presence
 // go through bus and presence (Redis).
 func NewSharedHub(bus Bus, presence Presence, log *slog.Logger) *Hub {
-	return &Hub{bus: bus, presence: presence, log: log, rooms: map[int64]*room{}, pending: map[int64]*presenceBatch{}}
+	return &Hub{bus: bus, presence: presence, log: log, rooms: map[int64]*room{}, pending: map[int64]*presenceBatch{}, writeWait: writeWait}
 }
 
 // Publish sends an event to the show's room on every node.
@@ -160,28 +187,63 @@ func (h *Hub) Publish(ctx context.Context, showID int64, ev Event) {
 }
 
 // deliver hands a payload to every local socket of the room without
-// blocking: the frame is built once and queued on each socket; a socket
-// whose queue is full is dropped (CloseTooSlow).
+// blocking: its frame is built once, and goes with the room's next flush
+// to each socket's queue; a socket whose queue is full is dropped
+// (CloseTooSlow). Presence frames (coalesced already) go at once, each
+// socket keeping only the newest.
 func (h *Hub) deliver(showID int64, payload []byte) {
 	if h.mayView != nil && bytes.HasPrefix(payload, showUpdatedPrefix) {
 		h.enforceVisibility(showID)
 	}
 	frame := textFrame(payload)
-	presence := isPresence(payload)
-	var slow []*client
 	h.mu.RLock()
-	if r := h.rooms[showID]; r != nil {
-		for c := range r.clients {
-			if presence {
-				c.pushPresence(frame, true)
-			} else if !c.push(frame) {
-				slow = append(slow, c)
-			}
-		}
+	defer h.mu.RUnlock()
+	r := h.rooms[showID]
+	if r == nil {
+		return
 	}
-	h.mu.RUnlock()
-	for _, c := range slow {
-		if c.drop(tooSlowFrame) {
+	if isPresence(payload) {
+		for c := range r.clients {
+			c.pushPresence(frame, true)
+		}
+		return
+	}
+	every := flushEvery(len(r.clients))
+	r.fmu.Lock()
+	now := time.Now()
+	if r.batch == nil && now.Sub(r.flushed) >= every {
+		r.flushed = now
+		r.fmu.Unlock()
+		h.fanOut(r, frame)
+		return
+	}
+	if r.batch == nil {
+		time.AfterFunc(r.flushed.Add(every).Sub(now), func() { h.flush(showID, r) })
+		r.batch = frame
+	} else {
+		r.batch = append(r.batch, frame...)
+	}
+	r.fmu.Unlock()
+}
+
+// flush hands the room's waiting frames to its sockets.
+func (h *Hub) flush(showID int64, r *room) {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	r.fmu.Lock()
+	batch := r.batch
+	r.batch, r.flushed = nil, time.Now()
+	r.fmu.Unlock()
+	if h.rooms[showID] == r && batch != nil {
+		h.fanOut(r, batch)
+	}
+}
+
+// fanOut queues frames on every socket of the room (h.mu read-locked);
+// the sockets that are too far behind are dropped.
+func (h *Hub) fanOut(r *room, frames []byte) {
+	for c := range r.clients {
+		if !c.push(frames) && c.drop(tooSlowFrame) {
 			h.slow(c)
 		}
 	}
@@ -195,9 +257,9 @@ func (h *Hub) slow(c *client) {
 // join adds a socket, written to on conn; the viewer's first socket makes
 // them present and tells the room.
 func (h *Hub) join(ctx context.Context, showID int64, v Viewer, who *app.Principal, conn net.Conn) *client {
-	c := newClient(v, who, conn)
-	c.slow = h.slow
 	h.mu.Lock()
+	c := newClient(v, who, conn, h.writeWait)
+	c.slow = h.slow
 	r := h.rooms[showID]
 	if r == nil {
 		r = &room{clients: map[*client]struct{}{}, viewers: map[string]int{}}
@@ -268,8 +330,14 @@ func (h *Hub) leave(ctx context.Context, showID int64, c *client) {
 	}
 }
 
-// presenceEvery is the least time between two presence events of a room.
-var presenceEvery = 250 * time.Millisecond
+// presenceEvery is the least time between two presence events of a room;
+// a room of n sockets waits n × presencePerSocket if that is longer (a
+// presence event goes to every socket: 10,000 sockets hear at most one a
+// second).
+const (
+	presenceEvery     = 250 * time.Millisecond
+	presencePerSocket = 100 * time.Microsecond
+)
 
 // presenceBatch is what changed in a room since its last presence event.
 type presenceBatch struct {
@@ -279,13 +347,19 @@ type presenceBatch struct {
 // presenceChanged records a join or leave and makes sure the room's next
 // presence event is on its way.
 func (h *Hub) presenceChanged(showID int64, joined, left *Viewer) {
+	h.mu.RLock()
+	sockets := 0
+	if r := h.rooms[showID]; r != nil {
+		sockets = len(r.clients)
+	}
+	h.mu.RUnlock()
 	h.pmu.Lock()
 	defer h.pmu.Unlock()
 	b := h.pending[showID]
 	if b == nil {
 		b = &presenceBatch{}
 		h.pending[showID] = b
-		time.AfterFunc(presenceEvery, func() { h.flushPresence(showID) })
+		time.AfterFunc(max(presenceEvery, time.Duration(sockets)*presencePerSocket), func() { h.flushPresence(showID) })
 	}
 	if joined != nil {
 		b.joined = append(b.joined, *joined)
