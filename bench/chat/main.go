@@ -1,6 +1,6 @@
 // Command chat is the benchmark of chat fan-out: one show's room with
-// 1,000 then 10,000 WebSocket viewers on this machine while messages are
-// posted through the REST API at 20 a second.
+// 2,000, 5,000 then 10,000 WebSocket viewers on this machine while
+// messages are posted through the REST API at 20 a second.
 //
 // It builds the onair binary and runs it as its own process (SQLite in a
 // temporary data directory, 127.0.0.1), so the client's memory and CPU are
@@ -9,12 +9,13 @@
 // viewer cookie of its own. Messages come from a pool of users (twice the
 // rate, so each user posts every 2 s, within the one-a-second limit), each
 // with the send time in its text. The benchmark reports delivery latency
-// from the POST to the receipt (p50/p99 over a sample of sockets),
+// from the POST to the receipt (p50/p99 over a sample of sockets), the
+// POST's own latency (p50/p99), the sockets the server dropped,
 // messages delivered per second (counted on every socket) as a fraction of
 // the ideal viewers × rate, and the server's RSS growth per viewer
 // (/proc/PID/status before and after the crowd connects).
 //
-//	go run ./bench/chat                          # 1,000 and 10,000 viewers
+//	go run ./bench/chat                          # 2,000, 5,000 and 10,000 viewers
 //	go run ./bench/chat -viewers 500,2000 -seconds 10 -docs ''
 //
 // 10,000 sockets need that many file descriptors in both processes (the Go

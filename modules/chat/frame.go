@@ -28,8 +28,8 @@ const (
 
 // ClientQueue is how many buffers (each one event, or the batch of a
 // room's flush) may wait for one socket while it is written to; one more
-// drops it with CloseTooSlow. A room flushes at most every 250 ms, so that
-// is at most 32 s behind; a quiet room's socket drops sooner.
+// drops it with CloseTooSlow. A room's clock is at most 250 ms, so that is
+// at most 32 s behind; in a quiet room, 128 messages.
 const ClientQueue = 128
 
 // idleQueue is the largest queue array an idle socket keeps for its next

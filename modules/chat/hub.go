@@ -121,13 +121,13 @@ type room struct {
 }
 
 // Fan-out clock: a room of n sockets flushes at most every n ×
-// flushPerSocket (2,000 sockets: 40 ms; 10,000: 200 ms), and at least
-// every maxFlushEvery. A write costs the server (and the client reading
+// flushPerSocket (2,000 sockets: 20 ms; 10,000: 100 ms), never waiting
+// longer than maxFlushEvery. A write costs the server (and the client reading
 // it) a few microseconds of CPU whatever its size, so a busy room's
 // writes per second stay bounded however many messages it gets; a quiet
 // room's first message goes out at once.
 const (
-	flushPerSocket = 20 * time.Microsecond
+	flushPerSocket = 10 * time.Microsecond
 	maxFlushEvery  = 250 * time.Millisecond
 )
 
