@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 
@@ -22,9 +23,20 @@ import (
 // than chat.ClientQueue buffers wait for it, the room drops it: it reads
 // what was under way, in order and whole, then the close code 4008 ("too
 // slow"); the other viewer keeps receiving. Events of 100 B, 1 KB and
-// 70 KB cover the three lengths of a frame header.
+// 70 KB cover the three lengths of a frame header. On one node, and with
+// the events carried by Redis when ONAIR_TEST_REDIS_URL is set.
 func TestSlowViewerDropped(t *testing.T) {
-	env := onairtest.New(t, onairtest.Options{})
+	t.Run("local", func(t *testing.T) { slowViewerDropped(t, onairtest.Options{}) })
+	t.Run("redis", func(t *testing.T) {
+		if os.Getenv(onairtest.RedisEnv) == "" {
+			testload.Skip(t, "needs %s (the README's test command sets it)", onairtest.RedisEnv)
+		}
+		slowViewerDropped(t, onairtest.Options{Redis: true})
+	})
+}
+
+func slowViewerDropped(t *testing.T, opts onairtest.Options) {
+	env := onairtest.New(t, opts)
 	mod, ok := onairtest.Module[*chat.Module](env)
 	if !ok {
 		t.Fatal("no chat module")
