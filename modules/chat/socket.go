@@ -151,7 +151,7 @@ func (m *Module) serveSocket(conn *websocket.Conn) {
 		who = &app.Principal{}
 	}
 	// The room's frames are written straight to the TCP connection (one
-	// writev for what waits), not through the WebSocket library's
+	// write for what waits), not through the WebSocket library's
 	// per-message copy; the library only reads, and answers pings and
 	// closes with one write of a whole frame each, which cannot
 	// interleave with ours.
