@@ -179,11 +179,11 @@ func (m *Module) APIRoutes(r fiber.Router) {
 	r.Get("/shows/:show_id/chats/:id", h.get)
 	r.Delete("/shows/:show_id/chats/:id", h.remove)
 	r.Get("/shows/:id/chat_users", h.chatUsers)
-	r.Get("/shows/:id/chat/socket", m.apiSocket, websocket.New(m.serveSocket))
+	r.Get("/shows/:id/chat/socket", m.apiSocket, websocket.New(m.serveSocket, socketConfig))
 }
 
 func (m *Module) PublicRoutes(r fiber.Router) {
-	r.Get("/ws/shows/:id", m.webSocket, websocket.New(m.serveSocket))
+	r.Get("/ws/shows/:id", m.webSocket, websocket.New(m.serveSocket, socketConfig))
 }
 
 //go:embed openapi.json
