@@ -17,6 +17,9 @@ type layout struct {
 	Title       string
 	Description string
 	Canonical   string
+	// Image, when set, is the page's picture for link previews
+	// (og:image): a show's image_url, a user's avatar.
+	Image string
 	CSS, JS     string
 	BodyClass   string
 	Path        string // the request path, for "sign in and come back"
