@@ -220,3 +220,37 @@ func showImage(t *testing.T, backend, storageURL string) {
 	}
 	env.Do("GET", signed, "", nil).Expect(t, http.StatusNotFound)
 }
+
+// TestShowImageMigration upgrades a database from before the show images:
+// migration shows:0024 adds image_key, the shows there were keep their
+// placeholder image_url, and take an upload from then on.
+func TestShowImageMigration(t *testing.T) {
+	t.Parallel()
+	onairtest.EachBackend(t, func(t *testing.T, backend string) {
+		ctx := context.Background()
+		env := onairtest.New(t, onairtest.Options{Backend: backend})
+		_, token := env.CreateUser("Old Shows")
+		sh := showOf(t, env.Do("POST", "/v1/shows", token, map[string]any{"name": "Before the images", "description": "d"}).Expect(t, http.StatusCreated))
+		for _, q := range []string{
+			"ALTER TABLE shows DROP COLUMN image_key",
+			"DELETE FROM onair_migrations WHERE id = 'shows:0024_image_key'",
+		} {
+			if _, err := env.Core.DB.ExecContext(ctx, q); err != nil {
+				t.Fatalf("%s: %v", q, err)
+			}
+		}
+		if err := env.Shutdown(); err != nil {
+			t.Fatal(err)
+		}
+		env2 := onairtest.New(t, onairtest.Options{DatabaseURL: env.Core.Config.DatabaseURL})
+		path := fmt.Sprintf("/v1/shows/%d", id(sh))
+		if got := showOf(t, env2.Do("GET", path, token, nil).Expect(t, http.StatusOK))["image_url"]; got != fmt.Sprintf("%s/media/shows/%d/placeholder.svg", env2.URL, id(sh)) {
+			t.Errorf("an older show's image_url after the migration: %v, want its placeholder", got)
+		}
+		body, h := imageBody(t, pngOf(t, 320, 180, color.RGBA{0, 120, 0, 255}))
+		got := showOf(t, env2.DoWith("PUT", path, token, body, h).Expect(t, http.StatusOK))["image_url"].(string)
+		if !strings.Contains(got, "/image-") {
+			t.Errorf("an older show after an upload: image_url %q", got)
+		}
+	})
+}
