@@ -1,8 +1,12 @@
 package pages_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"image"
+	"image/color"
+	"image/png"
 	"os"
 	"path/filepath"
 	"strings"
@@ -85,7 +89,7 @@ func studioFlow(t *testing.T, backend string) {
 	}
 	// The image goes up with the form, as a file chosen in the browser.
 	picture := filepath.Join(t.TempDir(), "rooftop.png")
-	if err := os.WriteFile(picture, testPNG(t, 1600, 1200), 0o644); err != nil {
+	if err := os.WriteFile(picture, sunrisePNG(t, 1600, 1200), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	do(t, dj,
@@ -306,4 +310,21 @@ func studioFlow(t *testing.T, backend string) {
 	if _, err := showService(env).Get(context.Background(), id); err == nil {
 		t.Error("the show is still there after delete")
 	}
+}
+
+// sunrisePNG is a w×h PNG of a sunrise gradient, a picture that shows in
+// the screenshots (testPNG is black).
+func sunrisePNG(t *testing.T, w, h int) []byte {
+	t.Helper()
+	img := image.NewRGBA(image.Rect(0, 0, w, h))
+	for y := range h {
+		for x := range w {
+			img.Set(x, y, color.RGBA{uint8(255 - 120*y/h), uint8(60 + 140*y/h), uint8(40 + 160*x/w), 255})
+		}
+	}
+	var buf bytes.Buffer
+	if err := png.Encode(&buf, img); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
 }
