@@ -111,7 +111,7 @@ func (m *Module) showPage(c *fiber.Ctx, v *visitor) error {
 	}
 	m.ensureViewerCookie(c)
 	l := m.layout(c, v, sh.Name, excerpt(sh.Description, 160))
-	l.Canonical = view.URL
+	l.Canonical, l.Image = view.URL, view.ImageURL
 	return m.render(c, fiber.StatusOK, showPageView(l, d))
 }
 

@@ -49,8 +49,12 @@ type studioForm struct {
 	StartsAt, StartUTC, EndsAt, EndUTC, TZ          string
 	Private, Radio, Headline, AudioOnly, ChatOn     bool
 	CanRadio, StartLocked, RadioLocked, AudioLocked bool
-	Errors                                          map[string]string
-	Problem                                         string
+	// Image is the show's image_url now (edit), shown beside the file
+	// input "image"; MaxImageKB the upload limit.
+	Image      string
+	MaxImageKB string
+	Errors     map[string]string
+	Problem    string
 }
 
 // studioShowData is GET /studio/shows/:id.
@@ -145,7 +149,7 @@ func (m *Module) newShowForm(c *fiber.Ctx, v *visitor) error {
 	if !v.signedIn() {
 		return redirect(c, "/signin?next=/studio/shows/new")
 	}
-	f := studioForm{Action: "/studio/shows", Submit: "Create the show", CSRF: v.csrf(), TZ: "UTC", CanRadio: v.user.Radio, ChatOn: true}
+	f := studioForm{Action: "/studio/shows", Submit: "Create the show", CSRF: v.csrf(), TZ: "UTC", CanRadio: v.user.Radio, ChatOn: true, MaxImageKB: m.maxImageKB()}
 	return m.render(c, fiber.StatusOK, studioNewPage(m.layout(c, v, "New show", ""), f))
 }
 
@@ -159,6 +163,11 @@ func (m *Module) createShowForm(c *fiber.Ctx, v *visitor) error {
 	f.Action, f.Submit = "/studio/shows", "Create the show"
 	in, ok := f.input(nil)
 	if ok {
+		if err := m.formImage(c, &f, &in); err != nil {
+			return err
+		}
+	}
+	if ok && len(f.Errors) == 0 {
 		sh, err := m.shows.Create(c.UserContext(), v.p, in)
 		if err == nil {
 			return redirect(c, "/studio/shows/"+strconv.FormatInt(sh.ID, 10)+"?saved=1")
@@ -196,6 +205,11 @@ func (m *Module) updateShowForm(c *fiber.Ctx, v *visitor) error {
 	f.StartLocked, f.RadioLocked, f.AudioLocked = ran(sh), ran(sh), ran(sh)
 	in, ok := f.input(sh)
 	if ok {
+		if err := m.formImage(c, &f, &in); err != nil {
+			return err
+		}
+	}
+	if ok && len(f.Errors) == 0 {
 		_, err := m.shows.Update(c.UserContext(), sh.ID, v.p, in)
 		if err == nil {
 			return redirect(c, "/studio/shows/"+strconv.FormatInt(sh.ID, 10)+"?saved=1")
@@ -281,6 +295,7 @@ func (m *Module) renderStudioShow(c *fiber.Ctx, v *visitor, sh *shows.Show, f st
 	}
 	id := strconv.FormatInt(sh.ID, 10)
 	f.Action, f.Submit = "/studio/shows/"+id, "Save changes"
+	f.Image = m.shows.View(sh, false).ImageURL
 	d := studioShowData{
 		ID: id, Name: sh.Name, Path: row.Path, CSRF: v.csrf(), StreamURL: m.rtmp, Key: key, KeyNew: keyNew,
 		Viewers: row.Viewers, Duration: row.Duration, Recording: row.Recording, State: row.State, Start: sh.Start, EndsAt: sh.EndsAt,
@@ -307,6 +322,7 @@ func (m *Module) formOf(v *visitor, sh *shows.Show) studioForm {
 		StartsAt: sh.Start.UTC().Format(datetimeLocal), StartUTC: iso(sh.Start),
 		Private: sh.Private, Radio: sh.Radio, Headline: sh.Headline, AudioOnly: sh.AudioOnly, ChatOn: !sh.ChatDisabled,
 		CanRadio: v.user.Radio || sh.Radio, StartLocked: ran(sh), RadioLocked: ran(sh), AudioLocked: ran(sh),
+		MaxImageKB: m.maxImageKB(),
 	}
 	if sh.EndsAt != nil {
 		f.EndsAt, f.EndUTC = sh.EndsAt.UTC().Format(datetimeLocal), iso(*sh.EndsAt)
@@ -326,8 +342,20 @@ func (m *Module) formFrom(c *fiber.Ctx, v *visitor) studioForm {
 		StartsAt: strings.TrimSpace(c.FormValue("starts_at")), EndsAt: strings.TrimSpace(c.FormValue("ends_at")), TZ: c.FormValue("tz"),
 		Private: checked(c, "private"), Radio: checked(c, "radio"), Headline: checked(c, "headline"),
 		AudioOnly: checked(c, "audio_only"), ChatOn: checked(c, "chat_enabled"),
-		CanRadio: v.user.Radio, Errors: map[string]string{},
+		CanRadio: v.user.Radio, MaxImageKB: m.maxImageKB(), Errors: map[string]string{},
 	}
+}
+
+// formImage reads the form's image file (multipart field "image", empty
+// for no change) into in. An image over the limit goes on the form
+// (f.Errors); any other error (a malformed body) is returned.
+func (m *Module) formImage(c *fiber.Ctx, f *studioForm, in *shows.Input) error {
+	data, err := m.users.ReadUpload(c, shows.ShowImage)
+	if err != nil && !f.absorb(err) {
+		return err
+	}
+	in.Image = data
+	return nil
 }
 
 func checked(c *fiber.Ctx, name string) bool {
@@ -458,3 +486,6 @@ func (f *studioForm) restart() {
 		}
 	}
 }
+
+// maxImageKB is the image upload limit as the form's hint says it.
+func (m *Module) maxImageKB() string { return strconv.Itoa(m.users.MaxImageBytes() >> 10) }

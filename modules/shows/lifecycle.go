@@ -398,6 +398,11 @@ func (s *Service) Delete(ctx context.Context, id int64, by *app.Principal) (*Sho
 	if err != nil {
 		return nil, wrapLifecycle("delete", id, err)
 	}
+	// The image goes with the show (the live module drops the rest of
+	// its media on the "deleted" event).
+	if sh := evs[len(evs)-1].Show; sh != nil && sh.ImageKey != nil && s.images != nil {
+		s.dropImages(ctx, []string{*sh.ImageKey}, "")
+	}
 	return s.after(ctx, evs), nil
 }
 

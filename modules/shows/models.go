@@ -62,6 +62,10 @@ type Show struct {
 	AudioURL *string `bun:"audio_url,type:varchar(500)"`
 	ImageURL *string `bun:"image_url,type:varchar(500)"`
 	GifURL   *string `bun:"gif_url,type:varchar(500)"`
+	// ImageKey is the store key of the image the owner uploaded
+	// (image.go); when set it is the show's image_url, before any
+	// grabbed frame.
+	ImageKey *string `bun:"image_key,type:varchar(200)"`
 
 	// StreamKey is "sk_<id>_<secret>"; it is shown to the owner in write
 	// responses, so it is stored as is (like Twitch or Owncast keys).

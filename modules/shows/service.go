@@ -44,6 +44,10 @@ type Service struct {
 	// scheduled keeps scheduled=true counts (scheduled.go).
 	scheduled scheduledCache
 
+	// images checks, re-encodes and stores uploaded show images (the
+	// users service's profile image code, image.go).
+	images *users.Service
+
 	// signMedia, set by the live module, turns the media URLs of a private
 	// show into signed, expiring ones.
 	signMedia func(sh *Show, url string) string
@@ -183,6 +187,9 @@ type Input struct {
 	AudioOnly   *bool
 	ChatEnabled *bool
 	Tags        *[]string
+	// Image is an uploaded image file (multipart field "image"), nil
+	// for no change (image.go).
+	Image []byte
 }
 
 // Limits of product-decisions.md, and of the extensions
@@ -328,8 +335,12 @@ func (s *Service) Create(ctx context.Context, by *app.Principal, in Input) (*Sho
 		}
 	}
 	now := app.Now()
-	c, err := in.validate(nil, now)
+	jpg, imgErr, err := s.encodeImage(&in)
 	if err != nil {
+		return nil, err
+	}
+	c, err := in.validate(nil, now)
+	if err := withImage(err, imgErr); err != nil {
 		return nil, err
 	}
 	sh := &Show{
@@ -357,17 +368,29 @@ func (s *Service) Create(ctx context.Context, by *app.Principal, in Input) (*Sho
 	// insert: the unique index (user_id, slug) refuses it, and the
 	// transaction runs again with another slug (app.NextSlug).
 	var evs []Event
+	var images []string // stored by each attempt
 	err = app.RunInTxRetry(ctx, s.db, app.SlugAttempts, func(ctx context.Context, tx bun.Tx, attempt int) error {
 		slug, err := s.freeSlug(ctx, tx, sh.UserID, sh.Name, attempt)
 		if err != nil {
 			return err
 		}
-		sh.ID, sh.Slug, sh.StreamKey = 0, slug, ""
+		sh.ID, sh.Slug, sh.StreamKey, sh.ImageKey = 0, slug, "", nil
 		if _, err := tx.NewInsert().Model(sh).Exec(ctx); err != nil {
 			return err
 		}
 		sh.StreamKey = streamKey(sh.ID, secret)
-		if _, err := tx.NewUpdate().Model(sh).Column("stream_key").WherePK().Exec(ctx); err != nil {
+		cols := []string{"stream_key"}
+		if jpg != nil {
+			// The key needs the id: the image is stored once the row
+			// exists, and dropped below if this attempt does not commit.
+			key, err := s.putImage(ctx, sh.ID, jpg)
+			if err != nil {
+				return err
+			}
+			images = append(images, key)
+			sh.ImageKey, cols = &key, append(cols, "image_key")
+		}
+		if _, err := tx.NewUpdate().Model(sh).Column(cols...).WherePK().Exec(ctx); err != nil {
 			return err
 		}
 		if err := addTags(ctx, tx, sh, tags); err != nil {
@@ -385,7 +408,11 @@ func (s *Service) Create(ctx context.Context, by *app.Principal, in Input) (*Sho
 		return err
 	})
 	if err != nil {
+		s.dropImages(ctx, images, "")
 		return nil, fmt.Errorf("shows: create: %w", err)
+	}
+	if sh.ImageKey != nil {
+		s.dropImages(ctx, images, *sh.ImageKey)
 	}
 	s.deliver(ctx, evs)
 	return evs[0].Show, nil
@@ -409,6 +436,12 @@ func (s *Service) StaffUpdate(ctx context.Context, id int64, by *app.Principal, 
 
 func (s *Service) update(ctx context.Context, id int64, by *app.Principal, in Input, staff bool) (*Show, error) {
 	now := app.Now()
+	// The image is decoded before the row is locked; its refusal is
+	// reported after the permission checks, with the other fields.
+	jpg, imgErr, err := s.encodeImage(&in)
+	if err != nil {
+		return nil, wrap("update", id, err)
+	}
 	// New tags are created before the transaction, each committed, as in
 	// Create: a tag another request creates at the same moment would
 	// otherwise be invisible to this transaction's snapshot on MySQL, and
@@ -426,7 +459,8 @@ func (s *Service) update(ctx context.Context, id int64, by *app.Principal, in In
 	// Replacing tags and grams can deadlock with another update on MySQL
 	// (gap locks); the loser runs again.
 	var evs []Event
-	err := app.RunInTxRetry(ctx, s.db, 3, func(ctx context.Context, tx bun.Tx, _ int) error {
+	var newImage, oldImage string
+	err = app.RunInTxRetry(ctx, s.db, 3, func(ctx context.Context, tx bun.Tx, _ int) error {
 		sh, err := lockShow(ctx, tx, id)
 		if err != nil {
 			return err
@@ -447,7 +481,7 @@ func (s *Service) update(ctx context.Context, id int64, by *app.Principal, in In
 			}
 		}
 		c, err := in.validate(sh, now)
-		if err != nil {
+		if err := withImage(err, imgErr); err != nil {
 			return err
 		}
 		ran := sh.Live || sh.Complete || sh.WentLiveAt != nil
@@ -498,6 +532,16 @@ func (s *Service) update(ctx context.Context, id int64, by *app.Principal, in In
 			sh.Start = *c.start
 			cols = append(cols, "start")
 		}
+		if jpg != nil {
+			if newImage, err = s.putImage(ctx, sh.ID, jpg); err != nil {
+				return err
+			}
+			oldImage = ""
+			if sh.ImageKey != nil {
+				oldImage = *sh.ImageKey
+			}
+			sh.ImageKey, cols = &newImage, append(cols, "image_key")
+		}
 		if _, err := tx.NewUpdate().Model(sh).Column(cols...).WherePK().Exec(ctx); err != nil {
 			return err
 		}
@@ -519,8 +563,12 @@ func (s *Service) update(ctx context.Context, id int64, by *app.Principal, in In
 		return err
 	})
 	if err != nil {
+		// An image stored by an attempt that did not commit, unless it
+		// is the one the show had (the same picture again).
+		s.dropImages(ctx, []string{newImage}, oldImage)
 		return nil, wrap("update", id, err)
 	}
+	s.dropImages(ctx, []string{oldImage}, newImage)
 	s.deliver(ctx, evs)
 	return evs[0].Show, nil
 }

@@ -83,7 +83,14 @@ func (s *Service) View(sh *Show, write bool) *View {
 		end := app.Timestamp(*sh.EndsAt)
 		v.EndsAt = &end
 	}
-	if img := s.media(sh, sh.ImageURL); img != nil {
+	var uploaded *string
+	if sh.ImageKey != nil {
+		u := "/media/" + *sh.ImageKey
+		uploaded = &u
+	}
+	if img := s.media(sh, uploaded); img != nil {
+		v.ImageURL = *img
+	} else if img := s.media(sh, sh.ImageURL); img != nil {
 		v.ImageURL = *img
 	} else {
 		v.ImageURL = fmt.Sprintf("%s/media/shows/%d/placeholder.svg", s.public, sh.ID)
