@@ -33,8 +33,8 @@ type studioData struct {
 
 // studioRow is one show in the studio's lists.
 type studioRow struct {
-	ID, Name, Path, Studio, Viewers, Duration, Recording string
-	Start                                                time.Time
+	ID, Name, Path, Studio, Viewers, Peak, Duration, Recording string
+	Start                                                      time.Time
 	State                                                state
 	Private, Off                                         bool
 }
@@ -54,8 +54,8 @@ type studioForm struct {
 
 // studioShowData is GET /studio/shows/:id.
 type studioShowData struct {
-	ID, Name, Path, CSRF, StreamURL, Key, Viewers, Duration, Recording string
-	State                                                              state
+	ID, Name, Path, CSRF, StreamURL, Key, Viewers, Peak, Duration, Recording string
+	State                                                                    state
 	Start                                                              time.Time
 	Saved, KeyNew                                                      bool
 	Form                                                               studioForm
@@ -105,10 +105,16 @@ func (m *Module) studioRow(c *fiber.Ctx, sh *shows.Show) (studioRow, error) {
 	if sh.Duration != nil {
 		row.Duration = hms(*sh.Duration)
 	}
-	if row.State.live {
+	switch {
+	case row.State.live:
 		// The players fetching the live playlists (the live module's
-		// count, as in the health panel and the console).
-		row.Viewers = plural(m.healthOf(sh.ID).Viewers, "viewer", "viewers")
+		// count, as in the health panel and the console), and the most
+		// at once since it went live.
+		h := m.healthOf(sh)
+		row.Viewers = plural(h.Viewers, "viewer", "viewers")
+		row.Peak = "peak " + strconv.Itoa(h.PeakViewers)
+	case ran(sh):
+		row.Peak = "peak " + plural(sh.PeakViewers, "viewer", "viewers")
 	}
 	return row, nil
 }
@@ -280,8 +286,8 @@ func (m *Module) renderStudioShow(c *fiber.Ctx, v *visitor, sh *shows.Show, f st
 	f.Action, f.Submit = "/studio/shows/"+id, "Save changes"
 	d := studioShowData{
 		ID: id, Name: sh.Name, Path: row.Path, CSRF: v.csrf(), StreamURL: m.rtmp, Key: key, KeyNew: keyNew,
-		Viewers: row.Viewers, Duration: row.Duration, Recording: row.Recording, State: row.State, Start: sh.Start,
-		Saved: c.Query("saved") == "1" && status == fiber.StatusOK, Form: f, Health: viewHealth(m.healthOf(sh.ID)),
+		Viewers: row.Viewers, Peak: row.Peak, Duration: row.Duration, Recording: row.Recording, State: row.State, Start: sh.Start,
+		Saved: c.Query("saved") == "1" && status == fiber.StatusOK, Form: f, Health: viewHealth(m.healthOf(sh)),
 	}
 	noStore(c)
 	return m.render(c, status, studioShowPage(m.layout(c, v, sh.Name+" · Studio", ""), d))

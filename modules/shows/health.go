@@ -29,8 +29,17 @@ type Health struct {
 	AudioBitrate     int            `json:"audio_bitrate"`
 	KeyframeInterval float64        `json:"keyframe_interval"`
 	Viewers          int            `json:"viewers"`
-	Since            *app.Timestamp `json:"since"`
-	Warnings         []string       `json:"warnings"`
+	// PeakViewers is the most viewers at once since the show went live.
+	PeakViewers int `json:"peak_viewers"`
+	// BehindSeconds is how far the media has fallen behind the wall
+	// clock since the publication was furthest ahead: an encoder or an
+	// upload that cannot keep up sends slower than real time (stats.go).
+	BehindSeconds float64 `json:"behind_seconds"`
+	// TimestampGaps counts the jumps in the video timestamps over the last
+	// minute: frames the encoder dropped before sending (stats.go).
+	TimestampGaps int            `json:"timestamp_gaps"`
+	Since         *app.Timestamp `json:"since"`
+	Warnings      []string       `json:"warnings"`
 }
 
 // HealthReporter is a module that measures publications (the live
@@ -41,8 +50,15 @@ type HealthReporter interface {
 
 // HealthOf returns the show's health from the module that measures it, or
 // a health with receiving=false when nobody publishes (or no module
-// measures). The caller has checked who may see it (CanSeeHealth).
-func (m *Module) HealthOf(showID int64) Health {
+// measures). The peak is the recorded one when the live figures are
+// lower (PeakOf). The caller has checked who may see it (CanSeeHealth).
+func (m *Module) HealthOf(sh *Show) Health {
+	h := m.measure(sh.ID)
+	h.PeakViewers = PeakOf(sh, h)
+	return h
+}
+
+func (m *Module) measure(showID int64) Health {
 	if m.core != nil {
 		for _, mod := range m.core.Modules {
 			if r, ok := mod.(HealthReporter); ok {
@@ -79,11 +95,12 @@ func (m *Module) health(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	if _, err := m.Service.CanSeeHealth(c.UserContext(), id, app.CurrentPrincipal(c)); err != nil {
+	sh, err := m.Service.CanSeeHealth(c.UserContext(), id, app.CurrentPrincipal(c))
+	if err != nil {
 		return err
 	}
 	c.Set(fiber.HeaderCacheControl, "no-store")
-	return c.JSON(fiber.Map{"health": m.HealthOf(id)})
+	return c.JSON(fiber.Map{"health": m.HealthOf(sh)})
 }
 
 // SinceOf is a health's Since for a start time.

@@ -134,6 +134,8 @@ func (*Module) Migrations() []migrations.Migration {
 			"id", "name", "start", "private", "off", "user_id", "live", "complete", "archive", "featured", "radio")},
 		// The lists' data generation (keyset.go).
 		migrations.Migration{ID: "0023_create_generation", Up: createGeneration},
+		// The peak viewers of a show's run (peak.go).
+		migrations.Migration{ID: "0028_peak_viewers", Up: migratePeakViewers},
 	)...)
 }
 

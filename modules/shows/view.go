@@ -39,6 +39,8 @@ type View struct {
 	EmbedCode      string          `json:"embed_code"`
 	StreamURL      *string         `json:"stream_url,omitempty"`
 	StreamKey      *string         `json:"stream_key,omitempty"`
+	// PeakViewers is for the owner and staff only (ViewFor).
+	PeakViewers *int `json:"peak_viewers,omitempty"`
 	Tags           []users.TagView `json:"tags"`
 	User           *users.View     `json:"user"`
 }
@@ -88,6 +90,18 @@ func (s *Service) View(sh *Show, write bool) *View {
 	if sh.User != nil {
 		v.User = users.NewView(s.public, sh.User, opts)
 		v.URL = s.public + "/" + sh.User.Slug + "/" + sh.Slug
+	}
+	return v
+}
+
+// ViewFor is View for a reader: the show's owner and staff also get
+// peak_viewers, the most viewers it had at once (an audience figure of the
+// broadcaster's, as on Twitch's dashboard, not the public's).
+func (s *Service) ViewFor(sh *Show, write bool, by *app.Principal) *View {
+	v := s.View(sh, write)
+	if by != nil && (by.UserID == sh.UserID || by.IsStaff()) {
+		peak := sh.PeakViewers
+		v.PeakViewers = &peak
 	}
 	return v
 }
