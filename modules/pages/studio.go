@@ -35,8 +35,8 @@ type studioData struct {
 type studioRow struct {
 	ID, Name, Path, Studio, Viewers, Peak, Duration, Recording string
 	Start                                                      time.Time
-	State                                                state
-	Private, Off                                         bool
+	State                                                      state
+	Private, Off                                               bool
 }
 
 // studioForm is the create and edit form. StartsAt is the value of the
@@ -56,10 +56,10 @@ type studioForm struct {
 type studioShowData struct {
 	ID, Name, Path, CSRF, StreamURL, Key, Viewers, Peak, Duration, Recording string
 	State                                                                    state
-	Start                                                              time.Time
-	Saved, KeyNew                                                      bool
-	Form                                                               studioForm
-	Health                                                             healthView
+	Start                                                                    time.Time
+	Saved, KeyNew                                                            bool
+	Form                                                                     studioForm
+	Health                                                                   healthView
 }
 
 // studio is GET /studio: the visitor's shows, live first, then upcoming

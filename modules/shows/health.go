@@ -19,16 +19,16 @@ import (
 // began (nil when nobody publishes). Zero values are unknown: an encoder
 // that announces no size leaves Width and Height 0.
 type Health struct {
-	Receiving        bool           `json:"receiving"`
-	VideoCodec       string         `json:"video_codec"`
-	AudioCodec       string         `json:"audio_codec"`
-	Width            int            `json:"width"`
-	Height           int            `json:"height"`
-	FPS              float64        `json:"fps"`
-	VideoBitrate     int            `json:"video_bitrate"`
-	AudioBitrate     int            `json:"audio_bitrate"`
-	KeyframeInterval float64        `json:"keyframe_interval"`
-	Viewers          int            `json:"viewers"`
+	Receiving        bool    `json:"receiving"`
+	VideoCodec       string  `json:"video_codec"`
+	AudioCodec       string  `json:"audio_codec"`
+	Width            int     `json:"width"`
+	Height           int     `json:"height"`
+	FPS              float64 `json:"fps"`
+	VideoBitrate     int     `json:"video_bitrate"`
+	AudioBitrate     int     `json:"audio_bitrate"`
+	KeyframeInterval float64 `json:"keyframe_interval"`
+	Viewers          int     `json:"viewers"`
 	// PeakViewers is the most viewers at once since the show went live.
 	PeakViewers int `json:"peak_viewers"`
 	// BehindSeconds is how far the media has fallen behind the wall

@@ -12,37 +12,37 @@ import (
 // View is the API form of a Show, fields in the spec's order. StreamURL
 // and StreamKey appear only in write responses (POST, PUT, stop).
 type View struct {
-	ID             int64           `json:"id"`
-	URL            string          `json:"url"`
-	ObjectURL      string          `json:"object_url"`
-	Slug           string          `json:"slug"`
-	Name           string          `json:"name"`
-	Description    string          `json:"description"`
-	Start          app.Timestamp   `json:"start"`
-	CreatedAt      app.Timestamp   `json:"created_at"`
-	Duration       *int            `json:"duration"`
-	Live           bool            `json:"live"`
-	Complete       bool            `json:"complete"`
-	Archive        bool            `json:"archive"`
-	Featured       bool            `json:"featured"`
-	Upload         bool            `json:"upload"`
-	Private        bool            `json:"private"`
-	Radio          bool            `json:"radio"`
-	Off            bool            `json:"off"`
-	CommentsCount  int             `json:"comments_count"`
-	FavoritesCount int             `json:"favorites_count"`
-	ThumbnailLabel string          `json:"thumbnail_label"`
-	VideoURL       *string         `json:"video_url"`
-	AudioURL       *string         `json:"audio_url"`
-	ImageURL       string          `json:"image_url"`
-	GifURL         *string         `json:"gif_url"`
-	EmbedCode      string          `json:"embed_code"`
-	StreamURL      *string         `json:"stream_url,omitempty"`
-	StreamKey      *string         `json:"stream_key,omitempty"`
+	ID             int64         `json:"id"`
+	URL            string        `json:"url"`
+	ObjectURL      string        `json:"object_url"`
+	Slug           string        `json:"slug"`
+	Name           string        `json:"name"`
+	Description    string        `json:"description"`
+	Start          app.Timestamp `json:"start"`
+	CreatedAt      app.Timestamp `json:"created_at"`
+	Duration       *int          `json:"duration"`
+	Live           bool          `json:"live"`
+	Complete       bool          `json:"complete"`
+	Archive        bool          `json:"archive"`
+	Featured       bool          `json:"featured"`
+	Upload         bool          `json:"upload"`
+	Private        bool          `json:"private"`
+	Radio          bool          `json:"radio"`
+	Off            bool          `json:"off"`
+	CommentsCount  int           `json:"comments_count"`
+	FavoritesCount int           `json:"favorites_count"`
+	ThumbnailLabel string        `json:"thumbnail_label"`
+	VideoURL       *string       `json:"video_url"`
+	AudioURL       *string       `json:"audio_url"`
+	ImageURL       string        `json:"image_url"`
+	GifURL         *string       `json:"gif_url"`
+	EmbedCode      string        `json:"embed_code"`
+	StreamURL      *string       `json:"stream_url,omitempty"`
+	StreamKey      *string       `json:"stream_key,omitempty"`
 	// PeakViewers is for the owner and staff only (ViewFor).
-	PeakViewers *int `json:"peak_viewers,omitempty"`
-	Tags           []users.TagView `json:"tags"`
-	User           *users.View     `json:"user"`
+	PeakViewers *int            `json:"peak_viewers,omitempty"`
+	Tags        []users.TagView `json:"tags"`
+	User        *users.View     `json:"user"`
 }
 
 // View renders sh (loaded with User and Tags). write=true is the form of
