@@ -94,6 +94,8 @@ func (m *Module) PublicRoutes(r fiber.Router) {
 	r.Get("/signin", m.page(m.signInForm))
 	r.Post("/signin", m.page(m.signIn))
 	r.Post("/signout", m.page(m.signOut))
+	r.Get("/forgot", m.page(m.forgotForm))
+	r.Post("/forgot", m.page(m.forgot))
 	r.Get("/reset/:token", m.page(m.resetForm))
 	r.Post("/reset/:token", m.page(m.resetPassword))
 
