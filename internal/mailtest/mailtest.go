@@ -55,7 +55,7 @@ type Message struct {
 
 // Server is a running SMTP server.
 type Server struct {
-	URL      string // smtp://user:pass@127.0.0.1:port or smtps://…
+	URL      string         // smtp://user:pass@127.0.0.1:port or smtps://…
 	Roots    *x509.CertPool // trusts the server's certificate
 	messages chan Message
 	t        testing.TB

@@ -18,8 +18,12 @@ type forgotData struct {
 	CSRF, Email, Error string
 }
 
-// forgotForm is GET /forgot.
+// forgotForm is GET /forgot. Signed in, the visitor changes their
+// password on the profile page instead.
 func (m *Module) forgotForm(c *fiber.Ctx, v *visitor) error {
+	if v.signedIn() {
+		return redirect(c, "/account/profile")
+	}
 	return m.renderForgot(c, v, forgotData{}, fiber.StatusOK)
 }
 
@@ -40,6 +44,9 @@ func (m *Module) renderForgot(c *fiber.Ctx, v *visitor, d forgotData, status int
 // the address (users.Service.RequestReset); a malformed address is shown
 // beside the field, and past the limits the page is a 429.
 func (m *Module) forgot(c *fiber.Ctx, v *visitor) error {
+	if v.signedIn() {
+		return redirect(c, "/account/profile")
+	}
 	if err := m.checkFormToken(c); err != nil {
 		return err
 	}

@@ -34,9 +34,9 @@ type Service struct {
 	// per client address (mail.go); mail sends them, nil without SMTP.
 	resetMails, resetClients throttle
 	mail                     *mailer
-	reserved  func(slug string) bool
-	store     store.Store // uploaded profile images (images.go)
-	maxImage  int         // SettingImageMaxBytes
+	reserved                 func(slug string) bool
+	store                    store.Store // uploaded profile images (images.go)
+	maxImage                 int         // SettingImageMaxBytes
 
 	// tokens caches Authenticate's answers (tokencache.go); nil: none.
 	tokens *tokenCache
