@@ -247,7 +247,9 @@ func (s *Service) RequestReset(ctx context.Context, email, client string) error 
 	if s.mail == nil {
 		return ErrNoMail
 	}
-	email = strings.ToLower(strings.TrimSpace(email))
+	// Copies: both outlive the request (the limits' keys, the job), and a
+	// handler's strings may be Fiber's reused buffers.
+	email, client = strings.Clone(strings.ToLower(strings.TrimSpace(email))), strings.Clone(client)
 	if a, err := mail.ParseAddress(email); err != nil || a.Address != email || len(email) > 254 {
 		return app.Validation{"email": "is not an email address"}.Err()
 	}
@@ -282,7 +284,7 @@ func (s *Service) RequestReset(ctx context.Context, email, client string) error 
 // if there is one (and it is not suspended).
 func (s *Service) mailReset(ctx context.Context, email string) {
 	u, err := s.Find(ctx, email)
-	if errors.Is(err, ErrNotFound) || err == nil && (u.SuspendedAt != nil || u.Email != email) {
+	if errors.Is(err, ErrNotFound) || err == nil && u.SuspendedAt != nil {
 		return
 	}
 	if err != nil {
