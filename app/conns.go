@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -256,6 +257,16 @@ func (c *trackedConn) Close() error {
 	err := c.Conn.Close()
 	c.once.Do(c.release)
 	return err
+}
+
+// SyscallConn gives the socket to a handler's body stream that sends with
+// sendfile(2) itself (live media held in memory), which embedding would
+// hide too.
+func (c *trackedConn) SyscallConn() (syscall.RawConn, error) {
+	if sc, ok := c.Conn.(syscall.Conn); ok {
+		return sc.SyscallConn()
+	}
+	return nil, errors.ErrUnsupported
 }
 
 // ReadFrom keeps sendfile(2): fasthttp sends file bodies (media segments)

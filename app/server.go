@@ -256,6 +256,9 @@ func accessLog(log *slog.Logger) fiber.Handler {
 		} else if strings.HasPrefix(c.Path(), "/healthz") || strings.HasPrefix(c.Path(), "/metrics") {
 			level = slog.LevelDebug
 		}
+		if !log.Enabled(c.UserContext(), level) {
+			return nil // the line would be dropped: build none of it
+		}
 		attrs := []slog.Attr{
 			slog.String("method", c.Method()),
 			slog.String("path", c.Path()),

@@ -1,6 +1,6 @@
 // Command chat is the benchmark of chat fan-out: one show's room with
-// 1,000 then 10,000 WebSocket viewers on this machine while messages are
-// posted through the REST API at 20 a second.
+// 2,000, 5,000 then 10,000 WebSocket viewers on this machine while
+// messages are posted through the REST API at 20 a second.
 //
 // It builds the onair binary and runs it as its own process (SQLite in a
 // temporary data directory, 127.0.0.1), so the client's memory and CPU are
@@ -9,12 +9,13 @@
 // viewer cookie of its own. Messages come from a pool of users (twice the
 // rate, so each user posts every 2 s, within the one-a-second limit), each
 // with the send time in its text. The benchmark reports delivery latency
-// from the POST to the receipt (p50/p99 over a sample of sockets),
+// from the POST to the receipt (p50/p99 over a sample of sockets), the
+// POST's own latency (p50/p99), the sockets the server dropped,
 // messages delivered per second (counted on every socket) as a fraction of
 // the ideal viewers × rate, and the server's RSS growth per viewer
 // (/proc/PID/status before and after the crowd connects).
 //
-//	go run ./bench/chat                          # 1,000 and 10,000 viewers
+//	go run ./bench/chat                          # 2,000, 5,000 and 10,000 viewers
 //	go run ./bench/chat -viewers 500,2000 -seconds 10 -docs ''
 //
 // 10,000 sockets need that many file descriptors in both processes (the Go
@@ -58,7 +59,7 @@ type options struct {
 
 func main() {
 	var o options
-	counts := flag.String("viewers", benchkit.EnvOr("ONAIR_BENCH_VIEWERS", "1000,10000"), "comma-separated crowd sizes, one phase each ($ONAIR_BENCH_VIEWERS)")
+	counts := flag.String("viewers", benchkit.EnvOr("ONAIR_BENCH_VIEWERS", "2000,5000,10000"), "comma-separated crowd sizes, one phase each ($ONAIR_BENCH_VIEWERS)")
 	modes := flag.String("viewer-ids", benchkit.EnvOr("ONAIR_BENCH_VIEWER_IDS", "distinct,shared"), "distinct: every socket is a viewer of its own (each join and leave is a presence event to the room); shared: one viewer id on every socket (one presence event), to measure message fan-out alone; comma-separated, one phase per crowd and mode ($ONAIR_BENCH_VIEWER_IDS)")
 	flag.IntVar(&o.rate, "rate", envInt("ONAIR_BENCH_RATE", 20), "messages posted per second ($ONAIR_BENCH_RATE)")
 	flag.IntVar(&o.seconds, "seconds", envInt("ONAIR_BENCH_SECONDS", 20), "seconds of posting per phase ($ONAIR_BENCH_SECONDS)")
@@ -68,8 +69,8 @@ func main() {
 	flag.DurationVar(&o.connectMax, "connect-within", 3*time.Minute, "give up opening sockets after this long")
 	flag.StringVar(&o.docs, "docs", "docs/benchmarks.md", "markdown file whose \"Chat fan-out\" section gets the figures (empty: only print)")
 	flag.BoolVar(&o.keep, "keep", false, "keep the temporary directory (server log, database)")
-	flag.StringVar(&o.profile, "profile", "", "directory for the server's CPU profile of the first seconds of each phase and its heap with the crowd connected (runs the onair build with pprof)")
-	flag.IntVar(&o.profileSecs, "profile-seconds", 30, "length of the CPU profile from the start of connecting")
+	flag.StringVar(&o.profile, "profile", "", "directory for the server's CPU profile of each phase's posting and its heap with the crowd connected (runs the onair build with pprof)")
+	flag.IntVar(&o.profileSecs, "profile-seconds", 20, "length of the CPU profile from the first POST")
 	flag.Parse()
 	for _, s := range strings.Split(*counts, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
@@ -219,13 +220,6 @@ func runPhase(ctx context.Context, srv *benchkit.Server, tokens []string, n int,
 		return p, err
 	}
 
-	var profiled chan error
-	if o.profile != "" {
-		profiled = make(chan error, 1)
-		go func() {
-			profiled <- srv.Profile("profile", o.profileSecs, filepath.Join(o.profile, fmt.Sprintf("chat-%d-%s.cpu.pprof", n, mode)))
-		}()
-	}
 	fmt.Fprintf(os.Stderr, "%d viewers, %s ids: connecting...\n", n, mode)
 	wsURL := fmt.Sprintf("ws://%s/ws/shows/%d", srv.HTTPAddr, show.ID)
 	cookie := uuid.NewString
@@ -255,6 +249,13 @@ func runPhase(ctx context.Context, srv *benchkit.Server, tokens []string, n int,
 	fmt.Fprintf(os.Stderr, "  %d presence events received (settled: %v); RSS %d → %d MB; posting %d/s for %d s...\n",
 		p.presenceEvents, p.settled, p.rssBefore>>20, p.rssAfter>>20, o.rate, o.seconds)
 
+	var profiled chan error
+	if o.profile != "" {
+		profiled = make(chan error, 1)
+		go func() {
+			profiled <- srv.Profile("profile", o.profileSecs, filepath.Join(o.profile, fmt.Sprintf("chat-%d-%s.cpu.pprof", n, mode)))
+		}()
+	}
 	chats0, _, _, closed0 := c.totals()
 	posts := postAll(ctx, srv, tokens, show.ID, o.rate, o.seconds)
 	p.loadDuring = benchkit.LoadAvg()

@@ -202,3 +202,30 @@ func waitNoChildren(pid int, within time.Duration) {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// measureIdle returns the CPU time each group of processes uses over d
+// while nothing is asked of them.
+func measureIdle(ctx context.Context, groups [][]int, d time.Duration) ([]time.Duration, error) {
+	before := make([]benchkit.CPU, len(groups))
+	for i, pids := range groups {
+		c, err := benchkit.ReadCPUs(pids)
+		if err != nil {
+			return nil, err
+		}
+		before[i] = c
+	}
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-time.After(d):
+	}
+	out := make([]time.Duration, len(groups))
+	for i, pids := range groups {
+		c, err := benchkit.ReadCPUs(pids)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = c.Own - before[i].Own
+	}
+	return out, nil
+}

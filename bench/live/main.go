@@ -8,13 +8,16 @@
 // a temporary prefix, both on 127.0.0.1. For each count of publishers it
 // copies the FLV with `ffmpeg -re -c copy` to each server in turn and
 // reports the server's CPU seconds per stream (/proc/PID/stat) and the time
-// from a publisher's start to the first live playlist that lists a segment.
+// from a publisher's start to the first live playlist that lists a segment;
+// then the same input to OnAir's audio-only shows (audio_only: the video
+// dropped, the audio rendition alone), against OnAir's own A/V figure.
 // Then wrk measures requests per second for a live playlist and a ~600 KB
 // segment from OnAir's /media route and the same bytes as static files of
 // nginx.
 //
 //	go run ./bench/live                      # 1 and 4 publishers, 30 s each
 //	go run ./bench/live -publishers 1,2,8 -seconds 20 -docs ''
+//	go run ./bench/live -serve-only          # only the HLS serving rows
 //
 // Needs ffmpeg, nginx, libnginx-mod-rtmp and wrk. It is a program, not a
 // timed test: the figures go to docs/benchmarks.md.
@@ -54,6 +57,9 @@ type options struct {
 	profile      string
 	latency      int
 	latencyOnly  bool
+	serveOnly    bool
+	ingestOnly   bool
+	partDuration string
 }
 
 func main() {
@@ -74,6 +80,9 @@ func main() {
 	flag.StringVar(&o.profile, "profile", "", "directory for OnAir's CPU profiles of each ingest run and of its first wrk run of each request (runs the onair build with pprof)")
 	flag.IntVar(&o.latency, "latency-seconds", 40, "seconds of glass-to-glass latency measurement per server with hls.js in headless Chromium (0: skip)")
 	flag.BoolVar(&o.latencyOnly, "latency-only", false, "measure only the glass-to-glass latency (no ingest CPU, no wrk)")
+	flag.BoolVar(&o.serveOnly, "serve-only", false, "measure only HLS serving: one publisher streams -seconds to OnAir (not measured), then wrk; the docs get the serving table in its own block")
+	flag.BoolVar(&o.ingestOnly, "ingest-only", false, "measure only the ingest CPU (no latency, no wrk); the figures go to their own generated block of the docs section")
+	flag.StringVar(&o.partDuration, "part-duration", "", "OnAir's ONAIR_HLS_PART_DURATION for the run (default: OnAir's own; 0 turns LL-HLS parts off)")
 	flag.Parse()
 	for _, s := range strings.Split(*pubs, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
@@ -82,6 +91,9 @@ func main() {
 			os.Exit(2)
 		}
 		o.publishers = append(o.publishers, n)
+	}
+	if o.serveOnly {
+		o.publishers, o.latency, o.latencyOnly = []int{1}, 0, false
 	}
 	if o.seconds < 5 || o.seconds > o.inputSeconds {
 		fmt.Fprintf(os.Stderr, "live: -seconds must be between 5 and %d\n", o.inputSeconds)
@@ -104,7 +116,7 @@ func envInt(name string, def int) int {
 
 func run(ctx context.Context, o options) error {
 	tools := []string{"ffmpeg", "nginx", "wrk"}
-	if o.latencyOnly {
+	if o.latencyOnly || o.ingestOnly {
 		tools = tools[:2]
 	}
 	for _, tool := range tools {
@@ -153,6 +165,9 @@ func run(ctx context.Context, o options) error {
 		"ONAIR_RTMP_MAX_PENDING_PER_IP":    "128",
 		"ONAIR_RTMP_MAX_PENDING":           "128",
 	}
+	if o.partDuration != "" {
+		env["ONAIR_HLS_PART_DURATION"] = o.partDuration
+	}
 	if o.profile != "" {
 		if err := os.MkdirAll(o.profile, 0o755); err != nil {
 			return err
@@ -173,7 +188,7 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	defer srv.Stop()
-	shows := map[int][]benchkit.Show{}
+	shows, audioShows := map[int][]benchkit.Show{}, map[int][]benchkit.Show{}
 	for _, n := range o.publishers {
 		for i := range n {
 			sh, err := srv.CreateShow(ctx, token, fmt.Sprintf("Bench %d publishers #%d", n, i+1))
@@ -181,6 +196,11 @@ func run(ctx context.Context, o options) error {
 				return err
 			}
 			shows[n] = append(shows[n], sh)
+			sh, err = srv.CreateShowWith(ctx, token, fmt.Sprintf("Bench %d publishers audio-only #%d", n, i+1), map[string]any{"audio_only": true})
+			if err != nil {
+				return err
+			}
+			audioShows[n] = append(audioShows[n], sh)
 		}
 	}
 	ngx, err := startNginx(filepath.Join(tmp, "nginx"), o.nginxModule, o.nginxWorkers)
@@ -189,7 +209,7 @@ func run(ctx context.Context, o options) error {
 	}
 	defer ngx.stop()
 
-	if o.latency > 0 {
+	if o.latency > 0 && !o.ingestOnly {
 		sh, err := srv.CreateShow(ctx, token, "Bench latency")
 		if err != nil {
 			return err
@@ -221,6 +241,13 @@ func run(ctx context.Context, o options) error {
 	if fi, err := os.Stat(input); err == nil {
 		rep.inputRate = float64(fi.Size()) * 8 / float64(o.inputSeconds) / 1e6
 	}
+	// Each server's own CPU with no publisher over the same time, measured
+	// side by side: what a run costs whatever the streams.
+	fmt.Fprintf(os.Stderr, "both servers idle for %d s...\n", o.seconds)
+	if rep.idle, err = measureIdle(ctx, [][]int{{srv.PID()}, ngx.pids()}, time.Duration(o.seconds)*time.Second); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "  idle CPU OnAir %.2f s, nginx %.2f s\n", rep.idle[0].Seconds(), rep.idle[1].Seconds())
 	for _, n := range o.publishers {
 		list := shows[n]
 		onair := target{
@@ -242,11 +269,26 @@ func run(ctx context.Context, o options) error {
 				return "rtmp://" + ngx.rtmpAddr + "/live/" + key, "http://" + ngx.httpAddr + "/hls/" + key + ".m3u8"
 			},
 		}
-		var pair [2]ingestResult
-		for j, t := range []target{onair, nginxT} {
+		audio := audioShows[n]
+		onairAudio := target{
+			name:     "OnAir audio-only",
+			pids:     onair.pids,
+			children: true,
+			idle:     onair.idle,
+			urls: func(i int) (string, string) {
+				return "rtmp://" + srv.RTMPAddr + "/live/" + audio[i].StreamKey,
+					fmt.Sprintf("%s/media/shows/%d/audio.m3u8", srv.URL, audio[i].ID)
+			},
+		}
+		var pair [3]ingestResult
+		targets := []target{onair, nginxT, onairAudio}
+		if o.serveOnly {
+			targets = targets[:1] // only to have live media to serve
+		}
+		for j, t := range targets {
 			fmt.Fprintf(os.Stderr, "%s: %d publisher(s) for %d s...\n", t.name, n, o.seconds)
 			var profiled chan error
-			if o.profile != "" && j == 0 {
+			if o.profile != "" && j == 0 && !o.serveOnly {
 				profiled = profile(srv, o.seconds, filepath.Join(o.profile, fmt.Sprintf("ingest-%d.cpu.pprof", n)))
 			}
 			res, err := runIngest(ctx, t, input, n, o.seconds)
@@ -265,7 +307,25 @@ func run(ctx context.Context, o options) error {
 				res.cpu.Seconds(), res.children.Seconds(), res.firstMedian().Round(time.Millisecond), res.firstMax().Round(time.Millisecond), res.load)
 			pair[j] = res
 		}
-		rep.ingest = append(rep.ingest, pair)
+		if !o.serveOnly {
+			rep.ingest = append(rep.ingest, pair)
+		}
+	}
+	if o.ingestOnly {
+		rep.loadAfter = benchkit.LoadAvg()
+		rep.cpuModel = cpuModel()
+		fmt.Println(rep.ingestTable() + rep.notes())
+		if o.docs != "" {
+			path := o.docs
+			if !filepath.IsAbs(path) {
+				path = filepath.Join(root, path)
+			}
+			if err := benchkit.WriteSection(path, "Live media (RTMP ingest and HLS)", "bench/live -ingest-only", rep.markdown()); err != nil {
+				return err
+			}
+			fmt.Fprintln(os.Stderr, "wrote the ingest figures into", path)
+		}
+		return nil
 	}
 
 	// Serving: the same playlist and segment bytes from OnAir's media route
@@ -331,13 +391,20 @@ func run(ctx context.Context, o options) error {
 	rep.cpuModel = cpuModel()
 
 	table := rep.tables()
+	if o.serveOnly {
+		table = rep.servingTable()
+	}
 	fmt.Println(table)
 	if o.docs != "" {
 		path := o.docs
 		if !filepath.IsAbs(path) {
 			path = filepath.Join(root, path)
 		}
-		if err := benchkit.WriteSection(path, "Live media (RTMP ingest and HLS)", "bench/live", rep.markdown()); err != nil {
+		name, text := "bench/live", rep.markdown()
+		if o.serveOnly {
+			name, text = "bench/live -serve-only", rep.servingMarkdown()
+		}
+		if err := benchkit.WriteSection(path, "Live media (RTMP ingest and HLS)", name, text); err != nil {
 			return err
 		}
 		fmt.Fprintln(os.Stderr, "wrote the figures into", path)
@@ -352,11 +419,21 @@ func profile(srv *benchkit.Server, seconds int, path string) chan error {
 	return done
 }
 
-// closestSegment picks the A/V segment whose size is nearest to want.
+// closestSegment picks, among the A/V segments of the live playlist (those
+// players fetch during a live), the one whose size is nearest to want.
 func closestSegment(dir string, want int64) (string, int64, error) {
-	files, err := filepath.Glob(filepath.Join(dir, "seg-*.ts"))
-	if err != nil || len(files) == 0 {
-		return "", 0, fmt.Errorf("no segments recorded in %s", dir)
+	list, err := os.ReadFile(filepath.Join(dir, "index.m3u8"))
+	if err != nil {
+		return "", 0, err
+	}
+	var files []string
+	for _, line := range strings.Split(string(list), "\n") {
+		if strings.HasPrefix(line, "seg-") && strings.HasSuffix(line, ".ts") {
+			files = append(files, filepath.Join(dir, line))
+		}
+	}
+	if len(files) == 0 {
+		return "", 0, fmt.Errorf("no segments in the live playlist of %s", dir)
 	}
 	best, bestSize := "", int64(0)
 	for _, f := range files {

@@ -11,6 +11,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"flag"
@@ -23,7 +24,10 @@ import (
 	"net/url"
 	"os"
 	"runtime/pprof"
+	"strconv"
 	"strings"
+	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -171,6 +175,7 @@ func run(dbURL string, nShows, nUsers int, reseed bool, duration time.Duration, 
 	}
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: workers * 2, MaxConnsPerHost: workers * 2}, Timeout: 30 * time.Second}
 	var results []result
+	load0 := benchkit.LoadAvg()
 	for i, sc := range scenarios {
 		if i > 0 && only != "" && !strings.Contains(sc.name, only) {
 			continue
@@ -182,17 +187,70 @@ func run(dbURL string, nShows, nUsers int, reseed bool, duration time.Duration, 
 		if err != nil {
 			return fmt.Errorf("%s: fresh start: %w", sc.name, err)
 		}
-		lr, err := benchkit.Load(ctx, client, token, func(r *rand.Rand) string { return base + sc.path(r) }, duration, workers)
+		var sent atomic.Int64
+		self0, db0 := selfCPU(), procCPU(dbPID)
+		lr, err := benchkit.Load(ctx, client, token, func(r *rand.Rand) string { sent.Add(1); return base + sc.path(r) }, duration, workers)
 		if err != nil {
 			return fmt.Errorf("%s: %w", sc.name, err)
 		}
-		res := result{name: sc.name, LoadResult: lr, fresh: fresh}
+		res := result{name: sc.name, LoadResult: lr, fresh: fresh,
+			selfCPU: (selfCPU() - self0) / time.Duration(sent.Load()), dbCPU: -1}
+		if dbPID != "" {
+			res.dbCPU = (procCPU(dbPID) - db0) / time.Duration(sent.Load())
+		}
 		results = append(results, res)
-		fmt.Fprintf(os.Stderr, "%-48s fresh %7.2f ms  cold %7.2f ms  p50 %7.2f ms  p99 %7.2f ms  %8.0f req/s\n",
-			res.name, benchkit.Ms(res.fresh), benchkit.Ms(res.Cold), benchkit.Ms(res.P50), benchkit.Ms(res.P99), res.RPS)
+		fmt.Fprintf(os.Stderr, "%-48s fresh %7.2f ms  cold %7.2f ms  p50 %7.2f ms  p99 %7.2f ms  %8.0f req/s  cpu %.3f + db %.3f ms/req  load %s\n",
+			res.name, benchkit.Ms(res.fresh), benchkit.Ms(res.Cold), benchkit.Ms(res.P50), benchkit.Ms(res.P99), res.RPS,
+			benchkit.Ms(res.selfCPU), benchkit.Ms(res.dbCPU), benchkit.LoadAvg())
 	}
-	printTable(results, nShows, workers, duration)
+	printTable(results, nShows, workers, duration, load0)
 	return nil
+}
+
+// dbPID is the process id of the local MariaDB/MySQL server ("" when none
+// is found): its CPU time per request is the database's own share.
+var dbPID = func() string {
+	dirs, _ := os.ReadDir("/proc")
+	for _, d := range dirs {
+		comm, err := os.ReadFile("/proc/" + d.Name() + "/comm")
+		if err != nil {
+			continue
+		}
+		if c := strings.TrimSpace(string(comm)); c == "mariadbd" || c == "mysqld" {
+			return d.Name()
+		}
+	}
+	return ""
+}()
+
+// selfCPU is the CPU time (user + system) of this process so far: the
+// server and the load generator.
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// procCPU is the CPU time of another process from /proc/PID/stat (utime
+// and stime, in the kernel's USER_HZ of 100 ticks a second).
+func procCPU(pid string) time.Duration {
+	if pid == "" {
+		return 0
+	}
+	b, err := os.ReadFile("/proc/" + pid + "/stat")
+	if err != nil {
+		return 0
+	}
+	// Fields after the command, which is in parentheses and may hold spaces.
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	u, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(u+st) * 10 * time.Millisecond
 }
 
 var only string
@@ -209,6 +267,10 @@ func fixed(name, path string) scenario {
 type result struct {
 	name  string
 	fresh time.Duration // first request after a fresh boot
+	// CPU time per request over the scenario's warm-up and measured
+	// phases: this process (server and client) and MariaDB (-1: not
+	// found).
+	selfCPU, dbCPU time.Duration
 	benchkit.LoadResult
 }
 
@@ -250,14 +312,20 @@ func freshStart(ctx context.Context, base *app.Config, token, path string) (time
 	return benchkit.Get(client, cfg.PublicURL+path, token)
 }
 
-func printTable(results []result, nShows, workers int, d time.Duration) {
+func printTable(results []result, nShows, workers int, d time.Duration, load0 string) {
 	ceiling := results[0]
-	fmt.Printf("\n%d shows, %d client workers on 127.0.0.1, %s per scenario after 1 s warm-up.\n\n", nShows, workers, d)
-	fmt.Println("| Request | fresh start, first request (ms) | cold (ms) | p50 (ms) | p99 (ms) | req/s | p50 ÷ ceiling p50 | req/s ÷ ceiling req/s |")
-	fmt.Println("|---|---:|---:|---:|---:|---:|---:|---:|")
+	fmt.Printf("\n%d shows, %d client workers on 127.0.0.1, %s per scenario after 1 s warm-up; load average %s at the start, %s at the end.\n\n",
+		nShows, workers, d, load0, benchkit.LoadAvg())
+	fmt.Println("| Request | fresh start, first request (ms) | cold (ms) | p50 (ms) | p99 (ms) | req/s | p50 ÷ ceiling p50 | req/s ÷ ceiling req/s | OnAir + client CPU (ms/req) | MariaDB CPU (ms/req) |")
+	fmt.Println("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, r := range results {
-		fmt.Printf("| %s | %.2f | %.2f | %.2f | %.2f | %.0f | %.1f× | %.3f |\n",
-			r.name, benchkit.Ms(r.fresh), benchkit.Ms(r.Cold), benchkit.Ms(r.P50), benchkit.Ms(r.P99), r.RPS, float64(r.P50)/float64(ceiling.P50), r.RPS/ceiling.RPS)
+		db := "–"
+		if r.dbCPU >= 0 {
+			db = fmt.Sprintf("%.3f", benchkit.Ms(r.dbCPU))
+		}
+		fmt.Printf("| %s | %.2f | %.2f | %.2f | %.2f | %.0f | %.1f× | %.3f | %.3f | %s |\n",
+			r.name, benchkit.Ms(r.fresh), benchkit.Ms(r.Cold), benchkit.Ms(r.P50), benchkit.Ms(r.P99), r.RPS, float64(r.P50)/float64(ceiling.P50), r.RPS/ceiling.RPS,
+			benchkit.Ms(r.selfCPU), db)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"github.com/onair/onair/app"
 	"log/slog"
+	"net"
 	"sort"
 	"strconv"
 	"strings"
@@ -29,9 +30,14 @@ type Event struct {
 	ID     int64  `json:"id,omitempty"`
 	State  string `json:"state,omitempty"`
 	Show   any    `json:"show,omitempty"`
-	Count  *int   `json:"count,omitempty"`
+	// ChatEnabled rides on every show.updated event, private shows
+	// included (whose show details stay out), so an open page hides or
+	// shows its chat input when the owner or staff toggle the chat.
+	ChatEnabled *bool `json:"chat_enabled,omitempty"`
+	Count       *int  `json:"count,omitempty"`
 	// Joined and Left list who came and went since the room's previous
-	// presence event (presence is sent at most every presenceEvery).
+	// presence event (presence is sent at most every presenceEvery, less
+	// often in a large room).
 	Joined []Viewer `json:"joined,omitempty"`
 	Left   []Viewer `json:"left,omitempty"`
 	// Badge of a chat.created message's author ("host", "staff"), for the
@@ -102,36 +108,35 @@ type Presence interface {
 	Refresh(ctx context.Context, present map[int64][]string) error
 }
 
-// client is one socket in a room. send is buffered; a client that cannot
-// keep up is dropped rather than holding up the room.
-type client struct {
-	viewer Viewer
-	// who is the viewer as the visibility rule sees them (an anonymous
-	// viewer is an empty principal, never nil: nil would be the system).
-	who  *app.Principal
-	send chan []byte
-	// presence holds only the newest presence event: a socket that is
-	// behind skips stale counts instead of being dropped for them.
-	presence chan []byte
-	once     sync.Once
-	gone     chan struct{}
-}
-
-// drop closes the socket (once) and reports whether this call did it.
-func (c *client) drop() (first bool) {
-	c.once.Do(func() { close(c.gone); first = true })
-	return first
-}
-
-// clientBuffer is how many events may wait for a slow socket.
-const clientBuffer = 64
-
 type room struct {
 	clients map[*client]struct{}
 	viewers map[string]int // viewer key → open sockets on this node
 	// count is the room's viewer count across nodes as this node's last
 	// presence event for it counted them (0 before the first).
 	count int
+
+	// The room's fan-out is clocked: its sockets are written at most once
+	// every flushEvery(sockets). An event that comes sooner waits in
+	// batch (its frame appended to those before it) for the room's next
+	// flush, which hands the whole batch to every socket as one buffer.
+	fmu     sync.Mutex
+	batch   []byte
+	flushed time.Time // the last flush
+}
+
+// Fan-out clock: a room of n sockets flushes at most every n ×
+// flushPerSocket (2,000 sockets: 20 ms; 10,000: 100 ms), never waiting
+// longer than maxFlushEvery. A write costs the server (and the client reading
+// it) a few microseconds of CPU whatever its size, so a busy room's
+// writes per second stay bounded however many messages it gets; a quiet
+// room's first message goes out at once.
+const (
+	flushPerSocket = 10 * time.Microsecond
+	maxFlushEvery  = 250 * time.Millisecond
+)
+
+func flushEvery(sockets int) time.Duration {
+	return min(time.Duration(sockets)*flushPerSocket, maxFlushEvery)
 }
 
 // Hub holds this node's rooms and connects them to the bus and presence.
@@ -142,6 +147,9 @@ type Hub struct {
 
 	mu    sync.RWMutex
 	rooms map[int64]*room
+	// writeWait bounds one write to a socket (writeWait unless a test
+	// changes it).
+	writeWait time.Duration
 
 	// mayView answers, for a show that changed, who may still see it; the
 	// hub drops every socket of the room that may not (the show went
@@ -158,15 +166,15 @@ type Hub struct {
 // NewLocalHub is the hub of a single node: events and presence stay in
 // this process.
 func NewLocalHub(log *slog.Logger) *Hub {
-	h := &Hub{log: log, rooms: map[int64]*room{}, pending: map[int64]*presenceBatch{}}
-	h.bus, h.presence = &localBus{hub: h}, &localPresence{hub: h}
+	h := &Hub{log: log, rooms: map[int64]*room{}, pending: map[int64]*presenceBatch{}, writeWait: writeWait}
+	h.bus, h.presence = newLocalBus(), &localPresence{hub: h}
 	return h
 }
 
 // NewSharedHub is the hub of one node among several: events and presence
 // go through bus and presence (Redis).
 func NewSharedHub(bus Bus, presence Presence, log *slog.Logger) *Hub {
-	return &Hub{bus: bus, presence: presence, log: log, rooms: map[int64]*room{}, pending: map[int64]*presenceBatch{}}
+	return &Hub{bus: bus, presence: presence, log: log, rooms: map[int64]*room{}, pending: map[int64]*presenceBatch{}, writeWait: writeWait}
 }
 
 // Publish sends an event to the show's room on every node.
@@ -183,51 +191,79 @@ func (h *Hub) Publish(ctx context.Context, showID int64, ev Event) {
 }
 
 // deliver hands a payload to every local socket of the room without
-// blocking: a full buffer drops that socket.
+// blocking: its frame is built once, and goes with the room's next flush
+// to each socket's queue; a socket whose queue is full is dropped
+// (CloseTooSlow). Presence frames (coalesced already) go at once, each
+// socket keeping only the newest.
 func (h *Hub) deliver(showID int64, payload []byte) {
 	if h.mayView != nil && bytes.HasPrefix(payload, showUpdatedPrefix) {
 		h.enforceVisibility(showID)
 	}
+	frame := textFrame(payload)
 	h.mu.RLock()
+	defer h.mu.RUnlock()
 	r := h.rooms[showID]
-	var slow []*client
-	if r != nil && isPresence(payload) {
-		for c := range r.clients {
-			select {
-			case <-c.presence: // replace a stale count
-			default:
-			}
-			select {
-			case c.presence <- payload:
-			default:
-			}
-		}
-		r = nil
+	if r == nil {
+		return
 	}
-	if r != nil {
+	if isPresence(payload) {
 		for c := range r.clients {
-			select {
-			case c.send <- payload:
-			default:
-				slow = append(slow, c)
-			}
+			c.pushPresence(frame, true)
 		}
+		return
 	}
-	h.mu.RUnlock()
-	// A dropped socket stays in the room until its goroutine leaves, and
-	// its buffer stays full meanwhile: log it once, not once per event.
-	for _, c := range slow {
-		if c.drop() {
-			h.log.Warn("chat: dropping slow socket", "show", showID, "viewer", c.viewer.Key())
+	every := flushEvery(len(r.clients))
+	r.fmu.Lock()
+	now := time.Now()
+	if r.batch == nil && now.Sub(r.flushed) >= every {
+		r.flushed = now
+		r.fmu.Unlock()
+		h.fanOut(r, frame)
+		return
+	}
+	if r.batch == nil {
+		time.AfterFunc(r.flushed.Add(every).Sub(now), func() { h.flush(showID, r) })
+		r.batch = frame
+	} else {
+		r.batch = append(r.batch, frame...)
+	}
+	r.fmu.Unlock()
+}
+
+// flush hands the room's waiting frames to its sockets.
+func (h *Hub) flush(showID int64, r *room) {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	r.fmu.Lock()
+	batch := r.batch
+	r.batch, r.flushed = nil, time.Now()
+	r.fmu.Unlock()
+	if h.rooms[showID] == r && batch != nil {
+		h.fanOut(r, batch)
+	}
+}
+
+// fanOut queues frames on every socket of the room (h.mu read-locked);
+// the sockets that are too far behind are dropped.
+func (h *Hub) fanOut(r *room, frames []byte) {
+	for c := range r.clients {
+		if !c.push(frames) && c.drop(tooSlowFrame) {
+			h.slow(c)
 		}
 	}
 }
 
-// join adds a socket; the viewer's first socket makes them present and
-// tells the room.
-func (h *Hub) join(ctx context.Context, showID int64, v Viewer, who *app.Principal) *client {
-	c := &client{viewer: v, who: who, send: make(chan []byte, clientBuffer), presence: make(chan []byte, 1), gone: make(chan struct{})}
+// slow logs a socket dropped for being too slow (once per socket).
+func (h *Hub) slow(c *client) {
+	h.log.Warn("chat: dropping slow socket", "viewer", c.viewer.Key())
+}
+
+// join adds a socket, written to on conn; the viewer's first socket makes
+// them present and tells the room.
+func (h *Hub) join(ctx context.Context, showID int64, v Viewer, who *app.Principal, conn net.Conn) *client {
 	h.mu.Lock()
+	c := newClient(v, who, conn, h.writeWait)
+	c.slow = h.slow
 	r := h.rooms[showID]
 	if r == nil {
 		r = &room{clients: map[*client]struct{}{}, viewers: map[string]int{}}
@@ -265,10 +301,7 @@ func (h *Hub) greet(showID int64, c *client) {
 		h.log.Error("chat: encode event", "err", err)
 		return
 	}
-	select {
-	case c.presence <- payload:
-	default: // a newer presence event is already queued
-	}
+	c.pushPresence(textFrame(payload), false) // unless a newer count waits
 }
 
 // leave removes a socket; the viewer's last socket makes them absent.
@@ -291,7 +324,7 @@ func (h *Hub) leave(ctx context.Context, showID int64, c *client) {
 		}
 	}
 	h.mu.Unlock()
-	c.drop()
+	c.drop(nil)
 	if last {
 		if err := h.presence.Leave(ctx, showID, c.viewer.Key()); err != nil {
 			h.log.Error("chat: presence leave", "err", err)
@@ -301,8 +334,14 @@ func (h *Hub) leave(ctx context.Context, showID int64, c *client) {
 	}
 }
 
-// presenceEvery is the least time between two presence events of a room.
-var presenceEvery = 250 * time.Millisecond
+// presenceEvery is the least time between two presence events of a room;
+// a room of n sockets waits n × presencePerSocket if that is longer (a
+// presence event goes to every socket: 10,000 sockets hear at most one a
+// second).
+const (
+	presenceEvery     = 250 * time.Millisecond
+	presencePerSocket = 100 * time.Microsecond
+)
 
 // presenceBatch is what changed in a room since its last presence event.
 type presenceBatch struct {
@@ -312,13 +351,19 @@ type presenceBatch struct {
 // presenceChanged records a join or leave and makes sure the room's next
 // presence event is on its way.
 func (h *Hub) presenceChanged(showID int64, joined, left *Viewer) {
+	h.mu.RLock()
+	sockets := 0
+	if r := h.rooms[showID]; r != nil {
+		sockets = len(r.clients)
+	}
+	h.mu.RUnlock()
 	h.pmu.Lock()
 	defer h.pmu.Unlock()
 	b := h.pending[showID]
 	if b == nil {
 		b = &presenceBatch{}
 		h.pending[showID] = b
-		time.AfterFunc(presenceEvery, func() { h.flushPresence(showID) })
+		time.AfterFunc(max(presenceEvery, time.Duration(sockets)*presencePerSocket), func() { h.flushPresence(showID) })
 	}
 	if joined != nil {
 		b.joined = append(b.joined, *joined)
@@ -371,7 +416,7 @@ func (h *Hub) enforceVisibility(showID int64) {
 	}
 	h.mu.RUnlock()
 	for _, c := range out {
-		c.drop()
+		c.drop(goingAwayFrame)
 	}
 }
 
@@ -407,25 +452,64 @@ func (h *Hub) Sockets() int {
 	return n
 }
 
-// run pumps the bus and refreshes presence until ctx ends.
+// run pumps the bus, pings every socket every pingEvery and refreshes
+// presence until ctx ends; then it closes every socket (CloseGoingAway).
 func (h *Hub) run(ctx context.Context, refreshEvery time.Duration) {
 	go h.bus.Run(ctx, h.deliver)
+	go app.Every(ctx, pingEvery, func(context.Context) { h.each(func(c *client) { c.pingNow() }) })
 	app.Every(ctx, refreshEvery, func(ctx context.Context) {
 		if err := h.presence.Refresh(ctx, h.localKeys()); err != nil && ctx.Err() == nil {
 			h.log.Error("chat: presence refresh", "err", err)
 		}
 	})
+	h.each(func(c *client) { c.drop(goingAwayFrame) })
 }
 
-// localBus is the single-node Bus: it hands events straight to the hub.
-type localBus struct{ hub *Hub }
-
-func (b *localBus) Publish(_ context.Context, showID int64, payload []byte) error {
-	b.hub.deliver(showID, payload)
-	return nil
+// each calls f on every socket of this node.
+func (h *Hub) each(f func(*client)) {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	for _, r := range h.rooms {
+		for c := range r.clients {
+			f(c)
+		}
+	}
 }
 
-func (b *localBus) Run(ctx context.Context, _ func(int64, []byte)) { <-ctx.Done() }
+// localBus is the single-node Bus: Publish queues the event and returns;
+// Run hands the events to the hub in order.
+type localBus struct{ events chan localEvent }
+
+type localEvent struct {
+	showID  int64
+	payload []byte
+}
+
+// localBusQueue is how many events may wait for the hub's fan-out before
+// Publish waits.
+const localBusQueue = 4096
+
+func newLocalBus() *localBus { return &localBus{events: make(chan localEvent, localBusQueue)} }
+
+func (b *localBus) Publish(ctx context.Context, showID int64, payload []byte) error {
+	select {
+	case b.events <- localEvent{showID, payload}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (b *localBus) Run(ctx context.Context, deliver func(int64, []byte)) {
+	for {
+		select {
+		case ev := <-b.events:
+			deliver(ev.showID, ev.payload)
+		case <-ctx.Done():
+			return
+		}
+	}
+}
 
 // localPresence is the single-node Presence: the hub's own rooms.
 type localPresence struct{ hub *Hub }

@@ -155,6 +155,10 @@ func (m *Module) onShowEvent(ctx context.Context, ev shows.Event) {
 		// URLs. Sockets that may no longer see the show are dropped as
 		// the event arrives.
 		out := Event{Type: EventShowUpdated, State: ev.Type}
+		if ev.Type != shows.EventDeleted {
+			on := !ev.Show.ChatDisabled
+			out.ChatEnabled = &on
+		}
 		if ev.Type != shows.EventDeleted && !ev.Show.Private && !ev.Show.Off {
 			out.Show = m.shows.View(ev.Show, false)
 		}
@@ -175,11 +179,11 @@ func (m *Module) APIRoutes(r fiber.Router) {
 	r.Get("/shows/:show_id/chats/:id", h.get)
 	r.Delete("/shows/:show_id/chats/:id", h.remove)
 	r.Get("/shows/:id/chat_users", h.chatUsers)
-	r.Get("/shows/:id/chat/socket", m.apiSocket, websocket.New(m.serveSocket))
+	r.Get("/shows/:id/chat/socket", m.apiSocket, websocket.New(m.serveSocket, socketConfig))
 }
 
 func (m *Module) PublicRoutes(r fiber.Router) {
-	r.Get("/ws/shows/:id", m.webSocket, websocket.New(m.serveSocket))
+	r.Get("/ws/shows/:id", m.webSocket, websocket.New(m.serveSocket, socketConfig))
 }
 
 //go:embed openapi.json

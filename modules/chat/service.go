@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -68,6 +69,10 @@ func (s *Service) runTxHooks(ctx context.Context, tx bun.IDB, ev TxEvent) error 
 // ErrNotFound is a missing (or deleted) message.
 var ErrNotFound = errors.New("chat: message not found")
 
+// ErrChatDisabled refuses a message to a show whose owner (or staff)
+// turned its chat off (chat_enabled=false); its history stays readable.
+var ErrChatDisabled = &app.Error{Status: http.StatusForbidden, Code: "chat_disabled", Message: "the chat of this show is off"}
+
 // Post stores a message of the caller on a show the caller can see, and
 // fans it out to the show's room. It enforces bans, the one-per-second rate
 // (or the show's slow mode) and the length limit.
@@ -75,6 +80,9 @@ func (s *Service) Post(ctx context.Context, showID int64, by *app.Principal, bod
 	sh, err := s.shows.Visible(ctx, showID, by)
 	if err != nil {
 		return nil, err
+	}
+	if sh.ChatDisabled {
+		return nil, ErrChatDisabled
 	}
 	// The web pages' chat form reaches here without app.Input, so the
 	// text rule is applied here as well.

@@ -2,6 +2,7 @@ package chat
 
 import (
 	"fmt"
+	"net"
 	"net/url"
 	"regexp"
 	"strings"
@@ -149,39 +150,17 @@ func (m *Module) serveSocket(conn *websocket.Conn) {
 	if who == nil {
 		who = &app.Principal{}
 	}
-	cl := m.hub.join(ctx, showID, v, who)
+	// The room's frames are written straight to the TCP connection (one
+	// write for what waits), not through the WebSocket library's
+	// per-message copy; the library only reads, and answers pings and
+	// closes with one write of a whole frame each, which cannot
+	// interleave with ours.
+	raw := conn.NetConn()
+	if u, ok := raw.(interface{ UnsafeConn() net.Conn }); ok {
+		raw = u.UnsafeConn()
+	}
+	cl := m.hub.join(ctx, showID, v, who, raw)
 	defer m.hub.leave(ctx, showID, cl)
-
-	writerDone := make(chan struct{})
-	go func() {
-		defer close(writerDone)
-		ticker := time.NewTicker(pingEvery)
-		defer ticker.Stop()
-		for {
-			select {
-			case msg := <-cl.send:
-				conn.SetWriteDeadline(time.Now().Add(writeWait))
-				if err := conn.WriteMessage(websocket.TextMessage, msg); err != nil {
-					cl.drop()
-				}
-			case msg := <-cl.presence:
-				conn.SetWriteDeadline(time.Now().Add(writeWait))
-				if err := conn.WriteMessage(websocket.TextMessage, msg); err != nil {
-					cl.drop()
-				}
-			case <-ticker.C:
-				if err := conn.WriteControl(websocket.PingMessage, nil, time.Now().Add(writeWait)); err != nil {
-					cl.drop()
-				}
-			case <-cl.gone:
-				conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseGoingAway, ""), time.Now().Add(time.Second))
-				conn.Close()
-				return
-			case <-ctx.Done():
-				cl.drop()
-			}
-		}
-	}()
 
 	conn.SetReadLimit(readLimit)
 	conn.SetReadDeadline(time.Now().Add(pongWait))
@@ -192,8 +171,8 @@ func (m *Module) serveSocket(conn *websocket.Conn) {
 		}
 		conn.SetReadDeadline(time.Now().Add(pongWait))
 	}
-	cl.drop()
-	<-writerDone
+	cl.drop(nil)
+	<-cl.stopped
 }
 
 // sameOrigin tells whether an Origin header names the site of publicURL.
@@ -284,3 +263,10 @@ func (s *socketSlot) release() {
 		s.count.put(s.addr)
 	}
 }
+
+// socketConfig keeps a socket's own buffers small: a room's socket reads
+// only control frames (its reads pass through the 16 KB buffer fasthttp
+// keeps for a hijacked connection anyway), and its frames are written
+// without the library's write buffer, which is borrowed from a pool for
+// the rare write that does use it.
+var socketConfig = websocket.Config{ReadBufferSize: 256, WriteBufferSize: 256, WriteBufferPool: &sync.Pool{}}

@@ -3,7 +3,6 @@ package live
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -134,7 +133,7 @@ func (m *Module) awaitMedia(c *fiber.Ctx, id int64, file string) error {
 		if !q.set {
 			return nil
 		}
-	} else if _, _, _, ok := hls.ParsePartFile(file); !ok || fileExists(filepath.Join(m.showDir(id), file)) {
+	} else if _, _, _, ok := hls.ParsePartFile(file); !ok || m.media.has(id, file) {
 		return nil
 	}
 	m.mu.Lock()
@@ -142,6 +141,11 @@ func (m *Module) awaitMedia(c *fiber.Ctx, id int64, file string) error {
 	m.mu.Unlock()
 	if live == nil {
 		return nil // not ingested here (any more): answer with what there is
+	}
+	if !playlist && live.PartPublished(file) {
+		// The packager writes a part's file before it publishes it: the
+		// file is complete once published, not once it exists.
+		return nil
 	}
 	if !m.waiting.acquire() {
 		c.Set(fiber.HeaderRetryAfter, "1")

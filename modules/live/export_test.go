@@ -23,3 +23,6 @@ func NodeURLFor(setting, httpAddr string) (string, error) { return nodeURL(setti
 
 // ParseNodeURL exposes the check of ONAIR_NODE_URL.
 func ParseNodeURL(v string) (any, error) { return parseNodeURL(v) }
+
+// InMemory tells whether the show's file is served from memory.
+func (m *Module) InMemory(showID int64, file string) bool { return m.media.has(showID, file) }

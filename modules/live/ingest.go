@@ -44,6 +44,10 @@ type stream struct {
 	ctx    context.Context
 	closed chan struct{}
 	stats  *streamStats // what the publication sends (stats.go)
+	// audioOnly: the show is an audio show (as it was when the publisher
+	// was accepted; it cannot change while the show is live). Its video
+	// is dropped unread, and only the audio rendition is packaged.
+	audioOnly bool
 
 	// Touched only on the connection's goroutine.
 	probe    *trackProbe // until the tracks are decided, then nil
@@ -80,7 +84,7 @@ func (m *Module) publish(ctx context.Context, req rtmp.PublishRequest) (rtmp.Sin
 		return nil, fmt.Errorf("%w: %v", rtmp.ErrUnauthorized, err)
 	}
 	s := &stream{m: m, showID: sh.ID, dir: m.showDir(sh.ID), req: req, ctx: ctx, closed: make(chan struct{}),
-		probe: newTrackProbe(m.trackWait), stats: newStreamStats(time.Now())}
+		probe: newTrackProbe(m.trackWait, sh.AudioOnly), stats: newStreamStats(time.Now()), audioOnly: sh.AudioOnly}
 	m.mu.Lock()
 	m.probing[s] = struct{}{}
 	m.mu.Unlock()
@@ -105,6 +109,13 @@ func (s *stream) Audio(ts int64, body []byte) error { return s.media(false, ts, 
 
 func (s *stream) media(video bool, ts int64, body []byte) error {
 	if s.err != nil {
+		return s.err
+	}
+	if video && s.audioOnly {
+		s.stats.ignoredVideo(len(body), time.Now())
+		if s.probe != nil && s.probe.silent(ts) {
+			s.err = errNoAudio
+		}
 		return s.err
 	}
 	keep, header, err := classify(video, body)
@@ -178,8 +189,12 @@ func (s *stream) start() error {
 	if part == 0 {
 		part = -1 // LL-HLS off
 	}
-	s.pkg, err = hls.Open(s.dir, hls.Options{Logger: s.m.core.Log.With("show", s.showID), OnSegment: s.onSegment,
-		Now: s.now, ProbeDuration: s.m.trackWait, PartDuration: part, Live: s.m.liveFor(s.showID)})
+	opts := hls.Options{Logger: s.m.core.Log.With("show", s.showID), OnSegment: s.onSegment,
+		Now: s.now, ProbeDuration: s.m.trackWait, PartDuration: part, Live: s.m.liveFor(s.showID), AudioOnly: s.audioOnly}
+	if files := s.m.media.start(s.showID); files != nil {
+		opts.Files = files
+	}
+	s.pkg, err = hls.Open(s.dir, opts)
 	if err != nil {
 		return fmt.Errorf("live: show %d: %w", s.showID, err)
 	}
@@ -377,12 +392,13 @@ func (s *stream) Close(reason error) {
 // onShowEvent reacts to the lifecycle: a stopped show loses its publisher
 // and (unless radio) is archived; a deleted one loses its media.
 func (m *Module) onShowEvent(ctx context.Context, ev shows.Event) {
-	m.vis.forget(ev.Show.ID)
+	m.vis.event(ev)
 	switch ev.Type {
 	case shows.EventStopped:
 		m.endPeak(ev.Show.ID)
 		m.forgetViewers(ctx, ev.Show.ID)
 		m.forgetLive(ev.Show.ID)
+		m.media.drop(ev.Show.ID)
 		radio := ev.Show.Radio
 		// With a cluster, one node archives (decided before the publisher
 		// is cut off, while this node still holds the show's lease).
@@ -400,6 +416,7 @@ func (m *Module) onShowEvent(ctx context.Context, ev shows.Event) {
 		m.peaks.take(ev.Show.ID)
 		m.forgetViewers(ctx, ev.Show.ID)
 		m.forgetLive(ev.Show.ID)
+		m.media.drop(ev.Show.ID)
 		gone := m.disconnect(ev.Show.ID, errStopped)
 		m.background(func() {
 			for _, s := range gone {

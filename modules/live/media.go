@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -100,11 +101,19 @@ func (m *Module) signURL(sh *shows.Show, raw string) string {
 	return prefix + "t/" + m.signer.token(sh.ID, time.Now()) + "/" + file
 }
 
-// visibility caches, for a few seconds, whether a show's media may be
-// served without a token, so segment requests do not each hit the database.
+// visibility caches whether a show exists and whether its media may be
+// served without a token, so that media requests do not each read the
+// database. Every show event (this node's at once, other nodes' through
+// the relay) sets the show's entry from the event's snapshot, so a show
+// made private, taken off or deleted stops being served at once here and
+// within the relay's delay elsewhere; entries are read again after
+// visibilityTTL all the same.
 type visibility struct {
 	shows *shows.Service
-	mu    sync.Mutex
+	// gen counts the events: a database read that an event overtook does
+	// not overwrite what the event set.
+	gen   atomic.Uint64
+	mu    sync.RWMutex
 	cache map[int64]visEntry
 }
 
@@ -113,7 +122,11 @@ type visEntry struct {
 	at             time.Time
 }
 
-const visibilityTTL = 2 * time.Second
+// visibilityTTL bounds how long an entry is trusted without an event.
+const visibilityTTL = time.Minute
+
+// maxVisibility bounds the entries; past it the cache starts over.
+const maxVisibility = 10000
 
 func newVisibility(s *shows.Service) *visibility {
 	return &visibility{shows: s, cache: map[int64]visEntry{}}
@@ -121,12 +134,13 @@ func newVisibility(s *shows.Service) *visibility {
 
 // state reports whether the show exists and is public (not private, not off).
 func (v *visibility) state(ctx context.Context, id int64) (exists, public bool, err error) {
-	v.mu.Lock()
+	v.mu.RLock()
 	e, ok := v.cache[id]
-	v.mu.Unlock()
+	v.mu.RUnlock()
 	if ok && time.Since(e.at) < visibilityTTL {
 		return e.exists, e.public, nil
 	}
+	gen := v.gen.Load()
 	sh, err := v.shows.Get(ctx, id)
 	switch {
 	case errors.Is(err, shows.ErrNotFound):
@@ -137,18 +151,28 @@ func (v *visibility) state(ctx context.Context, id int64) (exists, public bool, 
 		e = visEntry{exists: true, public: !sh.Private && !sh.Off, at: time.Now()}
 	}
 	v.mu.Lock()
-	if len(v.cache) > 10000 {
-		v.cache = map[int64]visEntry{}
+	if v.gen.Load() == gen {
+		v.setLocked(id, e)
 	}
-	v.cache[id] = e
 	v.mu.Unlock()
 	return e.exists, e.public, nil
 }
 
-func (v *visibility) forget(id int64) {
+// event takes the show's state from a show event.
+func (v *visibility) event(ev shows.Event) {
+	e := visEntry{exists: ev.Type != shows.EventDeleted, at: time.Now()}
+	e.public = e.exists && !ev.Show.Private && !ev.Show.Off
 	v.mu.Lock()
-	delete(v.cache, id)
+	v.gen.Add(1)
+	v.setLocked(ev.Show.ID, e)
 	v.mu.Unlock()
+}
+
+func (v *visibility) setLocked(id int64, e visEntry) {
+	if _, ok := v.cache[id]; !ok && len(v.cache) >= maxVisibility {
+		v.cache = map[int64]visEntry{}
+	}
+	v.cache[id] = e
 }
 
 // servePublic answers /media/shows/:id/:file for public shows.
@@ -218,17 +242,14 @@ func (m *Module) sendMedia(c *fiber.Ctx, id int64, file, scope string) error {
 		return err
 	}
 	live := ext == ".m3u8" && !isArchivePlaylist(file)
-	ctype, cache := mediaType(ext), scope+", max-age=31536000, immutable"
-	switch {
-	case live:
-		cache = "no-cache"
-		if !proxied(c) { // the viewer is counted where it asked
-			m.viewers.saw(id, c.IP(), time.Now())
-		}
-	case ext == ".m3u8":
-		cache = scope + ", max-age=300"
-	case ext == ".jpg" || ext == ".gif":
-		cache = scope + ", max-age=30"
+	ctype, cache := mediaType(ext), cachePolicy(scope, ext, live)
+	if live && !proxied(c) { // the viewer is counted where it asked
+		m.viewers.saw(id, c.IP(), time.Now())
+	}
+	// The live edge of a show ingested here is in memory (memcache.go).
+	if mf := m.media.get(id, file); mf != nil {
+		mediaHeaders(c, ctype, cache)
+		return sendMemory(c, mf)
 	}
 	// The file is opened once and, unless it is a (small, rewritten)
 	// playlist, sent as a body stream, which fasthttp hands to
@@ -256,10 +277,7 @@ func (m *Module) sendMedia(c *fiber.Ctx, id int64, file, scope string) error {
 	if f == nil && !m.mirror {
 		return fiber.ErrNotFound
 	}
-	c.Set(fiber.HeaderContentType, ctype)
-	c.Set(fiber.HeaderCacheControl, cache)
-	c.Set(fiber.HeaderAccessControlAllowOrigin, "*")
-	c.Set(fiber.HeaderAccessControlExposeHeaders, "Content-Length, Content-Range, Accept-Ranges")
+	mediaHeaders(c, ctype, cache)
 	if f == nil {
 		return m.sendStored(c, id, file, live)
 	}
@@ -272,6 +290,37 @@ func (m *Module) sendMedia(c *fiber.Ctx, id int64, file, scope string) error {
 		return c.Send(data)
 	}
 	return sendContent(c, localBody{f}, fi.Size(), fi.ModTime(), localETag(fi))
+}
+
+// cachePolicy is the Cache-Control of a media file: live playlists are
+// revalidated on every poll, archive playlists kept 5 minutes, images 30
+// seconds, segments forever. scope is "public" or "private".
+func cachePolicy(scope, ext string, live bool) string {
+	private := scope == "private"
+	switch {
+	case live:
+		return "no-cache"
+	case ext == ".m3u8" && private:
+		return "private, max-age=300"
+	case ext == ".m3u8":
+		return "public, max-age=300"
+	case (ext == ".jpg" || ext == ".gif") && private:
+		return "private, max-age=30"
+	case ext == ".jpg" || ext == ".gif":
+		return "public, max-age=30"
+	case private:
+		return "private, max-age=31536000, immutable"
+	}
+	return "public, max-age=31536000, immutable"
+}
+
+// mediaHeaders sets the headers of every media answer.
+func mediaHeaders(c *fiber.Ctx, ctype, cache string) {
+	h := &c.Response().Header
+	h.Set(fiber.HeaderContentType, ctype)
+	h.Set(fiber.HeaderCacheControl, cache)
+	h.Set(fiber.HeaderAccessControlAllowOrigin, "*")
+	h.Set(fiber.HeaderAccessControlExposeHeaders, "Content-Length, Content-Range, Accept-Ranges")
 }
 
 // isArchivePlaylist tells the VOD playlists of an archive (cached for

@@ -69,6 +69,8 @@ type Module struct {
 	partDuration time.Duration
 	// waiting caps the LL-HLS requests held at once.
 	waiting waiters
+	// media holds the live edge of the shows ingested here (memcache.go).
+	media *mediaCache
 
 	mu      sync.Mutex
 	streams map[int64]*stream // the publisher of each show
@@ -117,6 +119,10 @@ const (
 	SettingHLSPartDuration = "ONAIR_HLS_PART_DURATION"
 	// SettingHLSMaxBlocking caps the LL-HLS requests waiting at once.
 	SettingHLSMaxBlocking = "ONAIR_HLS_MAX_BLOCKING"
+	// SettingHLSMemory bounds the live media a node serves from memory.
+	SettingHLSMemory = "ONAIR_HLS_MEMORY_MB"
+	// SettingHLSMemoryPerShow bounds it per show.
+	SettingHLSMemoryPerShow = "ONAIR_HLS_MEMORY_PER_SHOW_MB"
 )
 
 func (*Module) Settings() []app.Setting {
@@ -144,6 +150,10 @@ func (*Module) Settings() []app.Setting {
 			Help: "length of the low-latency HLS partial segments, 100ms to 2s; 0 turns LL-HLS off", Parse: parsePartDuration},
 		{Env: SettingHLSMaxBlocking, Flag: "hls-max-blocking", Default: "4096",
 			Help: "LL-HLS requests (blocking playlist reloads, hinted parts) a node holds at once; more get 503", Parse: app.ParsePositiveInt},
+		{Env: SettingHLSMemory, Flag: "hls-memory-mb", Default: "256",
+			Help: "MiB of live playlists, segments and parts (those the live playlists list) a node serves from memory, for all the shows it ingests; 0 serves them from disk", Parse: app.ParseNonNegativeInt},
+		{Env: SettingHLSMemoryPerShow, Flag: "hls-memory-per-show-mb", Default: "32",
+			Help: "MiB of that memory one show may hold; past it its oldest segments are served from disk", Parse: app.ParsePositiveInt},
 	}
 }
 
@@ -204,6 +214,7 @@ func (m *Module) Provision(core *app.Core) error {
 	m.trackWait = app.Get[time.Duration](cfg, SettingRTMPTrackWait)
 	m.partDuration = app.Get[time.Duration](cfg, SettingHLSPartDuration)
 	m.waiting.max = int64(app.Get[int](cfg, SettingHLSMaxBlocking))
+	m.media = newMediaCache(int64(app.Get[int](cfg, SettingHLSMemory))<<20, int64(app.Get[int](cfg, SettingHLSMemoryPerShow))<<20)
 	m.rtmp = &rtmp.Server{
 		Handler:              rtmp.HandlerFunc(m.publish),
 		Logger:               core.Log,

@@ -76,8 +76,11 @@ func (m *Module) sendStored(c *fiber.Ctx, id int64, file string, live bool) erro
 }
 
 // localETag is a validator of a working file, from its time and size.
-func localETag(fi os.FileInfo) string {
-	return `"` + strconv.FormatInt(fi.ModTime().UnixNano(), 36) + "-" + strconv.FormatInt(fi.Size(), 36) + `"`
+func localETag(fi os.FileInfo) string { return fileETag(fi.ModTime(), fi.Size()) }
+
+// fileETag is the validator of a file of that time and size.
+func fileETag(mod time.Time, size int64) string {
+	return `"` + strconv.FormatInt(mod.UnixNano(), 36) + "-" + strconv.FormatInt(size, 36) + `"`
 }
 
 // localBody is an open working file.
@@ -99,29 +102,9 @@ func sendContent(c *fiber.Ctx, body io.ReadSeekCloser, size int64, mod time.Time
 		c.Set(fiber.HeaderLastModified, mod.UTC().Format(http.TimeFormat))
 	}
 	c.Set(fiber.HeaderAcceptRanges, "bytes")
-	if etag != "" && matchETag(c.Get(fiber.HeaderIfNoneMatch), etag) {
+	start, length, answered := negotiate(c, size, etag)
+	if answered || c.Method() == fiber.MethodHead {
 		body.Close()
-		return c.SendStatus(fiber.StatusNotModified)
-	}
-	start, length, status := int64(0), size, fiber.StatusOK
-	if r := c.Get(fiber.HeaderRange); r != "" && ifRange(c.Get(fiber.HeaderIfRange), etag) {
-		s, l, ok, satisfiable := parseRange(r, size)
-		switch {
-		case !satisfiable:
-			body.Close()
-			c.Set(fiber.HeaderContentRange, "bytes */"+strconv.FormatInt(size, 10))
-			c.Response().Header.Del(fiber.HeaderCacheControl)
-			return c.SendStatus(fiber.StatusRequestedRangeNotSatisfiable)
-		case ok:
-			start, length, status = s, l, fiber.StatusPartialContent
-			c.Set(fiber.HeaderContentRange, fmt.Sprintf("bytes %d-%d/%d", s, s+l-1, size))
-		}
-	}
-	c.Status(status)
-	if c.Method() == fiber.MethodHead {
-		body.Close()
-		c.Response().Header.SetContentLength(int(length))
-		c.Response().SkipBody = true
 		return nil
 	}
 	if start > 0 {
@@ -131,7 +114,7 @@ func sendContent(c *fiber.Ctx, body io.ReadSeekCloser, size int64, mod time.Time
 		}
 	}
 	if f, ok := body.(localBody); ok {
-		if status == fiber.StatusOK {
+		if length == size {
 			c.Response().SetBodyStream(f.File, int(size)) // sendfile, closed by fasthttp once sent
 		} else {
 			c.Response().SetBodyStream(&fileRange{f: f.File, n: length}, int(length))
@@ -139,6 +122,60 @@ func sendContent(c *fiber.Ctx, body io.ReadSeekCloser, size int64, mod time.Time
 		return nil
 	}
 	c.Response().SetBodyStream(&limitedBody{Reader: io.LimitReader(body, length), c: body}, int(length))
+	return nil
+}
+
+// negotiate applies the request's If-None-Match (304), Range and If-Range
+// (206, 416) to a body of size bytes whose ETag is etag, and sets the
+// status. answered is true when nothing more is to be sent (304, 416);
+// otherwise the body's bytes start, length are to follow (for HEAD, only
+// their length is set).
+func negotiate(c *fiber.Ctx, size int64, etag string) (start, length int64, answered bool) {
+	if etag != "" && matchETag(c.Get(fiber.HeaderIfNoneMatch), etag) {
+		_ = c.SendStatus(fiber.StatusNotModified)
+		return 0, 0, true
+	}
+	start, length, status := int64(0), size, fiber.StatusOK
+	if r := c.Get(fiber.HeaderRange); r != "" && ifRange(c.Get(fiber.HeaderIfRange), etag) {
+		s, l, ok, satisfiable := parseRange(r, size)
+		switch {
+		case !satisfiable:
+			c.Set(fiber.HeaderContentRange, "bytes */"+strconv.FormatInt(size, 10))
+			c.Response().Header.Del(fiber.HeaderCacheControl)
+			_ = c.SendStatus(fiber.StatusRequestedRangeNotSatisfiable)
+			return 0, 0, true
+		case ok:
+			start, length, status = s, l, fiber.StatusPartialContent
+			c.Set(fiber.HeaderContentRange, fmt.Sprintf("bytes %d-%d/%d", s, s+l-1, size))
+		}
+	}
+	c.Status(status)
+	if c.Method() == fiber.MethodHead {
+		c.Response().Header.SetContentLength(int(length))
+		c.Response().SkipBody = true
+	}
+	return start, length, false
+}
+
+// sendMemory answers GET and HEAD with a file of the live stream held in
+// memory (from mediaCache.get), like sendContent a file on disk: a
+// playlist's bytes are handed to fasthttp as they are, a segment or part
+// goes from its memory file with sendfile(2).
+func sendMemory(c *fiber.Ctx, f *memFile) error {
+	h := &c.Response().Header
+	h.Set(fiber.HeaderETag, f.etag)
+	h.Set(fiber.HeaderLastModified, f.lastMod)
+	h.Set(fiber.HeaderAcceptRanges, "bytes")
+	start, length, answered := negotiate(c, f.size, f.etag)
+	if answered || c.Method() == fiber.MethodHead {
+		f.done()
+		return nil
+	}
+	if f.shm != nil {
+		c.Response().SetBodyStream(f.shm.body(c.Context().Conn(), start, length), int(length))
+		return nil
+	}
+	c.Response().SetBodyRaw(f.body[start : start+length])
 	return nil
 }
 

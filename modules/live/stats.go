@@ -66,6 +66,7 @@ type streamStats struct {
 	videoCodec, audioCodec string
 	width, height          int
 	video, audio           []sample // within statsWindow of the latest
+	ignored                []sample // video an audio-only show drops, within statsWindow
 	frames                 []int64  // media timestamps (ms) of video frames within the window
 	lastKey                int64    // media time of the latest keyframe, -1 none
 	keyInterval            float64  // seconds between the last two keyframes
@@ -180,6 +181,22 @@ func (st *streamStats) gap(ts int64, now time.Time) {
 	default:
 		st.interval += (d - st.interval) / 8
 	}
+}
+
+// ignoredVideo records a video tag an audio-only show drops unread: the
+// stream is being received, and the broadcaster may stop sending it.
+func (st *streamStats) ignoredVideo(size int, now time.Time) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.last = now
+	st.ignored = append(trim(st.ignored, now.Add(-statsWindow)), sample{now, size})
+}
+
+// ignoredKbps is the bitrate of the video dropped over the window.
+func (st *streamStats) ignoredKbps(now time.Time) int {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return kbps(st.ignored, now, st.since)
 }
 
 // codecName is a codec's common name ("H.264", "AAC"), without the id
@@ -297,5 +314,8 @@ func (m *Module) Health(showID int64) (shows.Health, bool) {
 	h.Viewers = m.Viewers(showID)
 	h.PeakViewers, _ = m.peaks.observe(showID, h.Viewers, now)
 	warn(&h, s.stats.since, now)
+	if kb := s.stats.ignoredKbps(now); kb > 0 && h.Receiving {
+		h.Warnings = append(h.Warnings, fmt.Sprintf("This show is audio only: the video you send (%d kb/s) is ignored. Turn video off in OBS to save upload.", kb))
+	}
 	return h, true
 }

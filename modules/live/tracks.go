@@ -1,6 +1,7 @@
 package live
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -20,7 +21,10 @@ import (
 //     trackWait of media has passed since the first tag with at least one
 //     track there (the missing one is started without);
 //   - a codec that cannot be packaged, announced or sent, refuses the
-//     publication with an onStatus error naming it.
+//     publication with an onStatus error naming it;
+//   - an audio-only show expects audio alone: its video is never buffered
+//     nor checked, and a publication that sends no audio within trackWait
+//     of media is refused (errNoAudio).
 //
 // A track that turns up after the decision joins the A/V rendition after
 // a discontinuity (see hls.Packager); the show gets its URL then.
@@ -35,7 +39,8 @@ const probeRestart = 1000 // ms
 
 // trackProbe buffers a publication until its tracks are decided.
 type trackProbe struct {
-	wait int64 // ms of media
+	wait      int64 // ms of media
+	audioOnly bool  // the show takes audio alone
 
 	announced            bool // onMetaData listed the tracks
 	wantVideo, wantAudio bool
@@ -57,8 +62,16 @@ type probeTag struct {
 	body  []byte
 }
 
-func newTrackProbe(wait time.Duration) *trackProbe {
-	return &trackProbe{wait: wait.Milliseconds()}
+func newTrackProbe(wait time.Duration, audioOnly bool) *trackProbe {
+	return &trackProbe{wait: wait.Milliseconds(), audioOnly: audioOnly}
+}
+
+// errNoAudio refuses a publication to an audio-only show that sends video
+// and no audio.
+var errNoAudio = &rtmp.StatusError{
+	Code:        "NetStream.Publish.Rejected",
+	Description: "This show is audio only and the stream has no audio track: send AAC audio.",
+	Err:         errors.New("live: audio-only show without audio"),
 }
 
 // unsupportedCodec is the refusal of a publication whose codec cannot be
@@ -86,6 +99,10 @@ func (e codecError) Error() string { return "live: unsupported codec " + e.codec
 func (p *trackProbe) metadata(meta map[string]any) error {
 	v, hasVideo, knownVideo := flv.MetadataCodec(meta, false)
 	a, hasAudio, knownAudio := flv.MetadataCodec(meta, true)
+	if p.audioOnly {
+		// The video is ignored, whatever its codec.
+		hasVideo, knownVideo = false, false
+	}
 	if knownVideo && !v.Supported() {
 		return unsupportedCodec(v)
 	}
@@ -96,6 +113,16 @@ func (p *trackProbe) metadata(meta map[string]any) error {
 		p.announced, p.wantVideo, p.wantAudio = true, hasVideo, hasAudio
 	}
 	return nil
+}
+
+// silent takes the timestamp of a video tag an audio-only show ignores and
+// reports whether trackWait of media has passed without any audio.
+func (p *trackProbe) silent(ts int64) bool {
+	if !p.started {
+		p.started, p.first = true, ts
+	}
+	span := ts - p.first
+	return p.audioHeader == nil && (span >= p.wait || span < -probeRestart)
 }
 
 // classify checks the codec of a tag and tells whether it is media to
@@ -164,7 +191,7 @@ func (p *trackProbe) decided(ts int64) bool {
 	if !video && !audio {
 		return false
 	}
-	needVideo, needAudio := true, true
+	needVideo, needAudio := !p.audioOnly, true
 	if p.announced {
 		needVideo, needAudio = p.wantVideo, p.wantAudio
 	}

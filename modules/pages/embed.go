@@ -24,7 +24,7 @@ func (m *Module) embed(c *fiber.Ctx, v *visitor) error {
 		return err
 	}
 	view := m.shows.View(sh, false)
-	listen := c.Query("listen") == "1" || (view.VideoURL == nil && view.AudioURL != nil)
+	listen := listenMode(c, sh, view)
 	withChat := c.Query("chat") == "1"
 	var cd chatData
 	if withChat {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/onair/onair/app"
 	"github.com/onair/onair/modules/shows"
 )
 
@@ -85,7 +86,7 @@ func (m *Module) health(c *fiber.Ctx, v *visitor) error {
 	}
 	c.Set(fiber.HeaderCacheControl, "no-store")
 	if c.Get(fiber.HeaderAccept) != "text/event-stream" {
-		return c.JSON(fiber.Map{"health": m.healthOf(sh)})
+		return c.JSON(fiber.Map{"health": m.healthOf(sh).WithSchedule(sh, app.Now())})
 	}
 	c.Set(fiber.HeaderContentType, "text/event-stream")
 	c.Set("X-Accel-Buffering", "no")
@@ -93,7 +94,7 @@ func (m *Module) health(c *fiber.Ctx, v *visitor) error {
 		end := time.Now().Add(healthFor)
 		fmt.Fprintf(w, "retry: %d\n\n", healthEvery.Milliseconds())
 		for {
-			data, err := json.Marshal(m.healthOf(sh))
+			data, err := json.Marshal(m.healthOf(sh).WithSchedule(sh, app.Now()))
 			if err != nil {
 				return
 			}

@@ -17,13 +17,16 @@ type layout struct {
 	Title       string
 	Description string
 	Canonical   string
-	CSS, JS     string
-	BodyClass   string
-	Path        string // the request path, for "sign in and come back"
-	SignedIn    bool
-	UserName    string
-	UserPath    string
-	CSRF        string
+	// Image, when set, is the page's picture for link previews
+	// (og:image): a show's image_url, a user's avatar.
+	Image     string
+	CSS, JS   string
+	BodyClass string
+	Path      string // the request path, for "sign in and come back"
+	SignedIn  bool
+	UserName  string
+	UserPath  string
+	CSRF      string
 }
 
 func (m *Module) layout(c *fiber.Ctx, v *visitor, title, description string) layout {

@@ -2,6 +2,7 @@ package pages
 
 import (
 	"errors"
+	"fmt"
 	"strconv"
 	"time"
 
@@ -30,6 +31,9 @@ type chatData struct {
 	// not on the embed) shows delete and ban on every message.
 	OwnerID  string
 	Moderate bool
+	// ChatOff: the show's chat takes no messages (chat_enabled=false);
+	// "the chat is off" replaces the input, the history stays.
+	ChatOff bool
 }
 
 // showData is the show page.
@@ -38,9 +42,11 @@ type showData struct {
 	Start                                                               time.Time
 	Tags                                                                []string
 	State                                                               state
-	Private, Off, IsOwner, Listen, HasVideo, HasAudio                   bool
-	Player                                                              playerData
-	Chat                                                                chatData
+	Private, Off, IsOwner, Listen, HasVideo, HasAudio, AudioOnly        bool
+	// EndsAt is the scheduled end, nil when none was set.
+	EndsAt *time.Time
+	Player playerData
+	Chat   chatData
 }
 
 // recentChat is how many messages a live show's page starts with.
@@ -83,14 +89,15 @@ func (m *Module) showPage(c *fiber.Ctx, v *visitor) error {
 	}
 	view := m.shows.View(sh, false)
 	st := stateOf(sh)
-	listen := c.Query("listen") == "1" || (view.VideoURL == nil && view.AudioURL != nil)
+	listen := listenMode(c, sh, view)
 	d := showData{
 		Name: sh.Name, Description: sh.Description, Path: "/" + owner.Slug + "/" + sh.Slug,
 		OwnerName: owner.Name, OwnerPath: "/" + owner.Slug,
 		OwnerImage: users.NewView(m.public, owner, users.ForShowRead).ImageURL,
 		Start:      sh.Start, State: st, Private: sh.Private, Off: sh.Off,
 		IsOwner: v.signedIn() && v.user.ID == sh.UserID, Listen: listen,
-		HasVideo: view.VideoURL != nil || (!st.live && !st.archive), HasAudio: view.AudioURL != nil,
+		HasVideo: view.VideoURL != nil || (!st.live && !st.archive && !sh.AudioOnly), HasAudio: view.AudioURL != nil,
+		AudioOnly: sh.AudioOnly, EndsAt: sh.EndsAt,
 	}
 	for _, t := range sh.Tags {
 		d.Tags = append(d.Tags, t.Name)
@@ -104,8 +111,14 @@ func (m *Module) showPage(c *fiber.Ctx, v *visitor) error {
 	}
 	m.ensureViewerCookie(c)
 	l := m.layout(c, v, sh.Name, excerpt(sh.Description, 160))
-	l.Canonical = view.URL
+	l.Canonical, l.Image = view.URL, view.ImageURL
 	return m.render(c, fiber.StatusOK, showPageView(l, d))
+}
+
+// listenMode: the player plays the audio-only playlist, when asked with
+// ?listen=1, for an audio-only show, and when there is no video.
+func listenMode(c *fiber.Ctx, sh *shows.Show, view *shows.View) bool {
+	return c.Query("listen") == "1" || sh.AudioOnly || (view.VideoURL == nil && view.AudioURL != nil)
 }
 
 // playerFor picks what the player plays: the video playlist, or the
@@ -144,7 +157,8 @@ func (m *Module) playerFor(sh *shows.Show, view *shows.View, listen bool) player
 // embed, whose chat is read-only.
 func (m *Module) chatFor(c *fiber.Ctx, v *visitor, sh *shows.Show, st state, canPost bool) (chatData, error) {
 	id := strconv.FormatInt(sh.ID, 10)
-	d := chatData{ShowID: id, WS: "/ws/shows/" + id, Mode: "live", ReplayURL: "/chat/" + id + "/replay", OwnerID: strconv.FormatInt(sh.UserID, 10)}
+	d := chatData{ShowID: id, WS: "/ws/shows/" + id, Mode: "live", ReplayURL: "/chat/" + id + "/replay", OwnerID: strconv.FormatInt(sh.UserID, 10),
+		ChatOff: sh.ChatDisabled}
 	d.Moderate = canPost && v.signedIn() && (v.user.ID == sh.UserID || v.p.IsStaff())
 	if d.Moderate {
 		d.CSRF = v.csrf()
@@ -175,4 +189,21 @@ func (m *Module) chatFor(c *fiber.Ctx, v *visitor, sh *shows.Show, st state, can
 		}
 	}
 	return d, nil
+}
+
+// planned is the length a scheduled end gives a show: "2 h 30 min
+// planned". A show that went live after its planned end says so.
+func planned(start, end time.Time) string {
+	d := end.Sub(start).Round(time.Minute)
+	if d <= 0 {
+		return "it went live after that"
+	}
+	h, m := int(d/time.Hour), int(d%time.Hour/time.Minute)
+	switch {
+	case h == 0:
+		return fmt.Sprintf("%d min planned", m)
+	case m == 0:
+		return fmt.Sprintf("%d h planned", h)
+	}
+	return fmt.Sprintf("%d h %d min planned", h, m)
 }

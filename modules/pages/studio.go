@@ -35,21 +35,26 @@ type studioData struct {
 type studioRow struct {
 	ID, Name, Path, Studio, Viewers, Peak, Duration, Recording string
 	Start                                                      time.Time
+	EndsAt                                                     *time.Time // the planned end, nil when none
 	State                                                      state
-	Private, Off                                               bool
+	Private, Off, AudioOnly, ChatOff                           bool
 }
 
-// studioForm is the create and edit form. StartsAt is the value of the
-// datetime-local field; StartUTC, when set, says that value is in UTC and
-// the script shows it in the visitor's zone.
+// studioForm is the create and edit form. StartsAt and EndsAt are the
+// values of the datetime-local fields; StartUTC (EndUTC), when set, says
+// that value is in UTC and the script shows it in the visitor's zone.
 type studioForm struct {
-	Action, Submit, CSRF               string
-	Name, Description, Tags            string
-	StartsAt, StartUTC, TZ             string
-	Private, Radio, Headline           bool
-	CanRadio, StartLocked, RadioLocked bool
-	Errors                             map[string]string
-	Problem                            string
+	Action, Submit, CSRF                            string
+	Name, Description, Tags                         string
+	StartsAt, StartUTC, EndsAt, EndUTC, TZ          string
+	Private, Radio, Headline, AudioOnly, ChatOn     bool
+	CanRadio, StartLocked, RadioLocked, AudioLocked bool
+	// Image is the show's image_url now (edit), shown beside the file
+	// input "image"; MaxImageKB the upload limit.
+	Image      string
+	MaxImageKB string
+	Errors     map[string]string
+	Problem    string
 }
 
 // studioShowData is GET /studio/shows/:id.
@@ -57,6 +62,7 @@ type studioShowData struct {
 	ID, Name, Path, CSRF, StreamURL, Key, Viewers, Peak, Duration, Recording string
 	State                                                                    state
 	Start                                                                    time.Time
+	EndsAt                                                                   *time.Time
 	Saved, KeyNew                                                            bool
 	Form                                                                     studioForm
 	Health                                                                   healthView
@@ -97,7 +103,8 @@ func (m *Module) studioRow(c *fiber.Ctx, sh *shows.Show) (studioRow, error) {
 	id := strconv.FormatInt(sh.ID, 10)
 	row := studioRow{
 		ID: id, Name: sh.Name, Studio: "/studio/shows/" + id, Start: sh.Start, State: stateOf(sh),
-		Private: sh.Private, Off: sh.Off, Recording: recording(sh),
+		Private: sh.Private, Off: sh.Off, Recording: recording(sh), EndsAt: sh.EndsAt,
+		AudioOnly: sh.AudioOnly, ChatOff: sh.ChatDisabled,
 	}
 	if sh.User != nil {
 		row.Path = "/" + sh.User.Slug + "/" + sh.Slug
@@ -148,7 +155,7 @@ func (m *Module) newShowForm(c *fiber.Ctx, v *visitor) error {
 	if !v.signedIn() {
 		return redirect(c, "/signin?next=/studio/shows/new")
 	}
-	f := studioForm{Action: "/studio/shows", Submit: "Create the show", CSRF: v.csrf(), TZ: "UTC", CanRadio: v.user.Radio}
+	f := studioForm{Action: "/studio/shows", Submit: "Create the show", CSRF: v.csrf(), TZ: "UTC", CanRadio: v.user.Radio, ChatOn: true, MaxImageKB: m.maxImageKB()}
 	return m.render(c, fiber.StatusOK, studioNewPage(m.layout(c, v, "New show", ""), f))
 }
 
@@ -162,6 +169,11 @@ func (m *Module) createShowForm(c *fiber.Ctx, v *visitor) error {
 	f.Action, f.Submit = "/studio/shows", "Create the show"
 	in, ok := f.input(nil)
 	if ok {
+		if err := m.formImage(c, &f, &in); err != nil {
+			return err
+		}
+	}
+	if ok && len(f.Errors) == 0 {
 		sh, err := m.shows.Create(c.UserContext(), v.p, in)
 		if err == nil {
 			return redirect(c, "/studio/shows/"+strconv.FormatInt(sh.ID, 10)+"?saved=1")
@@ -196,9 +208,14 @@ func (m *Module) updateShowForm(c *fiber.Ctx, v *visitor) error {
 		return err
 	}
 	f := m.formFrom(c, v)
-	f.StartLocked, f.RadioLocked = ran(sh), ran(sh)
+	f.StartLocked, f.RadioLocked, f.AudioLocked = ran(sh), ran(sh), ran(sh)
 	in, ok := f.input(sh)
 	if ok {
+		if err := m.formImage(c, &f, &in); err != nil {
+			return err
+		}
+	}
+	if ok && len(f.Errors) == 0 {
 		_, err := m.shows.Update(c.UserContext(), sh.ID, v.p, in)
 		if err == nil {
 			return redirect(c, "/studio/shows/"+strconv.FormatInt(sh.ID, 10)+"?saved=1")
@@ -284,10 +301,11 @@ func (m *Module) renderStudioShow(c *fiber.Ctx, v *visitor, sh *shows.Show, f st
 	}
 	id := strconv.FormatInt(sh.ID, 10)
 	f.Action, f.Submit = "/studio/shows/"+id, "Save changes"
+	f.Image = m.shows.View(sh, false).ImageURL
 	d := studioShowData{
 		ID: id, Name: sh.Name, Path: row.Path, CSRF: v.csrf(), StreamURL: m.rtmp, Key: key, KeyNew: keyNew,
-		Viewers: row.Viewers, Peak: row.Peak, Duration: row.Duration, Recording: row.Recording, State: row.State, Start: sh.Start,
-		Saved: c.Query("saved") == "1" && status == fiber.StatusOK, Form: f, Health: viewHealth(m.healthOf(sh)),
+		Viewers: row.Viewers, Peak: row.Peak, Duration: row.Duration, Recording: row.Recording, State: row.State, Start: sh.Start, EndsAt: sh.EndsAt,
+		Saved: c.Query("saved") == "1" && status == fiber.StatusOK, Form: f, Health: viewHealth(m.healthOf(sh).WithSchedule(sh, app.Now())),
 	}
 	noStore(c)
 	return m.render(c, status, studioShowPage(m.layout(c, v, sh.Name+" · Studio", ""), d))
@@ -298,7 +316,8 @@ func (m *Module) renderStudioShow(c *fiber.Ctx, v *visitor, sh *shows.Show, f st
 // datetimeLocal is the value format of <input type="datetime-local">.
 const datetimeLocal = "2006-01-02T15:04"
 
-// ran: the show has gone live, so its start and radio are settled.
+// ran: the show has gone live, so its start, radio and audio_only are
+// settled.
 func ran(sh *shows.Show) bool { return sh.Live || sh.Complete || sh.WentLiveAt != nil }
 
 // formOf fills the form with a show as it is; the start is in UTC and the
@@ -307,8 +326,12 @@ func (m *Module) formOf(v *visitor, sh *shows.Show) studioForm {
 	f := studioForm{
 		CSRF: v.csrf(), Name: sh.Name, Description: sh.Description, TZ: "UTC",
 		StartsAt: sh.Start.UTC().Format(datetimeLocal), StartUTC: iso(sh.Start),
-		Private: sh.Private, Radio: sh.Radio, Headline: sh.Headline,
-		CanRadio: v.user.Radio || sh.Radio, StartLocked: ran(sh), RadioLocked: ran(sh),
+		Private: sh.Private, Radio: sh.Radio, Headline: sh.Headline, AudioOnly: sh.AudioOnly, ChatOn: !sh.ChatDisabled,
+		CanRadio: v.user.Radio || sh.Radio, StartLocked: ran(sh), RadioLocked: ran(sh), AudioLocked: ran(sh),
+		MaxImageKB: m.maxImageKB(),
+	}
+	if sh.EndsAt != nil {
+		f.EndsAt, f.EndUTC = sh.EndsAt.UTC().Format(datetimeLocal), iso(*sh.EndsAt)
 	}
 	names := make([]string, 0, len(sh.Tags))
 	for _, t := range sh.Tags {
@@ -322,10 +345,23 @@ func (m *Module) formOf(v *visitor, sh *shows.Show) studioForm {
 func (m *Module) formFrom(c *fiber.Ctx, v *visitor) studioForm {
 	return studioForm{
 		CSRF: v.csrf(), Name: c.FormValue("name"), Description: c.FormValue("description"), Tags: c.FormValue("tags"),
-		StartsAt: strings.TrimSpace(c.FormValue("starts_at")), TZ: c.FormValue("tz"),
+		StartsAt: strings.TrimSpace(c.FormValue("starts_at")), EndsAt: strings.TrimSpace(c.FormValue("ends_at")), TZ: c.FormValue("tz"),
 		Private: checked(c, "private"), Radio: checked(c, "radio"), Headline: checked(c, "headline"),
-		CanRadio: v.user.Radio, Errors: map[string]string{},
+		AudioOnly: checked(c, "audio_only"), ChatOn: checked(c, "chat_enabled"),
+		CanRadio: v.user.Radio, MaxImageKB: m.maxImageKB(), Errors: map[string]string{},
 	}
+}
+
+// formImage reads the form's image file (multipart field "image", empty
+// for no change) into in. An image over the limit goes on the form
+// (f.Errors); any other error (a malformed body) is returned.
+func (m *Module) formImage(c *fiber.Ctx, f *studioForm, in *shows.Input) error {
+	data, err := m.users.ReadUpload(c, shows.ShowImage)
+	if err != nil && !f.absorb(err) {
+		return err
+	}
+	in.Image = data
+	return nil
 }
 
 func checked(c *fiber.Ctx, name string) bool {
@@ -346,7 +382,10 @@ func (f *studioForm) input(sh *shows.Show) (shows.Input, bool) {
 		f.Errors = map[string]string{}
 	}
 	tags := splitTags(f.Tags)
-	in := shows.Input{Name: &f.Name, Description: &f.Description, Private: &f.Private, Headline: &f.Headline, Tags: &tags}
+	in := shows.Input{Name: &f.Name, Description: &f.Description, Private: &f.Private, Headline: &f.Headline, Tags: &tags, ChatEnabled: &f.ChatOn}
+	if !f.AudioLocked {
+		in.AudioOnly = &f.AudioOnly
+	}
 	if sh == nil || !f.RadioLocked {
 		in.Radio = &f.Radio
 		if sh != nil && !f.CanRadio && !sh.Radio {
@@ -363,6 +402,23 @@ func (f *studioForm) input(sh *shows.Show) (shows.Input, bool) {
 			s := t.UTC().Format(app.TimeLayout)
 			in.Start = &s
 		}
+	}
+	// An unchanged end is not sent either: a show that went live after
+	// its planned end can still be saved. An emptied field removes it.
+	switch {
+	case f.EndsAt != "":
+		t, err := parseLocal(f.EndsAt, f.TZ)
+		if err != nil {
+			f.Errors["ends_at"] = "must be a date and time"
+			return in, false
+		}
+		if sh == nil || sh.EndsAt == nil || !t.Equal(sh.EndsAt.UTC().Truncate(time.Minute)) {
+			s := t.UTC().Format(app.TimeLayout)
+			in.EndsAt = &s
+		}
+	case sh != nil && sh.EndsAt != nil:
+		none := ""
+		in.EndsAt = &none
 	}
 	return in, true
 }
@@ -423,13 +479,19 @@ func (f *studioForm) absorb(err error) bool {
 	return true
 }
 
-// restart re-renders a refused form: a start that parsed is shown in UTC
-// for the script to bring back to the visitor's zone.
+// restart re-renders a refused form: a start or end that parsed is shown
+// in UTC for the script to bring back to the visitor's zone.
 func (f *studioForm) restart() {
-	if f.StartsAt == "" || f.Errors["starts_at"] != "" {
-		return
-	}
-	if t, err := parseLocal(f.StartsAt, f.TZ); err == nil {
-		f.StartsAt, f.StartUTC, f.TZ = t.UTC().Format(datetimeLocal), iso(t), "UTC"
+	tz := f.TZ
+	for _, t := range []struct{ value, utc *string }{{&f.StartsAt, &f.StartUTC}, {&f.EndsAt, &f.EndUTC}} {
+		if *t.value == "" {
+			continue
+		}
+		if at, err := parseLocal(*t.value, tz); err == nil {
+			*t.value, *t.utc, f.TZ = at.UTC().Format(datetimeLocal), iso(at), "UTC"
+		}
 	}
 }
+
+// maxImageKB is the image upload limit as the form's hint says it.
+func (m *Module) maxImageKB() string { return strconv.Itoa(m.users.MaxImageBytes() >> 10) }

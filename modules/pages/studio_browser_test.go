@@ -1,8 +1,14 @@
 package pages_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"image"
+	"image/color"
+	"image/png"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -16,13 +22,21 @@ import (
 )
 
 // TestStudioBrowser is a new DJ running a show from the studio on a phone,
-// in a real Chromium whose clock is in New York: sign up, create a show
-// with a start in their own zone, reveal the key, broadcast with ffmpeg,
-// see it live, stop it and delete it, each from the page.
+// in a real Chromium whose clock is in New York, on each database: sign
+// up, create a show with a start in their own zone and an image uploaded
+// through the form, see the image on their page, reveal the key,
+// broadcast with ffmpeg, see it live, stop it, watch the recording and
+// delete it, each from the page. Screenshots of every state of the show
+// page, the studio and the console's user editor are saved per database.
 func TestStudioBrowser(t *testing.T) {
 	t.Parallel()
+	onairtest.EachBackend(t, studioFlow)
+}
+
+func studioFlow(t *testing.T, backend string) {
 	br := newBrowser(t)
-	env := onairtest.New(t, onairtest.Options{})
+	env := onairtest.New(t, onairtest.Options{Backend: backend})
+	shot := func(tab context.Context, url, name string) { t.Helper(); screenshot(t, tab, url, backend+"-"+name) }
 	dj := br.tab()
 	ctx, cancel := context.WithTimeout(dj, testload.Patience)
 	if _, err := chromedp.Call(ctx, emulation.SetTimezoneOverride, emulation.SetTimezoneOverrideParams{TimezoneID: "America/New_York"}); err != nil {
@@ -73,9 +87,15 @@ func TestStudioBrowser(t *testing.T) {
 	if got := eval[string](t, dj, `document.getElementById('show-start').value`); got != start.Format("2006-01-02T15:04") {
 		t.Errorf("after a refused form the start reads %q, want %q in the browser's zone", got, start.Format("2006-01-02T15:04"))
 	}
+	// The image goes up with the form, as a file chosen in the browser.
+	picture := filepath.Join(t.TempDir(), "rooftop.png")
+	if err := os.WriteFile(picture, sunrisePNG(t, 1600, 1200), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	do(t, dj,
 		chromedp.SetValue(chromedp.ID("show-description"), "Deep house as the sun comes up."),
 		chromedp.SetValue(chromedp.ID("show-tags"), "Deep House, Sunrise"),
+		chromedp.SetUploadFiles(chromedp.ID("show-image"), []string{picture}),
 		chromedp.Click(chromedp.CSS(`.studio-form button[type=submit]`)),
 		chromedp.WaitVisible(chromedp.ID("saved")),
 	)
@@ -91,6 +111,20 @@ func TestStudioBrowser(t *testing.T) {
 	if !sh.Start.Equal(start.UTC()) || sh.Name != "Rooftop Sunrise" || len(sh.Tags) != 2 {
 		t.Errorf("created: start %s (want %s), name %q, %d tags", sh.Start.UTC(), start.UTC(), sh.Name, len(sh.Tags))
 	}
+	if sh.ImageKey == nil {
+		t.Fatal("the show was created without the image uploaded with the form")
+	}
+	image := showService(env).View(sh, false).ImageURL
+	// The studio shows the image beside the form, and the DJ's page on
+	// the card of the show: loaded, a real picture.
+	loaded := func(tab context.Context, what, selector string) {
+		t.Helper()
+		waitFor(t, tab, what, fmt.Sprintf(`(() => { const i = document.querySelector(%q); return !!i && i.complete && i.naturalWidth === 1280 && i.naturalHeight === 720; })()`, selector))
+	}
+	loaded(dj, "the image in the studio", fmt.Sprintf(`#show-image-preview[src=%q]`, image))
+	do(t, dj, chromedp.Navigate(env.URL+"/"+sh.User.Slug))
+	loaded(dj, "the image on the DJ's page", fmt.Sprintf(`.card img[src=%q]`, image))
+	do(t, dj, chromedp.Navigate(env.URL+fmt.Sprintf("/studio/shows/%d", id)), chromedp.WaitVisible(chromedp.ID("show-start")))
 	if got := eval[string](t, dj, `document.getElementById('show-start').value`); got != start.Format("2006-01-02T15:04") {
 		t.Errorf("the edit form shows the start as %q, want %q (New York)", got, start.Format("2006-01-02T15:04"))
 	}
@@ -145,7 +179,11 @@ func TestStudioBrowser(t *testing.T) {
 	if eval[bool](t, listener, `getComputedStyle(document.getElementById('media')).display !== 'none' || !document.querySelector('#player .poster')`) {
 		t.Error("an upcoming show's page shows a video box, or no poster")
 	}
-	screenshot(t, listener, showURL, "show-upcoming")
+	loaded(listener, "the show's image as the poster", fmt.Sprintf(`#player .poster[src=%q]`, image))
+	if og := eval[string](t, listener, `(document.querySelector('meta[property="og:image"]') || {}).content || ''`); og != image {
+		t.Errorf("the show page's og:image is %q, want the show's image %q", og, image)
+	}
+	shot(listener, showURL, "show-upcoming")
 
 	// Broadcast; the studio sees the show live.
 	if st := eval[string](t, dj, `document.getElementById('h-receiving').textContent`); st != "no" {
@@ -170,9 +208,9 @@ func TestStudioBrowser(t *testing.T) {
 	}
 	do(t, dj, chromedp.Navigate(env.URL+"/studio"), chromedp.WaitVisible(chromedp.CSS(`#live-title`)))
 	noOverflow("the studio with a live show")
-	screenshot(t, dj, env.URL+"/studio", "studio")
-	screenshot(t, listener, showURL, "show-live")
-	screenshot(t, dj, studio, "studio-show-live")
+	shot(dj, env.URL+"/studio", "studio")
+	shot(listener, showURL, "show-live")
+	shot(dj, studio, "studio-show-live")
 
 	// Listen mode on the live show: play, pause and volume, no seek bar.
 	do(t, listener, chromedp.Navigate(showURL+"?listen=1"))
@@ -203,6 +241,18 @@ func TestStudioBrowser(t *testing.T) {
 		return nil
 	})
 
+	// Between the stop and the archive the page says the recording is
+	// being prepared: caught when the archive has not won the race.
+	if s, err := showService(env).Get(context.Background(), id); err == nil && !s.Archive {
+		ended := br.tab()
+		do(t, ended, chromedp.Navigate(showURL), chromedp.WaitReady(chromedp.ID("player")))
+		if eval[bool](t, ended, `!document.getElementById('player').hasAttribute('data-recording')`) {
+			shot(ended, showURL, "show-ended-preparing")
+		}
+	} else {
+		t.Log("the recording was ready before the page could show it being prepared")
+	}
+
 	// The listener's page turns into the recording, without a reload.
 	do(t, listener, chromedp.Evaluate[chromedp.Void](`window.notReloaded = true`))
 	testload.Poll(t, "the show archived", func() error {
@@ -222,7 +272,23 @@ func TestStudioBrowser(t *testing.T) {
 	}
 	do(t, listener, chromedp.Evaluate[chromedp.Void](`document.getElementById('media').play()`))
 	waitFor(t, listener, "the recording playing", `document.getElementById('media').currentTime > 0.5`)
-	screenshot(t, listener, showURL, "show-archived")
+	shot(listener, showURL, "show-archived")
+
+	// Staff see the DJ in the console's user editor.
+	adminUser, _ := env.CreateUser("Ad Min", onairtest.Role("admin"), onairtest.Password("an admin secret"))
+	staff := br.tab()
+	editor := fmt.Sprintf("/admin/users/%d", sh.UserID)
+	do(t, staff,
+		chromedp.Navigate(env.URL+"/signin?next="+editor),
+		chromedp.SetValue(chromedp.ID("email"), adminUser.Email),
+		chromedp.SetValue(chromedp.ID("password"), "an admin secret"),
+		chromedp.Click(chromedp.CSS(`form.stack button[type=submit]`)),
+		chromedp.WaitVisible(chromedp.ID("p-name")),
+	)
+	if got := eval[string](t, staff, `location.pathname + ' ' + document.getElementById('p-name').value`); got != editor+" New Dee" {
+		t.Errorf("after signing in for the console's user editor: %q", got)
+	}
+	shot(staff, env.URL+editor, "admin-user-editor")
 
 	// The embed with ?chat=1 shows the chat in a short frame and on a
 	// phone, not below the fold.
@@ -244,4 +310,21 @@ func TestStudioBrowser(t *testing.T) {
 	if _, err := showService(env).Get(context.Background(), id); err == nil {
 		t.Error("the show is still there after delete")
 	}
+}
+
+// sunrisePNG is a w×h PNG of a sunrise gradient, a picture that shows in
+// the screenshots (testPNG is black).
+func sunrisePNG(t *testing.T, w, h int) []byte {
+	t.Helper()
+	img := image.NewRGBA(image.Rect(0, 0, w, h))
+	for y := range h {
+		for x := range w {
+			img.Set(x, y, color.RGBA{uint8(255 - 120*y/h), uint8(60 + 140*y/h), uint8(40 + 160*x/w), 255})
+		}
+	}
+	var buf bytes.Buffer
+	if err := png.Encode(&buf, img); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
 }

@@ -33,6 +33,7 @@ func (m *Module) AdminPages() []app.AdminPage {
 		r.Post("/:id/stop", h.stop)
 		r.Post("/:id/delete", h.delete)
 		r.Post("/:id/edit", h.edit)
+		r.Post("/:id/chat", h.chat)
 	}}}
 }
 
@@ -210,11 +211,12 @@ type stateOf struct {
 	Complete bool `json:"complete"`
 	Featured bool `json:"featured"`
 	Off      bool `json:"off"`
+	Chat     bool `json:"chat_enabled"`
 	Duration *int `json:"duration,omitempty"`
 }
 
 func state(sh *Show) stateOf {
-	return stateOf{Live: sh.Live, Complete: sh.Complete, Featured: sh.Featured, Off: sh.Off, Duration: sh.Duration}
+	return stateOf{Live: sh.Live, Complete: sh.Complete, Featured: sh.Featured, Off: sh.Off, Chat: !sh.ChatDisabled, Duration: sh.Duration}
 }
 
 // feature is POST /admin/shows/:id/feature with featured=true|false.
@@ -222,6 +224,15 @@ func (h *adminHandlers) feature(c *fiber.Ctx) error {
 	return h.toggle(c, "featured", "shows.feature", "shows.unfeature", "Featured", "No longer featuring",
 		func(id int64, on bool) (*Show, error) {
 			return h.svc.SetFeatured(c.UserContext(), id, on, admin.Principal(c))
+		})
+}
+
+// chat is POST /admin/shows/:id/chat with chat_enabled=true or false:
+// staff turn a show's chat on or off (StaffUpdate), also while it is live.
+func (h *adminHandlers) chat(c *fiber.Ctx) error {
+	return h.toggle(c, "chat_enabled", "shows.chat_on", "shows.chat_off", "Turned the chat on for", "Turned the chat off for",
+		func(id int64, on bool) (*Show, error) {
+			return h.svc.StaffUpdate(c.UserContext(), id, admin.Principal(c), Input{ChatEnabled: &on})
 		})
 }
 

@@ -151,6 +151,28 @@ func TestConsoleShowActions(t *testing.T) {
 						t.Errorf("/v1 after the staff edit: %v", sh)
 					}
 				}},
+			{"chat off while live", goLive, "chat", url.Values{"chat_enabled": {"false"}}, http.StatusSeeOther, "shows.chat_off",
+				func(t *testing.T, id int64, before, after map[string]any) {
+					if before["chat_enabled"] != true || after["chat_enabled"] != false || after["live"] != true {
+						t.Errorf("audit %v → %v", before, after)
+					}
+					if _, sh := v1Show(t, env, viewerTok, id); sh["chat_enabled"] != false {
+						t.Errorf("/v1 chat_enabled = %v", sh["chat_enabled"])
+					}
+					r := env.Do("POST", fmt.Sprintf("/v1/shows/%d/chats", id), viewerTok, map[string]any{"message": "hello?"})
+					if r.Status != http.StatusForbidden || r.ErrorCode(t) != "chat_disabled" {
+						t.Errorf("post to a chat staff turned off: %d %s", r.Status, r.Body)
+					}
+				}},
+			{"chat on", func(id int64) {
+				env.Do("PUT", fmt.Sprintf("/v1/shows/%d", id), ownerTok, map[string]any{"chat_enabled": false}).Expect(t, http.StatusOK)
+			}, "chat", url.Values{"chat_enabled": {"true"}}, http.StatusSeeOther, "shows.chat_on",
+				func(t *testing.T, id int64, before, after map[string]any) {
+					if before["chat_enabled"] != false || after["chat_enabled"] != true {
+						t.Errorf("audit %v → %v", before, after)
+					}
+				}},
+			{"chat malformed", nil, "chat", url.Values{"chat_enabled": {"maybe"}}, http.StatusUnprocessableEntity, "", nil},
 			{"edit without a name", nil, "edit", url.Values{"name": {" "}, "description": {"x"}}, http.StatusUnprocessableEntity, "", nil},
 		}
 		for _, tt := range tests {

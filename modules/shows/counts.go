@@ -231,11 +231,15 @@ func (q ListQuery) countable(vis visibility) bool {
 // countFromSummary sums the show_counts rows that match q.
 func (s *Service) countFromSummary(ctx context.Context, q ListQuery, tagID int64, vis visibility) (int, error) {
 	var n int64
-	sel := s.db.NewSelect().Model((*ShowCount)(nil)).ColumnExpr("COALESCE(SUM(s.n), 0)").Where("s.tag_id = ?", tagID)
-	q.UserID, q.Viewer = 0, nil
-	sel = s.filtered(sel, q, 0, app.Now(), vis)
-	if err := sel.Scan(ctx, &n); err != nil {
+	if err := s.summaryQuery(q, tagID, vis).Scan(ctx, &n); err != nil {
 		return 0, fmt.Errorf("shows: list: count: %w", err)
 	}
 	return int(n), nil
+}
+
+// summaryQuery is the SUM over the show_counts rows that match q.
+func (s *Service) summaryQuery(q ListQuery, tagID int64, vis visibility) *bun.SelectQuery {
+	sel := s.db.NewSelect().Model((*ShowCount)(nil)).ColumnExpr("COALESCE(SUM(s.n), 0)").Where("s.tag_id = ?", tagID)
+	q.UserID, q.Viewer = 0, nil
+	return s.filtered(sel, q, 0, app.Now(), vis)
 }

@@ -1,4 +1,6 @@
 package shows
 
-// MigratePeakViewers exposes migration 0028 to the upgrade test.
-var MigratePeakViewers = migratePeakViewers
+import "github.com/onair/onair/migrations"
+
+// MigratePeakViewers is migration 0028, for the upgrade test.
+var MigratePeakViewers = migrations.AddColumns((*Show)(nil), "peak_viewers")

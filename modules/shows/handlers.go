@@ -83,7 +83,7 @@ func (h *handlers) get(c *fiber.Ctx) error {
 
 // create is POST /v1/shows: 201 with the new show in its write form.
 func (h *handlers) create(c *fiber.Ctx) error {
-	in, err := readInput(c)
+	in, err := readInput(c, h.svc)
 	if err != nil {
 		return err
 	}
@@ -101,7 +101,7 @@ func (h *handlers) update(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	in, err := readInput(c)
+	in, err := readInput(c, h.svc)
 	if err != nil {
 		return err
 	}
@@ -234,9 +234,10 @@ func parseListQuery(c *fiber.Ctx, all bool) (ListQuery, error) {
 	return q, nil
 }
 
-// readInput decodes a POST or PUT body into Input. Wrong types and bad
+// readInput decodes a POST or PUT body into Input (a multipart body may
+// carry the file image). Wrong types and bad
 // booleans are 400; the rules on the values (422) are the service's.
-func readInput(c *fiber.Ctx) (Input, error) {
+func readInput(c *fiber.Ctx, svc *Service) (Input, error) {
 	var in Input
 	body, err := app.ReadInput(c)
 	if err != nil {
@@ -245,7 +246,7 @@ func readInput(c *fiber.Ctx) (Input, error) {
 	for _, f := range []struct {
 		name string
 		dst  **string
-	}{{"name", &in.Name}, {"description", &in.Description}, {"start", &in.Start}} {
+	}{{"name", &in.Name}, {"description", &in.Description}, {"start", &in.Start}, {"ends_at", &in.EndsAt}} {
 		name, dst := f.name, f.dst
 		v, ok, err := body.String(name)
 		if err != nil {
@@ -258,7 +259,7 @@ func readInput(c *fiber.Ctx) (Input, error) {
 	for _, f := range []struct {
 		name string
 		dst  **bool
-	}{{"private", &in.Private}, {"headline", &in.Headline}, {"radio", &in.Radio}} {
+	}{{"private", &in.Private}, {"headline", &in.Headline}, {"radio", &in.Radio}, {"audio_only", &in.AudioOnly}, {"chat_enabled", &in.ChatEnabled}} {
 		name, dst := f.name, f.dst
 		v, ok, err := body.Bool(name)
 		if err != nil {
@@ -278,7 +279,8 @@ func readInput(c *fiber.Ctx) (Input, error) {
 		}
 		in.Tags = &tags
 	}
-	return in, nil
+	in.Image, err = svc.readImage(c)
+	return in, err
 }
 
 // validText tells whether s is UTF-8 without control characters (tabs and

@@ -2,6 +2,8 @@ package shows
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -100,7 +102,20 @@ func (m *Module) health(c *fiber.Ctx) error {
 		return err
 	}
 	c.Set(fiber.HeaderCacheControl, "no-store")
-	return c.JSON(fiber.Map{"health": m.HealthOf(sh)})
+	return c.JSON(fiber.Map{"health": m.HealthOf(sh).WithSchedule(sh, app.Now())})
+}
+
+// WithSchedule adds a warning when a live show has run past its scheduled
+// end. It is informative only: nothing stops the show then, as a Twitch
+// schedule's end stops nobody (docs/show-options.md).
+func (h Health) WithSchedule(sh *Show, now time.Time) Health {
+	if !sh.Live || sh.EndsAt == nil || !now.After(*sh.EndsAt) {
+		return h
+	}
+	over := int(now.Sub(*sh.EndsAt) / time.Minute)
+	h.Warnings = append(slices.Clip(h.Warnings), fmt.Sprintf("the scheduled end (%s UTC) passed %d min ago; the show goes on until you stop it",
+		sh.EndsAt.UTC().Format("2006-01-02 15:04"), over))
+	return h
 }
 
 // SinceOf is a health's Since for a start time.

@@ -95,6 +95,12 @@ func (s *Service) GoLive(ctx context.Context, showID int64, media Media) (*Show,
 		if err != nil {
 			return err
 		}
+		if sh.AudioOnly {
+			// Only the audio is the show's: a publication that began
+			// packaging video before the show became audio-only does
+			// not give it a video_url.
+			media.VideoURL = nil
+		}
 		cols := []string{"disconnected_at", "updated_at"}
 		sh.DisconnectedAt, sh.UpdatedAt = nil, now
 		if sh.Live {
@@ -227,6 +233,9 @@ func (s *Service) Archive(ctx context.Context, showID int64, media Media) (*Show
 		before, err := countSnapshot(ctx, tx, sh)
 		if err != nil {
 			return err
+		}
+		if sh.AudioOnly {
+			media.VideoURL = nil // as in GoLive
 		}
 		sh.Archive, sh.VideoURL, sh.AudioURL = true, media.VideoURL, media.AudioURL
 		if media.Duration != nil {
@@ -388,6 +397,11 @@ func (s *Service) Delete(ctx context.Context, id int64, by *app.Principal) (*Sho
 	})
 	if err != nil {
 		return nil, wrapLifecycle("delete", id, err)
+	}
+	// The image goes with the show (the live module drops the rest of
+	// its media on the "deleted" event).
+	if sh := evs[len(evs)-1].Show; sh != nil && sh.ImageKey != nil && s.images != nil {
+		s.dropImages(ctx, []string{*sh.ImageKey}, "")
 	}
 	return s.after(ctx, evs), nil
 }

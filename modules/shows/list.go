@@ -3,6 +3,7 @@ package shows
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -71,43 +72,57 @@ func (s *Service) List(ctx context.Context, q ListQuery) ([]Show, int, error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	if !done {
-		if count, err = s.count(ctx, q, tagID, now); err != nil {
-			return nil, 0, err
-		}
-		if count == 0 || q.Page.Offset() >= count {
+	if done {
+		if len(ids) == 0 {
 			return nil, count, nil
 		}
-		if ids, err = s.pageIDs(ctx, q, tagID, now); err != nil {
+		rows, err := s.loadPage(ctx, bun.List(ids))
+		if err != nil {
 			return nil, 0, err
 		}
+		byID := make(map[int64]*Show, len(rows))
+		for i := range rows {
+			byID[rows[i].ID] = &rows[i]
+		}
+		list := make([]Show, 0, len(ids))
+		for _, id := range ids {
+			if sh, ok := byID[id]; ok {
+				list = append(list, *sh)
+			}
+		}
+		return list, count, nil
 	}
-	if len(ids) == 0 {
+	if count, err = s.count(ctx, q, tagID, now); err != nil {
+		return nil, 0, err
+	}
+	if count == 0 || q.Page.Offset() >= count {
 		return nil, count, nil
 	}
-	var rows []Show
-	err = s.db.NewSelect().Model(&rows).Relation("User").Relation("Tags", orderTags).
-		Where("s.id IN (?)", bun.List(ids)).Scan(ctx)
+	list, err := s.page(ctx, q, tagID, now)
 	if err != nil {
-		return nil, 0, fmt.Errorf("shows: list: load: %w", err)
-	}
-	byID := make(map[int64]*Show, len(rows))
-	for i := range rows {
-		byID[rows[i].ID] = &rows[i]
-	}
-	list := make([]Show, 0, len(ids))
-	for _, id := range ids {
-		if sh, ok := byID[id]; ok {
-			list = append(list, *sh)
-		}
+		return nil, 0, err
 	}
 	return list, count, nil
 }
 
-// pageIDs pages the ids first on the narrow indexes (List then loads those
-// rows with their owners and tags). A deep page seeks from a remembered
-// page boundary where it can (keyset.go).
-func (s *Service) pageIDs(ctx context.Context, q ListQuery, tagID int64, now time.Time) ([]int64, error) {
+// loadPage reads the shows whose ids are in ids (a bun.List or a
+// subquery) with their owners and tags, in no particular order.
+func (s *Service) loadPage(ctx context.Context, ids any) ([]Show, error) {
+	var rows []Show
+	err := s.db.NewSelect().Model(&rows).Relation("User").Relation("Tags", orderTags).
+		Where("s.id IN (?)", ids).Scan(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("shows: list: load: %w", err)
+	}
+	return rows, nil
+}
+
+// page reads a page of the list with its owners and tags: the page of ids
+// is paged first on the narrow indexes, in a subquery of the statement
+// that loads those rows, so a page is one round trip (and one more for
+// the tags). A deep page seeks from a remembered page boundary where it
+// can (keyset.go).
+func (s *Service) page(ctx context.Context, q ListQuery, tagID int64, now time.Time) ([]Show, error) {
 	size, skip := q.Page.Size, q.Page.Offset()
 	deep := q.Page.Number >= seekMinPage && (q.Scheduled == nil || !*q.Scheduled)
 	var (
@@ -134,20 +149,24 @@ func (s *Service) pageIDs(ctx context.Context, q ListQuery, tagID int64, now tim
 	}
 	sel := s.filtered(s.listFrom(q, visibleTo(q.Viewer)), q, tagID, now, visibleTo(q.Viewer))
 	if tagID != 0 {
-		sel = sel.ColumnExpr("st.show_id AS id, st.start AS start").OrderExpr("st.start DESC, st.show_id DESC")
+		sel = sel.ColumnExpr("st.show_id AS id").OrderExpr("st.start DESC, st.show_id DESC")
 	} else {
-		sel = sel.ColumnExpr("s.id AS id, s.start AS start").OrderExpr("s.start DESC, s.id DESC")
+		sel = sel.ColumnExpr("s.id AS id").OrderExpr("s.start DESC, s.id DESC")
 	}
 	if from != nil {
 		sel = afterBound(sel, tagID != 0, *from)
 	}
-	var rows []struct {
-		ID    int64     `bun:"id"`
-		Start time.Time `bun:"start"`
+	sel = sel.Limit(int64(limit)).Offset(int64(offset))
+	// MySQL takes no LIMIT in an IN subquery, but does in a derived
+	// table inside one.
+	rows, err := s.loadPage(ctx, s.db.NewSelect().TableExpr("(?) AS p", sel).Column("p.id"))
+	if err != nil {
+		return nil, err
 	}
-	if err := sel.Limit(int64(limit)).Offset(int64(offset)).Scan(ctx, &rows); err != nil {
-		return nil, fmt.Errorf("shows: list: %w", err)
-	}
+	// In list order (show_tags.start is a copy of shows.start).
+	slices.SortFunc(rows, func(a, b Show) int {
+		return cmpListOrder(matchRow{a.ID, a.Start}, matchRow{b.ID, b.Start})
+	})
 	if withPrev && len(rows) > 0 {
 		if q.Page.Number > 1 {
 			s.pages.remember(key, gen, q.Page.Number-1, pageBound{rows[0].Start, rows[0].ID})
@@ -158,11 +177,7 @@ func (s *Service) pageIDs(ctx context.Context, q ListQuery, tagID int64, now tim
 		last := rows[len(rows)-1]
 		s.pages.remember(key, gen, q.Page.Number, pageBound{last.Start, last.ID})
 	}
-	ids := make([]int64, len(rows))
-	for i, r := range rows {
-		ids[i] = r.ID
-	}
-	return ids, nil
+	return rows, nil
 }
 
 // check applies the text rule (app.TextProblem) to the text filters: a
@@ -275,6 +290,17 @@ func (s *Service) count(ctx context.Context, q ListQuery, tagID int64, now time.
 	if q.UserID != 0 {
 		// One owner's shows: small, exact.
 		return run(ctx, seeVisible)
+	}
+	if q.countable(seePublic) {
+		// The usual list of a viewer: the public count from the kept
+		// counts and the viewer's own hidden shows on the user index,
+		// in one round trip.
+		own := s.filtered(s.listFrom(q, seeHidden), q, tagID, now, seeHidden).ColumnExpr("COUNT(*)")
+		var n int64
+		if err := s.db.NewSelect().ColumnExpr("(?) + (?)", s.summaryQuery(q, tagID, seePublic), own).Scan(ctx, &n); err != nil {
+			return 0, fmt.Errorf("shows: list: count: %w", err)
+		}
+		return int(n), nil
 	}
 	public, err := run(ctx, seePublic)
 	if err != nil {

@@ -4,8 +4,11 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
+
+	"golang.org/x/sync/singleflight"
 )
 
 // Name filter results (docs/shows.md, "Indexes"). A name filter's cost is
@@ -36,6 +39,11 @@ type matchSet struct {
 type matchCache struct {
 	mu sync.Mutex
 	m  map[string]matchSet
+	// flight makes the requests that miss the same term at the same
+	// generation wait for one read of its matches instead of each
+	// running it: after a show change, every concurrent request of a
+	// popular term would otherwise read its thousands of candidates.
+	flight singleflight.Group
 }
 
 func (c *matchCache) get(key string, gen int64) (matchSet, bool) {
@@ -72,15 +80,29 @@ func (s *Service) nameMatches(ctx context.Context, q ListQuery, tagID int64, now
 	key := pq.pageKey(tagID)
 	set, ok := s.matches.get(key, gen)
 	if !ok {
-		set = matchSet{gen: gen}
-		rows, err := s.matchRows(ctx, q, tagID, now, seePublic, matchCap+1)
+		// The read is shared: it runs detached from the request that
+		// happens to start it, so that one's cancellation does not
+		// fail the others.
+		shared := context.WithoutCancel(ctx)
+		v, err, _ := s.matches.flight.Do(strconv.FormatInt(gen, 10)+"|"+key, func() (any, error) {
+			if set, ok := s.matches.get(key, gen); ok {
+				return set, nil
+			}
+			set := matchSet{gen: gen}
+			rows, err := s.matchRows(shared, q, tagID, now, seePublic, matchCap+1)
+			if err != nil {
+				return nil, err
+			}
+			if len(rows) <= matchCap {
+				set.rows = rows
+			}
+			s.matches.put(key, set)
+			return set, nil
+		})
 		if err != nil {
 			return 0, nil, false, err
 		}
-		if len(rows) <= matchCap {
-			set.rows = rows
-		}
-		s.matches.put(key, set)
+		set = v.(matchSet)
 	}
 	if set.rows == nil {
 		return 0, nil, false, nil
@@ -135,14 +157,17 @@ func (s *Service) matchRows(ctx context.Context, q ListQuery, tagID int64, now t
 	}
 	// Sorted here: MySQL's sort of the matches costs more than reading
 	// them (0.30 s against 0.11 s for 10,000 at a million shows).
-	slices.SortFunc(rows, func(a, b matchRow) int {
-		switch {
-		case before(a, b):
-			return -1
-		case before(b, a):
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(rows, cmpListOrder)
 	return rows, nil
+}
+
+// cmpListOrder compares two rows in list order, for slices.SortFunc.
+func cmpListOrder(a, b matchRow) int {
+	switch {
+	case before(a, b):
+		return -1
+	case before(b, a):
+		return 1
+	}
+	return 0
 }

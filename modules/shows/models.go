@@ -23,9 +23,13 @@ type Show struct {
 	Description string      `bun:"description,notnull,type:text"`
 	// Start is the scheduled start, then the actual start once the show
 	// has gone live; lists sort by it.
-	Start     time.Time `bun:"start,notnull"`
-	CreatedAt time.Time `bun:"created_at,notnull"`
-	UpdatedAt time.Time `bun:"updated_at,notnull"`
+	Start time.Time `bun:"start,notnull"`
+	// EndsAt is the scheduled end (extension beyond v1), nil when none
+	// was given: informative only, nothing stops the show then
+	// (docs/show-options.md).
+	EndsAt    *time.Time `bun:"ends_at"`
+	CreatedAt time.Time  `bun:"created_at,notnull"`
+	UpdatedAt time.Time  `bun:"updated_at,notnull"`
 	// Duration is the run length in seconds, nil until the show has run.
 	Duration *int `bun:"duration"`
 
@@ -38,6 +42,15 @@ type Show struct {
 	Radio    bool `bun:"radio,notnull,default:false"`
 	Off      bool `bun:"off,notnull,default:false"`
 	Headline bool `bun:"headline,notnull,default:false"`
+	// AudioOnly (extension): the live module packages the audio rendition
+	// alone and ignores the video a publisher sends. Settled once the
+	// show has gone live.
+	AudioOnly bool `bun:"audio_only,notnull,default:false"`
+	// ChatDisabled is the API's chat_enabled=false (extension): new chat
+	// messages are refused; the history stays readable. The owner and
+	// staff toggle it at any time. Stored inverted so that the zero value
+	// is the default: Bun writes DEFAULT for a zero field with a default.
+	ChatDisabled bool `bun:"chat_disabled,notnull,default:false"`
 
 	CommentsCount  int `bun:"comments_count,notnull,default:0"`
 	FavoritesCount int `bun:"favorites_count,notnull,default:0"`
@@ -52,6 +65,10 @@ type Show struct {
 	AudioURL *string `bun:"audio_url,type:varchar(500)"`
 	ImageURL *string `bun:"image_url,type:varchar(500)"`
 	GifURL   *string `bun:"gif_url,type:varchar(500)"`
+	// ImageKey is the store key of the image the owner uploaded
+	// (image.go); when set it is the show's image_url, before any
+	// grabbed frame.
+	ImageKey *string `bun:"image_key,type:varchar(200)"`
 
 	// StreamKey is "sk_<id>_<secret>"; it is shown to the owner in write
 	// responses, so it is stored as is (like Twitch or Owncast keys).

@@ -134,8 +134,15 @@ func (*Module) Migrations() []migrations.Migration {
 			"id", "name", "start", "private", "off", "user_id", "live", "complete", "archive", "featured", "radio")},
 		// The lists' data generation (keyset.go).
 		migrations.Migration{ID: "0023_create_generation", Up: createGeneration},
+		// The uploaded image of a show (image.go).
+		migrations.Migration{ID: "0024_image_key", Up: migrations.AddColumns((*Show)(nil), "image_key")},
+		// The show options of docs/show-options.md: a scheduled end,
+		// audio-only shows and chat on/off (on for the shows there are).
+		migrations.Migration{ID: "0026_show_options", Up: migrations.AddColumns((*Show)(nil), "ends_at", "audio_only", "chat_disabled")},
 		// The peak viewers of a show's run (peak.go).
-		migrations.Migration{ID: "0028_peak_viewers", Up: migratePeakViewers},
+		migrations.Migration{ID: "0028_peak_viewers", Up: migrations.AddColumns((*Show)(nil), "peak_viewers")},
+		// The name filter's index on SQLite: FTS5 trigrams (fts.go).
+		migrations.Migration{ID: "0030_create_name_fts", Up: createNameFTS},
 	)...)
 }
 
@@ -165,6 +172,7 @@ func (m *Module) Provision(core *app.Core) error {
 		return fmt.Errorf("shows: the users module is not provisioned")
 	}
 	m.Service = NewService(core)
+	m.Service.images = um.Service
 	m.core = core
 	m.janitor = newJanitor(m.Service, m.Service.window)
 	m.outbox = &outboxWorker{svc: m.Service, retention: app.Get[time.Duration](core.Config, SettingOutboxRetention)}

@@ -3,10 +3,6 @@ package shows
 import (
 	"context"
 	"fmt"
-
-	"github.com/uptrace/bun"
-
-	"github.com/onair/onair/modules/users"
 )
 
 // Peak viewers: the most viewers a show had at once during its run. The
@@ -35,18 +31,4 @@ func (s *Service) RecordPeak(ctx context.Context, id int64, n int) error {
 // later).
 func PeakOf(sh *Show, h Health) int {
 	return max(sh.PeakViewers, h.PeakViewers, h.Viewers)
-}
-
-// migratePeakViewers is migration 0028: a fresh database has the column
-// from 0001 (the model); an older one gets it here, only when missing, so
-// the step can run again after a crash (MySQL commits DDL at once).
-func migratePeakViewers(ctx context.Context, db bun.IDB) error {
-	ok, err := users.HasColumn(ctx, db, "shows", "peak_viewers")
-	if err != nil || ok {
-		return err
-	}
-	if _, err := db.ExecContext(ctx, "ALTER TABLE shows ADD COLUMN peak_viewers INTEGER NOT NULL DEFAULT 0"); err != nil {
-		return fmt.Errorf("add shows.peak_viewers: %w", err)
-	}
-	return nil
 }

@@ -8,7 +8,6 @@ import (
 	"github.com/onair/onair/app"
 	"github.com/onair/onair/internal/onairtest"
 	"github.com/onair/onair/modules/shows"
-	"github.com/onair/onair/modules/users"
 )
 
 // TestPeakViewersMigration: a database from before peak_viewers gets the
@@ -26,6 +25,7 @@ func TestPeakViewersMigration(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer db.Close()
+		db.RegisterModel((*shows.ShowTag)(nil)) // as the kernel does for every module's models
 		if _, err := db.ExecContext(ctx, "CREATE TABLE shows (id INTEGER PRIMARY KEY, name VARCHAR(100) NOT NULL)"); err != nil {
 			t.Fatal(err)
 		}
@@ -36,9 +36,6 @@ func TestPeakViewersMigration(t *testing.T) {
 			if err := shows.MigratePeakViewers(ctx, db); err != nil {
 				t.Fatalf("run %d: %v", run, err)
 			}
-		}
-		if ok, err := users.HasColumn(ctx, db, "shows", "peak_viewers"); err != nil || !ok {
-			t.Fatalf("peak_viewers column: %v %v", ok, err)
 		}
 		var peak int
 		if err := db.NewRaw("SELECT peak_viewers FROM shows WHERE id = 1").Scan(ctx, &peak); err != nil || peak != 0 {

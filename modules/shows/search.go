@@ -44,8 +44,12 @@ func NameGrams(name string) []string {
 	return out
 }
 
-// setGrams replaces the grams of a show after its name changed.
+// setGrams replaces the grams of a show after its name changed (MySQL;
+// on SQLite the FTS5 index follows by itself, fts.go).
 func setGrams(ctx context.Context, tx bun.IDB, showID int64, name string) error {
+	if !app.IsMySQL(tx) {
+		return nil
+	}
 	if _, err := tx.NewDelete().Model((*ShowGram)(nil)).Where("show_id = ?", showID).Exec(ctx); err != nil {
 		return fmt.Errorf("shows: grams of %d: %w", showID, err)
 	}
@@ -57,7 +61,7 @@ func setGrams(ctx context.Context, tx bun.IDB, showID int64, name string) error 
 // gap lock, and the two inserts after them deadlock.)
 func addGrams(ctx context.Context, tx bun.IDB, showID int64, name string) error {
 	grams := NameGrams(name)
-	if len(grams) == 0 {
+	if len(grams) == 0 || !app.IsMySQL(tx) {
 		return nil
 	}
 	rows := make([]ShowGram, len(grams))
@@ -72,11 +76,17 @@ func addGrams(ctx context.Context, tx bun.IDB, showID int64, name string) error 
 	return nil
 }
 
-// whereNameContains adds the name filter: the gram index narrows the rows
-// when the term has three characters or more (and useGrams), and LIKE
-// checks the exact substring (shorter terms can only scan).
+// whereNameContains adds the name filter: the gram index (MySQL) or the
+// FTS5 trigram index (SQLite, fts.go) narrows the rows when the term has
+// three characters or more (and useGrams), and LIKE checks the exact
+// substring (shorter terms can only scan).
 func whereNameContains(sel *bun.SelectQuery, term string, useGrams bool) *bun.SelectQuery {
-	if grams := NameGrams(term); useGrams && len(grams) > 0 {
+	grams := NameGrams(term)
+	switch {
+	case !useGrams || len(grams) == 0:
+	case !app.IsMySQL(sel.DB()):
+		sel = sel.Where("s.id IN (SELECT rowid FROM ? WHERE ? MATCH ?)", bun.Ident(nameFTSTable), bun.Ident(nameFTSTable), ftsPhrase(term))
+	default:
 		sel = sel.Where("s.id IN (SELECT g.show_id FROM show_grams AS g WHERE g.gram IN (?) GROUP BY g.show_id HAVING COUNT(*) = ?)",
 			bun.List(grams), len(grams))
 	}

@@ -2,11 +2,14 @@ package shows_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
+	"sync"
 	"testing"
 
+	"github.com/onair/onair/app"
 	"github.com/onair/onair/internal/onairtest"
 	"github.com/onair/onair/modules/shows"
 )
@@ -47,9 +50,83 @@ func TestNameFilterIndex(t *testing.T) {
 			t.Errorf("new name not found after a rename: %d", got)
 		}
 		env.Do("DELETE", fmt.Sprintf("/v1/shows/%d", id), tok, nil).Expect(t, http.StatusOK)
-		n, err := env.Core.DB.NewSelect().Model((*shows.ShowGram)(nil)).Where("show_id = ?", id).Count(context.Background())
-		if err != nil || n != 0 {
-			t.Errorf("%d grams of a deleted show remain (%v)", n, err)
+		if got := count("g coff"); got != 0 {
+			t.Errorf("deleted show still found: %d", got)
+		}
+		if n := indexed(t, env, id, "g coff"); n != 0 {
+			t.Errorf("%d index entries of a deleted show remain", n)
+		}
+		// Quotes and FTS5 operators in a term are text, not syntax.
+		for _, f := range []string{`"vu"`, `vu" OR "caf`, "NEAR(caf", "caf*", "a:b"} {
+			if got := count(f); got != 0 {
+				t.Errorf("filter %q: %d shows, want 0", f, got)
+			}
+		}
+	})
+}
+
+// indexed is the number of entries of the name index for show id that
+// hold term: its gram rows on MySQL, its FTS5 matches on SQLite.
+func indexed(t *testing.T, env *onairtest.Env, id int64, term string) int {
+	t.Helper()
+	ctx := context.Background()
+	var n int
+	var err error
+	if app.IsMySQL(env.Core.DB) {
+		var c int64
+		c, err = env.Core.DB.NewSelect().Model((*shows.ShowGram)(nil)).Where("show_id = ?", id).Count(ctx)
+		n = int(c)
+	} else {
+		err = env.Core.DB.NewRaw("SELECT COUNT(*) FROM show_names WHERE show_names MATCH ? AND rowid = ?", `"`+term+`"`, id).Scan(ctx, &n)
+	}
+	if err != nil {
+		t.Fatalf("name index: %v", err)
+	}
+	return n
+}
+
+// TestNameFilterIndexAroundService: on SQLite the FTS5 index follows
+// names written around the service too (triggers on shows): a raw
+// rename, insert and delete; on both backends the filter's count stays
+// that of a LIKE over every name.
+func TestNameFilterIndexAroundService(t *testing.T) {
+	onairtest.EachBackend(t, func(t *testing.T, backend string) {
+		env := onairtest.New(t, onairtest.Options{Backend: backend})
+		_, tok := env.CreateUser("Raw Writer")
+		r := env.Do("POST", "/v1/shows", tok, map[string]any{"name": "Harbour Lights", "description": "x"}).Expect(t, http.StatusCreated)
+		id := int64(r.JSON(t)["show"].(map[string]any)["id"].(float64))
+		ctx := context.Background()
+		count := func(filter string) int {
+			t.Helper()
+			body := env.Do("GET", "/v1/shows?filter="+url.QueryEscape(filter), tok, nil).Expect(t, http.StatusOK).JSON(t)
+			return int(body["count"].(float64))
+		}
+		if got := count("bour li"); got != 1 {
+			t.Fatalf("filter before the raw rename: %d, want 1", got)
+		}
+		if _, err := env.Core.DB.NewUpdate().Model((*shows.Show)(nil)).Set("name = ?", "Quay Nights").Where("id = ?", id).Exec(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if backend == "sqlite" {
+			if n := indexed(t, env, id, "bour li"); n != 0 {
+				t.Errorf("old name still indexed after a raw rename: %d", n)
+			}
+			if n := indexed(t, env, id, "ay nig"); n != 1 {
+				t.Errorf("new name not indexed after a raw rename: %d", n)
+			}
+			// Nothing but the triggers wrote the index: LIKE and the
+			// index agree on every term.
+			if got := count("ay nig"); got != 1 {
+				t.Errorf("filter after the raw rename: %d, want 1", got)
+			}
+		}
+		if _, err := env.Core.DB.NewDelete().Model((*shows.Show)(nil)).Where("id = ?", id).Exec(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if backend == "sqlite" {
+			if n := indexed(t, env, id, "ay nig"); n != 0 {
+				t.Errorf("raw-deleted show still indexed: %d", n)
+			}
 		}
 	})
 }
@@ -76,4 +153,58 @@ func TestRegenerateStreamKey(t *testing.T) {
 	if sh, err := svc.Authorize(context.Background(), newKey); err != nil || sh.ID != id {
 		t.Errorf("the new key is refused: %v", err)
 	}
+}
+
+// TestNameMatchesConcurrentMisses: requests of one term that all miss the
+// kept matches at once (a show change just moved the generation) share
+// one read and all answer the exact count of that generation, on both
+// backends, change after change.
+func TestNameMatchesConcurrentMisses(t *testing.T) {
+	onairtest.EachBackend(t, func(t *testing.T, backend string) {
+		env := onairtest.New(t, onairtest.Options{Backend: backend})
+		_, tok := env.CreateUser("Sunrise Racer")
+		var ids []int64
+		for i := 0; i < 6; i++ {
+			r := env.Do("POST", "/v1/shows", tok, map[string]any{"name": fmt.Sprintf("Sunrise Set %d", i), "description": "x"}).Expect(t, http.StatusCreated)
+			ids = append(ids, int64(r.JSON(t)["show"].(map[string]any)["id"].(float64)))
+		}
+		want := len(ids)
+		for step, id := range ids {
+			// Each rename moves the generation and takes one show out of
+			// the term's matches.
+			env.Do("PUT", fmt.Sprintf("/v1/shows/%d", id), tok, map[string]any{"name": fmt.Sprintf("Dusk %d", step)}).Expect(t, http.StatusOK)
+			want--
+			const n = 8
+			counts := make([]int, n)
+			var wg sync.WaitGroup
+			start := make(chan struct{})
+			for i := 0; i < n; i++ {
+				wg.Add(1)
+				go func(i int) {
+					defer wg.Done()
+					<-start
+					r := env.Do("GET", "/v1/shows?filter=sunrise+set", tok, nil)
+					if r.Status != http.StatusOK {
+						counts[i] = -r.Status
+						return
+					}
+					var body struct {
+						Count int `json:"count"`
+					}
+					if err := json.Unmarshal(r.Body, &body); err != nil {
+						counts[i] = -1
+						return
+					}
+					counts[i] = body.Count
+				}(i)
+			}
+			close(start)
+			wg.Wait()
+			for i, c := range counts {
+				if c != want {
+					t.Fatalf("step %d, request %d: count %d, want %d", step, i, c, want)
+				}
+			}
+		}
+	})
 }

@@ -44,6 +44,10 @@ type Service struct {
 	// scheduled keeps scheduled=true counts (scheduled.go).
 	scheduled scheduledCache
 
+	// images checks, re-encodes and stores uploaded show images (the
+	// users service's profile image code, image.go).
+	images *users.Service
+
 	// signMedia, set by the live module, turns the media URLs of a private
 	// show into signed, expiring ones.
 	signMedia func(sh *Show, url string) string
@@ -78,6 +82,10 @@ var (
 	// ErrStarted: PUT of start or radio on a show that has already gone
 	// live (409): its start is the actual start now.
 	ErrStarted = app.Conflict("the show has already gone live")
+	// ErrAudioOnlySettled: PUT of a different audio_only on a show that
+	// has gone live (409): its media are packaged (and recorded) as they
+	// were decided when it went live.
+	ErrAudioOnlySettled = app.Conflict("audio_only cannot change once the show has gone live")
 	// ErrRefused: a stream key that is unknown, wrong, or belongs to a
 	// complete, deleted or off show. The live module refuses the publisher.
 	ErrRefused = errors.New("shows: stream key refused")
@@ -165,35 +173,50 @@ func (s *Service) AddComments(ctx context.Context, db bun.IDB, showID int64, del
 }
 
 // Input is what POST and PUT (and the admin console) may set. A nil field
-// was not sent: on update it keeps its value. Start is the wire text
-// ("YYYY-MM-DD HH:MM:SS", UTC) so every caller gets the same validation.
+// was not sent: on update it keeps its value. Start and EndsAt are the
+// wire text ("YYYY-MM-DD HH:MM:SS", UTC) so every caller gets the same
+// validation; an empty EndsAt (or JSON null) removes the scheduled end.
 type Input struct {
 	Name        *string
 	Description *string
 	Start       *string
+	EndsAt      *string
 	Private     *bool
 	Headline    *bool
 	Radio       *bool
+	AudioOnly   *bool
+	ChatEnabled *bool
 	Tags        *[]string
+	// Image is an uploaded image file (multipart field "image"), nil
+	// for no change (image.go).
+	Image []byte
 }
 
-// Limits of product-decisions.md.
+// Limits of product-decisions.md, and of the extensions
+// (docs/show-options.md): a scheduled end is at most MaxScheduledRun after
+// the start, the longest a radio show runs (RadioMaxRun).
 const (
-	MaxName        = 100
-	MaxDescription = 5000
-	slugMax        = 100
+	MaxName         = 100
+	MaxDescription  = 5000
+	MaxScheduledRun = 24 * time.Hour
+	slugMax         = 100
 )
 
-// checked is a validated Input.
+// checked is a validated Input. endsAt is set when the input sets or
+// removes the scheduled end (then end is the new value, nil: none).
 type checked struct {
-	start *time.Time
-	tags  []string
+	start  *time.Time
+	endsAt bool
+	end    *time.Time
+	tags   []string
 }
 
 // validate applies the field rules; every problem found is reported at once
-// in one 422.
-func (in *Input) validate(creating bool, now time.Time) (checked, error) {
+// in one 422. cur is the show being changed (nil when creating): a
+// scheduled end is checked against the start it will have.
+func (in *Input) validate(cur *Show, now time.Time) (checked, error) {
 	var out checked
+	creating := cur == nil
 	v := app.Validation{}
 	if in.Name == nil && creating {
 		v.Add("name", "is required")
@@ -235,6 +258,7 @@ func (in *Input) validate(creating bool, now time.Time) (checked, error) {
 			out.start = &t
 		}
 	}
+	in.validateEnd(cur, now, &out, v)
 	if in.Tags != nil {
 		for _, t := range *in.Tags {
 			// White space inside a tag is folded (users.TagName), so a
@@ -259,6 +283,46 @@ func (in *Input) validate(creating bool, now time.Time) (checked, error) {
 	return out, v.Err()
 }
 
+// validateEnd reads ends_at and checks the scheduled end against the start
+// the show will have (the new start, the current one, or now for a new
+// show without one). A stored end is checked again only when the start
+// moves, so a show that went live late keeps its end untouched.
+func (in *Input) validateEnd(cur *Show, now time.Time, out *checked, v app.Validation) {
+	var end *time.Time
+	switch {
+	case in.EndsAt != nil && strings.TrimSpace(*in.EndsAt) != "":
+		t, err := app.ParseTimestamp(*in.EndsAt)
+		if err != nil {
+			v.Add("ends_at", "must be a UTC time as YYYY-MM-DD HH:MM:SS, or null")
+			return
+		}
+		out.endsAt, out.end, end = true, &t, &t
+	case in.EndsAt != nil:
+		out.endsAt = true
+		return
+	case cur != nil && cur.EndsAt != nil && out.start != nil:
+		end = cur.EndsAt
+	default:
+		return
+	}
+	if _, bad := v["start"]; bad {
+		return
+	}
+	start := now
+	switch {
+	case out.start != nil:
+		start = *out.start
+	case cur != nil:
+		start = cur.Start
+	}
+	switch {
+	case !end.After(start):
+		v.Add("ends_at", "must be after start")
+	case end.Sub(start) > MaxScheduledRun:
+		v.Add("ends_at", fmt.Sprintf("must be at most %d hours after start", int(MaxScheduledRun/time.Hour)))
+	}
+}
+
 // Create stores a new show owned by by, with a slug unique among the
 // owner's shows and a fresh stream key.
 func (s *Service) Create(ctx context.Context, by *app.Principal, in Input) (*Show, error) {
@@ -271,14 +335,19 @@ func (s *Service) Create(ctx context.Context, by *app.Principal, in Input) (*Sho
 		}
 	}
 	now := app.Now()
-	c, err := in.validate(true, now)
+	jpg, imgErr, err := s.encodeImage(&in)
 	if err != nil {
+		return nil, err
+	}
+	c, err := in.validate(nil, now)
+	if err := withImage(err, imgErr); err != nil {
 		return nil, err
 	}
 	sh := &Show{
 		UserID: by.UserID, Name: *in.Name, Description: *in.Description,
-		Start: now, CreatedAt: now, UpdatedAt: now,
+		Start: now, EndsAt: c.end, CreatedAt: now, UpdatedAt: now,
 		Private: deref(in.Private), Radio: deref(in.Radio), Headline: deref(in.Headline),
+		AudioOnly: deref(in.AudioOnly), ChatDisabled: in.ChatEnabled != nil && !*in.ChatEnabled,
 		ThumbnailLabel: LabelStartingSoon,
 	}
 	if c.start != nil {
@@ -299,17 +368,29 @@ func (s *Service) Create(ctx context.Context, by *app.Principal, in Input) (*Sho
 	// insert: the unique index (user_id, slug) refuses it, and the
 	// transaction runs again with another slug (app.NextSlug).
 	var evs []Event
+	var images []string // stored by each attempt
 	err = app.RunInTxRetry(ctx, s.db, app.SlugAttempts, func(ctx context.Context, tx bun.Tx, attempt int) error {
 		slug, err := s.freeSlug(ctx, tx, sh.UserID, sh.Name, attempt)
 		if err != nil {
 			return err
 		}
-		sh.ID, sh.Slug, sh.StreamKey = 0, slug, ""
+		sh.ID, sh.Slug, sh.StreamKey, sh.ImageKey = 0, slug, "", nil
 		if _, err := tx.NewInsert().Model(sh).Exec(ctx); err != nil {
 			return err
 		}
 		sh.StreamKey = streamKey(sh.ID, secret)
-		if _, err := tx.NewUpdate().Model(sh).Column("stream_key").WherePK().Exec(ctx); err != nil {
+		cols := []string{"stream_key"}
+		if jpg != nil {
+			// The key needs the id: the image is stored once the row
+			// exists, and dropped below if this attempt does not commit.
+			key, err := s.putImage(ctx, sh.ID, jpg)
+			if err != nil {
+				return err
+			}
+			images = append(images, key)
+			sh.ImageKey, cols = &key, append(cols, "image_key")
+		}
+		if _, err := tx.NewUpdate().Model(sh).Column(cols...).WherePK().Exec(ctx); err != nil {
 			return err
 		}
 		if err := addTags(ctx, tx, sh, tags); err != nil {
@@ -327,7 +408,11 @@ func (s *Service) Create(ctx context.Context, by *app.Principal, in Input) (*Sho
 		return err
 	})
 	if err != nil {
+		s.dropImages(ctx, images, "")
 		return nil, fmt.Errorf("shows: create: %w", err)
+	}
+	if sh.ImageKey != nil {
+		s.dropImages(ctx, images, *sh.ImageKey)
 	}
 	s.deliver(ctx, evs)
 	return evs[0].Show, nil
@@ -351,6 +436,12 @@ func (s *Service) StaffUpdate(ctx context.Context, id int64, by *app.Principal, 
 
 func (s *Service) update(ctx context.Context, id int64, by *app.Principal, in Input, staff bool) (*Show, error) {
 	now := app.Now()
+	// The image is decoded before the row is locked; its refusal is
+	// reported after the permission checks, with the other fields.
+	jpg, imgErr, err := s.encodeImage(&in)
+	if err != nil {
+		return nil, wrap("update", id, err)
+	}
 	// New tags are created before the transaction, each committed, as in
 	// Create: a tag another request creates at the same moment would
 	// otherwise be invisible to this transaction's snapshot on MySQL, and
@@ -358,7 +449,8 @@ func (s *Service) update(ctx context.Context, id int64, by *app.Principal, in In
 	// decided in the transaction; a refused request leaves at most unused
 	// tags, as a refused create does.)
 	if in.Tags != nil {
-		if c, err := in.validate(false, now); err == nil && len(c.tags) > 0 {
+		tagsOnly := Input{Tags: in.Tags}
+		if c, err := tagsOnly.validate(&Show{}, now); err == nil && len(c.tags) > 0 {
 			if _, err := users.EnsureTags(ctx, s.db, c.tags); err != nil {
 				return nil, wrap("update", id, err)
 			}
@@ -367,7 +459,8 @@ func (s *Service) update(ctx context.Context, id int64, by *app.Principal, in In
 	// Replacing tags and grams can deadlock with another update on MySQL
 	// (gap locks); the loser runs again.
 	var evs []Event
-	err := app.RunInTxRetry(ctx, s.db, 3, func(ctx context.Context, tx bun.Tx, _ int) error {
+	var newImage, oldImage string
+	err = app.RunInTxRetry(ctx, s.db, 3, func(ctx context.Context, tx bun.Tx, _ int) error {
 		sh, err := lockShow(ctx, tx, id)
 		if err != nil {
 			return err
@@ -387,13 +480,16 @@ func (s *Service) update(ctx context.Context, id int64, by *app.Principal, in In
 				return app.Forbidden("radio shows need a user approved for radio")
 			}
 		}
-		c, err := in.validate(false, now)
-		if err != nil {
+		c, err := in.validate(sh, now)
+		if err := withImage(err, imgErr); err != nil {
 			return err
 		}
 		ran := sh.Live || sh.Complete || sh.WentLiveAt != nil
 		if ran && (c.start != nil || (in.Radio != nil && *in.Radio != sh.Radio)) {
 			return ErrStarted
+		}
+		if ran && in.AudioOnly != nil && *in.AudioOnly != sh.AudioOnly {
+			return ErrAudioOnlySettled
 		}
 		cols := []string{"updated_at"}
 		sh.UpdatedAt = now
@@ -420,9 +516,31 @@ func (s *Service) update(ctx context.Context, id int64, by *app.Principal, in In
 			sh.Headline = *in.Headline
 			cols = append(cols, "headline")
 		}
+		if in.AudioOnly != nil {
+			sh.AudioOnly = *in.AudioOnly
+			cols = append(cols, "audio_only")
+		}
+		if in.ChatEnabled != nil {
+			sh.ChatDisabled = !*in.ChatEnabled
+			cols = append(cols, "chat_disabled")
+		}
+		if c.endsAt {
+			sh.EndsAt = c.end
+			cols = append(cols, "ends_at")
+		}
 		if c.start != nil {
 			sh.Start = *c.start
 			cols = append(cols, "start")
+		}
+		if jpg != nil {
+			if newImage, err = s.putImage(ctx, sh.ID, jpg); err != nil {
+				return err
+			}
+			oldImage = ""
+			if sh.ImageKey != nil {
+				oldImage = *sh.ImageKey
+			}
+			sh.ImageKey, cols = &newImage, append(cols, "image_key")
 		}
 		if _, err := tx.NewUpdate().Model(sh).Column(cols...).WherePK().Exec(ctx); err != nil {
 			return err
@@ -445,8 +563,12 @@ func (s *Service) update(ctx context.Context, id int64, by *app.Principal, in In
 		return err
 	})
 	if err != nil {
+		// An image stored by an attempt that did not commit, unless it
+		// is the one the show had (the same picture again).
+		s.dropImages(ctx, []string{newImage}, oldImage)
 		return nil, wrap("update", id, err)
 	}
+	s.dropImages(ctx, []string{oldImage}, newImage)
 	s.deliver(ctx, evs)
 	return evs[0].Show, nil
 }

@@ -12,33 +12,36 @@ import (
 // View is the API form of a Show, fields in the spec's order. StreamURL
 // and StreamKey appear only in write responses (POST, PUT, stop).
 type View struct {
-	ID             int64         `json:"id"`
-	URL            string        `json:"url"`
-	ObjectURL      string        `json:"object_url"`
-	Slug           string        `json:"slug"`
-	Name           string        `json:"name"`
-	Description    string        `json:"description"`
-	Start          app.Timestamp `json:"start"`
-	CreatedAt      app.Timestamp `json:"created_at"`
-	Duration       *int          `json:"duration"`
-	Live           bool          `json:"live"`
-	Complete       bool          `json:"complete"`
-	Archive        bool          `json:"archive"`
-	Featured       bool          `json:"featured"`
-	Upload         bool          `json:"upload"`
-	Private        bool          `json:"private"`
-	Radio          bool          `json:"radio"`
-	Off            bool          `json:"off"`
-	CommentsCount  int           `json:"comments_count"`
-	FavoritesCount int           `json:"favorites_count"`
-	ThumbnailLabel string        `json:"thumbnail_label"`
-	VideoURL       *string       `json:"video_url"`
-	AudioURL       *string       `json:"audio_url"`
-	ImageURL       string        `json:"image_url"`
-	GifURL         *string       `json:"gif_url"`
-	EmbedCode      string        `json:"embed_code"`
-	StreamURL      *string       `json:"stream_url,omitempty"`
-	StreamKey      *string       `json:"stream_key,omitempty"`
+	ID             int64          `json:"id"`
+	URL            string         `json:"url"`
+	ObjectURL      string         `json:"object_url"`
+	Slug           string         `json:"slug"`
+	Name           string         `json:"name"`
+	Description    string         `json:"description"`
+	Start          app.Timestamp  `json:"start"`
+	CreatedAt      app.Timestamp  `json:"created_at"`
+	Duration       *int           `json:"duration"`
+	Live           bool           `json:"live"`
+	Complete       bool           `json:"complete"`
+	Archive        bool           `json:"archive"`
+	Featured       bool           `json:"featured"`
+	Upload         bool           `json:"upload"`
+	Private        bool           `json:"private"`
+	Radio          bool           `json:"radio"`
+	Off            bool           `json:"off"`
+	EndsAt         *app.Timestamp `json:"ends_at"`
+	AudioOnly      bool           `json:"audio_only"`
+	ChatEnabled    bool           `json:"chat_enabled"`
+	CommentsCount  int            `json:"comments_count"`
+	FavoritesCount int            `json:"favorites_count"`
+	ThumbnailLabel string         `json:"thumbnail_label"`
+	VideoURL       *string        `json:"video_url"`
+	AudioURL       *string        `json:"audio_url"`
+	ImageURL       string         `json:"image_url"`
+	GifURL         *string        `json:"gif_url"`
+	EmbedCode      string         `json:"embed_code"`
+	StreamURL      *string        `json:"stream_url,omitempty"`
+	StreamKey      *string        `json:"stream_key,omitempty"`
 	// PeakViewers is for the owner and staff only (ViewFor).
 	PeakViewers *int            `json:"peak_viewers,omitempty"`
 	Tags        []users.TagView `json:"tags"`
@@ -66,6 +69,8 @@ func (s *Service) View(sh *Show, write bool) *View {
 		Private:        sh.Private,
 		Radio:          sh.Radio,
 		Off:            sh.Off,
+		AudioOnly:      sh.AudioOnly,
+		ChatEnabled:    !sh.ChatDisabled,
 		CommentsCount:  sh.CommentsCount,
 		FavoritesCount: sh.FavoritesCount,
 		ThumbnailLabel: sh.ThumbnailLabel,
@@ -76,7 +81,18 @@ func (s *Service) View(sh *Show, write bool) *View {
 			html.EscapeString(fmt.Sprintf("%s/embed/%d", s.public, sh.ID))),
 		Tags: users.TagViews(sh.Tags),
 	}
-	if img := s.media(sh, sh.ImageURL); img != nil {
+	if sh.EndsAt != nil {
+		end := app.Timestamp(*sh.EndsAt)
+		v.EndsAt = &end
+	}
+	var uploaded *string
+	if sh.ImageKey != nil {
+		u := "/media/" + *sh.ImageKey
+		uploaded = &u
+	}
+	if img := s.media(sh, uploaded); img != nil {
+		v.ImageURL = *img
+	} else if img := s.media(sh, sh.ImageURL); img != nil {
 		v.ImageURL = *img
 	} else {
 		v.ImageURL = fmt.Sprintf("%s/media/shows/%d/placeholder.svg", s.public, sh.ID)

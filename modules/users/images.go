@@ -25,7 +25,8 @@ import (
 	"github.com/onair/onair/internal/store"
 )
 
-// Profile images. An upload (JPEG, PNG, GIF or WebP, at most
+// Profile images (and, through EncodeImage and PutImage, the image of a
+// show). An upload (JPEG, PNG, GIF or WebP, at most
 // SettingImageMaxBytes) is decoded, cropped to the kind's shape around its
 // centre, scaled down to fit and re-encoded as a JPEG, so what is served
 // is always a plain, metadata-free JPEG of a known size whatever was sent.
@@ -33,7 +34,8 @@ import (
 // hash of the JPEG: a new image is a new URL, cacheable for ever) and the
 // previous one is deleted.
 
-// SettingImageMaxBytes bounds one uploaded profile image.
+// SettingImageMaxBytes bounds one uploaded image: an avatar, a cover or
+// the image of a show.
 const SettingImageMaxBytes = "ONAIR_IMAGE_MAX_BYTES"
 
 // DefaultImageMaxBytes is its default: 2 MiB, so an avatar and a cover fit
@@ -60,6 +62,40 @@ var imageTypes = map[string]bool{"image/jpeg": true, "image/png": true, "image/g
 
 // SetImage stores an uploaded image as the user's avatar or cover.
 func (s *Service) SetImage(ctx context.Context, id int64, kind ImageKind, data []byte) (*User, error) {
+	out, err := s.EncodeImage(kind, data)
+	if err != nil {
+		return nil, err
+	}
+	key, err := s.PutImage(ctx, fmt.Sprintf("users/%d", id), kind, out)
+	if err != nil {
+		return nil, err
+	}
+	u, err := s.Get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	col, field := "avatar_key", &u.AvatarKey
+	if kind == Cover {
+		col, field = "cover_key", &u.CoverKey
+	}
+	old := *field
+	*field = &key
+	if err := s.Update(ctx, u, col); err != nil {
+		return nil, err
+	}
+	if old != nil && *old != key {
+		if err := s.DeleteImage(ctx, *old); err != nil {
+			return nil, err
+		}
+	}
+	return u, nil
+}
+
+// EncodeImage checks an uploaded image (size, type, pixels) and answers it
+// cropped, scaled and re-encoded as a JPEG of kind's shape. A refusal is a
+// 413 or a 422 on the field kind.Name. The shows module uses it for the
+// image of a show.
+func (s *Service) EncodeImage(kind ImageKind, data []byte) ([]byte, error) {
 	if s.store == nil {
 		return nil, fmt.Errorf("users: no media store")
 	}
@@ -85,30 +121,26 @@ func (s *Service) SetImage(ctx context.Context, id int64, kind ImageKind, data [
 	if err != nil {
 		return nil, fmt.Errorf("users: encode %s: %w", kind.Name, err)
 	}
-	sum := sha256.Sum256(out)
-	key := fmt.Sprintf("users/%d/%s-%s.jpg", id, kind.Name, hex.EncodeToString(sum[:8]))
-	if err := s.store.Put(ctx, key, bytes.NewReader(out), int64(len(out)), "image/jpeg"); err != nil {
-		return nil, fmt.Errorf("users: store %s: %w", kind.Name, err)
+	return out, nil
+}
+
+// PutImage stores an image EncodeImage made as dir/{kind}-{hash}.jpg and
+// answers that key. The same image under the same dir is the same key.
+func (s *Service) PutImage(ctx context.Context, dir string, kind ImageKind, jpg []byte) (string, error) {
+	sum := sha256.Sum256(jpg)
+	key := fmt.Sprintf("%s/%s-%s.jpg", dir, kind.Name, hex.EncodeToString(sum[:8]))
+	if err := s.store.Put(ctx, key, bytes.NewReader(jpg), int64(len(jpg)), "image/jpeg"); err != nil {
+		return "", fmt.Errorf("users: store %s: %w", kind.Name, err)
 	}
-	u, err := s.Get(ctx, id)
-	if err != nil {
-		return nil, err
+	return key, nil
+}
+
+// DeleteImage removes a stored image (a missing one is no error).
+func (s *Service) DeleteImage(ctx context.Context, key string) error {
+	if err := s.store.Delete(ctx, key); err != nil && !errors.Is(err, store.ErrNotExist) {
+		return fmt.Errorf("users: delete the image %s: %w", key, err)
 	}
-	col, field := "avatar_key", &u.AvatarKey
-	if kind == Cover {
-		col, field = "cover_key", &u.CoverKey
-	}
-	old := *field
-	*field = &key
-	if err := s.Update(ctx, u, col); err != nil {
-		return nil, err
-	}
-	if old != nil && *old != key {
-		if err := s.store.Delete(ctx, *old); err != nil {
-			return nil, fmt.Errorf("users: delete the old %s: %w", kind.Name, err)
-		}
-	}
-	return u, nil
+	return nil
 }
 
 // reencode crops src to kind's aspect around its centre, scales it down

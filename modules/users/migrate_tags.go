@@ -212,10 +212,3 @@ func execDDL(ctx context.Context, db bun.IDB, statement string) error {
 	}
 	return nil
 }
-
-// HasColumn tells whether table has column (for migrations that add a
-// column to an older database and must be safe to run again).
-func HasColumn(ctx context.Context, db bun.IDB, table, column string) (bool, error) {
-	cols, err := tableColumns(ctx, db, table)
-	return cols[column], err
-}

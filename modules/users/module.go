@@ -52,7 +52,7 @@ func (*Module) Settings() []app.Setting {
 		{Env: SettingTokenCacheTTL, Flag: "token-cache-ttl", Default: "5s",
 			Help: "how long a node trusts an API token it has looked up (a revocation elsewhere shows within it; 0: look up every request)", Parse: app.ParseDuration},
 		{Env: SettingImageMaxBytes, Flag: "image-max-bytes", Default: strconv.Itoa(DefaultImageMaxBytes),
-			Help: "largest profile image (avatar, cover) accepted, in bytes; beyond, 413", Parse: app.ParsePositiveInt},
+			Help: "largest uploaded image (avatar, cover, show image) accepted, in bytes; beyond, 413", Parse: app.ParsePositiveInt},
 		{Env: SettingSMTPURL, Flag: "smtp-url",
 			Help: "mail server for password reset links (smtp://user:pass@host:587 upgrades with STARTTLS when offered, smtps://…:465 is TLS throughout); unset: no mail, staff make reset links", Parse: parseSMTPURL},
 		{Env: SettingSMTPFrom, Flag: "smtp-from",

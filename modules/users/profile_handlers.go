@@ -77,41 +77,54 @@ func (s *Service) SaveProfile(c *fiber.Ctx, id int64, in ProfileInput) (*User, e
 	return s.UpdateProfile(c.UserContext(), id, in)
 }
 
-// readUploads reads the image files of a multipart request, each refused
-// with a 413 beyond SettingImageMaxBytes before it is read.
+// readUploads reads the image files of a multipart request (ReadUpload).
 func (s *Service) readUploads(c *fiber.Ctx) (map[ImageKind][]byte, error) {
 	out := map[ImageKind][]byte{}
+	for _, kind := range []ImageKind{Avatar, Cover} {
+		data, err := s.ReadUpload(c, kind)
+		if err != nil {
+			return nil, err
+		}
+		if data != nil {
+			out[kind] = data
+		}
+	}
+	return out, nil
+}
+
+// ReadUpload reads the file kind.Name of a multipart request: nil when
+// the request is not multipart or has no such file (or an empty file
+// input), a 413 beyond SettingImageMaxBytes before it is read. The shows
+// module reads a show's image with it.
+func (s *Service) ReadUpload(c *fiber.Ctx, kind ImageKind) ([]byte, error) {
 	if !isMultipart(c) {
-		return out, nil
+		return nil, nil
 	}
 	mf, err := c.MultipartForm()
 	if err != nil {
 		return nil, app.BadRequest("malformed multipart body")
 	}
-	for _, kind := range []ImageKind{Avatar, Cover} {
-		files := mf.File[kind.Name]
-		if len(files) == 0 {
-			continue
-		}
-		fh := files[0]
-		if fh.Size == 0 && fh.Filename == "" {
-			continue // a file input left empty
-		}
-		if fh.Size > int64(s.maxImage) {
-			return nil, s.tooLarge(kind)
-		}
-		f, err := fh.Open()
-		if err != nil {
-			return nil, fmt.Errorf("users: open upload: %w", err)
-		}
-		data, err := io.ReadAll(io.LimitReader(f, int64(s.maxImage)+1))
-		f.Close()
-		if err != nil {
-			return nil, fmt.Errorf("users: read upload: %w", err)
-		}
-		out[kind] = data
+	files := mf.File[kind.Name]
+	if len(files) == 0 {
+		return nil, nil
 	}
-	return out, nil
+	fh := files[0]
+	if fh.Size == 0 && fh.Filename == "" {
+		return nil, nil // a file input left empty
+	}
+	if fh.Size > int64(s.maxImage) {
+		return nil, s.tooLarge(kind)
+	}
+	f, err := fh.Open()
+	if err != nil {
+		return nil, fmt.Errorf("users: open upload: %w", err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, int64(s.maxImage)+1))
+	if err != nil {
+		return nil, fmt.Errorf("users: read upload: %w", err)
+	}
+	return data, nil
 }
 
 func isMultipart(c *fiber.Ctx) bool {

@@ -299,8 +299,18 @@ type Show struct {
 
 // CreateShow makes a public show owned by the token's user.
 func (s *Server) CreateShow(ctx context.Context, token, name string) (Show, error) {
+	return s.CreateShowWith(ctx, token, name, nil)
+}
+
+// CreateShowWith is CreateShow with more fields of the show
+// ({"audio_only": true}).
+func (s *Server) CreateShowWith(ctx context.Context, token, name string, fields map[string]any) (Show, error) {
+	body := map[string]any{"name": name, "description": "benchmark show"}
+	for k, v := range fields {
+		body[k] = v
+	}
 	var res struct{ Show Show }
-	err := s.API(ctx, "POST", "/v1/shows", token, map[string]any{"name": name, "description": "benchmark show"}, &res)
+	err := s.API(ctx, "POST", "/v1/shows", token, body, &res)
 	return res.Show, err
 }
 

@@ -24,7 +24,10 @@
 // Low-latency HLS (RFC 8216bis): each segment is also published while it
 // grows, in parts of PartDuration (a third of a second), each a small
 // transport stream file of its own whose bytes are exactly its slice of
-// the segment (PAT and PMT open every part). The live playlists carry
+// the segment (PAT and PMT open every part). The muxer builds each part in
+// a reused buffer, written once to the segment file and once, in place,
+// to the part's file; a server sends a part of a live stream once its Live
+// says it is published (Live.PartPublished). The live playlists carry
 // EXT-X-SERVER-CONTROL (CAN-BLOCK-RELOAD, PART-HOLD-BACK), EXT-X-PART-INF,
 // the parts of the last three segments and of the one being written,
 // EXT-X-PRELOAD-HINT for the next part and EXT-X-RENDITION-REPORT of the
@@ -34,7 +37,10 @@
 // Master playlists (MasterAV, MasterAudio; ArchiveMasterAV,
 // ArchiveMasterAudio from Finalize) list the renditions with CODECS,
 // BANDWIDTH, AVERAGE-BANDWIDTH, RESOLUTION and FRAME-RATE, measured from
-// the segments (recorded in the index with their size and codecs).
+// the segments (recorded in the index with their size and codecs). The
+// live masters are rewritten when a player's choice could change (codecs,
+// resolution, frame rate, a higher peak), and when the average drifts by
+// more than a tenth; the archive's carry the exact figures.
 //
 // A track whose sequence header arrives after packaging began without it
 // (late video from some encoders) joins the A/V rendition after an

@@ -16,7 +16,9 @@ import (
 // PartDuration. A part is a small transport stream file of its own
 // (seg-000123-p2.ts), byte for byte the slice of its segment's file: each
 // part opens with PAT and PMT, so the segment, their concatenation, plays
-// unchanged for players that ignore the LL tags.
+// unchanged for players that ignore the LL tags. A part's file is written
+// in place, without the rename of a temporary file: while its stream is
+// live, a server sends it only once Live says it is published.
 
 // DefaultPartDuration is the nominal length of a part: a sixth of the
 // default segment, so the 2 s segments hold six parts.
@@ -236,6 +238,18 @@ func (l *Live) Await(ctx context.Context, playlist string, msn uint64, part int)
 			return ctx.Err()
 		}
 	}
+}
+
+// PartPublished reports whether the part named file is in its live
+// playlist. A Packager writes a part's file in place before it publishes
+// it, so a part file that exists may still be incomplete until then.
+func (l *Live) PartPublished(file string) bool {
+	rendition, seq, idx, ok := ParsePartFile(file)
+	if !ok {
+		return false
+	}
+	p, started := l.Position(PlaylistOf(rendition))
+	return started && p.has(seq, idx)
 }
 
 // AwaitPart returns once the part named file is published, when it is the

@@ -124,3 +124,41 @@ func TestMasterPlaylists(t *testing.T) {
 	dir = audioOnly
 	check(ArchiveMasterAudio, "mp4a.40.2   "+ArchiveAudio)
 }
+
+// TestMasterStale: a live master is rewritten when what players choose by
+// changes, not for every drift of the average bandwidth.
+func TestMasterStale(t *testing.T) {
+	base := variant{uri: PlaylistAV, peak: 3_000_000, avg: 2_500_000, codecs: "avc1.64001f,mp4a.40.2", resolution: "1280x720", frameRate: 30}
+	with := func(f func(v *variant)) []variant {
+		v := base
+		f(&v)
+		return []variant{v}
+	}
+	old := []variant{base}
+	for _, c := range []struct {
+		name string
+		now  []variant
+		want bool
+	}{
+		{"unchanged", with(func(*variant) {}), false},
+		{"average within a tenth", with(func(v *variant) { v.avg = 2_700_000 }), false},
+		{"average a tenth higher", with(func(v *variant) { v.avg = 2_800_000 }), true},
+		{"average a tenth lower", with(func(v *variant) { v.avg = 2_200_000 }), true},
+		{"lower peak", with(func(v *variant) { v.peak = 2_900_000 }), false},
+		{"higher peak", with(func(v *variant) { v.peak = 3_000_001 }), true},
+		{"frame rate jitter", with(func(v *variant) { v.frameRate = 29.97 }), false},
+		{"frame rate change", with(func(v *variant) { v.frameRate = 25 }), true},
+		{"resolution", with(func(v *variant) { v.resolution = "640x360" }), true},
+		{"codecs", with(func(v *variant) { v.codecs = "avc1.64001f" }), true},
+		{"a variant more", append(with(func(*variant) {}), variant{uri: PlaylistAudio}), true},
+		{"first", nil, true},
+	} {
+		o := old
+		if c.now == nil {
+			o, c.now = nil, old
+		}
+		if got := stale(o, c.now); got != c.want {
+			t.Errorf("%s: stale = %v, want %v", c.name, got, c.want)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
 	"strings"
 	"time"
@@ -17,6 +18,18 @@ var ErrUnsupportedCodec = errors.New("hls: unsupported codec")
 
 // ErrClosed is returned by a Packager used after Close.
 var ErrClosed = errors.New("hls: packager closed")
+
+// Files receives the files of a live stream as a Packager publishes them:
+// the live media and master playlists each time they are rewritten, each
+// segment once finished, each LL-HLS part. Put comes once the file is in
+// place on disk, before the playlist that lists it; data then belongs to
+// the receiver and is never modified. Remove tells of a segment or part
+// that has left the live playlist (its file may stay, as segments do).
+// Calls come from the goroutine feeding the Packager.
+type Files interface {
+	Put(name string, data []byte, mod time.Time)
+	Remove(name string)
+}
 
 // Options tune a Packager. Zero fields take the defaults named after them.
 type Options struct {
@@ -55,6 +68,14 @@ type Options struct {
 	// Live, if set, hears of every live playlist written, for requests
 	// that wait for a segment or part (see Live).
 	Live *Live
+	// AudioOnly packages the audio-only rendition alone: video tags are
+	// dropped unread and no A/V rendition (nor MasterAV) is written, which
+	// spares the video's muxing and disk (an audio show).
+	AudioOnly bool
+
+	// Files, if set, gets every file of the live stream as it is
+	// published, for a server to answer from memory (see Files).
+	Files Files
 
 	// noSync skips fsync, for tests and fuzzing only.
 	noSync bool
@@ -145,7 +166,7 @@ type Packager struct {
 	audioSynced bool
 	// What the master playlists announce, and what they said last.
 	statsAV, statsAudio variantStats
-	masters             map[string]string
+	masters             map[string][]variant // as last written
 	nalus               [][]byte
 	annexB              []byte
 	adts                []byte
@@ -183,6 +204,7 @@ func Open(dir string, opts Options) (*Packager, error) {
 // start without waiting for ProbeDuration.
 func (p *Packager) Metadata(meta map[string]any) {
 	_, v := meta["videocodecid"]
+	v = v && !p.opts.AudioOnly
 	_, a := meta["audiocodecid"]
 	if v || a {
 		p.hintVideo, p.hintAudio = &v, &a
@@ -190,8 +212,9 @@ func (p *Packager) Metadata(meta map[string]any) {
 }
 
 // Video takes an FLV video tag body with its timestamp in milliseconds.
+// With AudioOnly it is dropped.
 func (p *Packager) Video(ts int64, body []byte) error {
-	if p.err != nil {
+	if p.err != nil || p.opts.AudioOnly {
 		return p.err
 	}
 	if err := p.video(ts, body); err != nil {
@@ -342,7 +365,9 @@ func (p *Packager) startOutput() error {
 	p.hasAudio = p.asc != nil
 	p.clock = clock{media: p.pending[0].ts, wall: p.firstWall}
 	priorAV, priorAudio := splitRenditions(p.prior)
-	p.av = newRendition(RenditionAV, PlaylistAV, p.dir, p.hasVideo, p.hasAudio, p.opts, &p.clock, priorAV)
+	if !p.opts.AudioOnly {
+		p.av = newRendition(RenditionAV, PlaylistAV, p.dir, p.hasVideo, p.hasAudio, p.opts, &p.clock, priorAV)
+	}
 	if p.hasAudio {
 		p.aud = newRendition(RenditionAudio, PlaylistAudio, p.dir, false, true, p.opts, &p.clock, priorAudio)
 	}
@@ -356,7 +381,7 @@ func (p *Packager) startOutput() error {
 	}
 	p.wire()
 	for _, r := range p.prior {
-		removeParts(p.dir, r.Rendition, r.Sequence) // left by the previous publication
+		removeParts(p.dir, r.Rendition, r.Sequence, nil) // left by the previous publication
 	}
 	p.log.Info("hls packaging started", "video", p.hasVideo, "audio", p.hasAudio)
 	pending := p.pending
@@ -394,8 +419,10 @@ func splitRenditions(segs []Segment) (av, audio []Segment) {
 // audio-only rendition is created if audio is the new track; otherwise it
 // runs on untouched.
 func (p *Packager) addTrack(kind string) error {
-	if err := p.av.close(); err != nil {
-		return err
+	if p.av != nil {
+		if err := p.av.close(); err != nil {
+			return err
+		}
 	}
 	prior, err := ReadIndex(p.dir)
 	if err != nil {
@@ -403,7 +430,9 @@ func (p *Packager) addTrack(kind string) error {
 	}
 	priorAV, priorAudio := splitRenditions(prior)
 	p.hasVideo, p.hasAudio = p.avc != nil, p.asc != nil
-	p.av = newRendition(RenditionAV, PlaylistAV, p.dir, p.hasVideo, p.hasAudio, p.opts, &p.clock, priorAV)
+	if !p.opts.AudioOnly {
+		p.av = newRendition(RenditionAV, PlaylistAV, p.dir, p.hasVideo, p.hasAudio, p.opts, &p.clock, priorAV)
+	}
 	if p.hasAudio && p.aud == nil {
 		p.aud = newRendition(RenditionAudio, PlaylistAudio, p.dir, false, true, p.opts, &p.clock, priorAudio)
 	}
@@ -456,8 +485,10 @@ func (p *Packager) writeAudio(ts int64, raw []byte) error {
 	}
 	p.audioFrames++
 	dur := 1024 * 90000 / rate
-	if err := p.av.writeAudio(t, dur, p.adts); err != nil {
-		return err
+	if p.av != nil {
+		if err := p.av.writeAudio(t, dur, p.adts); err != nil {
+			return err
+		}
 	}
 	return p.aud.writeAudio(t, dur, p.adts)
 }
@@ -496,12 +527,16 @@ func (p *Packager) wire() {
 	if p.hasAudio {
 		audio = aacCodec(p.asc)
 	}
-	p.av.codecs = strings.Trim(video+","+audio, ",")
-	p.av.size = size
-	p.av.onSegment = p.segmentDone
+	if p.av != nil {
+		p.av.codecs = strings.Trim(video+","+audio, ",")
+		p.av.size = size
+		p.av.onSegment = p.segmentDone
+	}
 	if p.aud != nil {
 		p.aud.codecs = audio
 		p.aud.onSegment = p.segmentDone
+	}
+	if p.av != nil && p.aud != nil {
 		p.aud.peer, p.av.peer = p.av, p.aud
 	}
 }
@@ -522,32 +557,57 @@ func (p *Packager) segmentDone(seg Segment) {
 	}
 }
 
-// writeMasters writes the live master playlists that changed: MasterAV
-// once the A/V rendition has a segment with video, MasterAudio once the
-// audio-only rendition has one.
+// writeMasters writes the live master playlists whose announcement
+// changed (see stale): MasterAV once the A/V rendition has a segment with
+// video, MasterAudio once the audio-only rendition has one.
 func (p *Packager) writeMasters() error {
 	if p.masters == nil {
-		p.masters = map[string]string{}
+		p.masters = map[string][]variant{}
 	}
-	want := map[string][]byte{}
 	var audio []variant
 	if p.statsAudio.n > 0 {
 		audio = append(audio, p.statsAudio.variant(PlaylistAudio))
-		want[MasterAudio] = renderMaster(audio...)
-	}
-	if p.statsAV.n > 0 && strings.Contains(p.statsAV.last.Codecs, "avc1") {
-		want[MasterAV] = renderMaster(append([]variant{p.statsAV.variant(PlaylistAV)}, audio...)...)
-	}
-	for name, text := range want {
-		if p.masters[name] == string(text) {
-			continue
-		}
-		if err := writeFileAtomic(p.dir, name, text); err != nil {
+		if err := p.writeMaster(MasterAudio, audio); err != nil {
 			return err
 		}
-		p.masters[name] = string(text)
+	}
+	if p.statsAV.n > 0 && strings.Contains(p.statsAV.last.Codecs, "avc1") {
+		return p.writeMaster(MasterAV, append([]variant{p.statsAV.variant(PlaylistAV)}, audio...))
 	}
 	return nil
+}
+
+func (p *Packager) writeMaster(name string, vs []variant) error {
+	if !stale(p.masters[name], vs) {
+		return nil
+	}
+	if err := putFile(p.dir, name, renderMaster(vs...), p.opts.Files); err != nil {
+		return err
+	}
+	p.masters[name] = vs
+	return nil
+}
+
+// stale reports whether a live master announcing old should be rewritten
+// to announce now: when a variant, its codecs or resolution change, its
+// frame rate by more than 1%, its peak bandwidth rises, or its average
+// bandwidth is more than a tenth off. The average moves with every
+// segment, and players read the master once: rewriting both masters after
+// every segment of either rendition cost as much as a part's playlist
+// (Finalize writes the archive's masters with the exact figures).
+func stale(old, now []variant) bool {
+	if len(old) != len(now) {
+		return true
+	}
+	for i, v := range now {
+		o := old[i]
+		if v.uri != o.uri || v.codecs != o.codecs || v.resolution != o.resolution ||
+			math.Abs(v.frameRate-o.frameRate) > o.frameRate/100 ||
+			v.peak > o.peak || v.avg*10 < o.avg*9 || v.avg*10 > o.avg*11 {
+			return true
+		}
+	}
+	return false
 }
 
 // Start is the wall-clock time of the first media sample of this

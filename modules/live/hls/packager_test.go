@@ -195,6 +195,54 @@ func TestPackagerAudioOnly(t *testing.T) {
 	}
 }
 
+// TestPackagerAudioOnlyOption: with Options.AudioOnly, A/V input (with
+// its video announced) is packaged as the audio-only rendition alone,
+// across a reconnection and into the archive: no A/V segment, playlist or
+// master is written.
+func TestPackagerAudioOnlyOption(t *testing.T) {
+	dir := t.TempDir()
+	for part := range 2 {
+		p := openTest(t, dir, Options{AudioOnly: true})
+		p.Metadata(map[string]any{"videocodecid": 7.0, "audiocodecid": 10.0})
+		feed(t, p, 0, 6000, 2000, true)
+		if p.HasVideo() || !p.HasAudio() {
+			t.Fatalf("part %d: video %v audio %v", part, p.HasVideo(), p.HasAudio())
+		}
+		if err := p.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := Finalize(dir, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if av := segmentsOf(t, dir, RenditionAV); len(av) != 0 {
+		t.Errorf("%d A/V segments", len(av))
+	}
+	audio := segmentsOf(t, dir, RenditionAudio)
+	breaks := 0
+	for _, s := range audio {
+		if s.Discontinuity {
+			breaks++
+		}
+	}
+	if len(audio) < 6 || breaks != 1 {
+		t.Errorf("audio segments (one break after the reconnection): %+v", audio)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		switch n := e.Name(); {
+		case strings.HasPrefix(n, "seg-"), n == PlaylistAV, n == MasterAV, n == ArchiveAV, n == ArchiveMasterAV:
+			t.Errorf("wrote %s", n)
+		}
+	}
+	if m := readFile(t, filepath.Join(dir, ArchiveMasterAudio)); !strings.Contains(m, ArchiveAudio) {
+		t.Errorf("archive audio master:\n%s", m)
+	}
+}
+
 func TestPackagerProbesWithoutMetadata(t *testing.T) {
 	dir := t.TempDir()
 	p := openTest(t, dir, Options{})

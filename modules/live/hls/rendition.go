@@ -1,9 +1,7 @@
 package hls
 
 import (
-	"bytes"
 	"fmt"
-	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -30,6 +28,8 @@ type rendition struct {
 	td        int
 	window    float64 // least seconds in the live playlist
 	onSegment func(Segment)
+	files     Files // hears of every file published (Options.Files)
+	lastSize  int64 // bytes of the last segment, to size the next one's copy in memory
 	clock     *clock
 	durable   bool
 	codecs    string // RFC 6381 codecs of the rendition, for the index
@@ -41,7 +41,6 @@ type rendition struct {
 	peer                *rendition // reported in EXT-X-RENDITION-REPORT
 	parts               map[uint64][]Part
 	curParts            []Part
-	partBuf             bytes.Buffer
 	partStart           int64
 	partIndep           bool
 	lastPart            partRef // the newest part published
@@ -65,18 +64,6 @@ type rendition struct {
 type partRef struct {
 	msn  uint64
 	part int // -1: none yet
-}
-
-// tee writes the transport stream to the segment file and to the part
-// being built.
-type tee struct {
-	seg  io.Writer
-	part *bytes.Buffer
-}
-
-func (t tee) Write(p []byte) (int, error) {
-	t.part.Write(p)
-	return t.seg.Write(p)
 }
 
 // clock maps the publisher's millisecond timestamps onto an unwrapped
@@ -108,6 +95,7 @@ func newRendition(name, playlistName, dir string, video, audio bool, o Options, 
 		td:        o.TargetDuration,
 		window:    o.Window.Seconds(),
 		onSegment: o.OnSegment,
+		files:     o.Files,
 		clock:     c,
 		durable:   !o.noSync,
 	}
@@ -118,7 +106,7 @@ func newRendition(name, playlistName, dir string, video, audio bool, o Options, 
 	}
 	r.longest = int64(r.td) * 90000
 	r.partTarget = partTargetOf(r.partLen)
-	r.mux = newTSMuxer(nil, video, audio)
+	r.mux = newTSMuxer(video, audio)
 	if len(prior) > 0 {
 		// A reconnection: continue the numbering and the live window,
 		// and mark the break in timestamps and encoder state.
@@ -175,13 +163,10 @@ func (r *rendition) writeVideo(dts, pts, frameDur int64, au []byte, idr bool) er
 		}
 	}
 	r.frames++
-	t := r.mux.track(pidVideo)
-	if err := r.mux.writePES(t, pts&tsClockMask, dts&tsClockMask, au, idr); err != nil {
-		return fmt.Errorf("write video: %w", err)
-	}
+	r.mux.writePES(r.mux.track(pidVideo), pts&tsClockMask, dts&tsClockMask, au, idr)
 	r.end = max(r.end, dts+frameDur)
 	r.videoEnd = dts + frameDur
-	return nil
+	return r.spill()
 }
 
 // writeAudio adds an ADTS frame with its timestamp. Without video a
@@ -208,11 +193,31 @@ func (r *rendition) writeAudio(ts, frameDur int64, frame []byte) error {
 			}
 		}
 	}
-	t := r.mux.track(pidAudio)
-	if err := r.mux.writePES(t, ts&tsClockMask, -1, frame, !r.video); err != nil {
-		return fmt.Errorf("write audio: %w", err)
-	}
+	r.mux.writePES(r.mux.track(pidAudio), ts&tsClockMask, -1, frame, !r.video)
 	r.end = max(r.end, ts+frameDur)
+	return r.spill()
+}
+
+// spillAt is how much transport stream a rendition without parts gathers
+// before writing it to the segment file.
+const spillAt = 64 << 10
+
+// spill writes what the muxer gathered to the segment file once it is
+// spillAt long, when there are no parts (with parts, finishPart writes
+// each part in one piece).
+func (r *rendition) spill() error {
+	if r.partLen > 0 || len(r.mux.out) < spillAt {
+		return nil
+	}
+	return r.flush()
+}
+
+// flush writes what the muxer gathered to the segment file.
+func (r *rendition) flush() error {
+	if _, err := r.cur.Write(r.mux.out); err != nil {
+		return err
+	}
+	r.mux.out = r.mux.out[:0]
 	return nil
 }
 
@@ -222,22 +227,22 @@ func (r *rendition) start(ts int64, independent bool) error {
 	if err != nil {
 		return err
 	}
+	if r.files != nil {
+		w.mem = make([]byte, 0, r.lastSize+r.lastSize/4)
+	}
 	r.cur, r.curFile, r.curStart, r.curIndep = w, name, ts, independent
 	r.end = ts
 	r.frames = 0
-	r.mux.w = tee{seg: w, part: &r.partBuf}
-	return r.startPart(ts, independent)
+	r.mux.out = r.mux.out[:0]
+	r.startPart(ts, independent)
+	return nil
 }
 
 // startPart begins a part at ts: PAT and PMT first, so the part plays on
 // its own and the segment still reads as one transport stream.
-func (r *rendition) startPart(ts int64, independent bool) error {
-	r.partBuf.Reset()
+func (r *rendition) startPart(ts int64, independent bool) {
 	r.partStart, r.partIndep = ts, independent
-	if err := r.mux.writeTables(); err != nil {
-		return fmt.Errorf("write tables: %w", err)
-	}
-	return nil
+	r.mux.writeTables()
 }
 
 // partDue reports whether a sample at t (lasting frameDur) begins a new
@@ -261,18 +266,27 @@ func (r *rendition) cutPart(next int64, independent bool) error {
 	if err := r.writePlaylist(false); err != nil {
 		return err
 	}
-	return r.startPart(next, independent)
+	r.startPart(next, independent)
+	return nil
 }
 
-// finishPart writes the part in progress to its file (no fsync: parts are
-// for the live edge only, the segment holds the same bytes durably).
+// finishPart writes the part in progress, built in the muxer's buffer, to
+// the segment file and to its own file, one write each. The part's file
+// is written in place (see Live.PartPublished) and not synced: parts are
+// for the live edge only, the segment holds the same bytes durably.
 func (r *rendition) finishPart(next int64) error {
 	dur := next - r.partStart
 	if dur > r.partTarget || dur <= 0 {
 		dur = min(max(r.end-r.partStart, 90), r.partTarget)
 	}
 	name := partFile(r.name, r.seq, len(r.curParts))
-	if err := writeFileAtomic(r.dir, name, r.partBuf.Bytes()); err != nil {
+	if err := writeNew(filepath.Join(r.dir, name), r.mux.out); err != nil {
+		return fmt.Errorf("write part: %w", err)
+	}
+	if err := handOver(r.dir, name, r.mux.out, r.files); err != nil {
+		return err
+	}
+	if err := r.flush(); err != nil {
 		return err
 	}
 	r.curParts = append(r.curParts, Part{File: name, Duration: float64(dur) / 90000, Independent: r.partIndep})
@@ -299,11 +313,21 @@ func (r *rendition) finish(next int64) error {
 		if err := r.finishPart(next); err != nil {
 			return err
 		}
+	} else if err := r.flush(); err != nil {
+		return err
 	}
 	w := r.cur
 	r.cur = nil
 	if err := w.finish(r.durable); err != nil {
 		return err
+	}
+	r.lastSize = w.n
+	if r.files != nil {
+		fi, err := os.Stat(filepath.Join(r.dir, r.curFile))
+		if err != nil {
+			return fmt.Errorf("finish segment: %w", err)
+		}
+		r.files.Put(r.curFile, w.mem, fi.ModTime())
 	}
 	seg := Segment{
 		Size:            w.n,
@@ -335,7 +359,10 @@ func (r *rendition) finish(next int64) error {
 				r.discSeq++
 			}
 			delete(r.parts, s.Sequence)
-			removeParts(r.dir, r.name, s.Sequence)
+			removeParts(r.dir, r.name, s.Sequence, r.files)
+			if r.files != nil {
+				r.files.Remove(s.File)
+			}
 		}
 		r.live = append(r.live[:0], r.live[n:]...)
 	}
@@ -377,7 +404,7 @@ func (r *rendition) writePlaylist(ended bool) error {
 		}
 		p.ll = ll
 	}
-	if err := writeFileAtomic(r.dir, r.playlist, p.render()); err != nil {
+	if err := putFile(r.dir, r.playlist, p.render(), r.files); err != nil {
 		return err
 	}
 	if r.partLen > 0 {
@@ -397,10 +424,15 @@ func (r *rendition) position() Position {
 	}
 }
 
-// removeParts deletes the part files of a segment.
-func removeParts(dir, rendition string, seq uint64) {
+// removeParts deletes the part files of a segment (and tells files, if
+// set).
+func removeParts(dir, rendition string, seq uint64, files Files) {
 	for i := 0; ; i++ {
-		if err := os.Remove(filepath.Join(dir, partFile(rendition, seq, i))); err != nil {
+		name := partFile(rendition, seq, i)
+		if files != nil {
+			files.Remove(name)
+		}
+		if err := os.Remove(filepath.Join(dir, name)); err != nil {
 			return
 		}
 	}

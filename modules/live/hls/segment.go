@@ -1,7 +1,6 @@
 package hls
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -9,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 )
 
@@ -145,11 +145,86 @@ func writeFileAtomic(dir, name string, data []byte) error {
 	return nil
 }
 
-// segmentWriter is an open segment file.
+// putFile replaces a published file of the live stream (replaceFile)
+// and hands files, if set, a copy of it.
+func putFile(dir, name string, data []byte, files Files) error {
+	if err := replaceFile(dir, name, data); err != nil {
+		return err
+	}
+	return handOver(dir, name, data, files)
+}
+
+// handOver gives files, if set, a copy of a file just written, with the
+// file's modification time (a validator the copy on disk shares).
+func handOver(dir, name string, data []byte, files Files) error {
+	if files == nil {
+		return nil
+	}
+	fi, err := os.Stat(filepath.Join(dir, name))
+	if err != nil {
+		return fmt.Errorf("write %s: %w", name, err)
+	}
+	files.Put(name, bytes.Clone(data), fi.ModTime())
+	return nil
+}
+
+// replaceFile is writeFileAtomic for the files a Packager rewrites while
+// live, several times a second: its playlists and parts. The temporary
+// file has a fixed name, since the Packager has its directory to itself,
+// and is created with its final mode (like the segments); the system calls
+// are made directly, because os.OpenFile also registers the file with the
+// poller and os.Rename stats the target first. That is four system calls
+// (open, write, close, rename) where writeFileAtomic makes about twelve.
+func replaceFile(dir, name string, data []byte) error {
+	tmp := filepath.Join(dir, "."+name+".tmp")
+	err := writeNew(tmp, data)
+	if err == nil {
+		err = retryEINTR(func() error { return syscall.Rename(tmp, filepath.Join(dir, name)) })
+	}
+	if err != nil {
+		syscall.Unlink(tmp)
+		return fmt.Errorf("write %s: %w", name, err)
+	}
+	return nil
+}
+
+// writeNew creates or truncates path and writes data into it.
+func writeNew(path string, data []byte) error {
+	var fd int
+	err := retryEINTR(func() (err error) {
+		fd, err = syscall.Open(path, syscall.O_WRONLY|syscall.O_CREAT|syscall.O_TRUNC|syscall.O_CLOEXEC, 0o644)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	for len(data) > 0 && err == nil {
+		var n int
+		if n, err = syscall.Write(fd, data); err == syscall.EINTR {
+			err = nil
+		}
+		data = data[max(n, 0):]
+	}
+	if cerr := syscall.Close(fd); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+func retryEINTR(call func() error) error {
+	for {
+		if err := call(); err != syscall.EINTR {
+			return err
+		}
+	}
+}
+
+// segmentWriter is an open segment file. The rendition writes it a part
+// (or, without parts, spillAt bytes) at a time, so it needs no buffer.
 type segmentWriter struct {
-	f  *os.File
-	bw *bufio.Writer
-	n  int64 // bytes written
+	f   *os.File
+	n   int64  // bytes written
+	mem []byte // a copy of the bytes, when not nil (Options.Files)
 }
 
 func createSegment(path string) (*segmentWriter, error) {
@@ -157,20 +232,26 @@ func createSegment(path string) (*segmentWriter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create segment: %w", err)
 	}
-	return &segmentWriter{f: f, bw: bufio.NewWriterSize(f, 64<<10)}, nil
+	return &segmentWriter{f: f}, nil
 }
 
 func (s *segmentWriter) Write(p []byte) (int, error) {
-	n, err := s.bw.Write(p)
+	n, err := s.f.Write(p)
 	s.n += int64(n)
+	if s.mem != nil {
+		s.mem = append(s.mem, p[:n]...)
+	}
+	if err != nil {
+		err = fmt.Errorf("write segment: %w", err)
+	}
 	return n, err
 }
 
-// finish flushes and syncs the file, so that once it is in the index it
+// finish syncs and closes the file, so that once it is in the index it
 // survives a crash.
 func (s *segmentWriter) finish(durable bool) error {
-	err := s.bw.Flush()
-	if err == nil && durable {
+	var err error
+	if durable {
 		err = s.f.Sync()
 	}
 	if cerr := s.f.Close(); err == nil {

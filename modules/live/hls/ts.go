@@ -2,7 +2,7 @@ package hls
 
 import (
 	"encoding/binary"
-	"io"
+	"slices"
 )
 
 // MPEG-TS constants (ISO/IEC 13818-1).
@@ -35,21 +35,21 @@ type tsTrack struct {
 // tsMuxer writes a single-program transport stream. It is deliberately
 // small: one program, PAT and PMT written on demand (at the start of every
 // segment so each segment stands alone), one PES per access unit or AAC
-// frame, PCR on the PES starts of the PCR track.
+// frame, PCR on the PES starts of the PCR track. Packets are appended to
+// out, which the caller writes out in one piece and truncates to reuse.
 type tsMuxer struct {
-	w      io.Writer
+	out    []byte
 	tracks []*tsTrack
 	pcr    *tsTrack
 	patCC  byte
 	pmtCC  byte
-	pkt    [tsPacketSize]byte
 	hdr    []byte
 }
 
 // newTSMuxer builds a muxer for the given tracks; PCR is carried by the
 // video track when there is one, else by the audio track.
-func newTSMuxer(w io.Writer, video, audio bool) *tsMuxer {
-	m := &tsMuxer{w: w}
+func newTSMuxer(video, audio bool) *tsMuxer {
+	m := &tsMuxer{}
 	if video {
 		m.tracks = append(m.tracks, &tsTrack{pid: pidVideo, streamType: streamTypeH264, streamID: streamIDVideo})
 	}
@@ -71,8 +71,15 @@ func (m *tsMuxer) track(pid uint16) *tsTrack {
 	return nil
 }
 
+// packet appends a TS packet to out and returns it to be filled.
+func (m *tsMuxer) packet() []byte {
+	n := len(m.out)
+	m.out = slices.Grow(m.out, tsPacketSize)[:n+tsPacketSize]
+	return m.out[n:]
+}
+
 // writeTables writes the PAT and the PMT.
-func (m *tsMuxer) writeTables() error {
+func (m *tsMuxer) writeTables() {
 	// PAT: one program, number 1, whose PMT is on pidPMT.
 	pat := []byte{
 		0x00,       // table_id
@@ -83,9 +90,7 @@ func (m *tsMuxer) writeTables() error {
 		0x00, 0x01, // program_number 1
 		0xE0 | pidPMT>>8, pidPMT & 0xFF,
 	}
-	if err := m.writeSection(pidPAT, &m.patCC, pat); err != nil {
-		return err
-	}
+	m.writeSection(pidPAT, &m.patCC, pat)
 	n := 9 + 5*len(m.tracks) + 4
 	pcrPID := uint16(0x1FFF)
 	if m.pcr != nil {
@@ -103,13 +108,13 @@ func (m *tsMuxer) writeTables() error {
 	for _, t := range m.tracks {
 		pmt = append(pmt, t.streamType, 0xE0|byte(t.pid>>8), byte(t.pid), 0xF0, 0x00)
 	}
-	return m.writeSection(pidPMT, &m.pmtCC, pmt)
+	m.writeSection(pidPMT, &m.pmtCC, pmt)
 }
 
 // writeSection writes a PSI section (without CRC) in one packet, adding
 // the CRC and stuffing.
-func (m *tsMuxer) writeSection(pid uint16, cc *byte, section []byte) error {
-	p := m.pkt[:]
+func (m *tsMuxer) writeSection(pid uint16, cc *byte, section []byte) {
+	p := m.packet()
 	p[0] = 0x47
 	p[1] = 0x40 | byte(pid>>8) // payload_unit_start_indicator
 	p[2] = byte(pid)
@@ -121,15 +126,13 @@ func (m *tsMuxer) writeSection(pid uint16, cc *byte, section []byte) error {
 	for i := 5 + n + 4; i < tsPacketSize; i++ {
 		p[i] = 0xFF
 	}
-	_, err := m.w.Write(p)
-	return err
 }
 
 // writePES writes one PES packet. pts and dts are on the 90 kHz clock;
 // dts < 0 means "same as pts" (no DTS field). randomAccess marks a
 // keyframe (or any audio frame) in the adaptation field, and the PCR
 // track's first packet carries a PCR derived from the decoding time.
-func (m *tsMuxer) writePES(t *tsTrack, pts, dts int64, payload []byte, randomAccess bool) error {
+func (m *tsMuxer) writePES(t *tsTrack, pts, dts int64, payload []byte, randomAccess bool) {
 	h := m.hdr[:0]
 	h = append(h, 0x00, 0x00, 0x01, t.streamID)
 	hasDTS := dts >= 0 && dts != pts
@@ -161,7 +164,7 @@ func (m *tsMuxer) writePES(t *tsTrack, pts, dts int64, payload []byte, randomAcc
 		}
 		pcr = (d - pcrDelay) & tsClockMask
 	}
-	return m.writePackets(t, h, payload, randomAccess, pcr)
+	m.writePackets(t, h, payload, randomAccess, pcr)
 }
 
 // pcrDelay is how far the PCR runs ahead of decoding times, so a decoder
@@ -169,8 +172,11 @@ func (m *tsMuxer) writePES(t *tsTrack, pts, dts int64, payload []byte, randomAcc
 const pcrDelay = 63000 // 0.7 s, as FFmpeg does
 
 // writePackets splits head+body into TS packets of track t.
-func (m *tsMuxer) writePackets(t *tsTrack, head, body []byte, randomAccess bool, pcr int64) error {
+func (m *tsMuxer) writePackets(t *tsTrack, head, body []byte, randomAccess bool, pcr int64) {
 	remaining := len(head) + len(body)
+	// One growth for the whole PES: at most one more packet than its
+	// bytes fill, for the adaptation field of the first.
+	m.out = slices.Grow(m.out, (remaining/(tsPacketSize-4)+2)*tsPacketSize)
 	for first := true; remaining > 0; first = false {
 		var flags byte
 		afBase := 0 // adaptation field bytes needed for flags and PCR
@@ -192,7 +198,7 @@ func (m *tsMuxer) writePackets(t *tsTrack, head, body []byte, randomAccess bool,
 		n := min(remaining, space)
 		af := afBase + space - n // stuffing goes into the adaptation field
 
-		p := m.pkt[:]
+		p := m.packet()
 		p[0] = 0x47
 		p[1] = byte(t.pid>>8) & 0x1F
 		if first {
@@ -223,25 +229,12 @@ func (m *tsMuxer) writePackets(t *tsTrack, head, body []byte, randomAccess bool,
 				}
 			}
 		}
-		// Copy n bytes of head+body.
-		off := len(head) + len(body) - remaining
-		for k := 0; k < n; {
-			if off < len(head) {
-				c := copy(p[i+k:i+n], head[off:])
-				k += c
-				off += c
-			} else {
-				c := copy(p[i+k:i+n], body[off-len(head):])
-				k += c
-				off += c
-			}
-		}
+		// n bytes of head, then of body.
+		k := copy(p[i:i+n], head)
+		head = head[k:]
+		body = body[copy(p[i+k:i+n], body):]
 		remaining -= n
-		if _, err := m.w.Write(p); err != nil {
-			return err
-		}
 	}
-	return nil
 }
 
 // appendTimestamp encodes a 33-bit PTS or DTS with its 4-bit prefix and

@@ -79,23 +79,14 @@ func decodeTimestamp(b []byte) int64 {
 }
 
 func TestTSMuxer(t *testing.T) {
-	var buf bytes.Buffer
-	m := newTSMuxer(&buf, true, true)
-	if err := m.writeTables(); err != nil {
-		t.Fatal(err)
-	}
+	m := newTSMuxer(true, true)
+	m.writeTables()
 	video := bytes.Repeat([]byte{0xAB}, 1000)
-	if err := m.writePES(m.track(pidVideo), 133200, 126000, video, true); err != nil {
-		t.Fatal(err)
-	}
+	m.writePES(m.track(pidVideo), 133200, 126000, video, true)
 	audio := bytes.Repeat([]byte{0xCD}, 169) // 14+169 = 183: a one-byte adaptation field
-	if err := m.writePES(m.track(pidAudio), 126000, -1, audio, false); err != nil {
-		t.Fatal(err)
-	}
-	if err := m.writeTables(); err != nil {
-		t.Fatal(err)
-	}
-	pkts := parseTS(t, buf.Bytes())
+	m.writePES(m.track(pidAudio), 126000, -1, audio, false)
+	m.writeTables()
+	pkts := parseTS(t, m.out)
 
 	pat := checkSection(t, pkts[0], 0)
 	if pkts[0].pid != pidPAT || binary.BigEndian.Uint16(pat[10:12])&0x1FFF != pidPMT {
@@ -184,11 +175,10 @@ func TestTSMuxer(t *testing.T) {
 }
 
 func TestTSMuxerAudioOnlyPCR(t *testing.T) {
-	var buf bytes.Buffer
-	m := newTSMuxer(&buf, false, true)
+	m := newTSMuxer(false, true)
 	m.writeTables()
 	m.writePES(m.track(pidAudio), 200000, -1, []byte{1, 2, 3}, true)
-	pkts := parseTS(t, buf.Bytes())
+	pkts := parseTS(t, m.out)
 	pmt := checkSection(t, pkts[1], 2)
 	if pcr := binary.BigEndian.Uint16(pmt[8:10]) & 0x1FFF; pcr != pidAudio {
 		t.Fatalf("PCR PID %x", pcr)

@@ -56,7 +56,9 @@ type Sink interface {
 	Metadata(meta map[string]any)
 	// Video and Audio receive FLV tag bodies with the message timestamp
 	// unwrapped to an int64 of milliseconds (see Unwrapper). Audio and
-	// video share one timeline. The body is not retained by the server.
+	// video share one timeline. The body is valid only during the call:
+	// the server reuses its memory for the next message, so a Sink that
+	// keeps it copies it.
 	// An error disconnects the publisher and is passed to Close; a
 	// *StatusError is first sent to the client as an onStatus error.
 	Video(ts int64, body []byte) error

@@ -54,6 +54,13 @@ type ChunkReader struct {
 	streams   map[uint32]*chunkStream
 	buffered  int
 	read      uint64
+	// msg is the message ReadMessage returns, reused by the next call.
+	// spare is the payload buffer of the message returned before it,
+	// which the next message to start reuses, so a steady publisher's
+	// messages are reassembled without allocating: at most one delivered
+	// payload is kept beside the partial ones MaxBuffered bounds.
+	msg   Message
+	spare []byte
 }
 
 // NewChunkReader reads chunks from r. The reader needs to peek ahead, so
@@ -80,8 +87,10 @@ func (cr *ChunkReader) full(b []byte) error {
 	return err
 }
 
-// ReadMessage returns the next complete message. The payload belongs to the
-// caller. Any error leaves the reader unusable: the stream is out of sync.
+// ReadMessage returns the next complete message. The message and its
+// payload are the reader's: they are valid until the next call, which
+// reuses them, so a caller that keeps either copies it. Any error leaves
+// the reader unusable: the stream is out of sync.
 func (cr *ChunkReader) ReadMessage() (*Message, error) {
 	for {
 		m, err := cr.readChunk()
@@ -123,8 +132,17 @@ func (cr *ChunkReader) applyChunkSize(p []byte) error {
 func (cr *ChunkReader) abort(csid uint32) {
 	if cs := cr.streams[csid]; cs != nil && cs.active {
 		cr.buffered -= len(cs.payload)
+		cr.recycle(cs.payload)
 		cs.payload = nil
 		cs.active = false
+	}
+}
+
+// recycle keeps b's memory for the next message to start, unless a larger
+// buffer is already kept.
+func (cr *ChunkReader) recycle(b []byte) {
+	if cap(b) > cap(cr.spare) {
+		cr.spare = b[:0]
 	}
 }
 
@@ -228,7 +246,13 @@ func (cr *ChunkReader) readChunk() (*Message, error) {
 			return nil, fmt.Errorf("type %d message of %d bytes (max %d): %w", cs.typ, cs.length, max, ErrMessageTooLarge)
 		}
 		cs.active = true
-		cs.payload = nil
+		// The payload returned by the last call is free again: the caller
+		// is done with it. Reuse the larger of it and the spare one.
+		if cap(cr.msg.Payload) > cap(cr.spare) {
+			cr.spare = cr.msg.Payload[:0]
+		}
+		cr.msg.Payload = nil
+		cs.payload, cr.spare = cr.spare, nil
 	}
 
 	n := cs.length - uint32(len(cs.payload))
@@ -250,7 +274,7 @@ func (cr *ChunkReader) readChunk() (*Message, error) {
 	if uint32(len(cs.payload)) < cs.length {
 		return nil, nil
 	}
-	m := &Message{
+	cr.msg = Message{
 		ChunkStreamID: csid,
 		Type:          cs.typ,
 		StreamID:      cs.streamID,
@@ -260,7 +284,7 @@ func (cr *ChunkReader) readChunk() (*Message, error) {
 	cr.buffered -= len(cs.payload)
 	cs.payload = nil
 	cs.active = false
-	return m, nil
+	return &cr.msg, nil
 }
 
 func be24(b []byte) uint32 { return uint32(b[0])<<16 | uint32(b[1])<<8 | uint32(b[2]) }

@@ -77,7 +77,9 @@ func readAll(t *testing.T, raw []byte) ([]*Message, error) {
 			}
 			return out, err
 		}
-		out = append(out, m)
+		c := *m // the reader reuses the message and its payload
+		c.Payload = bytes.Clone(m.Payload)
+		out = append(out, &c)
 	}
 }
 
@@ -436,6 +438,74 @@ func FuzzChunkReader(f *testing.F) {
 			if total > len(raw) {
 				t.Fatalf("payloads (%d bytes) exceed input (%d bytes)", total, len(raw))
 			}
+		}
+	})
+}
+
+// FuzzChunkReaderReuse checks the reassembly of messages whose chunks
+// interleave on two chunk streams, with the reader reusing one payload
+// buffer: every message comes back whole and equal to what was sent,
+// whatever the sizes (a small message after a large one, a message
+// completing while the other is half received). Each script byte is one
+// message: its low bit the chunk stream, the rest its length in units of
+// 37 bytes; the chunk size is 128.
+func FuzzChunkReaderReuse(f *testing.F) {
+	f.Add([]byte{0x40, 0x03, 0x41, 0x00, 0x02})
+	f.Add([]byte{0xFF, 0xFE, 0x01, 0x80})
+	f.Add([]byte{0x10, 0x11, 0x12, 0x13, 0x14, 0x15})
+	f.Fuzz(func(t *testing.T, script []byte) {
+		if len(script) > 64 {
+			return
+		}
+		type msg struct {
+			csid    uint32
+			payload []byte
+			sent    int
+		}
+		var want [][]byte
+		var queues [2][]*msg
+		for i, s := range script {
+			m := &msg{csid: uint32(4 + 2*(s&1)), payload: make([]byte, int(s>>1)*37)}
+			for j := range m.payload {
+				m.payload[j] = byte(i*13 + j*7)
+			}
+			queues[s&1] = append(queues[s&1], m)
+		}
+		// Interleave chunk by chunk: one chunk of the head message of
+		// each chunk stream in turn.
+		var b chunkBuilder
+		for len(queues[0])+len(queues[1]) > 0 {
+			for q := range queues {
+				if len(queues[q]) == 0 {
+					continue
+				}
+				m := queues[q][0]
+				if m.sent == 0 {
+					b.type0(m.csid, 0, uint32(len(m.payload)), TypeVideo, 1)
+				} else {
+					b.basic(3, m.csid)
+				}
+				n := min(DefaultChunkSize, len(m.payload)-m.sent)
+				b.data(m.payload[m.sent : m.sent+n])
+				m.sent += n
+				if m.sent == len(m.payload) {
+					want = append(want, m.payload)
+					queues[q] = queues[q][1:]
+				}
+			}
+		}
+		cr := NewChunkReader(bufio.NewReader(bytes.NewReader(b.Bytes())), Limits{})
+		for i, w := range want {
+			m, err := cr.ReadMessage()
+			if err != nil {
+				t.Fatalf("message %d: %v", i, err)
+			}
+			if !bytes.Equal(m.Payload, w) {
+				t.Fatalf("message %d: %d bytes differ from the %d sent", i, len(m.Payload), len(w))
+			}
+		}
+		if _, err := cr.ReadMessage(); !errors.Is(err, io.EOF) {
+			t.Fatalf("after the last message: %v", err)
 		}
 	})
 }

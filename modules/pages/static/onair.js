@@ -402,6 +402,16 @@
     }
   }
 
+  // The owner or staff turned the chat on or off: the input (or the
+  // sign-in hint) and "the chat is off" trade places; the history stays.
+  function chatSwitch(on) {
+    if (typeof on !== 'boolean') return;
+    var off = $('chat-off'), f = $('chat-form'), signin = $('chat-signin');
+    if (off) off.hidden = on;
+    if (f) f.hidden = !on;
+    if (signin) signin.hidden = !on;
+  }
+
   var delay = 1000;
   function connect() {
     var ws = new WebSocket((location.protocol === 'https:' ? 'wss://' : 'ws://') + location.host + chat.getAttribute('data-ws'));
@@ -414,7 +424,7 @@
         var li = list.querySelector('li[data-id="' + ev.id + '"]');
         if (li) li.remove();
       } else if (ev.type === 'presence' && presence) presence.textContent = ev.count;
-      else if (ev.type === 'show.updated') onShowUpdated(ev);
+      else if (ev.type === 'show.updated') { chatSwitch(ev.chat_enabled); onShowUpdated(ev); }
     };
     ws.onclose = function () {
       chat.removeAttribute('data-connected');

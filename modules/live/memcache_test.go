@@ -1,0 +1,71 @@
+package live
+
+import (
+	"bytes"
+	"testing"
+	"time"
+)
+
+// The cache's bounds: a show's oldest segments and parts make way past
+// its share and past the node's total, a segment that cannot fit is left
+// to the disk, playlists stay; what is evicted, replaced, refused or held
+// by a stopped show gives its bytes back.
+func TestMediaCacheLimits(t *testing.T) {
+	mod := time.Unix(1700000000, 5)
+	seg := func(n int) []byte { return bytes.Repeat([]byte{'s'}, n) }
+	mc := newMediaCache(1000, 600)
+	a := mc.start(1)
+	a.Put("index.m3u8", []byte("#EXTM3U\n"), mod)
+	for i, name := range []string{"seg-000000.ts", "seg-000001.ts", "seg-000002.ts"} {
+		a.Put(name, seg(200+i), mod)
+	}
+	// 8 + 200 + 201 + 202 = 611 > 600: seg-000000 made way.
+	if mc.has(1, "seg-000000.ts") || !mc.has(1, "seg-000001.ts") || !mc.has(1, "seg-000002.ts") || !mc.has(1, "index.m3u8") {
+		t.Fatal("the show's share did not evict its oldest segment")
+	}
+	if got := mc.size.Load(); got != 8+201+202 {
+		t.Fatalf("size %d", got)
+	}
+	// Bigger than the show's share: not kept, and nothing evicted for it
+	// beyond what it took to try.
+	a.Put("seg-000003.ts", seg(700), mod)
+	if mc.has(1, "seg-000003.ts") {
+		t.Fatal("a segment over the show's share was kept")
+	}
+	if got := mc.size.Load(); got != 8 {
+		t.Fatalf("size %d after a refused segment", got)
+	}
+	// The node's total: show 2 takes room, show 1's next segment makes
+	// way among show 1's own segments only.
+	a.Put("seg-000004.ts", seg(300), mod)
+	b := mc.start(2)
+	b.Put("seg-000000.ts", seg(550), mod)
+	a.Put("seg-000005.ts", seg(300), mod) // 8+300+550+300 > 1000
+	if !mc.has(2, "seg-000000.ts") || mc.has(1, "seg-000004.ts") || !mc.has(1, "seg-000005.ts") {
+		t.Fatal("the node's total did not evict the show's own oldest segment")
+	}
+	if got := mc.size.Load(); got != 8+550+300 {
+		t.Fatalf("size %d", got)
+	}
+	// Replaced and removed files give their bytes back.
+	a.Put("index.m3u8", []byte("#EXTM3U\n#EXT-X-VERSION:9\n"), mod)
+	a.Remove("seg-000005.ts")
+	if got := mc.size.Load(); got != 25+550 {
+		t.Fatalf("size %d after replace and remove", got)
+	}
+	// A stopped show's cache is dropped; its packager is not heard after.
+	mc.drop(2)
+	b.Put("seg-000001.ts", seg(10), mod)
+	if mc.has(2, "seg-000000.ts") || mc.has(2, "seg-000001.ts") || mc.size.Load() != 25 {
+		t.Fatalf("dropped show still held (size %d)", mc.size.Load())
+	}
+	// A new publication replaces the earlier one's files.
+	mc.start(1)
+	if mc.has(1, "index.m3u8") || mc.size.Load() != 0 {
+		t.Fatalf("a new publication kept the old files (size %d)", mc.size.Load())
+	}
+	// Off: nothing held.
+	if newMediaCache(0, 600).start(1) != nil {
+		t.Fatal("a cache of 0 bytes holds files")
+	}
+}

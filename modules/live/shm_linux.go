@@ -1,0 +1,144 @@
+package live
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync/atomic"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// shmFile is a segment or part of the live edge held in memory as an
+// anonymous memory file (memfd_create(2)): sent with sendfile(2) at an
+// offset of each request's own, so the bytes go to the socket without a
+// copy through this process, as they would from a file on disk. It is
+// closed once evicted and sent to every request that had it.
+type shmFile struct {
+	fd   int
+	refs atomic.Int32 // the cache's, and one per request sending it
+}
+
+// newShm copies data into a new memory file.
+func newShm(name string, data []byte) (*shmFile, error) {
+	fd, err := unix.MemfdCreate("onair-"+name, unix.MFD_CLOEXEC)
+	if err != nil {
+		return nil, fmt.Errorf("live: memfd_create: %w", err)
+	}
+	for rest := data; len(rest) > 0; {
+		n, err := unix.Write(fd, rest)
+		if err != nil && !errors.Is(err, unix.EINTR) {
+			unix.Close(fd)
+			return nil, fmt.Errorf("live: write memfd: %w", err)
+		}
+		rest = rest[max(n, 0):]
+	}
+	f := &shmFile{fd: fd}
+	f.refs.Store(1)
+	return f, nil
+}
+
+func (f *shmFile) acquire() { f.refs.Add(1) }
+
+func (f *shmFile) release() {
+	if f.refs.Add(-1) == 0 {
+		unix.Close(f.fd)
+	}
+}
+
+// body is bytes [off, off+n) of the file as a response body stream for
+// conn; it takes over a reference the caller acquired, which closing it
+// releases.
+func (f *shmFile) body(conn net.Conn, off, n int64) io.ReadCloser {
+	return &shmBody{f: f, conn: conn, off: off, n: n}
+}
+
+type shmBody struct {
+	f      *shmFile
+	conn   net.Conn
+	off, n int64
+	closed atomic.Bool
+}
+
+// Read is the copying path, for writers WriteTo cannot send to directly.
+func (b *shmBody) Read(p []byte) (int, error) {
+	if b.n <= 0 {
+		return 0, io.EOF
+	}
+	if int64(len(p)) > b.n {
+		p = p[:b.n]
+	}
+	n, err := unix.Pread(b.f.fd, p, b.off)
+	if n > 0 {
+		b.off += int64(n)
+		b.n -= int64(n)
+	}
+	if err == nil && n == 0 {
+		err = io.ErrUnexpectedEOF
+	}
+	return max(n, 0), err
+}
+
+// WriteTo is fasthttp's path for a body stream: it is handed the
+// connection's buffered writer, which is flushed (the headers), then the
+// bytes go from the memory file to the socket with sendfile(2).
+func (b *shmBody) WriteTo(w io.Writer) (int64, error) {
+	bw, buffered := w.(*bufio.Writer)
+	sc, raw := b.conn.(syscall.Conn)
+	if !buffered || !raw {
+		return io.Copy(w, struct{ io.Reader }{b})
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return io.Copy(w, struct{ io.Reader }{b})
+	}
+	// Corked (as nginx's tcp_nopush), the headers leave in the first
+	// packet of the body rather than in one of their own.
+	cork(rc, 1)
+	defer cork(rc, 0)
+	if err := bw.Flush(); err != nil {
+		return 0, err
+	}
+	var sent int64
+	var sendErr error
+	err = rc.Write(func(fd uintptr) bool {
+		for b.n > 0 {
+			n, err := unix.Sendfile(int(fd), b.f.fd, &b.off, int(min(b.n, 1<<30)))
+			if n > 0 {
+				b.n -= int64(n)
+				sent += int64(n)
+			}
+			switch {
+			case errors.Is(err, unix.EAGAIN):
+				return false // wait until the socket takes more
+			case errors.Is(err, unix.EINTR):
+			case err != nil:
+				sendErr = err
+				return true
+			case n == 0:
+				sendErr = io.ErrUnexpectedEOF
+				return true
+			}
+		}
+		return true
+	})
+	if err == nil {
+		err = sendErr
+	}
+	return sent, err
+}
+
+// cork sets TCP_CORK; a failure only costs a packet.
+func cork(rc syscall.RawConn, on int) {
+	_ = rc.Control(func(fd uintptr) { _ = unix.SetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_CORK, on) })
+}
+
+func (b *shmBody) Close() error {
+	if b.closed.CompareAndSwap(false, true) {
+		b.f.release()
+	}
+	return nil
+}
