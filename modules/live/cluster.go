@@ -199,8 +199,9 @@ func (c *cluster) start(ctx context.Context) error {
 	}
 	run, cancel := context.WithCancel(context.Background())
 	c.cancel = cancel
-	c.wg.Add(3)
+	c.wg.Add(4)
 	go func() { defer c.wg.Done(); c.commands() }()
+	go func() { defer c.wg.Done(); app.Every(run, viewerShareEvery, c.shareViewers) }()
 	go func() { defer c.wg.Done(); app.Every(run, c.every, c.heartbeat) }()
 	go func() { defer c.wg.Done(); app.Every(run, c.every, c.janitor) }()
 	c.log.Info("cluster node registered", "url", c.url)

@@ -258,7 +258,7 @@ func TestClusterLiveOnEveryNode(t *testing.T) {
 		t.Errorf("segment through B: %d %v, %d bytes (A: %d)", status, h, len(fromB), len(fromA))
 	}
 	if c.mb.Viewers(b.id) != 1 || c.ma.Viewers(b.id) != 1 {
-		t.Errorf("viewers A %d B %d: each node counts who asked it", c.ma.Viewers(b.id), c.mb.Viewers(b.id))
+		t.Errorf("viewers A %d B %d: one address on both nodes is one viewer", c.ma.Viewers(b.id), c.mb.Viewers(b.id))
 	}
 	direct, through := medianLatency(t, videoA), medianLatency(t, videoB)
 	t.Logf("playlist request, median of 200: %s from A, %s through B (+%s)", direct, through, through-direct)

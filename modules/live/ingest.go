@@ -374,6 +374,7 @@ func (s *stream) Close(reason error) {
 		<-s.worked // going live comes before leaving
 	}
 	if claimed && !errors.Is(reason, errReplaced) {
+		m.endPeak(s.showID)
 		if err := m.shows.PublisherLeft(context.Background(), s.showID); err != nil {
 			m.core.Log.Error("live: publisher left", "show", s.showID, "err", err)
 		}
@@ -394,7 +395,8 @@ func (m *Module) onShowEvent(ctx context.Context, ev shows.Event) {
 	m.vis.event(ev)
 	switch ev.Type {
 	case shows.EventStopped:
-		m.viewers.forget(ev.Show.ID)
+		m.endPeak(ev.Show.ID)
+		m.forgetViewers(ctx, ev.Show.ID)
 		m.forgetLive(ev.Show.ID)
 		m.media.drop(ev.Show.ID)
 		radio := ev.Show.Radio
@@ -411,7 +413,8 @@ func (m *Module) onShowEvent(ctx context.Context, ev shows.Event) {
 			}
 		})
 	case shows.EventDeleted:
-		m.viewers.forget(ev.Show.ID)
+		m.peaks.take(ev.Show.ID)
+		m.forgetViewers(ctx, ev.Show.ID)
 		m.forgetLive(ev.Show.ID)
 		m.media.drop(ev.Show.ID)
 		gone := m.disconnect(ev.Show.ID, errStopped)
@@ -635,4 +638,13 @@ func (m *Module) reconcile(ctx context.Context) error {
 func fileExists(path string) bool {
 	_, err := os.Stat(path)
 	return err == nil
+}
+
+// forgetViewers drops a show's audience, here and (with a cluster) the
+// one the nodes share.
+func (m *Module) forgetViewers(ctx context.Context, show int64) {
+	m.viewers.forget(show)
+	if m.cluster != nil {
+		m.cluster.forgetViewers(ctx, show)
+	}
 }

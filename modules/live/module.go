@@ -52,8 +52,11 @@ type Module struct {
 	// presign, when ONAIR_STORAGE_PUBLIC_URL is set, makes URLs clients
 	// fetch stored media with directly.
 	presign store.Presigner
-	// viewers counts who watches each live show (from playlist polls).
+	// viewers counts who watches each live show (from playlist polls);
+	// peaks keeps the most at once of the shows ingested here
+	// (audience.go).
 	viewers *viewers
+	peaks   peaks
 	// cluster is this node's part of a multi-node install (cluster.go);
 	// nil without Redis.
 	cluster *cluster
@@ -78,6 +81,7 @@ type Module struct {
 	lives   map[int64]*hls.Live  // live playlists' progress of the shows ingested here
 	mediaMu sync.Mutex           // archive and removal of a show's media directory
 	work    sync.WaitGroup       // archive and clean-up jobs
+	loops   sync.WaitGroup       // the periodic loops (the peaks)
 	ctx     context.Context
 	cancel  context.CancelFunc
 }
@@ -291,6 +295,8 @@ func (m *Module) Start(ctx context.Context) error {
 	if m.thumbs != nil {
 		m.thumbs.start(m.ctx)
 	}
+	m.loops.Add(1)
+	go func() { defer m.loops.Done(); app.Every(m.ctx, peakEvery, m.samplePeaks) }()
 	if err := m.reconcile(ctx); err != nil {
 		m.core.Log.Error("live: reconcile after restart", "err", err)
 	}
@@ -328,6 +334,7 @@ func (m *Module) Stop(ctx context.Context) error {
 		m.cluster.stop()
 	}
 	m.cancel()
+	m.loops.Wait()
 	if m.thumbs != nil {
 		m.thumbs.wait()
 	}
@@ -363,10 +370,6 @@ func (m *Module) Streams() int {
 	defer m.mu.Unlock()
 	return len(m.streams)
 }
-
-// Viewers counts the client addresses watching a live show now (polling
-// its playlists within the last 30 s).
-func (m *Module) Viewers(showID int64) int { return m.viewers.count(showID, time.Now()) }
 
 // Wait blocks until pending archive and clean-up jobs are done (tests).
 func (m *Module) Wait() { m.work.Wait() }

@@ -256,7 +256,7 @@ func authForm(l layout, f authData) templ.Component {
 					return templ_7745c5c3_Err
 				}
 			} else {
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 26, "<p>New here? <a href=\"/signup\">Sign up</a>.</p>")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 26, "<p><a href=\"/forgot\" id=\"forgot\">Forgot your password?</a></p><p>New here? <a href=\"/signup\">Sign up</a>.</p>")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}

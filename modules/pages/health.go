@@ -27,15 +27,17 @@ const (
 
 // healthView is the health as the page shows it.
 type healthView struct {
-	Receiving, Video, Audio, Size, FPS, Keyframes, Viewers, Since string
-	Warnings                                                      []string
-	On                                                            bool
+	Receiving, Video, Audio, Size, FPS, Keyframes, Viewers, Peak, Timing, Since string
+	Warnings                                                                    []string
+	On                                                                          bool
 }
 
 func viewHealth(h shows.Health) healthView {
-	v := healthView{Receiving: "no", Video: "—", Audio: "—", Size: "—", FPS: "—", Keyframes: "—", Viewers: strconv.Itoa(h.Viewers), Since: "—", Warnings: h.Warnings, On: h.Receiving}
+	v := healthView{Receiving: "no", Video: "—", Audio: "—", Size: "—", FPS: "—", Keyframes: "—", Viewers: strconv.Itoa(h.Viewers),
+		Peak: strconv.Itoa(h.PeakViewers), Timing: "—", Since: "—", Warnings: h.Warnings, On: h.Receiving}
 	if h.Receiving {
 		v.Receiving = "yes"
+		v.Timing = timing(h)
 	}
 	if h.VideoCodec != "" {
 		v.Video = fmt.Sprintf("%s, %d kb/s", h.VideoCodec, h.VideoBitrate)
@@ -58,6 +60,19 @@ func viewHealth(h shows.Health) healthView {
 	return v
 }
 
+// timing says whether the media arrives in real time: how far behind it
+// fell, and the gaps in its timestamps (onair.js says it the same way).
+func timing(h shows.Health) string {
+	t := "on time"
+	if h.BehindSeconds >= 1 {
+		t = strconv.FormatFloat(h.BehindSeconds, 'f', -1, 64) + " s behind real time"
+	}
+	if h.TimestampGaps > 0 {
+		t += ", " + plural(h.TimestampGaps, "gap", "gaps") + " in the last minute"
+	}
+	return t
+}
+
 // health is GET /studio/shows/:id/health: the owner's show's health as
 // JSON (the API's figures), or with Accept: text/event-stream a stream of
 // them every two seconds.
@@ -69,10 +84,9 @@ func (m *Module) health(c *fiber.Ctx, v *visitor) error {
 	if err != nil {
 		return err
 	}
-	id := sh.ID
 	c.Set(fiber.HeaderCacheControl, "no-store")
 	if c.Get(fiber.HeaderAccept) != "text/event-stream" {
-		return c.JSON(fiber.Map{"health": m.healthOf(id).WithSchedule(sh, app.Now())})
+		return c.JSON(fiber.Map{"health": m.healthOf(sh).WithSchedule(sh, app.Now())})
 	}
 	c.Set(fiber.HeaderContentType, "text/event-stream")
 	c.Set("X-Accel-Buffering", "no")
@@ -80,7 +94,7 @@ func (m *Module) health(c *fiber.Ctx, v *visitor) error {
 		end := time.Now().Add(healthFor)
 		fmt.Fprintf(w, "retry: %d\n\n", healthEvery.Milliseconds())
 		for {
-			data, err := json.Marshal(m.healthOf(id).WithSchedule(sh, app.Now()))
+			data, err := json.Marshal(m.healthOf(sh).WithSchedule(sh, app.Now()))
 			if err != nil {
 				return
 			}

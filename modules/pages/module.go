@@ -42,7 +42,7 @@ type Module struct {
 	// webhooks manages the account's webhooks (/account/webhooks).
 	webhooks *webhooks.Module
 	// healthOf is a show's stream health (shows.Module.HealthOf).
-	healthOf func(showID int64) shows.Health
+	healthOf func(sh *shows.Show) shows.Health
 }
 
 var (
@@ -71,7 +71,9 @@ func (m *Module) Provision(core *app.Core) error {
 		return err
 	}
 	m.users, m.shows, m.chat = um.Service, shows.From(core), cm.Service
-	m.healthOf = func(int64) shows.Health { return shows.Health{Warnings: []string{}} }
+	m.healthOf = func(sh *shows.Show) shows.Health {
+		return shows.Health{PeakViewers: sh.PeakViewers, Warnings: []string{}}
+	}
 	if sm, ok := app.Lookup[*shows.Module](core); ok {
 		m.healthOf = sm.HealthOf
 	}
@@ -92,6 +94,8 @@ func (m *Module) PublicRoutes(r fiber.Router) {
 	r.Get("/signin", m.page(m.signInForm))
 	r.Post("/signin", m.page(m.signIn))
 	r.Post("/signout", m.page(m.signOut))
+	r.Get("/forgot", m.page(m.forgotForm))
+	r.Post("/forgot", m.page(m.forgot))
 	r.Get("/reset/:token", m.page(m.resetForm))
 	r.Post("/reset/:token", m.page(m.resetPassword))
 

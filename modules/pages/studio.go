@@ -33,11 +33,11 @@ type studioData struct {
 
 // studioRow is one show in the studio's lists.
 type studioRow struct {
-	ID, Name, Path, Studio, Viewers, Duration, Recording string
-	Start                                                time.Time
-	EndsAt                                               *time.Time // the planned end, nil when none
-	State                                                state
-	Private, Off, AudioOnly, ChatOff                     bool
+	ID, Name, Path, Studio, Viewers, Peak, Duration, Recording string
+	Start                                                      time.Time
+	EndsAt                                                     *time.Time // the planned end, nil when none
+	State                                                      state
+	Private, Off, AudioOnly, ChatOff                           bool
 }
 
 // studioForm is the create and edit form. StartsAt and EndsAt are the
@@ -59,13 +59,13 @@ type studioForm struct {
 
 // studioShowData is GET /studio/shows/:id.
 type studioShowData struct {
-	ID, Name, Path, CSRF, StreamURL, Key, Viewers, Duration, Recording string
-	State                                                              state
-	Start                                                              time.Time
-	EndsAt                                                             *time.Time
-	Saved, KeyNew                                                      bool
-	Form                                                               studioForm
-	Health                                                             healthView
+	ID, Name, Path, CSRF, StreamURL, Key, Viewers, Peak, Duration, Recording string
+	State                                                                    state
+	Start                                                                    time.Time
+	EndsAt                                                                   *time.Time
+	Saved, KeyNew                                                            bool
+	Form                                                                     studioForm
+	Health                                                                   healthView
 }
 
 // studio is GET /studio: the visitor's shows, live first, then upcoming
@@ -112,10 +112,16 @@ func (m *Module) studioRow(c *fiber.Ctx, sh *shows.Show) (studioRow, error) {
 	if sh.Duration != nil {
 		row.Duration = hms(*sh.Duration)
 	}
-	if row.State.live {
+	switch {
+	case row.State.live:
 		// The players fetching the live playlists (the live module's
-		// count, as in the health panel and the console).
-		row.Viewers = plural(m.healthOf(sh.ID).Viewers, "viewer", "viewers")
+		// count, as in the health panel and the console), and the most
+		// at once since it went live.
+		h := m.healthOf(sh)
+		row.Viewers = plural(h.Viewers, "viewer", "viewers")
+		row.Peak = "peak " + strconv.Itoa(h.PeakViewers)
+	case ran(sh):
+		row.Peak = "peak " + plural(sh.PeakViewers, "viewer", "viewers")
 	}
 	return row, nil
 }
@@ -298,8 +304,8 @@ func (m *Module) renderStudioShow(c *fiber.Ctx, v *visitor, sh *shows.Show, f st
 	f.Image = m.shows.View(sh, false).ImageURL
 	d := studioShowData{
 		ID: id, Name: sh.Name, Path: row.Path, CSRF: v.csrf(), StreamURL: m.rtmp, Key: key, KeyNew: keyNew,
-		Viewers: row.Viewers, Duration: row.Duration, Recording: row.Recording, State: row.State, Start: sh.Start, EndsAt: sh.EndsAt,
-		Saved: c.Query("saved") == "1" && status == fiber.StatusOK, Form: f, Health: viewHealth(m.healthOf(sh.ID).WithSchedule(sh, app.Now())),
+		Viewers: row.Viewers, Peak: row.Peak, Duration: row.Duration, Recording: row.Recording, State: row.State, Start: sh.Start, EndsAt: sh.EndsAt,
+		Saved: c.Query("saved") == "1" && status == fiber.StatusOK, Form: f, Health: viewHealth(m.healthOf(sh).WithSchedule(sh, app.Now())),
 	}
 	noStore(c)
 	return m.render(c, status, studioShowPage(m.layout(c, v, sh.Name+" · Studio", ""), d))

@@ -86,7 +86,7 @@ var AdminStates = []struct{ Value, Label string }{
 type adminHandlers struct {
 	svc     *Service
 	viewers func(showID int64) int
-	health  func(showID int64) Health
+	health  func(sh *Show) Health
 }
 
 // viewersOf counts the viewers of the live shows of a list.
@@ -146,7 +146,7 @@ func (h *adminHandlers) show(c *fiber.Ctx) error {
 	}
 	var health *Health
 	if sh.Live {
-		hl := h.health(sh.ID)
+		hl := h.health(sh)
 		health = &hl
 	}
 	return admin.Render(c, adminShowView(sh, h.svc.View(sh, false), h.viewersOf([]Show{*sh})[sh.ID], health))

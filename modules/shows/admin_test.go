@@ -263,8 +263,13 @@ func TestConsoleShowPages(t *testing.T) {
 	mod.Get("/admin/shows?state=complete").Expect(t, http.StatusOK)
 	mod.Get("/admin/shows?state=archived").Expect(t, http.StatusOK)
 
-	mod.Get("/admin/shows?state=live").Contains(t, "Viewers now")
-	mod.Get(fmt.Sprintf("/admin/shows/%d", live)).Contains(t, `<dd id="health">`, "not receiving", `<dt>Viewers now</dt><dd id="viewers">0</dd>`, `action="/admin/shows/`+fmt.Sprint(live)+`/edit"`)
+	// The peak: recorded by the live module as the audience grows.
+	if err := svc.RecordPeak(ctx, live, 42); err != nil {
+		t.Fatal(err)
+	}
+	mod.Get("/admin/shows?state=live").Contains(t, "Viewers now", "<th class=\"num\">Peak</th>", `<td class="num">42</td>`)
+	mod.Get(fmt.Sprintf("/admin/shows/%d", live)).Contains(t, `<dd id="health">`, "not receiving", `<dt>Viewers now</dt><dd id="viewers">0</dd>`,
+		`<dt>Peak viewers</dt><dd id="peak">42</dd>`, `action="/admin/shows/`+fmt.Sprint(live)+`/edit"`)
 	// The console's edit does not open the API's PUT to staff: the spec
 	// keeps it the owner's.
 	_, modTok := env.CreateUser("Staff Token", onairtest.Role("moderator"))

@@ -56,7 +56,7 @@ func (h *handlers) answerList(c *fiber.Ctx, q ListQuery) error {
 	}
 	views := make([]*View, 0, len(list))
 	for i := range list {
-		views = append(views, h.svc.View(&list[i], false))
+		views = append(views, h.svc.ViewFor(&list[i], false, q.Viewer))
 	}
 	// The envelope marshals itself; sending its bytes directly spares
 	// encoding/json a second pass that re-validates the whole body.
@@ -171,7 +171,7 @@ func (h *handlers) setFavorite(c *fiber.Ctx, on bool) error {
 }
 
 func (h *handlers) answer(c *fiber.Ctx, status int, sh *Show, write bool) error {
-	return c.Status(status).JSON(fiber.Map{"show": h.svc.View(sh, write)})
+	return c.Status(status).JSON(fiber.Map{"show": h.svc.ViewFor(sh, write, app.CurrentPrincipal(c))})
 }
 
 // showID reads :id. Anything but a positive integer names no show: 404.

@@ -21,18 +21,27 @@ import (
 // began (nil when nobody publishes). Zero values are unknown: an encoder
 // that announces no size leaves Width and Height 0.
 type Health struct {
-	Receiving        bool           `json:"receiving"`
-	VideoCodec       string         `json:"video_codec"`
-	AudioCodec       string         `json:"audio_codec"`
-	Width            int            `json:"width"`
-	Height           int            `json:"height"`
-	FPS              float64        `json:"fps"`
-	VideoBitrate     int            `json:"video_bitrate"`
-	AudioBitrate     int            `json:"audio_bitrate"`
-	KeyframeInterval float64        `json:"keyframe_interval"`
-	Viewers          int            `json:"viewers"`
-	Since            *app.Timestamp `json:"since"`
-	Warnings         []string       `json:"warnings"`
+	Receiving        bool    `json:"receiving"`
+	VideoCodec       string  `json:"video_codec"`
+	AudioCodec       string  `json:"audio_codec"`
+	Width            int     `json:"width"`
+	Height           int     `json:"height"`
+	FPS              float64 `json:"fps"`
+	VideoBitrate     int     `json:"video_bitrate"`
+	AudioBitrate     int     `json:"audio_bitrate"`
+	KeyframeInterval float64 `json:"keyframe_interval"`
+	Viewers          int     `json:"viewers"`
+	// PeakViewers is the most viewers at once since the show went live.
+	PeakViewers int `json:"peak_viewers"`
+	// BehindSeconds is how far the media has fallen behind the wall
+	// clock since the publication was furthest ahead: an encoder or an
+	// upload that cannot keep up sends slower than real time (stats.go).
+	BehindSeconds float64 `json:"behind_seconds"`
+	// TimestampGaps counts the jumps in the video timestamps over the last
+	// minute: frames the encoder dropped before sending (stats.go).
+	TimestampGaps int            `json:"timestamp_gaps"`
+	Since         *app.Timestamp `json:"since"`
+	Warnings      []string       `json:"warnings"`
 }
 
 // HealthReporter is a module that measures publications (the live
@@ -43,8 +52,15 @@ type HealthReporter interface {
 
 // HealthOf returns the show's health from the module that measures it, or
 // a health with receiving=false when nobody publishes (or no module
-// measures). The caller has checked who may see it (CanSeeHealth).
-func (m *Module) HealthOf(showID int64) Health {
+// measures). The peak is the recorded one when the live figures are
+// lower (PeakOf). The caller has checked who may see it (CanSeeHealth).
+func (m *Module) HealthOf(sh *Show) Health {
+	h := m.measure(sh.ID)
+	h.PeakViewers = PeakOf(sh, h)
+	return h
+}
+
+func (m *Module) measure(showID int64) Health {
 	if m.core != nil {
 		for _, mod := range m.core.Modules {
 			if r, ok := mod.(HealthReporter); ok {
@@ -86,7 +102,7 @@ func (m *Module) health(c *fiber.Ctx) error {
 		return err
 	}
 	c.Set(fiber.HeaderCacheControl, "no-store")
-	return c.JSON(fiber.Map{"health": m.HealthOf(id).WithSchedule(sh, app.Now())})
+	return c.JSON(fiber.Map{"health": m.HealthOf(sh).WithSchedule(sh, app.Now())})
 }
 
 // WithSchedule adds a warning when a live show has run past its scheduled

@@ -128,6 +128,16 @@ func (f *fixture) checkShow(t *testing.T, sh map[string]any, write bool) {
 		want = append(want, "stream_url", "stream_key")
 		wantUser = append(wantUser, "email", "radio")
 	}
+	// peak_viewers is an extension for the owner and staff (the reader is
+	// not known here; TestPeakViewers in modules/live checks who gets it).
+	if p, ok := sh["peak_viewers"]; ok {
+		if n, isNum := p.(float64); !isNum || n < 0 {
+			t.Errorf("peak_viewers = %v", p)
+		}
+		want = append(want, "peak_viewers")
+	} else if write {
+		t.Errorf("a write response (the owner's) lacks peak_viewers")
+	}
 	sameKeys(t, "show", sh, want)
 	user, ok := sh["user"].(map[string]any)
 	if !ok {

@@ -54,6 +54,9 @@ type Show struct {
 
 	CommentsCount  int `bun:"comments_count,notnull,default:0"`
 	FavoritesCount int `bun:"favorites_count,notnull,default:0"`
+	// PeakViewers is the most viewers the show had at once while live
+	// (peak.go); its owner and staff see it.
+	PeakViewers int `bun:"peak_viewers,notnull,default:0"`
 
 	ThumbnailLabel string `bun:"thumbnail_label,notnull,type:varchar(32)"`
 	// Media URLs may be absolute or paths on the public base; View makes

@@ -139,6 +139,8 @@ func (*Module) Migrations() []migrations.Migration {
 		// The show options of docs/show-options.md: a scheduled end,
 		// audio-only shows and chat on/off (on for the shows there are).
 		migrations.Migration{ID: "0026_show_options", Up: migrations.AddColumns((*Show)(nil), "ends_at", "audio_only", "chat_disabled")},
+		// The peak viewers of a show's run (peak.go).
+		migrations.Migration{ID: "0028_peak_viewers", Up: migrations.AddColumns((*Show)(nil), "peak_viewers")},
 		// The name filter's index on SQLite: FTS5 trigrams (fts.go).
 		migrations.Migration{ID: "0030_create_name_fts", Up: createNameFTS},
 	)...)

@@ -12,38 +12,40 @@ import (
 // View is the API form of a Show, fields in the spec's order. StreamURL
 // and StreamKey appear only in write responses (POST, PUT, stop).
 type View struct {
-	ID             int64           `json:"id"`
-	URL            string          `json:"url"`
-	ObjectURL      string          `json:"object_url"`
-	Slug           string          `json:"slug"`
-	Name           string          `json:"name"`
-	Description    string          `json:"description"`
-	Start          app.Timestamp   `json:"start"`
-	CreatedAt      app.Timestamp   `json:"created_at"`
-	Duration       *int            `json:"duration"`
-	Live           bool            `json:"live"`
-	Complete       bool            `json:"complete"`
-	Archive        bool            `json:"archive"`
-	Featured       bool            `json:"featured"`
-	Upload         bool            `json:"upload"`
-	Private        bool            `json:"private"`
-	Radio          bool            `json:"radio"`
-	Off            bool            `json:"off"`
-	EndsAt         *app.Timestamp  `json:"ends_at"`
-	AudioOnly      bool            `json:"audio_only"`
-	ChatEnabled    bool            `json:"chat_enabled"`
-	CommentsCount  int             `json:"comments_count"`
-	FavoritesCount int             `json:"favorites_count"`
-	ThumbnailLabel string          `json:"thumbnail_label"`
-	VideoURL       *string         `json:"video_url"`
-	AudioURL       *string         `json:"audio_url"`
-	ImageURL       string          `json:"image_url"`
-	GifURL         *string         `json:"gif_url"`
-	EmbedCode      string          `json:"embed_code"`
-	StreamURL      *string         `json:"stream_url,omitempty"`
-	StreamKey      *string         `json:"stream_key,omitempty"`
-	Tags           []users.TagView `json:"tags"`
-	User           *users.View     `json:"user"`
+	ID             int64          `json:"id"`
+	URL            string         `json:"url"`
+	ObjectURL      string         `json:"object_url"`
+	Slug           string         `json:"slug"`
+	Name           string         `json:"name"`
+	Description    string         `json:"description"`
+	Start          app.Timestamp  `json:"start"`
+	CreatedAt      app.Timestamp  `json:"created_at"`
+	Duration       *int           `json:"duration"`
+	Live           bool           `json:"live"`
+	Complete       bool           `json:"complete"`
+	Archive        bool           `json:"archive"`
+	Featured       bool           `json:"featured"`
+	Upload         bool           `json:"upload"`
+	Private        bool           `json:"private"`
+	Radio          bool           `json:"radio"`
+	Off            bool           `json:"off"`
+	EndsAt         *app.Timestamp `json:"ends_at"`
+	AudioOnly      bool           `json:"audio_only"`
+	ChatEnabled    bool           `json:"chat_enabled"`
+	CommentsCount  int            `json:"comments_count"`
+	FavoritesCount int            `json:"favorites_count"`
+	ThumbnailLabel string         `json:"thumbnail_label"`
+	VideoURL       *string        `json:"video_url"`
+	AudioURL       *string        `json:"audio_url"`
+	ImageURL       string         `json:"image_url"`
+	GifURL         *string        `json:"gif_url"`
+	EmbedCode      string         `json:"embed_code"`
+	StreamURL      *string        `json:"stream_url,omitempty"`
+	StreamKey      *string        `json:"stream_key,omitempty"`
+	// PeakViewers is for the owner and staff only (ViewFor).
+	PeakViewers *int            `json:"peak_viewers,omitempty"`
+	Tags        []users.TagView `json:"tags"`
+	User        *users.View     `json:"user"`
 }
 
 // View renders sh (loaded with User and Tags). write=true is the form of
@@ -104,6 +106,18 @@ func (s *Service) View(sh *Show, write bool) *View {
 	if sh.User != nil {
 		v.User = users.NewView(s.public, sh.User, opts)
 		v.URL = s.public + "/" + sh.User.Slug + "/" + sh.Slug
+	}
+	return v
+}
+
+// ViewFor is View for a reader: the show's owner and staff also get
+// peak_viewers, the most viewers it had at once (an audience figure of the
+// broadcaster's, as on Twitch's dashboard, not the public's).
+func (s *Service) ViewFor(sh *Show, write bool, by *app.Principal) *View {
+	v := s.View(sh, write)
+	if by != nil && (by.UserID == sh.UserID || by.IsStaff()) {
+		peak := sh.PeakViewers
+		v.PeakViewers = &peak
 	}
 	return v
 }

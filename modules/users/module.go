@@ -45,13 +45,18 @@ var (
 	_ app.Configurer        = (*Module)(nil)
 )
 
-// Settings of the module: the token cache and the profile image limit.
+// Settings of the module: the token cache, the profile image limit and
+// the mail of reset links (mail.go).
 func (*Module) Settings() []app.Setting {
 	return []app.Setting{
 		{Env: SettingTokenCacheTTL, Flag: "token-cache-ttl", Default: "5s",
 			Help: "how long a node trusts an API token it has looked up (a revocation elsewhere shows within it; 0: look up every request)", Parse: app.ParseDuration},
 		{Env: SettingImageMaxBytes, Flag: "image-max-bytes", Default: strconv.Itoa(DefaultImageMaxBytes),
 			Help: "largest uploaded image (avatar, cover, show image) accepted, in bytes; beyond, 413", Parse: app.ParsePositiveInt},
+		{Env: SettingSMTPURL, Flag: "smtp-url",
+			Help: "mail server for password reset links (smtp://user:pass@host:587 upgrades with STARTTLS when offered, smtps://…:465 is TLS throughout); unset: no mail, staff make reset links", Parse: parseSMTPURL},
+		{Env: SettingSMTPFrom, Flag: "smtp-from",
+			Help: "sender of the reset mails, e.g. OnAir <onair@example.com> (default: onair@ the host of ONAIR_PUBLIC_URL)", Parse: parseFrom},
 	}
 }
 
@@ -97,7 +102,7 @@ func (m *Module) Provision(core *app.Core) error {
 	m.Service = NewService(core.DB, core.Config.PublicURL)
 	m.Service.ReserveFrom(core)
 	if core.Redis != nil {
-		m.Service.UseRedisThrottle(core.Redis, core.Config.RedisPrefix+"login:")
+		m.Service.UseRedisThrottle(core.Redis, core.Config.RedisPrefix)
 	}
 	m.Service.hintOut = core.Stderr
 	m.Service.tokens = &tokenCache{ttl: app.Get[time.Duration](core.Config, SettingTokenCacheTTL), log: core.Log}
@@ -107,6 +112,11 @@ func (m *Module) Provision(core *app.Core) error {
 	}
 	m.Service.store = core.Store
 	m.Service.maxImage = app.Get[int](core.Config, SettingImageMaxBytes)
+	mailer, err := newMailer(app.Get[string](core.Config, SettingSMTPURL), app.Get[string](core.Config, SettingSMTPFrom), core.Config.PublicURL, core.Log)
+	if err != nil {
+		return err
+	}
+	m.Service.mail = mailer
 	m.authz = core.Authz
 	return nil
 }
@@ -142,6 +152,9 @@ func (m *Module) Commands() []app.Command { return commands() }
 // Start listens for the other nodes' token invalidations (with Redis) and
 // prints the first-run hint when nobody has an account yet.
 func (m *Module) Start(ctx context.Context) error {
+	if m.Service.mail != nil {
+		m.Service.mail.start()
+	}
 	if c := m.Service.tokens; c != nil && c.rdb != nil {
 		lctx, cancel := context.WithCancel(context.Background())
 		m.stopListen = cancel
@@ -165,6 +178,9 @@ func (m *Module) Start(ctx context.Context) error {
 }
 
 func (m *Module) Stop(ctx context.Context) error {
+	if m.Service.mail != nil {
+		m.Service.mail.close()
+	}
 	if m.stopListen != nil {
 		m.stopListen()
 		select {

@@ -30,9 +30,13 @@ type Service struct {
 	publicURL string
 	hintOut   io.Writer
 	throttle  throttle // failed sign-ins (see SignIn)
-	reserved  func(slug string) bool
-	store     store.Store // uploaded profile images (images.go)
-	maxImage  int         // SettingImageMaxBytes
+	// resetMails and resetClients limit the reset mails per address and
+	// per client address (mail.go); mail sends them, nil without SMTP.
+	resetMails, resetClients throttle
+	mail                     *mailer
+	reserved                 func(slug string) bool
+	store                    store.Store // uploaded profile images (images.go)
+	maxImage                 int         // SettingImageMaxBytes
 
 	// tokens caches Authenticate's answers (tokencache.go); nil: none.
 	tokens *tokenCache
@@ -50,7 +54,8 @@ func (s *Service) SubscribeFollowTx(fn func(ctx context.Context, tx bun.IDB, fol
 
 // NewService returns the users service over db; URLs are built on publicURL.
 func NewService(db *bun.DB, publicURL string) *Service {
-	return &Service{db: db, publicURL: publicURL, hintOut: os.Stderr, throttle: newMemoryThrottle(),
+	return &Service{db: db, publicURL: publicURL, hintOut: os.Stderr, throttle: newMemoryThrottle(LoginAttempts, LoginWindow),
+		resetMails: newMemoryThrottle(ResetMailsPerAddress, ResetMailWindow), resetClients: newMemoryThrottle(ResetMailsPerClient, ResetMailWindow),
 		reserved: new(app.Core).ReservedSlug, maxImage: DefaultImageMaxBytes}
 }
 

@@ -15,8 +15,10 @@ import (
 	"github.com/onair/onair/app"
 )
 
-// throttle counts failed sign-ins per key (email and client address) in a
-// fixed window that starts at the first failure.
+// throttle counts events per key (failed sign-ins per email and client
+// address; reset mails per address and per client) in a fixed window that
+// starts at the first; a key that reached the limit waits for the window's
+// end.
 type throttle interface {
 	// blocked is how long key must still wait (0: it may try).
 	blocked(ctx context.Context, key string) (time.Duration, error)
@@ -26,6 +28,9 @@ type throttle interface {
 
 // memoryThrottle is the throttle of a single node.
 type memoryThrottle struct {
+	limit  int
+	window time.Duration
+
 	mu  sync.Mutex
 	now func() time.Time
 	m   map[string]*attempts
@@ -36,8 +41,8 @@ type attempts struct {
 	until time.Time
 }
 
-func newMemoryThrottle() *memoryThrottle {
-	return &memoryThrottle{now: time.Now, m: map[string]*attempts{}}
+func newMemoryThrottle(limit int, window time.Duration) *memoryThrottle {
+	return &memoryThrottle{limit: limit, window: window, now: time.Now, m: map[string]*attempts{}}
 }
 
 func (t *memoryThrottle) blocked(_ context.Context, key string) (time.Duration, error) {
@@ -45,7 +50,7 @@ func (t *memoryThrottle) blocked(_ context.Context, key string) (time.Duration, 
 	defer t.mu.Unlock()
 	a := t.m[key]
 	now := t.now()
-	if a == nil || !now.Before(a.until) || a.n < LoginAttempts {
+	if a == nil || !now.Before(a.until) || a.n < t.limit {
 		return 0, nil
 	}
 	return a.until.Sub(now), nil
@@ -64,7 +69,7 @@ func (t *memoryThrottle) fail(_ context.Context, key string) error {
 	}
 	a := t.m[key]
 	if a == nil || !now.Before(a.until) {
-		a = &attempts{until: now.Add(LoginWindow)}
+		a = &attempts{until: now.Add(t.window)}
 		t.m[key] = a
 	}
 	a.n++
@@ -82,6 +87,8 @@ func (t *memoryThrottle) reset(_ context.Context, key string) error {
 type redisThrottle struct {
 	rdb    *redis.Client
 	prefix string
+	limit  int
+	window time.Duration
 }
 
 // rkey hashes the key so an email never appears in Redis.
@@ -97,14 +104,14 @@ func (t *redisThrottle) blocked(ctx context.Context, key string) (time.Duration,
 		return 0, nil
 	}
 	if err != nil {
-		return 0, fmt.Errorf("admin: throttle: %w", err)
+		return 0, fmt.Errorf("users: throttle: %w", err)
 	}
-	if n < LoginAttempts {
+	if n < t.limit {
 		return 0, nil
 	}
 	ttl, err := t.rdb.PTTL(ctx, k).Result()
 	if err != nil {
-		return 0, fmt.Errorf("admin: throttle: %w", err)
+		return 0, fmt.Errorf("users: throttle: %w", err)
 	}
 	if ttl <= 0 {
 		return 0, nil
@@ -116,28 +123,28 @@ func (t *redisThrottle) fail(ctx context.Context, key string) error {
 	k := t.rkey(key)
 	n, err := t.rdb.Incr(ctx, k).Result()
 	if err != nil {
-		return fmt.Errorf("admin: throttle: %w", err)
+		return fmt.Errorf("users: throttle: %w", err)
 	}
 	if n > 1 {
 		// A key left without expiry (a crash between INCR and PEXPIRE)
 		// gets its window now rather than never.
 		ttl, err := t.rdb.PTTL(ctx, k).Result()
 		if err != nil {
-			return fmt.Errorf("admin: throttle: %w", err)
+			return fmt.Errorf("users: throttle: %w", err)
 		}
 		if ttl > 0 {
 			return nil
 		}
 	}
-	if err := t.rdb.PExpire(ctx, k, LoginWindow).Err(); err != nil {
-		return fmt.Errorf("admin: throttle: %w", err)
+	if err := t.rdb.PExpire(ctx, k, t.window).Err(); err != nil {
+		return fmt.Errorf("users: throttle: %w", err)
 	}
 	return nil
 }
 
 func (t *redisThrottle) reset(ctx context.Context, key string) error {
 	if err := t.rdb.Del(ctx, t.rkey(key)).Err(); err != nil {
-		return fmt.Errorf("admin: throttle: %w", err)
+		return fmt.Errorf("users: throttle: %w", err)
 	}
 	return nil
 }
@@ -177,7 +184,10 @@ func (s *Service) SignIn(ctx context.Context, email, password, ip string) (*User
 	return u, nil
 }
 
-// UseRedisThrottle shares the sign-in counts of every node through Redis.
+// UseRedisThrottle shares the sign-in counts and the reset mail limits of
+// every node through Redis, under prefix.
 func (s *Service) UseRedisThrottle(rdb *redis.Client, prefix string) {
-	s.throttle = &redisThrottle{rdb: rdb, prefix: prefix}
+	s.throttle = &redisThrottle{rdb: rdb, prefix: prefix + "login:", limit: LoginAttempts, window: LoginWindow}
+	s.resetMails = &redisThrottle{rdb: rdb, prefix: prefix + "resetmail:", limit: ResetMailsPerAddress, window: ResetMailWindow}
+	s.resetClients = &redisThrottle{rdb: rdb, prefix: prefix + "resetclient:", limit: ResetMailsPerClient, window: ResetMailWindow}
 }

@@ -73,6 +73,10 @@
       set('h-fps', h.fps ? h.fps + ' fps' : '—');
       set('h-keyframes', h.keyframe_interval ? 'every ' + h.keyframe_interval + ' s' : '—');
       set('h-viewers', String(h.viewers));
+      set('h-peak', String(h.peak_viewers));
+      var timing = !h.receiving ? '—' : h.behind_seconds >= 1 ? h.behind_seconds + ' s behind real time' : 'on time';
+      if (h.receiving && h.timestamp_gaps > 0) timing += ', ' + h.timestamp_gaps + (h.timestamp_gaps === 1 ? ' gap' : ' gaps') + ' in the last minute';
+      set('h-timing', timing);
       set('h-since', h.since ? new Date(h.since.replace(' ', 'T') + 'Z').toLocaleString() : '—');
       // Rewritten only when they change, so a screen reader hears each once.
       var ul = $('h-warnings'), ws = h.warnings || [];
