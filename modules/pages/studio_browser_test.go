@@ -226,6 +226,10 @@ func studioFlow(t *testing.T, backend string) {
 	do(t, dj, phone, chromedp.Navigate(studio), chromedp.WaitVisible(chromedp.ID("stop-show")),
 		chromedp.Evaluate[chromedp.Void](`window.confirm = () => true`),
 		chromedp.Click(chromedp.ID("stop-show")),
+		// The form's answer loads before the tab goes anywhere else (a
+		// navigation started over it is aborted: ERR_ABORTED).
+		chromedp.WaitNotPresent(chromedp.ID("stop-show")),
+		chromedp.WaitVisible(chromedp.ID("delete-show")),
 	)
 	testload.Poll(t, "the show stopped", func() error {
 		if s, err := showService(env).Get(context.Background(), id); err != nil || !s.Complete {
