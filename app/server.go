@@ -66,6 +66,12 @@ func NewServer(core *Core) (*Server, error) {
 		WriteTimeout:   writeTimeout,
 		IdleTimeout:    idleTimeout,
 		ReadBufferSize: ReadBufferSize,
+		// A connection gives its read and write buffers back to the pool
+		// between requests: an idle keep-alive connection, and a
+		// WebSocket (fasthttp hands a hijacked connection its request
+		// reader when that still holds one), then hold none of the
+		// ReadBufferSize bytes. docs/benchmarks.md, "Chat fan-out".
+		ReduceMemoryUsage: true,
 	})
 	s.App = app
 	var err error
