@@ -66,7 +66,9 @@ func readyHandler(checks []readyCheck, log *slog.Logger) fiber.Handler {
 			if r.err != nil {
 				healthy = false
 				if ctx.Err() == nil {
-					states[name] = truncate(r.err.Error(), 200)
+					// The error itself (addresses, bucket and user
+					// names) goes to the log only: /readyz is public.
+					states[name] = "unavailable"
 				}
 				log.Warn("readyz: dependency unavailable", "check", name, "err", r.err)
 				continue
@@ -82,11 +84,4 @@ func answerReady(c *fiber.Ctx, healthy bool, states map[string]string) error {
 		return c.Status(fiber.StatusServiceUnavailable).JSON(fiber.Map{"status": "unavailable", "checks": states})
 	}
 	return c.JSON(fiber.Map{"status": "ok", "checks": states})
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }
