@@ -74,10 +74,15 @@ func PageURL(c *fiber.Ctx, publicURL string, n int) string {
 	return publicURL + c.Path() + "?" + string(args.QueryString())
 }
 
+// MarshalJSON writes the envelope. Items already encoded (a
+// json.RawMessage, such as a cached list's) are written as they are.
 func (l *List) MarshalJSON() ([]byte, error) {
-	items, err := json.Marshal(l.Items)
-	if err != nil {
-		return nil, err
+	items, ok := l.Items.(json.RawMessage)
+	if !ok {
+		var err error
+		if items, err = json.Marshal(l.Items); err != nil {
+			return nil, err
+		}
 	}
 	if bytes.Equal(items, []byte("null")) {
 		items = []byte("[]")

@@ -14,6 +14,7 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -66,6 +67,7 @@ func main() {
 	duration := flag.Duration("duration", 8*time.Second, "measuring time per scenario")
 	workers := flag.Int("workers", 16, "concurrent client workers")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	flag.StringVar(&viewer, "viewer", "owner", "who asks: owner (user 1, a broadcaster with private shows of their own) or audience (a user without shows)")
 	flag.StringVar(&only, "only", "", "run only the scenarios whose name contains this text (the ceiling always runs)")
 	flag.Parse()
 	if *cpuProfile != "" {
@@ -82,6 +84,37 @@ func main() {
 		pprof.StopCPUProfile()
 		os.Exit(1)
 	}
+}
+
+// viewer is the -viewer flag.
+var viewer string
+
+// benchViewer is the user whose token the client sends: user 1, who owns
+// about a hundred shows (three of them private, so their lists are not the
+// public ones), or a user without shows, created on first use (the
+// audience, whose lists are).
+func benchViewer(ctx context.Context, svc *users.Service) (int64, error) {
+	switch viewer {
+	case "owner":
+		return 1, nil
+	case "audience":
+	default:
+		return 0, fmt.Errorf("-viewer: %q is neither owner nor audience", viewer)
+	}
+	const email = "bench-audience@example.test"
+	var id int64
+	err := svc.DB().NewSelect().Model((*users.User)(nil)).Column("id").Where("email = ?", email).Scan(ctx, &id)
+	if err == nil {
+		return id, nil
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return 0, err
+	}
+	u, err := svc.Create(ctx, users.NewUser{Name: "Bench Audience", Email: email, Password: "bench-audience-password"})
+	if err != nil {
+		return 0, err
+	}
+	return u.ID, nil
 }
 
 func run(dbURL string, nShows, nUsers int, reseed bool, duration time.Duration, workers int) error {
@@ -136,7 +169,11 @@ func run(dbURL string, nShows, nUsers int, reseed bool, duration time.Duration, 
 	}
 
 	svc := users.NewService(core.DB, cfg.PublicURL)
-	token, _, err := svc.IssueToken(ctx, 1, "bench")
+	viewerID, err := benchViewer(ctx, svc)
+	if err != nil {
+		return err
+	}
+	token, _, err := svc.IssueToken(ctx, viewerID, "bench")
 	if err != nil {
 		return err
 	}

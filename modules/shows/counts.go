@@ -9,6 +9,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/onair/onair/app"
+	"github.com/onair/onair/modules/users"
 )
 
 // ShowCount is one row of the maintained counts behind the lists' `count`
@@ -168,7 +169,10 @@ func upsertCounts(ctx context.Context, tx bun.IDB, keys []countKey, ns []int64) 
 
 // RebuildCounts recomputes show_counts from shows and show_tags, in one
 // transaction. Migration 0019 runs it once; it is also for data loaded
-// around the service (bench/shows's seed, a tag merge). It runs in one
+// around the service (bench/shows's seed, a tag merge), so it also moves
+// the lists' data generation (keyset.go), once that table exists: what the
+// nodes keep of the lists (page boundaries, name matches, cached answers)
+// is then read again. It runs in one
 // transaction: on MySQL, changes that reach show_counts while it runs wait
 // for it (it holds the rows it replaces).
 func RebuildCounts(ctx context.Context, db bun.IDB) error {
@@ -181,8 +185,13 @@ func RebuildCounts(ctx context.Context, db bun.IDB) error {
 		if _, err := tx.ExecContext(ctx, "INSERT INTO show_counts ("+cols+") SELECT 0, "+flags+", COUNT(*) FROM shows AS s GROUP BY "+flags); err != nil {
 			return err
 		}
-		_, err := tx.ExecContext(ctx, "INSERT INTO show_counts ("+cols+") SELECT st.tag_id, "+flags+", COUNT(*) FROM show_tags AS st JOIN shows AS s ON s.id = st.show_id GROUP BY st.tag_id, "+flags)
-		return err
+		if _, err := tx.ExecContext(ctx, "INSERT INTO show_counts ("+cols+") SELECT st.tag_id, "+flags+", COUNT(*) FROM show_tags AS st JOIN shows AS s ON s.id = st.show_id GROUP BY st.tag_id, "+flags); err != nil {
+			return err
+		}
+		if ok, err := users.TableExists(ctx, tx, "show_generation"); err != nil || !ok {
+			return err
+		}
+		return bumpGeneration(ctx, tx)
 	}
 	var err error
 	if tx, ok := db.(bun.Tx); ok {

@@ -1,6 +1,35 @@
 package shows
 
-import "github.com/onair/onair/migrations"
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/onair/onair/migrations"
+)
 
 // MigratePeakViewers is migration 0028, for the upgrade test.
 var MigratePeakViewers = migrations.AddColumns((*Show)(nil), "peak_viewers")
+
+// FreshListItems is the items array and count GET /v1/shows answers for
+// q, read without the list cache.
+func FreshListItems(ctx context.Context, s *Service, q ListQuery) ([]byte, int, error) {
+	list, count, err := s.List(ctx, q)
+	if err != nil {
+		return nil, 0, err
+	}
+	views := make([]*View, 0, len(list))
+	for i := range list {
+		views = append(views, s.ViewFor(&list[i], false, q.Viewer))
+	}
+	items, err := json.Marshal(views)
+	return items, count, err
+}
+
+// ListCacheStats is the number of cached lists and their bytes.
+func ListCacheStats(s *Service) (int, int) { return s.lists.stats() }
+
+// SetListCacheEntries lowers the bound on the number of cached lists.
+func SetListCacheEntries(s *Service, n int) { s.lists.maxEntries = n }
+
+// SetListCacheAsked lowers the bound on the lists remembered as asked once.
+func SetListCacheAsked(s *Service, n int) { s.lists.maxAsked = n }

@@ -50,17 +50,25 @@ func (h *handlers) userShows(c *fiber.Ctx) error {
 
 func (h *handlers) answerList(c *fiber.Ctx, q ListQuery) error {
 	q.Viewer = app.CurrentPrincipal(c)
-	list, count, err := h.svc.List(c.UserContext(), q)
+	var items any
+	items, count, ok, err := h.svc.cachedList(c.UserContext(), q)
 	if err != nil {
 		return err
 	}
-	views := make([]*View, 0, len(list))
-	for i := range list {
-		views = append(views, h.svc.ViewFor(&list[i], false, q.Viewer))
+	if !ok {
+		list, n, err := h.svc.List(c.UserContext(), q)
+		if err != nil {
+			return err
+		}
+		views := make([]*View, 0, len(list))
+		for i := range list {
+			views = append(views, h.svc.ViewFor(&list[i], false, q.Viewer))
+		}
+		items, count = views, n
 	}
 	// The envelope marshals itself; sending its bytes directly spares
 	// encoding/json a second pass that re-validates the whole body.
-	body, err := app.NewList(c, h.svc.public, q.Page, count, "shows", views).MarshalJSON()
+	body, err := app.NewList(c, h.svc.public, q.Page, count, "shows", items).MarshalJSON()
 	if err != nil {
 		return err
 	}

@@ -71,6 +71,8 @@ func (*Module) Settings() []app.Setting {
 			Help: "how long a dropped live show waits for its publisher", Parse: app.ParseDuration},
 		{Env: SettingOutboxRetention, Flag: "outbox-retention", Default: "24h",
 			Help: "how long relayed show events stay in the outbox table; 0 keeps them", Parse: app.ParseDuration},
+		{Env: SettingListCache, Flag: "shows-list-cache-mb", Default: "64",
+			Help: "memory of the cache of show list answers, in MiB; 0 turns it off", Parse: app.ParseNonNegativeInt},
 		{Env: SettingEventsStreamLen, Flag: "events-stream-maxlen", Default: "10000",
 			Help: "about how many show events the Redis stream keeps (with ONAIR_REDIS_URL)", Parse: app.ParsePositiveInt},
 	}
@@ -174,6 +176,13 @@ func (m *Module) Provision(core *app.Core) error {
 	m.Service = NewService(core)
 	m.Service.images = um.Service
 	m.core = core
+	if c := m.Service.lists; c != nil {
+		for _, col := range c.collectors() {
+			if err := core.Metrics.Register(col); err != nil {
+				return fmt.Errorf("shows: metrics: %w", err)
+			}
+		}
+	}
 	m.janitor = newJanitor(m.Service, m.Service.window)
 	m.outbox = &outboxWorker{svc: m.Service, retention: app.Get[time.Duration](core.Config, SettingOutboxRetention)}
 	if core.Redis != nil {

@@ -43,6 +43,9 @@ type Service struct {
 	matches matchCache
 	// scheduled keeps scheduled=true counts (scheduled.go).
 	scheduled scheduledCache
+	// lists keeps the public form of list answers (listcache.go); nil
+	// when ONAIR_SHOWS_LIST_CACHE_MB is 0.
+	lists *listCache
 
 	// images checks, re-encodes and stores uploaded show images (the
 	// users service's profile image code, image.go).
@@ -55,7 +58,7 @@ type Service struct {
 
 // NewService returns the shows service of a booted core.
 func NewService(core *app.Core) *Service {
-	return &Service{
+	s := &Service{
 		db:     core.DB,
 		authz:  core.Authz,
 		log:    core.Log,
@@ -63,6 +66,10 @@ func NewService(core *app.Core) *Service {
 		rtmp:   app.Get[string](core.Config, SettingRTMPURL),
 		window: app.Get[time.Duration](core.Config, SettingReconnectWindow),
 	}
+	if mb := app.Get[int](core.Config, SettingListCache); mb > 0 {
+		s.lists = newListCache(mb << 20)
+	}
+	return s
 }
 
 // DB is the database the service works on.
