@@ -181,7 +181,9 @@ type OpenAPIDocumenter interface {
 }
 
 // Authenticator turns a Bearer token into a Principal. Exactly one module
-// (users) provides it.
+// (users) provides it. The token is a view of the request's buffer, valid
+// only during the call (RequireToken does not copy it): an implementation
+// that keeps it, or anything sliced from it, past the call must copy it.
 type Authenticator interface {
 	Authenticate(ctx context.Context, token string) (*Principal, error)
 }

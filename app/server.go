@@ -1,6 +1,7 @@
 package app
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 	"github.com/gofiber/fiber/v2/middleware/limiter"
 	"github.com/gofiber/fiber/v2/middleware/recover"
 	"github.com/gofiber/fiber/v2/middleware/requestid"
+	"github.com/gofiber/fiber/v2/utils"
 	redisstore "github.com/gofiber/storage/redis/v3"
 )
 
@@ -132,36 +134,43 @@ func NewServer(core *Core) (*Server, error) {
 	return s, nil
 }
 
-// rateLimiter is Fiber's limiter keyed by token: Redis-backed when
-// ONAIR_REDIS_URL is set so every node shares one budget, in memory otherwise.
+// rateLimiter is the limit of requests per token: Fiber's limiter on
+// Redis storage when ONAIR_REDIS_URL is set, so every node shares one
+// budget, and memoryLimiter otherwise (the same counting, cheaper).
 func (s *Server) rateLimiter() fiber.Handler {
-	cfg := limiter.Config{
-		Max:        s.core.Config.RateLimit,
-		Expiration: time.Minute,
-		KeyGenerator: func(c *fiber.Ctx) string {
-			if p := CurrentPrincipal(c); p != nil {
-				return fmt.Sprintf("%srl:token:%d", s.core.Config.RedisPrefix, p.TokenID)
-			}
-			return s.core.Config.RedisPrefix + "rl:ip:" + c.IP()
-		},
-		// The limiter sets only Retry-After on a 429; the X-RateLimit-*
-		// trio is there too, as on every other answer.
-		LimitReached: func(c *fiber.Ctx) error {
-			retry, err := strconv.Atoi(c.GetRespHeader(fiber.HeaderRetryAfter))
-			if err != nil || retry < 1 {
-				retry = 1
-			}
-			c.Set("X-RateLimit-Limit", strconv.Itoa(s.core.Config.RateLimit))
-			c.Set("X-RateLimit-Remaining", "0")
-			c.Set("X-RateLimit-Reset", strconv.Itoa(retry))
-			return TooManyRequests("rate limit of the token exceeded", retry)
-		},
+	prefix := s.core.Config.RedisPrefix
+	key := func(c *fiber.Ctx) string {
+		if p := CurrentPrincipal(c); p != nil {
+			return p.rateLimitKey(prefix)
+		}
+		return prefix + "rl:ip:" + c.IP()
 	}
-	if s.core.Redis != nil {
-		cfg.Storage = redisstore.NewFromConnection(s.core.Redis)
+	// The limiters set only Retry-After on a 429; the X-RateLimit-* trio
+	// is there too, as on every other answer.
+	limitReached := func(c *fiber.Ctx) error {
+		retry, err := strconv.Atoi(c.GetRespHeader(fiber.HeaderRetryAfter))
+		if err != nil || retry < 1 {
+			retry = 1
+		}
+		c.Set("X-RateLimit-Limit", strconv.Itoa(s.core.Config.RateLimit))
+		c.Set("X-RateLimit-Remaining", "0")
+		c.Set("X-RateLimit-Reset", strconv.Itoa(retry))
+		return TooManyRequests("rate limit of the token exceeded", retry)
 	}
-	return limiter.New(cfg)
+	if s.core.Redis == nil {
+		return newMemoryLimiter(s.core.Config.RateLimit, uint32(rateWindow/time.Second), key, limitReached).handler
+	}
+	return limiter.New(limiter.Config{
+		Max:          s.core.Config.RateLimit,
+		Expiration:   rateWindow,
+		KeyGenerator: key,
+		LimitReached: limitReached,
+		Storage:      redisstore.NewFromConnection(s.core.Redis),
+	})
 }
+
+// rateWindow is the fixed window of the per-token rate limit.
+const rateWindow = time.Minute
 
 // Serve listens on ln until ctx ends, then shuts down gracefully: no new
 // connections, in-flight requests finish (up to 20 s), services stop.
@@ -265,14 +274,15 @@ func accessLog(log *slog.Logger) fiber.Handler {
 		if !log.Enabled(c.UserContext(), level) {
 			return nil // the line would be dropped: build none of it
 		}
-		attrs := []slog.Attr{
+		// Room for user_id: appending it must not grow the slice.
+		attrs := append(make([]slog.Attr, 0, 7),
 			slog.String("method", c.Method()),
 			slog.String("path", c.Path()),
 			slog.Int("status", status),
 			slog.Duration("took", time.Since(start)),
 			slog.String("ip", c.IP()),
 			slog.String("request_id", RequestID(c)),
-		}
+		)
 		if p := CurrentPrincipal(c); p != nil {
 			attrs = append(attrs, slog.Int64("user_id", p.UserID))
 		}
@@ -283,14 +293,18 @@ func accessLog(log *slog.Logger) fiber.Handler {
 
 // RequireToken authenticates "Authorization: Bearer <token>"; anything else
 // is 401 with WWW-Authenticate: Bearer.
+//
+// It reads the header where fasthttp keeps it rather than through c.Get,
+// which copies it (Immutable): the token is hashed and looked up, never
+// kept, so the Authenticator gets a view of the request's buffer, valid for
+// the call only (see Authenticator). docs/benchmarks.md, "Shows API".
 func RequireToken(auth Authenticator) fiber.Handler {
 	return func(c *fiber.Ctx) error {
-		h := c.Get(fiber.HeaderAuthorization)
-		scheme, token, ok := strings.Cut(h, " ")
-		if !ok || !strings.EqualFold(scheme, "bearer") || strings.TrimSpace(token) == "" {
+		token, ok := bearerToken(c.Request().Header.Peek(fiber.HeaderAuthorization))
+		if !ok {
 			return Unauthorized("send Authorization: Bearer <token>")
 		}
-		p, err := auth.Authenticate(c.UserContext(), strings.TrimSpace(token))
+		p, err := auth.Authenticate(c.UserContext(), utils.UnsafeString(token))
 		if err != nil {
 			return err
 		}
@@ -300,4 +314,16 @@ func RequireToken(auth Authenticator) fiber.Handler {
 		SetPrincipal(c, p)
 		return c.Next()
 	}
+}
+
+// bearerToken is the token of an Authorization header value "Bearer
+// <token>" (the scheme in any case, the token trimmed of spaces); false
+// when the header is anything else or the token is empty.
+func bearerToken(h []byte) ([]byte, bool) {
+	scheme, token, ok := bytes.Cut(h, []byte(" "))
+	if !ok || !bytes.EqualFold(scheme, []byte("bearer")) {
+		return nil, false
+	}
+	token = bytes.TrimSpace(token)
+	return token, len(token) > 0
 }

@@ -459,10 +459,34 @@ func (s *Service) Authenticate(ctx context.Context, token string) (*app.Principa
 	if !strings.HasPrefix(token, TokenPrefix) || len(token) > 200 {
 		return nil, nil
 	}
-	sum := sha256.Sum256([]byte(token))
+	// The token (at most 200 bytes, checked above) is hashed from a copy
+	// on the stack: []byte(token) would allocate on every request.
+	var buf [200]byte
+	sum := sha256.Sum256(buf[:copy(buf[:], token)])
 	if p := s.tokens.get(sum, time.Now()); p != nil {
 		return p, nil
 	}
+	if !s.tokens.on() {
+		return s.lookupToken(ctx, sum)
+	}
+	// The misses of one token at the same moment (a client's concurrent
+	// requests when its entry ends) share one lookup: one query, one
+	// last_used_at write, not one per request.
+	v, err, _ := s.tokens.flight.Do(string(sum[:]), func() (any, error) {
+		gen := s.tokens.generation()
+		p, err := s.lookupToken(ctx, sum)
+		if p != nil {
+			s.tokens.put(sum, p, time.Now(), gen)
+		}
+		return p, err
+	})
+	p, _ := v.(*app.Principal)
+	return p, err
+}
+
+// lookupToken reads the principal of a token hash from the database: nil
+// for an unknown or revoked token or a suspended user.
+func (s *Service) lookupToken(ctx context.Context, sum [sha256.Size]byte) (*app.Principal, error) {
 	t := new(Token)
 	err := s.db.NewSelect().Model(t).Relation("User").
 		Where("tk.hash = ?", hex.EncodeToString(sum[:])).Where("tk.revoked_at IS NULL").Scan(ctx)
@@ -478,9 +502,7 @@ func (s *Service) Authenticate(ctx context.Context, token string) (*app.Principa
 			return nil, fmt.Errorf("users: token last used: %w", err)
 		}
 	}
-	p := PrincipalOf(t.User, t.ID)
-	s.tokens.put(sum, p, time.Now())
-	return p, nil
+	return PrincipalOf(t.User, t.ID), nil
 }
 
 // PrincipalOf derives the roles of a user.

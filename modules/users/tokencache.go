@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/onair/onair/app"
 )
@@ -27,10 +28,18 @@ const tokenCacheMax = 50_000
 // the service drops the entries at once on the node that made it and, with
 // Redis, on every node through a pub/sub message; a change that misses
 // both (a row edited by hand, a lost message) is seen after at most ttl.
+//
+// A lookup that was under way when an entry was dropped does not put its
+// answer back (gen): the answer may predate the change. Concurrent misses
+// of one token share one lookup (flight).
 type tokenCache struct {
 	ttl time.Duration
 	mu  sync.RWMutex
 	m   map[[sha256.Size]byte]tokenEntry
+	// gen counts the drops; put keeps an answer only when none happened
+	// since its lookup began.
+	gen    uint64
+	flight singleflight.Group
 
 	rdb     *redis.Client
 	channel string
@@ -55,11 +64,27 @@ func (c *tokenCache) get(sum [sha256.Size]byte, now time.Time) *app.Principal {
 	return e.p
 }
 
-func (c *tokenCache) put(sum [sha256.Size]byte, p *app.Principal, now time.Time) {
+// on tells whether the cache keeps anything.
+func (c *tokenCache) on() bool { return c != nil && c.ttl > 0 }
+
+// generation is the count of drops so far; pass it to put.
+func (c *tokenCache) generation() uint64 {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.gen
+}
+
+// put keeps the answer of a lookup that began at generation gen, unless
+// an entry was dropped since.
+func (c *tokenCache) put(sum [sha256.Size]byte, p *app.Principal, now time.Time, gen uint64) {
 	if c == nil || c.ttl <= 0 {
 		return
 	}
 	c.mu.Lock()
+	if c.gen != gen {
+		c.mu.Unlock()
+		return
+	}
 	if c.m == nil || len(c.m) >= tokenCacheMax {
 		c.m = make(map[[sha256.Size]byte]tokenEntry)
 	}
@@ -74,6 +99,7 @@ func (c *tokenCache) drop(tokenID, userID int64) {
 		return
 	}
 	c.mu.Lock()
+	c.gen++
 	for k, e := range c.m {
 		if (tokenID != 0 && e.p.TokenID == tokenID) || (userID != 0 && e.p.UserID == userID) {
 			delete(c.m, k)
