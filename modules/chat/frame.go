@@ -354,6 +354,9 @@ const maxPooledWrite = 64 << 10
 // writeBatch writes the frames in one write.
 func (c *client) writeBatch(batch [][]byte) error {
 	c.conn.SetWriteDeadline(time.Now().Add(c.writeWait))
+	// The deadline is this write's alone: left set, it would fail the
+	// fan-out workers' writes once it passed.
+	defer c.conn.SetWriteDeadline(time.Time{})
 	if len(batch) == 1 {
 		_, err := c.conn.Write(batch[0])
 		return err

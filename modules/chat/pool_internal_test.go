@@ -181,3 +181,82 @@ func TestFanOutPoolSlowReader(t *testing.T) {
 		t.Errorf("after the close frame: %v, want the end of the connection", err)
 	}
 }
+
+// TestCaughtUpSocketWrittenAgain: a socket that fell behind (its writer
+// goroutine wrote with a deadline) and caught up is written by the
+// fan-out workers again after that deadline has passed, not dropped by it.
+func TestCaughtUpSocketWrittenAgain(t *testing.T) {
+	const wait = time.Second
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	peer, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer peer.Close()
+	server, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := NewLocalHub(slog.New(slog.DiscardHandler))
+	c := newClient(Viewer{AnonID: "late"}, nil, server, wait)
+	defer c.drop(nil)
+	sockets := []*client{c}
+	state := func() (behind, ending bool) {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.writing, c.ending
+	}
+
+	big := textFrame([]byte(`{"type":"chat.created","n":1,"pad":"` + strings.Repeat("x", 32<<20) + `"}`))
+	h.fanOut(sockets, flushOp{frames: big})
+	if behind, _ := state(); !behind {
+		t.Fatal("a 32 MB frame went whole into the kernel's buffers")
+	}
+	got := make(chan int, 2)
+	go func() {
+		br := bufio.NewReader(peer)
+		for {
+			_, payload, err := readFrame(br)
+			if err != nil {
+				return
+			}
+			if n, ok := eventNumber(payload); ok {
+				got <- n
+			}
+		}
+	}()
+	select {
+	case n := <-got:
+		if n != 1 {
+			t.Fatalf("event %d", n)
+		}
+	case <-time.After(testload.Patience):
+		b, e := state()
+		t.Fatalf("the big event never arrived (behind %v, ending %v)", b, e)
+	}
+	testload.Poll(t, "the socket caught up", func() error {
+		if behind, ending := state(); behind || ending {
+			return fmt.Errorf("behind %v, ending %v", behind, ending)
+		}
+		return nil
+	})
+	<-time.After(wait) // the behind write's deadline passes
+
+	h.fanOut(sockets, flushOp{frames: textFrame([]byte(`{"type":"chat.created","n":2,"pad":""}`))})
+	select {
+	case n := <-got:
+		if n != 2 {
+			t.Fatalf("event %d", n)
+		}
+	case <-time.After(testload.Patience):
+		b, e := state()
+		t.Fatalf("the caught-up socket did not get the next event (behind %v, ending %v)", b, e)
+	}
+	if _, ending := state(); ending {
+		t.Fatal("the caught-up socket was dropped")
+	}
+}
