@@ -1,6 +1,9 @@
 package chat
 
-import "time"
+import (
+	"syscall"
+	"time"
+)
 
 // SetWriteWait changes how long one write to a socket of m's room may
 // wait, for the sockets that join from now on.
@@ -8,4 +11,33 @@ func SetWriteWait(m *Module, d time.Duration) {
 	m.hub.mu.Lock()
 	defer m.hub.mu.Unlock()
 	m.hub.writeWait = d
+}
+
+// Behind counts the sockets of m's rooms whose writes wait for the
+// client to read (frames queued, or a write the kernel took only part of).
+func Behind(m *Module) int {
+	n := 0
+	m.hub.each(func(c *client) {
+		c.mu.Lock()
+		if len(c.queue) > 0 || c.partial != nil {
+			n++
+		}
+		c.mu.Unlock()
+	})
+	return n
+}
+
+// ShrinkSendBuffers sets the kernel send buffer of every socket of m's
+// rooms to about n bytes (no autotuning), so a client that stops reading
+// is behind after a few events, not after megabytes. It returns how
+// many sockets the fan-out workers write directly (the others go through
+// the writer goroutine alone).
+func ShrinkSendBuffers(m *Module, n int) (direct int) {
+	m.hub.each(func(c *client) {
+		if c.raw != nil {
+			c.raw.Control(func(fd uintptr) { syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_SNDBUF, n) })
+			direct++
+		}
+	})
+	return direct
 }

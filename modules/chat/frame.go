@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/onair/onair/app"
@@ -63,6 +64,13 @@ func textFrame(payload []byte) []byte {
 	return append(f, payload...)
 }
 
+// controlFrame is a control frame (opcode: ping 0x89, pong 0x8a) with a
+// payload of at most 125 bytes (RFC 6455 §5.5).
+func controlFrame(opcode byte, payload []byte) []byte {
+	payload = payload[:min(len(payload), 125)]
+	return append([]byte{opcode, byte(len(payload))}, payload...)
+}
+
 // closeFrame is a close frame with a status code and a short reason.
 func closeFrame(code int, reason string) []byte {
 	f := []byte{0x88, byte(2 + len(reason)), 0, 0}
@@ -70,8 +78,10 @@ func closeFrame(code int, reason string) []byte {
 	return append(f, reason...)
 }
 
-// client is one socket in a room. Frames for it wait in queue; a writer
-// goroutine runs only while there is something to write, and takes the
+// client is one socket in a room. A room's fan-out workers write its
+// frames straight from the room's flush without blocking (offer); what
+// the kernel does not take at once waits in queue for the socket's own
+// writer goroutine, which runs only while something waits and takes the
 // whole queue into one write. A client whose queue is full when a frame
 // arrives is dropped (CloseTooSlow) rather than holding up the room.
 type client struct {
@@ -80,6 +90,10 @@ type client struct {
 	// viewer is an empty principal, never nil: nil would be the system).
 	who  *app.Principal
 	conn net.Conn
+	// raw is conn's socket, written without blocking by the fan-out
+	// workers; nil when conn is not a socket (then every frame goes
+	// through the writer goroutine).
+	raw syscall.RawConn
 	// A write that waits longer than writeWait ends the socket, and slow
 	// (unless nil) is told.
 	writeWait time.Duration
@@ -92,18 +106,31 @@ type client struct {
 	// behind skips stale counts instead of being dropped for them.
 	presence []byte
 	ping     bool
-	writing  bool // a writer goroutine runs
+	// partial is the rest of a write a fan-out worker began: the writer
+	// goroutine writes it first, whatever else happens (even the drop of
+	// the socket), so no frame is cut.
+	partial [][]byte
+	// writing: the connection is being written (by a fan-out worker or
+	// the writer goroutine), and that writer writes whatever is queued
+	// meanwhile before letting go; while it is false nothing waits.
+	writing  bool
 	ending   bool
 	farewell []byte        // the close frame to end with (nil: none)
 	stopped  chan struct{} // closed once the writer closed the connection
 }
 
 func newClient(v Viewer, who *app.Principal, conn net.Conn, writeWait time.Duration) *client {
-	return &client{viewer: v, who: who, conn: conn, writeWait: writeWait, stopped: make(chan struct{})}
+	c := &client{viewer: v, who: who, conn: conn, writeWait: writeWait, stopped: make(chan struct{})}
+	if sc, ok := conn.(syscall.Conn); ok {
+		if raw, err := sc.SyscallConn(); err == nil {
+			c.raw = raw
+		}
+	}
+	return c
 }
 
-// push queues a frame; false when the queue is full (the caller drops the
-// client).
+// push queues a frame for the writer goroutine; false when the queue is
+// full (the caller drops the client).
 func (c *client) push(frame []byte) bool {
 	c.mu.Lock()
 	if c.ending {
@@ -119,27 +146,104 @@ func (c *client) push(frame []byte) bool {
 	return true
 }
 
-// pushPresence replaces the waiting presence frame (unless replace is
-// false and one waits).
-func (c *client) pushPresence(frame []byte, replace bool) {
-	c.mu.Lock()
-	if c.ending || (!replace && c.presence != nil) {
-		c.mu.Unlock()
-		return
-	}
-	c.presence = frame
-	c.wakeLocked()
-}
-
-// pingNow queues a ping.
-func (c *client) pingNow() {
+// offer gives the socket a room's flush (frames, a presence frame, a
+// ping; any may be empty) from a fan-out worker: written at once without
+// blocking unless the connection is being written already, then queued
+// behind that write. False when frames would overflow the queue (the
+// caller drops the client).
+func (c *client) offer(w *fanWriter, frames, presence []byte, ping bool) bool {
 	c.mu.Lock()
 	if c.ending {
 		c.mu.Unlock()
+		return true
+	}
+	if c.writing || c.raw == nil {
+		if frames != nil {
+			if len(c.queue) >= ClientQueue {
+				c.mu.Unlock()
+				return false
+			}
+			c.queue = append(c.queue, frames)
+		}
+		if presence != nil {
+			c.presence = presence
+		}
+		c.ping = c.ping || ping
+		c.wakeLocked()
+		return true
+	}
+	// Nothing waits (writing is false): what is offered is all there is.
+	c.writing = true
+	c.mu.Unlock()
+	w.parts = append(w.parts[:0], frames, presence)
+	if ping {
+		w.parts = append(w.parts, pingFrame)
+	}
+	c.writeNow(w)
+	return true
+}
+
+// greet writes a socket's greeting from its own goroutine without
+// blocking, unless a newer presence frame waits already.
+func (c *client) greet(w *fanWriter, frame []byte) {
+	c.mu.Lock()
+	if c.ending || c.presence != nil {
+		c.mu.Unlock()
 		return
 	}
-	c.ping = true
-	c.wakeLocked()
+	if c.writing || c.raw == nil {
+		c.presence = frame
+		c.wakeLocked()
+		return
+	}
+	c.writing = true
+	c.mu.Unlock()
+	w.parts = append(w.parts[:0], frame)
+	c.writeNow(w)
+}
+
+// writeNow writes w.parts (frames shared with other sockets, never
+// changed; nil parts are skipped), and whatever is queued meanwhile,
+// without blocking; c.writing is set, by the caller. What the kernel does
+// not take goes to the writer goroutine, ahead of what waits, as slices
+// of the same frames (no copy); so do the socket's end and a failed write.
+func (c *client) writeNow(w *fanWriter) {
+	for {
+		n, err := w.write(c.raw)
+		c.mu.Lock()
+		if err != nil {
+			// The peer is gone (reset, broken pipe): end without a close frame.
+			c.ending, c.farewell = true, nil
+		} else if rest := w.rest(n); rest != nil {
+			// The kernel's buffer is full: the rest of the write is the
+			// writer goroutine's, before anything else.
+			c.partial = rest
+		}
+		if c.ending || c.partial != nil {
+			c.handOffLocked()
+			return
+		}
+		if len(c.queue) == 0 && c.presence == nil && !c.ping {
+			c.writing = false
+			c.mu.Unlock()
+			return
+		}
+		// More came while this was written: one more write of all of it.
+		w.parts = append(append(w.parts[:0], c.queue...), c.presence)
+		if c.ping {
+			w.parts = append(w.parts, pingFrame)
+		}
+		clear(c.queue)
+		c.queue, c.presence, c.ping = c.queue[:0], nil, false
+		c.mu.Unlock()
+	}
+}
+
+// handOffLocked lets the writer goroutine go on from here (c.writing
+// stays set), and unlocks c.mu.
+func (c *client) handOffLocked() {
+	c.mu.Unlock()
+	go c.write()
 }
 
 // drop ends the socket (once) with the farewell close frame (nil: none):
@@ -173,6 +277,12 @@ func (c *client) wakeLocked() {
 func (c *client) write() {
 	for {
 		c.mu.Lock()
+		if rest := c.partial; rest != nil {
+			c.partial = nil
+			c.mu.Unlock()
+			c.failed(c.writeBatch(rest))
+			continue
+		}
 		if c.ending {
 			farewell := c.farewell
 			c.mu.Unlock()
@@ -211,13 +321,25 @@ func (c *client) write() {
 		c.mu.Lock()
 		c.spare = batch[:0]
 		c.mu.Unlock()
-		if err != nil {
-			// A write that waited writeWait is a viewer too slow; the
-			// connection is broken mid-frame, so no close frame follows.
-			if c.drop(nil) && errors.Is(err, os.ErrDeadlineExceeded) && c.slow != nil {
-				c.slow(c)
-			}
-		}
+		c.failed(err)
+	}
+}
+
+// failed ends the socket after a failed write (err not nil). A write that
+// waited writeWait is a viewer too slow; the connection is broken
+// mid-frame, so no close frame follows.
+func (c *client) failed(err error) {
+	if err == nil {
+		return
+	}
+	c.mu.Lock()
+	first := !c.ending
+	c.ending, c.farewell = true, nil
+	clear(c.queue)
+	c.queue, c.presence = c.queue[:0], nil
+	c.mu.Unlock()
+	if first && errors.Is(err, os.ErrDeadlineExceeded) && c.slow != nil {
+		c.slow(c)
 	}
 }
 
@@ -232,6 +354,9 @@ const maxPooledWrite = 64 << 10
 // writeBatch writes the frames in one write.
 func (c *client) writeBatch(batch [][]byte) error {
 	c.conn.SetWriteDeadline(time.Now().Add(c.writeWait))
+	// The deadline is this write's alone: left set, it would fail the
+	// fan-out workers' writes once it passed.
+	defer c.conn.SetWriteDeadline(time.Time{})
 	if len(batch) == 1 {
 		_, err := c.conn.Write(batch[0])
 		return err

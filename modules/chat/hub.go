@@ -37,7 +37,7 @@ type Event struct {
 	Count       *int  `json:"count,omitempty"`
 	// Joined and Left list who came and went since the room's previous
 	// presence event (presence is sent at most every presenceEvery, less
-	// often in a large room).
+	// often in a large room), at most maxPresenceList of each.
 	Joined []Viewer `json:"joined,omitempty"`
 	Left   []Viewer `json:"left,omitempty"`
 	// Badge of a chat.created message's author ("host", "staff"), for the
@@ -115,13 +115,24 @@ type room struct {
 	// presence event for it counted them (0 before the first).
 	count int
 
+	// list is clients as a slice for the fan-out workers, built again
+	// (by the next flush) after a join or leave; never changed once built.
+	lmu  sync.Mutex
+	list []*client
+
 	// The room's fan-out is clocked: its sockets are written at most once
 	// every flushEvery(sockets). An event that comes sooner waits in
 	// batch (its frame appended to those before it) for the room's next
 	// flush, which hands the whole batch to every socket as one buffer.
-	fmu     sync.Mutex
-	batch   []byte
-	flushed time.Time // the last flush
+	// One flush of a room runs at a time (flushing), so every socket gets
+	// the room's frames in order.
+	fmu      sync.Mutex
+	batch    []byte
+	presence []byte // the newest presence frame not yet flushed
+	ping     bool
+	flushed  time.Time // the last flush's start
+	flushing bool      // a goroutine runs flushes (h.flushRoom)
+	timed    bool      // a timer will start one
 }
 
 // Fan-out clock: a room of n sockets flushes at most every n ×
@@ -192,65 +203,112 @@ func (h *Hub) Publish(ctx context.Context, showID int64, ev Event) {
 
 // deliver hands a payload to every local socket of the room without
 // blocking: its frame is built once, and goes with the room's next flush
-// to each socket's queue; a socket whose queue is full is dropped
-// (CloseTooSlow). Presence frames (coalesced already) go at once, each
-// socket keeping only the newest.
+// to each socket (a socket too far behind is dropped, CloseTooSlow). A
+// presence frame (coalesced already) replaces the one waiting, if any.
 func (h *Hub) deliver(showID int64, payload []byte) {
 	if h.mayView != nil && bytes.HasPrefix(payload, showUpdatedPrefix) {
 		h.enforceVisibility(showID)
 	}
 	frame := textFrame(payload)
+	presence := isPresence(payload)
+	h.schedule(showID, func(r *room) {
+		switch {
+		case presence:
+			r.presence = frame
+		case r.batch == nil:
+			r.batch = frame
+		default:
+			r.batch = append(r.batch, frame...)
+		}
+	})
+}
+
+// schedule adds to the room's next flush (add runs with r.fmu held) and
+// starts it now if the room's clock allows, else makes sure it comes.
+func (h *Hub) schedule(showID int64, add func(*room)) {
 	h.mu.RLock()
-	defer h.mu.RUnlock()
 	r := h.rooms[showID]
 	if r == nil {
-		return
-	}
-	if isPresence(payload) {
-		for c := range r.clients {
-			c.pushPresence(frame, true)
-		}
+		h.mu.RUnlock()
 		return
 	}
 	every := flushEvery(len(r.clients))
+	h.mu.RUnlock()
 	r.fmu.Lock()
-	now := time.Now()
-	if r.batch == nil && now.Sub(r.flushed) >= every {
-		r.flushed = now
+	add(r)
+	if r.flushing || r.timed {
 		r.fmu.Unlock()
-		h.fanOut(r, frame)
 		return
 	}
-	if r.batch == nil {
-		time.AfterFunc(r.flushed.Add(every).Sub(now), func() { h.flush(showID, r) })
-		r.batch = frame
-	} else {
-		r.batch = append(r.batch, frame...)
+	if wait := time.Until(r.flushed.Add(every)); wait > 0 {
+		r.timed = true
+		time.AfterFunc(wait, func() { h.flushTimed(showID, r) })
+		r.fmu.Unlock()
+		return
 	}
+	r.flushing = true
 	r.fmu.Unlock()
+	go h.flushRoom(showID, r)
 }
 
-// flush hands the room's waiting frames to its sockets.
-func (h *Hub) flush(showID int64, r *room) {
+// flushTimed starts the flush a timer was set for.
+func (h *Hub) flushTimed(showID int64, r *room) {
+	r.fmu.Lock()
+	r.timed = false
+	if r.flushing {
+		r.fmu.Unlock()
+		return
+	}
+	r.flushing = true
+	r.fmu.Unlock()
+	h.flushRoom(showID, r)
+}
+
+// flushRoom writes what waits for the room (r.flushing is set) to all
+// its sockets, again while more waits and the clock allows, and sets a
+// timer for what waits when it does not.
+func (h *Hub) flushRoom(showID int64, r *room) {
+	for {
+		r.fmu.Lock()
+		op := flushOp{frames: r.batch, presence: r.presence, ping: r.ping}
+		if op.frames == nil && op.presence == nil && !op.ping {
+			r.flushing = false
+			r.fmu.Unlock()
+			return
+		}
+		r.batch, r.presence, r.ping, r.flushed = nil, nil, false, time.Now()
+		r.fmu.Unlock()
+		sockets := h.sockets(showID, r)
+		h.fanOut(sockets, op)
+		r.fmu.Lock()
+		if r.batch != nil || r.presence != nil || r.ping {
+			if wait := time.Until(r.flushed.Add(flushEvery(len(sockets)))); wait > 0 {
+				r.flushing, r.timed = false, true
+				time.AfterFunc(wait, func() { h.flushTimed(showID, r) })
+				r.fmu.Unlock()
+				return
+			}
+		}
+		r.fmu.Unlock()
+	}
+}
+
+// sockets is the room's sockets as a slice (nil if the room is gone).
+func (h *Hub) sockets(showID int64, r *room) []*client {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
-	r.fmu.Lock()
-	batch := r.batch
-	r.batch, r.flushed = nil, time.Now()
-	r.fmu.Unlock()
-	if h.rooms[showID] == r && batch != nil {
-		h.fanOut(r, batch)
+	if h.rooms[showID] != r {
+		return nil
 	}
-}
-
-// fanOut queues frames on every socket of the room (h.mu read-locked);
-// the sockets that are too far behind are dropped.
-func (h *Hub) fanOut(r *room, frames []byte) {
-	for c := range r.clients {
-		if !c.push(frames) && c.drop(tooSlowFrame) {
-			h.slow(c)
+	r.lmu.Lock()
+	defer r.lmu.Unlock()
+	if r.list == nil {
+		r.list = make([]*client, 0, len(r.clients))
+		for c := range r.clients {
+			r.list = append(r.list, c)
 		}
 	}
+	return r.list
 }
 
 // slow logs a socket dropped for being too slow (once per socket).
@@ -270,6 +328,7 @@ func (h *Hub) join(ctx context.Context, showID int64, v Viewer, who *app.Princip
 		h.rooms[showID] = r
 	}
 	r.clients[c] = struct{}{}
+	r.list = nil
 	r.viewers[v.Key()]++
 	first := r.viewers[v.Key()] == 1
 	h.mu.Unlock()
@@ -301,7 +360,9 @@ func (h *Hub) greet(showID int64, c *client) {
 		h.log.Error("chat: encode event", "err", err)
 		return
 	}
-	c.pushPresence(textFrame(payload), false) // unless a newer count waits
+	w := getFanWriter()
+	c.greet(w, textFrame(payload)) // unless a newer count waits
+	putFanWriter(w)
 }
 
 // leave removes a socket; the viewer's last socket makes them absent.
@@ -312,6 +373,7 @@ func (h *Hub) leave(ctx context.Context, showID int64, c *client) {
 	if r != nil {
 		if _, ok := r.clients[c]; ok {
 			delete(r.clients, c)
+			r.list = nil
 			key := c.viewer.Key()
 			r.viewers[key]--
 			if r.viewers[key] <= 0 {
@@ -343,6 +405,11 @@ const (
 	presencePerSocket = 100 * time.Microsecond
 )
 
+// maxPresenceList bounds the joined and left lists of one presence event
+// (its count is always exact): a crowd arriving makes every socket hear a
+// few names, not a frame of thousands of them each tick.
+const maxPresenceList = 50
+
 // presenceBatch is what changed in a room since its last presence event.
 type presenceBatch struct {
 	joined, left []Viewer
@@ -365,10 +432,10 @@ func (h *Hub) presenceChanged(showID int64, joined, left *Viewer) {
 		h.pending[showID] = b
 		time.AfterFunc(max(presenceEvery, time.Duration(sockets)*presencePerSocket), func() { h.flushPresence(showID) })
 	}
-	if joined != nil {
+	if joined != nil && len(b.joined) < maxPresenceList {
 		b.joined = append(b.joined, *joined)
 	}
-	if left != nil {
+	if left != nil && len(b.left) < maxPresenceList {
 		b.left = append(b.left, *left)
 	}
 }
@@ -456,13 +523,26 @@ func (h *Hub) Sockets() int {
 // presence until ctx ends; then it closes every socket (CloseGoingAway).
 func (h *Hub) run(ctx context.Context, refreshEvery time.Duration) {
 	go h.bus.Run(ctx, h.deliver)
-	go app.Every(ctx, pingEvery, func(context.Context) { h.each(func(c *client) { c.pingNow() }) })
+	go app.Every(ctx, pingEvery, func(context.Context) { h.pingAll() })
 	app.Every(ctx, refreshEvery, func(ctx context.Context) {
 		if err := h.presence.Refresh(ctx, h.localKeys()); err != nil && ctx.Err() == nil {
 			h.log.Error("chat: presence refresh", "err", err)
 		}
 	})
 	h.each(func(c *client) { c.drop(goingAwayFrame) })
+}
+
+// pingAll pings every socket of this node with its room's next flush.
+func (h *Hub) pingAll() {
+	h.mu.RLock()
+	ids := make([]int64, 0, len(h.rooms))
+	for id := range h.rooms {
+		ids = append(ids, id)
+	}
+	h.mu.RUnlock()
+	for _, id := range ids {
+		h.schedule(id, func(r *room) { r.ping = true })
+	}
 }
 
 // each calls f on every socket of this node.

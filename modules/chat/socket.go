@@ -151,10 +151,10 @@ func (m *Module) serveSocket(conn *websocket.Conn) {
 		who = &app.Principal{}
 	}
 	// The room's frames are written straight to the TCP connection (one
-	// write for what waits), not through the WebSocket library's
-	// per-message copy; the library only reads, and answers pings and
-	// closes with one write of a whole frame each, which cannot
-	// interleave with ours.
+	// write for what waits, from the room's fan-out workers without
+	// blocking), not through the WebSocket library's per-message copy;
+	// the library only reads (its answers to pings and closes are ours
+	// too, below).
 	raw := conn.NetConn()
 	if u, ok := raw.(interface{ UnsafeConn() net.Conn }); ok {
 		raw = u.UnsafeConn()
@@ -162,6 +162,23 @@ func (m *Module) serveSocket(conn *websocket.Conn) {
 	cl := m.hub.join(ctx, showID, v, who, raw)
 	defer m.hub.leave(ctx, showID, cl)
 
+	// Every write to the connection is the hub's (a frame the library
+	// wrote could land inside a frame a fan-out worker has half written):
+	// a ping's pong and a close's echo go through the socket's queue.
+	conn.SetPingHandler(func(data string) error {
+		w := getFanWriter()
+		cl.offer(w, controlFrame(0x8a, []byte(data)), nil, false)
+		putFanWriter(w)
+		return nil
+	})
+	conn.SetCloseHandler(func(code int, _ string) error {
+		echo := []byte{0x88, 0}
+		if code != websocket.CloseNoStatusReceived {
+			echo = closeFrame(code, "")
+		}
+		cl.drop(echo)
+		return nil
+	})
 	conn.SetReadLimit(readLimit)
 	conn.SetReadDeadline(time.Now().Add(pongWait))
 	conn.SetPongHandler(func(string) error { return conn.SetReadDeadline(time.Now().Add(pongWait)) })

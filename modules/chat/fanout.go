@@ -1,0 +1,162 @@
+package chat
+
+import (
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"syscall"
+)
+
+// A room's flush is written by a few fan-out workers (one a core), each
+// taking the next stretch of the room's sockets and writing each socket
+// what the flush carries with one non-blocking write(2) from its own
+// goroutine. A socket whose kernel buffer is full takes what fits; the
+// rest, and what follows until it catches up, go to that socket's own
+// writer goroutine (client.write), which may wait for it up to writeWait
+// and drops it when its queue overflows. So a flush wakes GOMAXPROCS
+// goroutines, not one per socket, and a POST's handler finds a core.
+
+// fanStretch is how many sockets a worker takes at a time; a room smaller
+// than this is written by the flushing goroutine alone.
+const fanStretch = 256
+
+// fanWriter is one worker's state: the parts of a socket's next write,
+// the buffer joining them, and the raw write's argument and result (kept
+// here so a write allocates nothing).
+type fanWriter struct {
+	parts [][]byte
+	buf   []byte
+
+	b   []byte
+	n   int
+	err error
+	fn  func(fd uintptr) bool
+}
+
+var fanWriters = sync.Pool{New: func() any {
+	w := &fanWriter{}
+	w.fn = w.writeFD
+	return w
+}}
+
+// maxWorkerBuf is the largest joining buffer a worker keeps.
+const maxWorkerBuf = 64 << 10
+
+func getFanWriter() *fanWriter { return fanWriters.Get().(*fanWriter) }
+
+func putFanWriter(w *fanWriter) {
+	if cap(w.buf) > maxWorkerBuf {
+		w.buf = nil
+	}
+	clear(w.parts)
+	w.parts, w.buf, w.b = w.parts[:0], w.buf[:0], nil
+	fanWriters.Put(w)
+}
+
+// write writes what of w.parts the socket's kernel buffer takes now,
+// without waiting, in one write(2): n short of their length with a nil
+// error when it is full.
+func (w *fanWriter) write(raw syscall.RawConn) (int, error) {
+	w.b = nil
+	for _, p := range w.parts {
+		switch {
+		case len(p) == 0:
+		case w.b == nil:
+			w.b = p
+		default:
+			if len(w.buf) == 0 {
+				w.buf = append(w.buf, w.b...)
+			}
+			w.buf = append(w.buf, p...)
+			w.b = w.buf
+		}
+	}
+	w.n, w.err = 0, nil
+	err := raw.Write(w.fn)
+	n := w.n
+	if err == nil {
+		err = w.err
+	}
+	w.b, w.buf, w.err = nil, w.buf[:0], nil
+	return n, err
+}
+
+// rest is what of w.parts a write of n bytes left, as slices of the same
+// frames; nil when nothing.
+func (w *fanWriter) rest(n int) [][]byte {
+	var rest [][]byte
+	for _, p := range w.parts {
+		switch {
+		case n >= len(p):
+			n -= len(p)
+		default:
+			rest = append(rest, p[n:])
+			n = 0
+		}
+	}
+	return rest
+}
+
+// writeFD is raw.Write's callback: write(2) on the non-blocking socket
+// until it would block; true, so the runtime never waits for the socket
+// to be writable.
+func (w *fanWriter) writeFD(fd uintptr) bool {
+	for w.n < len(w.b) {
+		n, err := syscall.Write(int(fd), w.b[w.n:])
+		if err == syscall.EINTR {
+			continue
+		}
+		if err == syscall.EAGAIN {
+			return true
+		}
+		if err != nil {
+			w.err = err
+			return true
+		}
+		w.n += n
+		if n == 0 {
+			return true
+		}
+	}
+	return true
+}
+
+// flushOp is what a room's flush gives each of its sockets.
+type flushOp struct {
+	frames   []byte // the events' frames, one buffer (nil: none)
+	presence []byte // the newest presence frame (nil: none)
+	ping     bool
+}
+
+// fanOut gives op to every socket, from up to GOMAXPROCS workers (the
+// calling goroutine one of them), and returns once each socket has been
+// written or queued; the sockets too far behind are dropped.
+func (h *Hub) fanOut(sockets []*client, op flushOp) {
+	var next atomic.Int64
+	work := func() {
+		w := getFanWriter()
+		defer putFanWriter(w)
+		for {
+			end := int(next.Add(fanStretch))
+			start := end - fanStretch
+			if start >= len(sockets) {
+				return
+			}
+			for _, c := range sockets[start:min(end, len(sockets))] {
+				if !c.offer(w, op.frames, op.presence, op.ping) && c.drop(tooSlowFrame) {
+					h.slow(c)
+				}
+			}
+			// A stretch is about a millisecond of writes: let a request
+			// that waits for a core (a POST) have it before the next.
+			runtime.Gosched()
+		}
+	}
+	workers := min(runtime.GOMAXPROCS(0), (len(sockets)+fanStretch-1)/fanStretch)
+	var wg sync.WaitGroup
+	for range workers - 1 {
+		wg.Go(work)
+	}
+	work()
+	wg.Wait()
+}
