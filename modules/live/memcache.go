@@ -152,6 +152,11 @@ type liveFiles struct {
 	gmu     sync.Mutex
 	growing map[string]*growingShm
 	gclosed bool
+
+	// The last Last-Modified formatted, and its second (Put's goroutine
+	// only).
+	dateSec int64
+	date    string
 }
 
 // growingShm is a segment's memory file while its parts arrive; it holds
@@ -175,7 +180,7 @@ type partLoc struct {
 // there are none), since its data is the packager's buffer.
 func (f *liveFiles) Put(name string, data []byte, mod time.Time) {
 	size := int64(len(data))
-	m := &memFile{body: data, size: size, etag: fileETag(mod, size), lastMod: mod.UTC().Format(http.TimeFormat)}
+	m := &memFile{body: data, size: size, etag: fileETag(mod, size), lastMod: f.httpDate(mod)}
 	media := filepath.Ext(name) == ".ts"
 	if media {
 		shm, off, err := f.memFor(name, data)
@@ -234,6 +239,15 @@ func (f *liveFiles) Put(name string, data []byte, mod time.Time) {
 		}
 		f.media = kept
 	}
+}
+
+// httpDate is mod as a Last-Modified header, formatted once a second:
+// a show publishes a dozen files a second.
+func (f *liveFiles) httpDate(mod time.Time) string {
+	if sec := mod.Unix(); sec != f.dateSec || f.date == "" {
+		f.dateSec, f.date = sec, mod.UTC().Format(http.TimeFormat)
+	}
+	return f.date
 }
 
 // errFilesClosed: the publication's files were dropped.
