@@ -26,3 +26,12 @@ func ParseNodeURL(v string) (any, error) { return parseNodeURL(v) }
 
 // InMemory tells whether the show's file is served from memory.
 func (m *Module) InMemory(showID int64, file string) bool { return m.media.has(showID, file) }
+
+// SetMediaLimits changes the in-memory live edge's bounds, in bytes,
+// before a publication starts (each publication's start reads them under
+// the cache's lock).
+func (m *Module) SetMediaLimits(max, perShow int64) {
+	m.media.mu.Lock()
+	m.media.max, m.media.perShow = max, perShow
+	m.media.mu.Unlock()
+}

@@ -251,6 +251,12 @@ func (m *Module) sendMedia(c *fiber.Ctx, id int64, file, scope string) error {
 		mediaHeaders(c, ctype, cache)
 		return sendMemory(c, mf)
 	}
+	// A part of the live edge that memory could not hold: its bytes are
+	// in its segment's file.
+	if loc, ok := m.media.part(id, file); ok {
+		mediaHeaders(c, ctype, cache)
+		return m.sendPart(c, id, loc)
+	}
 	// The file is opened once and, unless it is a (small, rewritten)
 	// playlist, sent as a body stream, which fasthttp hands to
 	// sendfile(2): a ~600 KB segment is not copied through a fresh heap
@@ -290,6 +296,32 @@ func (m *Module) sendMedia(c *fiber.Ctx, id int64, file, scope string) error {
 		return c.Send(data)
 	}
 	return sendContent(c, localBody{f}, fi.Size(), fi.ModTime(), localETag(fi))
+}
+
+// sendPart answers with a part from its range of its segment's file.
+func (m *Module) sendPart(c *fiber.Ctx, id int64, loc partLoc) error {
+	f, err := os.Open(filepath.Join(m.showDir(id), loc.segment))
+	if errors.Is(err, os.ErrNotExist) {
+		return fiber.ErrNotFound
+	}
+	if err != nil {
+		return fmt.Errorf("live: open %s: %w", loc.segment, err)
+	}
+	h := &c.Response().Header
+	h.Set(fiber.HeaderETag, loc.etag)
+	h.Set(fiber.HeaderLastModified, loc.lastMod)
+	h.Set(fiber.HeaderAcceptRanges, "bytes")
+	start, length, answered := negotiate(c, loc.size, loc.etag)
+	if answered || c.Method() == fiber.MethodHead {
+		f.Close()
+		return nil
+	}
+	if _, err := f.Seek(loc.off+start, io.SeekStart); err != nil {
+		f.Close()
+		return fmt.Errorf("live: seek %s: %w", loc.segment, err)
+	}
+	c.Response().SetBodyStream(&fileRange{f: f, n: length}, int(length)) // sendfile, closed by fasthttp
+	return nil
 }
 
 // cachePolicy is the Cache-Control of a media file: live playlists are

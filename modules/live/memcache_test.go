@@ -69,3 +69,40 @@ func TestMediaCacheLimits(t *testing.T) {
 		t.Fatal("a cache of 0 bytes holds files")
 	}
 }
+
+// A segment's parts are ranges of one memory file, which the segment
+// takes over once complete; a part evicted from memory is still located
+// in its segment's file; what leaves the playlist is forgotten.
+func TestMediaCacheParts(t *testing.T) {
+	mod := time.Unix(1700000000, 5)
+	mc := newMediaCache(1<<20, 1<<20)
+	f := mc.start(1)
+	p0, p1 := bytes.Repeat([]byte{'a'}, 376), bytes.Repeat([]byte{'b'}, 564)
+	f.Put("seg-000003-p0.ts", p0, mod)
+	f.Put("seg-000003-p1.ts", p1, mod)
+	f.Put("seg-000003.ts", append(append([]byte(nil), p0...), p1...), mod)
+	part, seg := mc.get(1, "seg-000003-p1.ts"), mc.get(1, "seg-000003.ts")
+	if part == nil || seg == nil || part.size != 564 {
+		t.Fatal("parts or segment not held")
+	}
+	defer part.done()
+	defer seg.done()
+	if part.shm != nil && (part.shm != seg.shm || part.off != 376 || seg.off != 0) {
+		t.Errorf("the part is not its range of the segment's memory file (offset %d)", part.off)
+	}
+	// Evicted from memory, a part is located in its segment's file.
+	f.mu.Lock()
+	f.removeLocked("seg-000003-p1.ts")
+	f.mu.Unlock()
+	if loc, ok := mc.part(1, "seg-000003-p1.ts"); mc.has(1, "seg-000003-p1.ts") || !ok || loc.segment != "seg-000003.ts" || loc.off != 376 || loc.size != 564 || loc.etag == "" {
+		t.Errorf("evicted part located at %+v (%v)", loc, ok)
+	}
+	f.Remove("seg-000003-p1.ts")
+	if _, ok := mc.part(1, "seg-000003-p1.ts"); ok {
+		t.Error("a part that left the playlist is still located")
+	}
+	mc.drop(1)
+	if mc.size.Load() != 0 {
+		t.Errorf("size %d after drop", mc.size.Load())
+	}
+}

@@ -172,7 +172,7 @@ func sendMemory(c *fiber.Ctx, f *memFile) error {
 		return nil
 	}
 	if f.shm != nil {
-		c.Response().SetBodyStream(f.shm.body(c.Context().Conn(), start, length), int(length))
+		c.Response().SetBodyStream(f.shm.body(c.Context().Conn(), f.off+start, length), int(length))
 		return nil
 	}
 	c.Response().SetBodyRaw(f.body[start : start+length])

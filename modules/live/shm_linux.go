@@ -28,17 +28,28 @@ func newShm(name string, data []byte) (*shmFile, error) {
 	if err != nil {
 		return nil, fmt.Errorf("live: memfd_create: %w", err)
 	}
-	for rest := data; len(rest) > 0; {
-		n, err := unix.Write(fd, rest)
-		if err != nil && !errors.Is(err, unix.EINTR) {
-			unix.Close(fd)
-			return nil, fmt.Errorf("live: write memfd: %w", err)
-		}
-		rest = rest[max(n, 0):]
-	}
 	f := &shmFile{fd: fd}
 	f.refs.Store(1)
+	if err := f.writeAt(data, 0); err != nil {
+		unix.Close(fd)
+		return nil, err
+	}
 	return f, nil
+}
+
+// writeAt copies data into the file at off. Bytes already there are never
+// rewritten: a segment's file grows part by part while the parts before
+// are sent from it.
+func (f *shmFile) writeAt(data []byte, off int64) error {
+	for len(data) > 0 {
+		n, err := unix.Pwrite(f.fd, data, off)
+		if err != nil && !errors.Is(err, unix.EINTR) {
+			return fmt.Errorf("live: write memfd: %w", err)
+		}
+		data = data[max(n, 0):]
+		off += int64(max(n, 0))
+	}
+	return nil
 }
 
 func (f *shmFile) acquire() { f.refs.Add(1) }

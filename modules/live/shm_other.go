@@ -14,6 +14,8 @@ type shmFile struct{}
 
 func newShm(string, []byte) (*shmFile, error) { return nil, errors.ErrUnsupported }
 
+func (*shmFile) writeAt([]byte, int64) error { return errors.ErrUnsupported }
+
 func (*shmFile) acquire() {}
 
 func (*shmFile) release() {}

@@ -23,15 +23,19 @@
 //
 // Low-latency HLS (RFC 8216bis): each segment is also published while it
 // grows, in parts of PartDuration (a third of a second), each a small
-// transport stream file of its own whose bytes are exactly its slice of
-// the segment (PAT and PMT open every part). The muxer builds each part in
-// a reused buffer, written once to the segment file and once, in place,
-// to the part's file; a server sends a part of a live stream once its Live
-// says it is published (Live.PartPublished). The live playlists carry
+// transport stream of its own whose bytes are exactly its slice of the
+// segment (PAT and PMT open every part). The muxer builds each part in a
+// reused buffer, written once to the segment file. With Options.Files (a
+// server's memory) the part and the live playlists rewritten after each
+// part go there only, and the directory gets a live playlist per segment
+// without the LL-HLS tags; without Files the part is written, in place,
+// to a file of its own and the playlists after every part, and a server
+// sends a part of a live stream once its Live says it is published
+// (Live.PartPublished). The live playlists carry
 // EXT-X-SERVER-CONTROL (CAN-BLOCK-RELOAD, PART-HOLD-BACK), EXT-X-PART-INF,
 // the parts of the last three segments and of the one being written,
 // EXT-X-PRELOAD-HINT for the next part and EXT-X-RENDITION-REPORT of the
-// other rendition; a Live hears of every playlist written, so that
+// other rendition; a Live hears of every playlist published, so that
 // blocking playlist reloads and hinted part requests wait on it.
 //
 // Master playlists (MasterAV, MasterAudio; ArchiveMasterAV,

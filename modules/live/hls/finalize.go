@@ -35,7 +35,7 @@ func Finalize(dir string, opts Options) error {
 		st := &variantStats{full: o.SegmentDuration.Seconds() / 2}
 		for _, s := range list {
 			st.add(s)
-			removeParts(dir, s.Rendition, s.Sequence, nil)
+			removeParts(dir, s.Rendition, s.Sequence)
 		}
 		stats[out.rendition] = st
 		vod := playlist{vod: true, mediaSequence: list[0].Sequence, segments: list, targetDuration: 1}

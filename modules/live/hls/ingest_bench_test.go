@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"io"
 	"log/slog"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -85,16 +86,26 @@ func cpuTime(tb testing.TB) time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
+// heldFiles is a Files that drops what it is given, as a server's memory
+// holds the live edge: the packager's side of it only.
+type heldFiles struct{}
+
+func (heldFiles) Put(string, []byte, time.Time) {}
+func (heldFiles) Remove(string)                 {}
+
 // BenchmarkIngest is the ingest path of one publisher without the network:
 // RTMP chunks reassembled by rtmp.ChunkReader, FLV tags parsed and packaged
-// into both renditions with LL-HLS parts, segments synced to disk as in
-// production. cpu-s/stream is the process CPU time (user+system, what
-// bench/live's CPU column counts) per 30 s stream.
+// into both renditions, segments synced to disk as in production: with
+// LL-HLS parts into memory (Files, the server's default), with parts on
+// disk (no Files: ONAIR_HLS_MEMORY_MB=0), and without parts.
+// cpu-s/stream is the process CPU time (user+system, what bench/live's CPU
+// column counts) per 30 s stream.
 func BenchmarkIngest(b *testing.B) {
 	for _, c := range []struct {
-		name string
-		part time.Duration
-	}{{"parts", 0}, {"noparts", -1}} {
+		name  string
+		part  time.Duration
+		files Files
+	}{{"parts-memory", 0, heldFiles{}}, {"parts-memory-nosync", 0, heldFiles{}}, {"parts", 0, nil}, {"noparts", -1, nil}} {
 		b.Run(c.name, func(b *testing.B) {
 			raw := recordedStream(b, benchSeconds)
 			b.SetBytes(int64(len(raw)))
@@ -107,7 +118,7 @@ func BenchmarkIngest(b *testing.B) {
 				n++
 				dir := b.TempDir()
 				before := cpuTime(b)
-				p, err := Open(dir, Options{PartDuration: c.part, Logger: slog.New(slog.DiscardHandler)})
+				p, err := Open(dir, Options{PartDuration: c.part, Files: c.files, noSync: strings.HasSuffix(c.name, "nosync"), Logger: slog.New(slog.DiscardHandler)})
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -16,9 +16,11 @@ import (
 // PartDuration. A part is a small transport stream file of its own
 // (seg-000123-p2.ts), byte for byte the slice of its segment's file: each
 // part opens with PAT and PMT, so the segment, their concatenation, plays
-// unchanged for players that ignore the LL tags. A part's file is written
-// in place, without the rename of a temporary file: while its stream is
-// live, a server sends it only once Live says it is published.
+// unchanged for players that ignore the LL tags. With Options.Files the
+// parts and the playlists that list them live in Files only (a server's
+// memory); without, a part's file is written in place, without the
+// rename of a temporary file: while its stream is live, a server sends it
+// only once Live says it is published.
 
 // DefaultPartDuration is the nominal length of a part: a sixth of the
 // default segment, so the 2 s segments hold six parts.
@@ -84,6 +86,16 @@ func ParsePartFile(name string) (rendition string, seq uint64, idx int, ok bool)
 		return "", 0, 0, false // not canonical (leading zeros in the index)
 	}
 	return rendition, seq, idx, true
+}
+
+// PartSegment is the file name of the segment whose bytes a part (named
+// file) is a slice of, with the part's index in it.
+func PartSegment(file string) (segment string, idx int, ok bool) {
+	rendition, seq, idx, ok := ParsePartFile(file)
+	if !ok {
+		return "", 0, false
+	}
+	return segmentFile(rendition, seq), idx, true
 }
 
 func digits(s string) bool {
@@ -242,7 +254,8 @@ func (l *Live) Await(ctx context.Context, playlist string, msn uint64, part int)
 
 // PartPublished reports whether the part named file is in its live
 // playlist. A Packager writes a part's file in place before it publishes
-// it, so a part file that exists may still be incomplete until then.
+// it, so a part file that exists may still be incomplete until then; the
+// part's bytes are in its segment's file by then too.
 func (l *Live) PartPublished(file string) bool {
 	rendition, seq, idx, ok := ParsePartFile(file)
 	if !ok {

@@ -19,13 +19,23 @@ var ErrUnsupportedCodec = errors.New("hls: unsupported codec")
 // ErrClosed is returned by a Packager used after Close.
 var ErrClosed = errors.New("hls: packager closed")
 
-// Files receives the files of a live stream as a Packager publishes them:
-// the live media and master playlists each time they are rewritten, each
-// segment once finished, each LL-HLS part. Put comes once the file is in
-// place on disk, before the playlist that lists it; data then belongs to
-// the receiver and is never modified. Remove tells of a segment or part
-// that has left the live playlist (its file may stay, as segments do).
-// Calls come from the goroutine feeding the Packager.
+// Files receives the files of a live stream as a Packager publishes them,
+// for a server to answer the live edge from memory: the live media and
+// master playlists each time they are rewritten, each segment once
+// finished, each LL-HLS part. A segment or part comes before the playlist
+// that lists it. A playlist's data then belongs to the receiver and is
+// never modified; a segment's or part's is the Packager's buffer, valid
+// during the call only (the receiver copies what it keeps: the buffer is
+// reused for the next segment). Remove tells of a segment or part that
+// has left the live playlist. Calls come from the goroutine feeding the
+// Packager.
+//
+// With Files, the parts and the live playlists rewritten after each part
+// exist there only: the directory gets the segments (each part's bytes
+// are in its segment's file before the part is published), the index,
+// the master playlists, and the live playlists once per segment, without
+// the LL-HLS tags. Segments and masters keep the modification time of
+// their file; the rest have the time they were published.
 type Files interface {
 	Put(name string, data []byte, mod time.Time)
 	Remove(name string)
@@ -381,7 +391,7 @@ func (p *Packager) startOutput() error {
 	}
 	p.wire()
 	for _, r := range p.prior {
-		removeParts(p.dir, r.Rendition, r.Sequence, nil) // left by the previous publication
+		removeParts(p.dir, r.Rendition, r.Sequence) // left by the previous publication
 	}
 	p.log.Info("hls packaging started", "video", p.hasVideo, "audio", p.hasAudio)
 	pending := p.pending

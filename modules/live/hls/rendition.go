@@ -28,12 +28,16 @@ type rendition struct {
 	td        int
 	window    float64 // least seconds in the live playlist
 	onSegment func(Segment)
-	files     Files // hears of every file published (Options.Files)
-	lastSize  int64 // bytes of the last segment, to size the next one's copy in memory
-	clock     *clock
-	durable   bool
-	codecs    string // RFC 6381 codecs of the rendition, for the index
-	size      string // WIDTHxHEIGHT of the video, "" if unknown
+	// files hears of every file published (Options.Files). When set, the
+	// parts and the playlists rewritten after each part go there only:
+	// the disk gets the segments and a playlist per segment (see
+	// writePlaylist).
+	files   Files
+	mem     []byte // the buffer of the segments' copies for files, reused
+	clock   *clock
+	durable bool
+	codecs  string // RFC 6381 codecs of the rendition, for the index
+	size    string // WIDTHxHEIGHT of the video, "" if unknown
 
 	// Low latency: parts of partLen ticks, none longer than partTarget.
 	partLen, partTarget int64
@@ -228,7 +232,10 @@ func (r *rendition) start(ts int64, independent bool) error {
 		return err
 	}
 	if r.files != nil {
-		w.mem = make([]byte, 0, r.lastSize+r.lastSize/4)
+		w.mem = r.mem[:0]
+		if w.mem == nil {
+			w.mem = make([]byte, 0, spillAt)
+		}
 	}
 	r.cur, r.curFile, r.curStart, r.curIndep = w, name, ts, independent
 	r.end = ts
@@ -270,24 +277,32 @@ func (r *rendition) cutPart(next int64, independent bool) error {
 	return nil
 }
 
-// finishPart writes the part in progress, built in the muxer's buffer, to
-// the segment file and to its own file, one write each. The part's file
-// is written in place (see Live.PartPublished) and not synced: parts are
-// for the live edge only, the segment holds the same bytes durably.
+// finishPart ends the part in progress, built in the muxer's buffer: one
+// write to the segment file, then the part itself. With Files the part
+// goes there only, as the slice of the segment's copy in memory that
+// holds its bytes; without, it is written to its own file, in place (see
+// Live.PartPublished) and not synced: parts are for the live edge only,
+// the segment holds the same bytes durably. Either way the segment file
+// has the part's bytes before the part is published, so a server may
+// also send a part as that range of the segment.
 func (r *rendition) finishPart(next int64) error {
 	dur := next - r.partStart
 	if dur > r.partTarget || dur <= 0 {
 		dur = min(max(r.end-r.partStart, 90), r.partTarget)
 	}
 	name := partFile(r.name, r.seq, len(r.curParts))
-	if err := writeNew(filepath.Join(r.dir, name), r.mux.out); err != nil {
-		return fmt.Errorf("write part: %w", err)
-	}
-	if err := handOver(r.dir, name, r.mux.out, r.files); err != nil {
-		return err
+	from := len(r.cur.mem)
+	if r.files == nil {
+		if err := writeNew(filepath.Join(r.dir, name), r.mux.out); err != nil {
+			return fmt.Errorf("write part: %w", err)
+		}
 	}
 	if err := r.flush(); err != nil {
 		return err
+	}
+	if r.files != nil {
+		to := len(r.cur.mem)
+		r.files.Put(name, r.cur.mem[from:to:to], time.Now())
 	}
 	r.curParts = append(r.curParts, Part{File: name, Duration: float64(dur) / 90000, Independent: r.partIndep})
 	r.lastPart = partRef{msn: r.seq, part: len(r.curParts) - 1}
@@ -321,13 +336,13 @@ func (r *rendition) finish(next int64) error {
 	if err := w.finish(r.durable); err != nil {
 		return err
 	}
-	r.lastSize = w.n
 	if r.files != nil {
 		fi, err := os.Stat(filepath.Join(r.dir, r.curFile))
 		if err != nil {
 			return fmt.Errorf("finish segment: %w", err)
 		}
 		r.files.Put(r.curFile, w.mem, fi.ModTime())
+		r.mem = w.mem
 	}
 	seg := Segment{
 		Size:            w.n,
@@ -358,15 +373,14 @@ func (r *rendition) finish(next int64) error {
 			if s.Discontinuity {
 				r.discSeq++
 			}
-			delete(r.parts, s.Sequence)
-			removeParts(r.dir, r.name, s.Sequence, r.files)
+			r.dropParts(s.Sequence)
 			if r.files != nil {
 				r.files.Remove(s.File)
 			}
 		}
 		r.live = append(r.live[:0], r.live[n:]...)
 	}
-	if err := r.writePlaylist(false); err != nil {
+	if err := r.writePlaylist(true); err != nil {
 		return err
 	}
 	if r.onSegment != nil {
@@ -375,7 +389,16 @@ func (r *rendition) finish(next int64) error {
 	return nil
 }
 
-func (r *rendition) writePlaylist(ended bool) error {
+// writePlaylist publishes the live playlist after a part or, with
+// segment, after a segment (or the last change before the publisher
+// left). Without Files each one replaces the file on disk. With Files
+// each one goes there, and the disk gets one per segment without the
+// LL-HLS tags: a plain live playlist of segments that are all on disk,
+// for what reads the directory rather than the server's memory (the media
+// store's uploader, a restart, another node serving from the store). That
+// spares the live edge a file replacement per part, which cost as much
+// CPU as the rest of the ingest (docs/benchmarks.md, "Ingest CPU").
+func (r *rendition) writePlaylist(segment bool) error {
 	if len(r.live) == 0 && len(r.curParts) == 0 {
 		return nil
 	}
@@ -384,12 +407,11 @@ func (r *rendition) writePlaylist(ended bool) error {
 		mediaSequence:  r.seq,
 		discontinuity:  r.discSeq,
 		segments:       r.live,
-		ended:          ended,
 	}
 	if len(r.live) > 0 {
 		p.mediaSequence = r.live[0].Sequence
 	}
-	if r.partLen > 0 && !ended {
+	if r.partLen > 0 {
 		ll := &lowLatency{
 			partTarget:  r.partTarget,
 			parts:       r.parts,
@@ -404,8 +426,24 @@ func (r *rendition) writePlaylist(ended bool) error {
 		}
 		p.ll = ll
 	}
-	if err := putFile(r.dir, r.playlist, p.render(), r.files); err != nil {
-		return err
+	data := p.render()
+	switch {
+	case r.files == nil:
+		if err := replaceFile(r.dir, r.playlist, data); err != nil {
+			return err
+		}
+	case segment:
+		disk := data
+		if p.ll != nil {
+			p.ll = nil
+			disk = p.render()
+		}
+		if err := replaceFile(r.dir, r.playlist, disk); err != nil {
+			return err
+		}
+	}
+	if r.files != nil {
+		r.files.Put(r.playlist, data, time.Now())
 	}
 	if r.partLen > 0 {
 		r.notify.publish(r.playlist, r.position())
@@ -424,15 +462,23 @@ func (r *rendition) position() Position {
 	}
 }
 
-// removeParts deletes the part files of a segment (and tells files, if
-// set).
-func removeParts(dir, rendition string, seq uint64, files Files) {
-	for i := 0; ; i++ {
-		name := partFile(rendition, seq, i)
-		if files != nil {
-			files.Remove(name)
+// dropParts forgets the parts of a segment that left the live playlist:
+// Files is told, or their files are deleted.
+func (r *rendition) dropParts(seq uint64) {
+	if r.files != nil {
+		for _, p := range r.parts[seq] {
+			r.files.Remove(p.File)
 		}
-		if err := os.Remove(filepath.Join(dir, name)); err != nil {
+	} else if r.partLen > 0 {
+		removeParts(r.dir, r.name, seq)
+	}
+	delete(r.parts, seq)
+}
+
+// removeParts deletes the part files of a segment, if any.
+func removeParts(dir, rendition string, seq uint64) {
+	for i := 0; ; i++ {
+		if err := os.Remove(filepath.Join(dir, partFile(rendition, seq, i))); err != nil {
 			return
 		}
 	}
@@ -450,7 +496,7 @@ func (r *rendition) close() error {
 		if err := os.Remove(filepath.Join(r.dir, r.curFile)); err != nil {
 			return err
 		}
-		return r.writePlaylist(false) // without the preload hint
+		return r.writePlaylist(true) // without the preload hint
 	}
 	if r.video {
 		// Like every other A/V segment, the last one is measured on its

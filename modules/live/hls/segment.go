@@ -146,17 +146,12 @@ func writeFileAtomic(dir, name string, data []byte) error {
 }
 
 // putFile replaces a published file of the live stream (replaceFile)
-// and hands files, if set, a copy of it.
+// and hands it to files, if set, with the file's modification time (a
+// validator the copy on disk shares). data is not modified after.
 func putFile(dir, name string, data []byte, files Files) error {
 	if err := replaceFile(dir, name, data); err != nil {
 		return err
 	}
-	return handOver(dir, name, data, files)
-}
-
-// handOver gives files, if set, a copy of a file just written, with the
-// file's modification time (a validator the copy on disk shares).
-func handOver(dir, name string, data []byte, files Files) error {
 	if files == nil {
 		return nil
 	}
@@ -164,7 +159,7 @@ func handOver(dir, name string, data []byte, files Files) error {
 	if err != nil {
 		return fmt.Errorf("write %s: %w", name, err)
 	}
-	files.Put(name, bytes.Clone(data), fi.ModTime())
+	files.Put(name, data, fi.ModTime())
 	return nil
 }
 
@@ -224,7 +219,7 @@ func retryEINTR(call func() error) error {
 type segmentWriter struct {
 	f   *os.File
 	n   int64  // bytes written
-	mem []byte // a copy of the bytes, when not nil (Options.Files)
+	mem []byte // a copy of the bytes, when not nil (Options.Files; a reused buffer)
 }
 
 func createSegment(path string) (*segmentWriter, error) {
