@@ -336,18 +336,19 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
-	for _, f := range []string{"index.m3u8", seg} {
-		if err := copyFile(filepath.Join(dir, f), filepath.Join(ngx.prefix, "static", f)); err != nil {
-			return err
-		}
-	}
 	rep.segment, rep.segmentSize = seg, size
 	kinds := []struct{ name, file string }{{"live playlist (index.m3u8)", "index.m3u8"}, {fmt.Sprintf("segment (%d KB)", size>>10), seg}}
 	for _, k := range kinds {
 		onairURL := fmt.Sprintf("%s/media/shows/%d/%s", srv.URL, show.ID, k.file)
 		nginxURL := "http://" + ngx.httpAddr + "/static/" + k.file
+		// nginx gets the bytes OnAir answers with: with the memory cache
+		// on, the live playlist OnAir serves (with its LL-HLS parts) is
+		// not the plain one on disk.
 		a, err := fetch(onairURL)
 		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(ngx.prefix, "static", k.file), a, 0o644); err != nil {
 			return err
 		}
 		b, err := fetch(nginxURL)
@@ -446,14 +447,6 @@ func closestSegment(dir string, want int64) (string, int64, error) {
 		}
 	}
 	return best, bestSize, nil
-}
-
-func copyFile(from, to string) error {
-	b, err := os.ReadFile(from)
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(to, b, 0o644)
 }
 
 func cpuModel() string {
