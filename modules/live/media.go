@@ -307,12 +307,8 @@ func (m *Module) sendPart(c *fiber.Ctx, id int64, loc partLoc) error {
 	if err != nil {
 		return fmt.Errorf("live: open %s: %w", loc.segment, err)
 	}
-	h := &c.Response().Header
-	h.Set(fiber.HeaderETag, loc.etag)
-	h.Set(fiber.HeaderLastModified, loc.lastMod)
-	h.Set(fiber.HeaderAcceptRanges, "bytes")
-	start, length, answered := negotiate(c, loc.size, loc.etag)
-	if answered || c.Method() == fiber.MethodHead {
+	start, length, send := validators(c, loc.etag, loc.lastMod, loc.size)
+	if !send {
 		f.Close()
 		return nil
 	}

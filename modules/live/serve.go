@@ -95,15 +95,12 @@ func sendContent(c *fiber.Ctx, body io.ReadSeekCloser, size int64, mod time.Time
 	if etag != "" && !strings.HasPrefix(etag, `"`) && !strings.HasPrefix(etag, "W/") {
 		etag = `"` + etag + `"`
 	}
-	if etag != "" {
-		c.Set(fiber.HeaderETag, etag)
-	}
+	lastMod := ""
 	if !mod.IsZero() {
-		c.Set(fiber.HeaderLastModified, mod.UTC().Format(http.TimeFormat))
+		lastMod = mod.UTC().Format(http.TimeFormat)
 	}
-	c.Set(fiber.HeaderAcceptRanges, "bytes")
-	start, length, answered := negotiate(c, size, etag)
-	if answered || c.Method() == fiber.MethodHead {
+	start, length, send := validators(c, etag, lastMod, size)
+	if !send {
 		body.Close()
 		return nil
 	}
@@ -123,6 +120,22 @@ func sendContent(c *fiber.Ctx, body io.ReadSeekCloser, size int64, mod time.Time
 	}
 	c.Response().SetBodyStream(&limitedBody{Reader: io.LimitReader(body, length), c: body}, int(length))
 	return nil
+}
+
+// validators sets a media answer's ETag and Last-Modified (each unless
+// empty) and Accept-Ranges, then negotiates (negotiate). send is false
+// when no body follows: a 304 or 416, or a HEAD.
+func validators(c *fiber.Ctx, etag, lastMod string, size int64) (start, length int64, send bool) {
+	h := &c.Response().Header
+	if etag != "" {
+		h.Set(fiber.HeaderETag, etag)
+	}
+	if lastMod != "" {
+		h.Set(fiber.HeaderLastModified, lastMod)
+	}
+	h.Set(fiber.HeaderAcceptRanges, "bytes")
+	start, length, answered := negotiate(c, size, etag)
+	return start, length, !answered && c.Method() != fiber.MethodHead
 }
 
 // negotiate applies the request's If-None-Match (304), Range and If-Range
@@ -162,12 +175,8 @@ func negotiate(c *fiber.Ctx, size int64, etag string) (start, length int64, answ
 // playlist's bytes are handed to fasthttp as they are, a segment or part
 // goes from its memory file with sendfile(2).
 func sendMemory(c *fiber.Ctx, f *memFile) error {
-	h := &c.Response().Header
-	h.Set(fiber.HeaderETag, f.etag)
-	h.Set(fiber.HeaderLastModified, f.lastMod)
-	h.Set(fiber.HeaderAcceptRanges, "bytes")
-	start, length, answered := negotiate(c, f.size, f.etag)
-	if answered || c.Method() == fiber.MethodHead {
+	start, length, send := validators(c, f.etag, f.lastMod, f.size)
+	if !send {
 		f.done()
 		return nil
 	}

@@ -77,7 +77,7 @@ func (c *tokenCache) generation() uint64 {
 // put keeps the answer of a lookup that began at generation gen, unless
 // an entry was dropped since.
 func (c *tokenCache) put(sum [sha256.Size]byte, p *app.Principal, now time.Time, gen uint64) {
-	if c == nil || c.ttl <= 0 {
+	if !c.on() {
 		return
 	}
 	c.mu.Lock()
