@@ -69,6 +69,7 @@ func main() {
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flag.StringVar(&viewer, "viewer", "owner", "who asks: owner (user 1, a broadcaster with private shows of their own) or audience (a user without shows)")
 	flag.StringVar(&only, "only", "", "run only the scenarios whose name contains this text (the ceiling always runs)")
+	flag.IntVar(&bufferPoolMB, "buffer-pool-mb", 0, "set MariaDB's innodb_buffer_pool_size (GLOBAL, needs SUPER) to this many MiB before the run; 0 leaves it as it is")
 	flag.Parse()
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
@@ -88,6 +89,30 @@ func main() {
 
 // viewer is the -viewer flag.
 var viewer string
+
+// bufferPoolMB is the -buffer-pool-mb flag.
+var bufferPoolMB int
+
+// bufferPool sets MariaDB's buffer pool to -buffer-pool-mb when given and
+// describes it beside the size of the benchmark's tables and indexes: a
+// list that misses the pool reads its pages from the file system, and the
+// first request of a scenario after others pays for them (docs/operations.md,
+// "MySQL/MariaDB").
+func bufferPool(ctx context.Context, db *sql.DB) (string, error) {
+	if bufferPoolMB > 0 {
+		if _, err := db.ExecContext(ctx, "SET GLOBAL innodb_buffer_pool_size = ?", int64(bufferPoolMB)<<20); err != nil {
+			return "", fmt.Errorf("-buffer-pool-mb: %w", err)
+		}
+	}
+	var pool, data int64
+	if err := db.QueryRowContext(ctx, "SELECT @@innodb_buffer_pool_size").Scan(&pool); err != nil {
+		return "", err
+	}
+	if err := db.QueryRowContext(ctx, "SELECT COALESCE(SUM(data_length + index_length), 0) FROM information_schema.tables WHERE table_schema = DATABASE()").Scan(&data); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("MariaDB innodb_buffer_pool_size %d MiB, the database's tables and indexes %d MiB", pool>>20, data>>20), nil
+}
 
 // benchViewer is the user whose token the client sends: user 1, who owns
 // about a hundred shows (three of them private, so their lists are not the
@@ -167,6 +192,10 @@ func run(dbURL string, nShows, nUsers int, reseed bool, duration time.Duration, 
 	} else {
 		fmt.Printf("reusing %d shows already seeded\n", have)
 	}
+	pool, err := bufferPool(ctx, core.DB.DB)
+	if err != nil {
+		return err
+	}
 
 	svc := users.NewService(core.DB, cfg.PublicURL)
 	viewerID, err := benchViewer(ctx, svc)
@@ -240,7 +269,7 @@ func run(dbURL string, nShows, nUsers int, reseed bool, duration time.Duration, 
 			res.name, benchkit.Ms(res.fresh), benchkit.Ms(res.Cold), benchkit.Ms(res.P50), benchkit.Ms(res.P99), res.RPS,
 			benchkit.Ms(res.selfCPU), benchkit.Ms(res.dbCPU), benchkit.LoadAvg())
 	}
-	printTable(results, nShows, workers, duration, load0)
+	printTable(results, nShows, workers, duration, load0, pool)
 	return nil
 }
 
@@ -349,10 +378,10 @@ func freshStart(ctx context.Context, base *app.Config, token, path string) (time
 	return benchkit.Get(client, cfg.PublicURL+path, token)
 }
 
-func printTable(results []result, nShows, workers int, d time.Duration, load0 string) {
+func printTable(results []result, nShows, workers int, d time.Duration, load0, pool string) {
 	ceiling := results[0]
-	fmt.Printf("\n%d shows, %d client workers on 127.0.0.1, %s per scenario after 1 s warm-up; load average %s at the start, %s at the end.\n\n",
-		nShows, workers, d, load0, benchkit.LoadAvg())
+	fmt.Printf("\n%d shows, %d client workers on 127.0.0.1, %s per scenario after 1 s warm-up; load average %s at the start, %s at the end; %s.\n\n",
+		nShows, workers, d, load0, benchkit.LoadAvg(), pool)
 	fmt.Println("| Request | fresh start, first request (ms) | cold (ms) | p50 (ms) | p99 (ms) | req/s | p50 ÷ ceiling p50 | req/s ÷ ceiling req/s | OnAir + client CPU (ms/req) | MariaDB CPU (ms/req) |")
 	fmt.Println("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, r := range results {

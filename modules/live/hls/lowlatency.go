@@ -3,7 +3,6 @@ package hls
 import (
 	"context"
 	"errors"
-	"fmt"
 	"math"
 	"strconv"
 	"strings"
@@ -295,10 +294,14 @@ func formatSeconds(ticks int64) string {
 	return strconv.FormatFloat(math.Ceil(float64(ticks)*100000/90000)/100000, 'f', 5, 64)
 }
 
-func (p Part) tag() string {
-	s := fmt.Sprintf("#EXT-X-PART:DURATION=%.5f,URI=%q", p.Duration, p.File)
+// appendTag appends the part's EXT-X-PART line.
+func (p Part) appendTag(b []byte) []byte {
+	b = append(b, "#EXT-X-PART:DURATION="...)
+	b = strconv.AppendFloat(b, p.Duration, 'f', 5, 64)
+	b = append(b, ",URI="...)
+	b = strconv.AppendQuote(b, p.File)
 	if p.Independent {
-		s += ",INDEPENDENT=YES"
+		b = append(b, ",INDEPENDENT=YES"...)
 	}
-	return s
+	return append(b, '\n')
 }
