@@ -3,6 +3,7 @@ package shows
 import (
 	"context"
 	"encoding/json"
+	"time"
 
 	"github.com/onair/onair/migrations"
 )
@@ -33,3 +34,10 @@ func SetListCacheEntries(s *Service, n int) { s.lists.maxEntries = n }
 
 // SetListCacheAsked lowers the bound on the lists remembered as asked once.
 func SetListCacheAsked(s *Service, n int) { s.lists.maxAsked = n }
+
+// SetListCacheWallClock replaces the clock that bounds the entries holding
+// signed media links; the returned function puts the real one back.
+func SetListCacheWallClock(now func() time.Time) func() {
+	wallNow = now
+	return func() { wallNow = time.Now }
+}

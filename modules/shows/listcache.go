@@ -34,14 +34,18 @@ import (
 //     (no list query runs);
 //   - how many of the viewer's own private and off shows the list
 //     matches: a viewer with one sees a list that is not the public one
-//     and is answered without the cache, as is staff and a viewer who owns
-//     a show of the page (they also get its peak_viewers).
+//     and is answered from an entry of their own, as is a viewer who owns
+//     a show of the page (they also get its peak_viewers); staff bypass
+//     the cache.
 //
 // A list is stored the second time it misses, so one asked once (a random
 // user's) costs nothing more than before. A scheduled=true list also
 // depends on the clock: its entry is kept only
 // until the earliest start in its set passes. Entries are bounded in number
 // and in bytes (least recently used first out).
+
+// wallNow is the clock the media signer reads (tests move it).
+var wallNow = time.Now
 
 // SettingListCache is the memory of the list cache, in MiB (0: off).
 const SettingListCache = "ONAIR_SHOWS_LIST_CACHE_MB"
@@ -56,32 +60,45 @@ const (
 // listEntry is one cached list. It is never changed once stored: a patch
 // stores a new one.
 type listEntry struct {
-	key   string
-	gen   int64
-	until time.Time // zero: not bound to the clock
-	q     ListQuery // normalized (tag name, slug), without viewer
-	tagID int64
-	empty bool // a tag or slug that matches nothing, whoever asks
-	count int
-	shows []Show
-	index map[int64]int // show id → its place in shows
-	vol   []listVolatile
-	items []byte // the JSON array of the shows' public views
-	size  int
+	key string
+	gen int64
+	// viewer is the user the entry is for (their hidden shows included,
+	// their shows in the owner's form); 0 for the public list.
+	viewer int64
+	until  time.Time // zero: not bound to the clock
+	// tokens is when the signed media links of the private shows the
+	// entry holds change (zero: none holds any).
+	tokens time.Time
+	q      ListQuery // normalized (tag name, slug), without viewer
+	tagID  int64
+	empty  bool // a tag or slug that matches nothing, whoever asks
+	count  int
+	shows  []Show
+	index  map[int64]int // show id → its place in shows
+	vol    []listVolatile
+	items  []byte // the JSON array of the shows' public views
+	size   int
 }
 
 // listVolatile is what a cached show displays that a show change does not
 // move (no generation bump): the counters and the owner's profile.
 type listVolatile struct {
 	comments, favorites            int64
+	peak                           int64 // kept for a viewer's own entry only
 	slug, name                     string
 	location, description          sql.NullString
 	avatar, cover                  sql.NullString
 	dj, producer, featured, exists bool
 }
 
-func volatileOf(sh *Show) listVolatile {
+// volatileOf is what of sh the entry checks on each use: the peak (which
+// a show change does not move either) only where the owner's form shows
+// it, in the owner's own entry.
+func (e *listEntry) volatileOf(sh *Show) listVolatile {
 	v := listVolatile{comments: int64(sh.CommentsCount), favorites: int64(sh.FavoritesCount), exists: true}
+	if e.viewer != 0 && sh.UserID == e.viewer {
+		v.peak = int64(sh.PeakViewers)
+	}
 	if u := sh.User; u != nil {
 		v.slug, v.name, v.dj, v.producer, v.featured = u.Slug, u.Name, u.DJ, u.Producer, u.Featured
 		v.location, v.description = nullString(u.Location), nullString(u.Description)
@@ -131,7 +148,7 @@ func newListCache(maxBytes int) *listCache {
 		asked:      map[string]struct{}{},
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "onair_shows_list_cache_requests_total",
-			Help: "Show list requests by how the list cache answered: hit, patched (counters or an owner's profile re-read), miss (read and stored), bypass (staff, the viewer's own hidden or owned shows on the list).",
+			Help: "Show list requests by how the list cache answered: hit, patched (counters or an owner's profile re-read), miss (read and stored), bypass (staff, or a change under way).",
 		}, []string{"result"}),
 		evicted: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "onair_shows_list_cache_evictions_total",
@@ -212,6 +229,11 @@ func (c *listCache) stats() (int, int) {
 // cachedList answers a list request of q.Viewer from the cache: the items
 // (a JSON array) and the count. ok is false when the cache does not serve
 // this request; the caller then reads the list itself.
+//
+// A viewer whose own private or off shows the list matches, or who owns
+// a show of the page, is served from an entry of their own (the list as
+// they see it, their shows in the owner's form) instead of the public
+// one; it is admitted, checked and patched the same way.
 func (s *Service) cachedList(ctx context.Context, q ListQuery) (json.RawMessage, int, bool, error) {
 	c := s.lists
 	if c == nil || q.Viewer == nil || q.Viewer.IsStaff() {
@@ -226,56 +248,46 @@ func (s *Service) cachedList(ctx context.Context, q ListQuery) (json.RawMessage,
 	if err := q.check(); err != nil {
 		return nil, 0, false, err
 	}
+	uid := q.Viewer.UserID
 	key := listKey(q)
+	ownKey := key + "|v" + strconv.FormatInt(uid, 10)
+	// Once a viewer has an entry of their own for the list, it is theirs.
+	var viewer int64
+	if c.get(ownKey) != nil {
+		viewer = uid
+	}
 	result := "hit"
 	stale := false
 	for try := 0; try < 2; try++ {
-		if e := c.get(key); e != nil {
-			if e.owns(q.Viewer.UserID) {
-				// The owner's form of their shows (peak_viewers).
-				c.requests.WithLabelValues("bypass").Inc()
-				return nil, 0, false, nil
-			}
-			gen, own, same, err := s.checkList(ctx, e, q.Viewer.UserID)
-			if err != nil {
+		k := key
+		if viewer != 0 {
+			k = ownKey
+		}
+		if e := c.get(k); e != nil {
+			items, count, v, err := s.useEntry(ctx, e, uid)
+			switch {
+			case err != nil:
 				return nil, 0, false, err
+			case v == entryServed || v == entryPatched:
+				if v == entryPatched && result == "hit" {
+					result = "patched"
+				}
+				c.requests.WithLabelValues(result).Inc()
+				return items, count, true, nil
+			case v == entryNotTheirs && viewer == 0:
+				// The public list is not what this viewer sees: their
+				// own, admitted at once (the list is asked, and this
+				// viewer asks it).
+				viewer, try, stale = uid, -1, true
+				continue
 			}
 			stale = true
-			if gen == e.gen && (e.until.IsZero() || app.Now().Before(e.until)) {
-				if own > 0 {
-					c.requests.WithLabelValues("bypass").Inc()
-					return nil, 0, false, nil
-				}
-				if same {
-					c.requests.WithLabelValues(result).Inc()
-					return e.items, e.count, true, nil
-				}
-				// A counter or a profile moved: read what they show and
-				// encode the list again.
-				st, err := s.listState(ctx, e, q.Viewer.UserID)
-				if err != nil {
-					return nil, 0, false, err
-				}
-				if st.gen == e.gen && st.own == 0 && st.holds(e) {
-					if !st.same(e) {
-						if e, err = s.patchList(e, st); err != nil {
-							return nil, 0, false, err
-						}
-						c.put(e)
-					}
-					if result == "hit" {
-						result = "patched"
-					}
-					c.requests.WithLabelValues(result).Inc()
-					return e.items, e.count, true, nil
-				}
-			}
 		}
 		if try > 0 {
 			break
 		}
 		result = "miss"
-		if !stale && !c.admit(key) {
+		if !stale && !c.admit(k) {
 			// Asked for the first time (lately): read as usual. A list
 			// asked once, such as a random user's, would only pay for
 			// the generation read and the check.
@@ -290,8 +302,8 @@ func (s *Service) cachedList(ctx context.Context, q ListQuery) (json.RawMessage,
 		// wait for one read of it, detached from the request that
 		// starts it (its cancellation must not fail the others).
 		shared := context.WithoutCancel(ctx)
-		if _, err, _ := c.flight.Do(strconv.FormatInt(gen, 10)+"|"+key, func() (any, error) {
-			return nil, s.fillList(shared, q, key, gen)
+		if _, err, _ := c.flight.Do(strconv.FormatInt(gen, 10)+"|"+k, func() (any, error) {
+			return nil, s.fillList(shared, q, k, gen, viewer)
 		}); err != nil {
 			return nil, 0, false, err
 		}
@@ -300,6 +312,55 @@ func (s *Service) cachedList(ctx context.Context, q ListQuery) (json.RawMessage,
 	// under way; this request reads the list itself.
 	c.requests.WithLabelValues("bypass").Inc()
 	return nil, 0, false, nil
+}
+
+// What useEntry found an entry to be for a request.
+type entryUse int
+
+const (
+	entryStale     entryUse = iota // older than the data (or the clock): read again
+	entryServed                    // as it is
+	entryPatched                   // after re-reading its counters and profiles
+	entryNotTheirs                 // a public entry, and the viewer sees another list
+)
+
+// useEntry checks e for a request of viewer uid and answers from it when
+// it is current: one statement (checkList), and when a counter or a
+// profile moved, one more and a new encoding (patchList).
+func (s *Service) useEntry(ctx context.Context, e *listEntry, uid int64) (json.RawMessage, int, entryUse, error) {
+	if e.viewer == 0 && e.owns(uid) {
+		// The owner's form of their shows (peak_viewers).
+		return nil, 0, entryNotTheirs, nil
+	}
+	gen, own, same, err := s.checkList(ctx, e, uid)
+	if err != nil {
+		return nil, 0, entryStale, err
+	}
+	if gen != e.gen || (!e.until.IsZero() && !app.Now().Before(e.until)) || (!e.tokens.IsZero() && !wallNow().Before(e.tokens)) {
+		return nil, 0, entryStale, nil
+	}
+	if own > 0 {
+		return nil, 0, entryNotTheirs, nil
+	}
+	if same {
+		return e.items, e.count, entryServed, nil
+	}
+	// A counter or a profile moved: read what they show and encode the
+	// list again.
+	st, err := s.listState(ctx, e, uid)
+	if err != nil {
+		return nil, 0, entryStale, err
+	}
+	if st.gen != e.gen || st.own != 0 || !st.holds(e) {
+		return nil, 0, entryStale, nil
+	}
+	if !st.same(e) {
+		if e, err = s.patchList(e, st); err != nil {
+			return nil, 0, entryStale, err
+		}
+		s.lists.put(e)
+	}
+	return e.items, e.count, entryPatched, nil
 }
 
 // listKey identifies a cached list: its filters (the tag by its key) and
@@ -326,10 +387,14 @@ func publicViewer() *app.Principal { return &app.Principal{} }
 // (every read starts after gen was read) and stores it tagged with gen: a
 // later change moves the generation, so the entry is never used on data
 // older than it holds.
-func (s *Service) fillList(ctx context.Context, q ListQuery, key string, gen int64) error {
-	e := &listEntry{key: key, gen: gen}
+func (s *Service) fillList(ctx context.Context, q ListQuery, key string, gen int64, viewer int64) error {
+	e := &listEntry{key: key, gen: gen, viewer: viewer}
 	pq := q
-	pq.Viewer = publicViewer()
+	pq.Viewer = e.principal()
+	vis := seePublic
+	if viewer != 0 {
+		vis = seeVisible
+	}
 	// The clock is read before the list, so the bound is never later
 	// than the start of a show the list still holds.
 	now := app.Now()
@@ -345,7 +410,7 @@ func (s *Service) fillList(ctx context.Context, q ListQuery, key string, gen int
 		pq.Slug, e.empty = slug, e.empty || !ok
 	}
 	if pq.Scheduled != nil && *pq.Scheduled && !e.empty {
-		first := s.filtered(s.listFrom(pq, seePublic), pq, e.tagID, now, seePublic)
+		first := s.filtered(s.listFrom(pq, vis), pq, e.tagID, now, vis)
 		if e.tagID != 0 {
 			first = first.ColumnExpr("st.start AS start").OrderExpr("st.start ASC")
 		} else {
@@ -360,16 +425,27 @@ func (s *Service) fillList(ctx context.Context, q ListQuery, key string, gen int
 			e.until = starts[0]
 		}
 	}
+	signedAt := wallNow() // before the links are signed
 	list, count, err := s.List(ctx, pq)
 	if err != nil {
 		return err
 	}
 	e.count, e.shows = count, list
+	// The media links of a private show (in a viewer's own entry) are
+	// signed with a token that changes when the hour turns (live module,
+	// media.go): the entry lasts until then, so it always carries the
+	// links a fresh read signs.
+	for i := range list {
+		if list[i].Private {
+			e.tokens = signedAt.Truncate(time.Hour).Add(time.Hour)
+			break
+		}
+	}
 	e.q = pq
 	e.q.Viewer = nil
 	e.vol = make([]listVolatile, len(list))
 	for i := range list {
-		e.vol[i] = volatileOf(&list[i])
+		e.vol[i] = e.volatileOf(&list[i])
 	}
 	if err := s.encodeList(e); err != nil {
 		return err
@@ -378,11 +454,22 @@ func (s *Service) fillList(ctx context.Context, q ListQuery, key string, gen int
 	return nil
 }
 
-// encodeList renders e's shows in their public form.
+// principal is who the entry's list is for: a user without shows (the
+// public list) or its viewer, not staff.
+func (e *listEntry) principal() *app.Principal {
+	if e.viewer == 0 {
+		return publicViewer()
+	}
+	return &app.Principal{UserID: e.viewer}
+}
+
+// encodeList renders e's shows as its viewer sees them (the public form
+// for the public list).
 func (s *Service) encodeList(e *listEntry) error {
 	views := make([]*View, len(e.shows))
+	by := e.principal()
 	for i := range e.shows {
-		views[i] = s.ViewFor(&e.shows[i], false, publicViewer())
+		views[i] = s.ViewFor(&e.shows[i], false, by)
 	}
 	items, err := json.Marshal(views)
 	if err != nil {
@@ -420,6 +507,8 @@ type listStateRow struct {
 	DJ          sql.NullBool   `bun:"dj"`
 	Producer    sql.NullBool   `bun:"producer"`
 	Featured    sql.NullBool   `bun:"featured"`
+	UserID      sql.NullInt64  `bun:"user_id"`
+	Peak        sql.NullInt64  `bun:"peak_viewers"`
 }
 
 // stateQuery is the one statement that checks an entry: the generation,
@@ -427,7 +516,8 @@ type listStateRow struct {
 // fields of e's shows (one row each; one row of NULLs for an empty list).
 func (s *Service) stateQuery(e *listEntry, viewer int64) *bun.SelectQuery {
 	sel := s.db.NewSelect().TableExpr("show_generation AS g").ColumnExpr("g.n AS gen").Where("g.id = 1")
-	if e.empty {
+	if e.empty || e.viewer != 0 {
+		// A viewer's own entry already holds their hidden shows.
 		sel = sel.ColumnExpr("0 AS own")
 	} else {
 		q := e.q
@@ -437,7 +527,8 @@ func (s *Service) stateQuery(e *listEntry, viewer int64) *bun.SelectQuery {
 	}
 	if len(e.shows) == 0 {
 		return sel.ColumnExpr("NULL AS id, NULL AS comments_count, NULL AS favorites_count").
-			ColumnExpr("NULL AS slug, NULL AS name, NULL AS location, NULL AS description, NULL AS avatar_key, NULL AS cover_key, NULL AS dj, NULL AS producer, NULL AS featured")
+			ColumnExpr("NULL AS slug, NULL AS name, NULL AS location, NULL AS description, NULL AS avatar_key, NULL AS cover_key, NULL AS dj, NULL AS producer, NULL AS featured").
+			ColumnExpr("NULL AS user_id, NULL AS peak_viewers")
 	}
 	ids := make([]int64, len(e.shows))
 	for i := range e.shows {
@@ -446,7 +537,8 @@ func (s *Service) stateQuery(e *listEntry, viewer int64) *bun.SelectQuery {
 	return sel.Join("LEFT JOIN shows AS cs ON cs.id IN (?)", bun.List(ids)).
 		Join("LEFT JOIN users AS cu ON cu.id = cs.user_id").
 		ColumnExpr("cs.id, cs.comments_count, cs.favorites_count").
-		ColumnExpr("cu.slug, cu.name, cu.location, cu.description, cu.avatar_key, cu.cover_key, cu.dj, cu.producer, cu.featured")
+		ColumnExpr("cu.slug, cu.name, cu.location, cu.description, cu.avatar_key, cu.cover_key, cu.dj, cu.producer, cu.featured").
+		ColumnExpr("cs.user_id, cs.peak_viewers")
 }
 
 // checkList runs stateQuery and compares the volatile fields with e's as
@@ -458,7 +550,7 @@ func (s *Service) checkList(ctx context.Context, e *listEntry, viewer int64) (ge
 		return 0, 0, false, fmt.Errorf("shows: list cache: check: %w", err)
 	}
 	defer rows.Close()
-	const ncols = 14
+	const ncols = 16
 	var (
 		cols [ncols]sql.RawBytes
 		bufs [ncols][8]byte
@@ -499,7 +591,8 @@ func (s *Service) checkList(ctx context.Context, e *listEntry, viewer int64) (ge
 			string(cols[5]) != v.slug || string(cols[6]) != v.name ||
 			!rawNullIs(cols[7], v.location) || !rawNullIs(cols[8], v.description) ||
 			!rawNullIs(cols[9], v.avatar) || !rawNullIs(cols[10], v.cover) ||
-			rawBool(cols[11]) != v.dj || rawBool(cols[12]) != v.producer || rawBool(cols[13]) != v.featured {
+			rawBool(cols[11]) != v.dj || rawBool(cols[12]) != v.producer || rawBool(cols[13]) != v.featured ||
+			(e.viewer != 0 && rawIntIs(cols[14], e.viewer) && !rawIntIs(cols[15], v.peak)) {
 			same = false
 		}
 	}
@@ -547,12 +640,16 @@ func (s *Service) listState(ctx context.Context, e *listEntry, viewer int64) (li
 		if !r.ID.Valid {
 			continue
 		}
-		st.vol[r.ID.Int64] = listVolatile{
+		v := listVolatile{
 			comments: r.Comments.Int64, favorites: r.Favorites.Int64,
 			slug: r.Slug.String, name: r.Name.String,
 			location: r.Location, description: r.Description, avatar: r.AvatarKey, cover: r.CoverKey,
 			dj: r.DJ.Bool, producer: r.Producer.Bool, featured: r.Featured.Bool, exists: true,
 		}
+		if e.viewer != 0 && r.UserID.Int64 == e.viewer {
+			v.peak = r.Peak.Int64
+		}
+		st.vol[r.ID.Int64] = v
 	}
 	return st, nil
 }
@@ -588,6 +685,9 @@ func (s *Service) patchList(e *listEntry, st listState) (*listEntry, error) {
 		v := st.vol[sh.ID]
 		if v != e.vol[i] {
 			sh.CommentsCount, sh.FavoritesCount = int(v.comments), int(v.favorites)
+			if e.viewer != 0 && sh.UserID == e.viewer {
+				sh.PeakViewers = int(v.peak)
+			}
 			if sh.User != nil {
 				u := *sh.User
 				u.Slug, u.Name, u.DJ, u.Producer, u.Featured = v.slug, v.name, v.dj, v.producer, v.featured

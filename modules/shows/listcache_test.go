@@ -351,3 +351,73 @@ func TestListCacheBounded(t *testing.T) {
 		read("/v1/shows?page=2", shows.ListQuery{Page: app.Page{Number: 2, Size: shows.PageSize}})
 	})
 }
+
+// TestListCacheOwnEntry: a viewer whose private shows are on a list gets
+// it from an entry of their own — their hidden shows, the owner's form
+// (peak_viewers), signed media links — stored on its second miss like a
+// public one, patched when the peak moves, and read again when the hour
+// of the links' tokens turns; on both databases.
+func TestListCacheOwnEntry(t *testing.T) {
+	onairtest.EachBackend(t, func(t *testing.T, backend string) {
+		f := newFixture(t, backend)
+		owner, ownerTok := f.user("Own Owner")
+		_, otherTok := f.user("Own Other")
+		priv := id(f.create(t, ownerTok, map[string]any{"name": "Own private set", "description": "d", "private": true}))
+		id(f.create(t, otherTok, map[string]any{"name": "Own public set", "description": "d"}))
+		video := fmt.Sprintf("/media/shows/%d/master.m3u8", priv)
+		if _, err := f.svc.GoLive(f.ctx, priv, shows.Media{VideoURL: &video}); err != nil {
+			t.Fatal(err)
+		}
+		reg := f.env.Core.Metrics
+		hits := func() float64 { return metricValue(t, reg, "onair_shows_list_cache_requests_total", "result", "hit") }
+		patched := func() float64 {
+			return metricValue(t, reg, "onair_shows_list_cache_requests_total", "result", "patched")
+		}
+		ask := func(step string) []byte {
+			t.Helper()
+			count, items := listAnswer(t, f.do(t, "GET", "/v1/shows", ownerTok, nil).Expect(t, http.StatusOK))
+			want, wantCount, err := shows.FreshListItems(f.ctx, f.svc, shows.ListQuery{Viewer: principal(owner)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if count != wantCount || !bytes.Equal(items, want) {
+				t.Fatalf("%s: count %d, items %s\nwant count %d, items %s", step, count, items, wantCount, want)
+			}
+			return items
+		}
+		ask("first miss")
+		ask("second miss, stored")
+		h := hits()
+		items := ask("third")
+		if hits() != h+1 {
+			t.Fatalf("the owner's list was not answered from the cache (hits %v → %v)", h, hits())
+		}
+		if !bytes.Contains(items, []byte(`"peak_viewers":0`)) || !bytes.Contains(items, []byte(fmt.Sprintf("/media/shows/%d/t/", priv))) {
+			t.Fatalf("the owner's cached list lacks their peak or the signed link: %s", items)
+		}
+		// The peak moves without a show change: the entry is patched.
+		if err := f.svc.RecordPeak(f.ctx, priv, 7); err != nil {
+			t.Fatal(err)
+		}
+		p := patched()
+		if items := ask("peak"); !bytes.Contains(items, []byte(`"peak_viewers":7`)) {
+			t.Fatalf("peak 7 not in %s", items)
+		}
+		if patched() != p+1 {
+			t.Fatal("the peak did not patch the owner's entry")
+		}
+		// Another viewer gets the public list, without the private show.
+		if _, items := listAnswer(t, f.do(t, "GET", "/v1/shows", otherTok, nil).Expect(t, http.StatusOK)); bytes.Contains(items, []byte("Own private set")) {
+			t.Fatalf("another viewer sees the private show: %s", items)
+		}
+		// When the hour turns the links' tokens change: the entry is
+		// not used past it.
+		next := time.Now().Truncate(time.Hour).Add(time.Hour)
+		defer shows.SetListCacheWallClock(func() time.Time { return next })()
+		h = hits()
+		ask("hour turned")
+		if hits() != h {
+			t.Fatal("an entry with signed links answered past the hour of its tokens")
+		}
+	})
+}
