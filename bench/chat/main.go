@@ -8,7 +8,10 @@
 // Each viewer is an anonymous socket of the public room route with a
 // viewer cookie of its own. Messages come from a pool of users (twice the
 // rate, so each user posts every 2 s, within the one-a-second limit), each
-// with the send time in its text. The benchmark reports delivery latency
+// with the send time in its text, sent by a process of their own (this
+// binary run again with -post-child): a poster is not one of the
+// audience, and the POSTs must not wait for a core behind the benchmark's
+// own thousands of reading sockets. The benchmark reports delivery latency
 // from the POST to the receipt (p50/p99 over a sample of sockets), the
 // POST's own latency (p50/p99), the sockets the server dropped,
 // messages delivered per second (counted on every socket) as a fraction of
@@ -58,6 +61,16 @@ type options struct {
 }
 
 func main() {
+	if len(os.Args) == 2 && os.Args[1] == postChildArg {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		err := postChild(ctx)
+		stop()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "chat: posting process:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	var o options
 	counts := flag.String("viewers", benchkit.EnvOr("ONAIR_BENCH_VIEWERS", "2000,5000,10000"), "comma-separated crowd sizes, one phase each ($ONAIR_BENCH_VIEWERS)")
 	modes := flag.String("viewer-ids", benchkit.EnvOr("ONAIR_BENCH_VIEWER_IDS", "distinct,shared"), "distinct: every socket is a viewer of its own (each join and leave is a presence event to the room); shared: one viewer id on every socket (one presence event), to measure message fan-out alone; comma-separated, one phase per crowd and mode ($ONAIR_BENCH_VIEWER_IDS)")
@@ -257,7 +270,10 @@ func runPhase(ctx context.Context, srv *benchkit.Server, tokens []string, n int,
 		}()
 	}
 	chats0, _, _, closed0 := c.totals()
-	posts := postAll(ctx, srv, tokens, show.ID, o.rate, o.seconds)
+	posts, err := postApart(ctx, srv, tokens, show.ID, o.rate, o.seconds)
+	if err != nil {
+		return p, err
+	}
 	p.loadDuring = benchkit.LoadAvg()
 	_, lastEvent := c.settle(3*time.Second, time.Minute)
 	chats1, _, _, closed1 := c.totals()

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"os/exec"
 	"sync"
 	"time"
 
@@ -55,6 +57,63 @@ type posting struct {
 	ok, limited, failed int             // 201, 429, anything else (timeouts included)
 	latency             []time.Duration // of the 201 POST requests
 	start               time.Time
+}
+
+// postJob is what the posting process is given on its stdin, postResult
+// what it answers on its stdout.
+type postJob struct {
+	URL           string
+	Tokens        []string
+	ShowID        int64
+	Rate, Seconds int
+}
+
+type postResult struct {
+	OK, Limited, Failed int
+	Latency             []time.Duration
+	Start               time.Time
+}
+
+// postChildArg makes the benchmark's binary the posting process.
+const postChildArg = "-post-child"
+
+// postApart runs postAll in a process of its own (this binary, run with
+// postChildArg): the POSTs and their timing then do not wait behind the
+// benchmark's thousands of reading sockets for a core of the same Go
+// runtime, as a poster and the audience are different machines in a
+// real room. Both processes still share the machine's cores with the
+// server.
+func postApart(ctx context.Context, srv *benchkit.Server, tokens []string, showID int64, rate, seconds int) (posting, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return posting{}, err
+	}
+	job, err := json.Marshal(postJob{URL: srv.URL, Tokens: tokens, ShowID: showID, Rate: rate, Seconds: seconds})
+	if err != nil {
+		return posting{}, err
+	}
+	cmd := exec.CommandContext(ctx, exe, postChildArg)
+	cmd.Stdin, cmd.Stderr = bytes.NewReader(job), os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return posting{}, fmt.Errorf("posting process: %w", err)
+	}
+	var r postResult
+	if err := json.Unmarshal(out, &r); err != nil {
+		return posting{}, fmt.Errorf("posting process: %w", err)
+	}
+	return posting{ok: r.OK, limited: r.Limited, failed: r.Failed, latency: r.Latency, start: r.Start}, nil
+}
+
+// postChild is the posting process: the job from stdin, the result to
+// stdout.
+func postChild(ctx context.Context) error {
+	var job postJob
+	if err := json.NewDecoder(os.Stdin).Decode(&job); err != nil {
+		return err
+	}
+	res := postAll(ctx, &benchkit.Server{URL: job.URL}, job.Tokens, job.ShowID, job.Rate, job.Seconds)
+	return json.NewEncoder(os.Stdout).Encode(postResult{OK: res.ok, Limited: res.limited, Failed: res.failed, Latency: res.latency, Start: res.start})
 }
 
 // postAll posts rate messages a second for seconds, each from the next
