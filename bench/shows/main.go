@@ -96,8 +96,8 @@ var bufferPoolMB int
 // bufferPool sets MariaDB's buffer pool to -buffer-pool-mb when given and
 // describes it beside the size of the benchmark's tables and indexes: a
 // list that misses the pool reads its pages from the file system, and the
-// first request of a scenario after others pays for them (docs/operations.md,
-// "MySQL/MariaDB").
+// first request of a scenario after others pays for them (docs/deploy.md,
+// "Sizing the database").
 func bufferPool(ctx context.Context, db *sql.DB) (string, error) {
 	if bufferPoolMB > 0 {
 		if _, err := db.ExecContext(ctx, "SET GLOBAL innodb_buffer_pool_size = ?", int64(bufferPoolMB)<<20); err != nil {
