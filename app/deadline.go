@@ -21,7 +21,7 @@ func requestDeadline(d time.Duration) fiber.Handler {
 		if isUpgrade(c) {
 			return c.Next()
 		}
-		ctx := &deadlineCtx{parent: c.UserContext(), deadline: time.Now().Add(d)}
+		ctx := &deadlineCtx{parent: c.UserContext(), deadline: c.Context().Time().Add(d)}
 		defer ctx.end()
 		c.SetUserContext(ctx)
 		return c.Next()

@@ -53,7 +53,7 @@ func newHTTPMetrics(reg prometheus.Registerer) *httpMetrics {
 // middleware measures every request once it has been answered.
 func (m *httpMetrics) middleware() fiber.Handler {
 	return func(c *fiber.Ctx) error {
-		start := time.Now()
+		start := c.Context().Time() // fasthttp's clock read as the handler starts
 		err := c.Next()
 		route := "unmatched"
 		if r := c.Route(); r != nil && r.Path != "/" && r.Path != "" && !strings.HasSuffix(r.Path, "*") {

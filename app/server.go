@@ -257,7 +257,7 @@ func RequestID(c *fiber.Ctx) string {
 // accessLog writes one structured line per request.
 func accessLog(log *slog.Logger) fiber.Handler {
 	return func(c *fiber.Ctx) error {
-		start := time.Now()
+		start := c.Context().Time() // fasthttp's clock read as the handler starts
 		err := c.Next()
 		if err != nil {
 			if herr := c.App().ErrorHandler(c, err); herr != nil {

@@ -85,7 +85,7 @@ func parseIndex(data []byte) []indexLine {
 			break // torn: being appended, or cut by a crash
 		}
 		var s hls.Segment
-		if err := json.Unmarshal(line, &s); err != nil || s.File == "" || filepath.Base(s.File) != s.File || !fileName.MatchString(s.File) {
+		if err := json.Unmarshal(line, &s); err != nil || s.File == "" || filepath.Base(s.File) != s.File || !mediaFile(s.File) {
 			continue
 		}
 		out = append(out, indexLine{seg: s, line: append([]byte(nil), line...)})
