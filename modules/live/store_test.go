@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/minio/minio-go/v7"
+
 	"github.com/onair/onair/app"
 	"github.com/onair/onair/internal/miniotest"
 	"github.com/onair/onair/internal/onairtest"
@@ -55,7 +57,14 @@ func keysOf(t *testing.T, s store.Store, prefix string) map[string]int64 {
 // storedIndex is the segment index a show has in the bucket.
 func storedIndex(t *testing.T, s store.Store, id int64) []hls.Segment {
 	t.Helper()
-	data, err := store.ReadAll(context.Background(), s, fmt.Sprintf("shows/%d/%s", id, hls.IndexFile))
+	key := fmt.Sprintf("shows/%d/%s", id, hls.IndexFile)
+	data, err := store.ReadAll(context.Background(), s, key)
+	// The ingesting node replaces the index after each segment it
+	// uploads; S3 answers 412 to the rest of a read of the version that
+	// was replaced meanwhile. Read the new one.
+	for try := 0; try < 5 && minio.ToErrorResponse(err).Code == "PreconditionFailed"; try++ {
+		data, err = store.ReadAll(context.Background(), s, key)
+	}
 	if store.IsNotExist(err) {
 		return nil
 	}
