@@ -74,6 +74,10 @@ const (
 	// archiveLockTTL bounds how long a node that won the archive of a
 	// show may take before another may try again.
 	archiveLockTTL = 10 * time.Minute
+	// lastIngestTTL is how long a node is remembered as the last to
+	// ingest a show after it let go of the lease: longer than any
+	// reconnect window, after which the show stops and is archived.
+	lastIngestTTL = 48 * time.Hour
 )
 
 // SettingNodeURL is the internal base URL other nodes reach this one at.
@@ -184,6 +188,9 @@ func (c *cluster) leaseKey(show int64) string {
 }
 func (c *cluster) archiveKey(show int64) string {
 	return c.prefix + "live:archiving:" + strconv.FormatInt(show, 10)
+}
+func (c *cluster) lastKey(show int64) string {
+	return c.prefix + "live:last:" + strconv.FormatInt(show, 10)
 }
 
 // start registers the node, listens for commands and runs the heartbeat
@@ -357,6 +364,12 @@ func (c *cluster) release(ctx context.Context, show int64) {
 	if err := releaseLease.Run(ctx, c.rdb, []string{c.leaseKey(show)}, c.id).Err(); err != nil {
 		c.log.Warn("live: release lease", "show", show, "err", err)
 	}
+	// This node's working files of the show are the newest (another
+	// node's, from before a reconnect here, are not): it archives the
+	// show if it stops with no node ingesting it (takeArchive).
+	if err := c.rdb.Set(ctx, c.lastKey(show), c.id, lastIngestTTL).Err(); err != nil {
+		c.log.Warn("live: note the last node to ingest", "show", show, "err", err)
+	}
 }
 
 // owner is the node holding the show's lease ("" when none).
@@ -469,6 +482,9 @@ func (c *cluster) takeArchive(ctx context.Context, show int64, owner bool) bool 
 		if holder != "" && holder != c.id {
 			return false // the owner archives
 		}
+		if holder == "" && c.lastElsewhere(ctx, show) {
+			return false // the last node to ingest it archives
+		}
 	}
 	ok, err := c.rdb.SetNX(ctx, c.archiveKey(show), c.id, archiveLockTTL).Result()
 	if err != nil {
@@ -476,6 +492,18 @@ func (c *cluster) takeArchive(ctx context.Context, show int64, owner bool) bool 
 		return false
 	}
 	return ok
+}
+
+// lastElsewhere tells whether another node, still running, was the last to
+// ingest the show: its working files hold the end of the recording that
+// this node's may lack (or its uploads may still be under way).
+func (c *cluster) lastElsewhere(ctx context.Context, show int64) bool {
+	last, err := c.rdb.Get(ctx, c.lastKey(show)).Result()
+	if err != nil || last == c.id {
+		return false
+	}
+	alive, err := c.rdb.Exists(ctx, c.nodeKey(last)).Result()
+	return err == nil && alive == 1
 }
 
 // archiveFailed lets another node (or a restart) try the show's archive.
