@@ -112,6 +112,16 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then
   return 1
 end
 return 0`)
+	// noteLast sets KEYS[1] to ARGV[1] unless another node's id is there:
+	// a node letting go of a show another node took meanwhile must not
+	// claim the end of its recording.
+	noteLast = redis.NewScript(`
+local v = redis.call('GET', KEYS[1])
+if not v or v == ARGV[1] then
+  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+  return 1
+end
+return 0`)
 )
 
 // command is a message to one node on its channel.
@@ -286,7 +296,7 @@ func (c *cluster) acquire(ctx context.Context, show int64, deadline <-chan time.
 			return fmt.Errorf("live: show %d: take the live lease: %w", show, err)
 		}
 		if ok {
-			c.hold(show)
+			c.took(ctx, show)
 			return nil
 		}
 		holder, err := c.rdb.Get(ctx, key).Result()
@@ -298,7 +308,7 @@ func (c *cluster) acquire(ctx context.Context, show int64, deadline <-chan time.
 		case holder == c.id:
 			// A lease of this node that no local stream holds (this node
 			// holds the show's local slot): a release that failed.
-			c.hold(show)
+			c.took(ctx, show)
 			return nil
 		}
 		if time.Since(asked) >= time.Second {
@@ -317,7 +327,7 @@ func (c *cluster) acquire(ctx context.Context, show int64, deadline <-chan time.
 				}
 				if took == 1 {
 					c.log.Info("live: took over the show of a node that is gone", "show", show, "from", holder)
-					c.hold(show)
+					c.took(ctx, show)
 					return nil
 				}
 				continue
@@ -331,6 +341,16 @@ func (c *cluster) acquire(ctx context.Context, show int64, deadline <-chan time.
 			return fmt.Errorf("live: show %d: node %s did not let go of the live lease", show, holder)
 		case <-time.After(50 * time.Millisecond):
 		}
+	}
+}
+
+// took records a lease this node has just taken: it holds it, and it is
+// the last node to ingest the show (its working files will hold the end of
+// the recording; takeArchive).
+func (c *cluster) took(ctx context.Context, show int64) {
+	c.hold(show)
+	if err := c.rdb.Set(ctx, c.lastKey(show), c.id, lastIngestTTL).Err(); err != nil {
+		c.log.Warn("live: note the last node to ingest", "show", show, "err", err)
 	}
 }
 
@@ -361,14 +381,14 @@ func (c *cluster) release(ctx context.Context, show int64) {
 	c.mu.Lock()
 	delete(c.leases, show)
 	c.mu.Unlock()
+	// Refresh the note that this node ingested the show last (its TTL
+	// counts from the end of the stream) before the lease goes, so no
+	// moment shows neither: unless another node took the show meanwhile.
+	if err := noteLast.Run(ctx, c.rdb, []string{c.lastKey(show)}, c.id, lastIngestTTL.Milliseconds()).Err(); err != nil {
+		c.log.Warn("live: note the last node to ingest", "show", show, "err", err)
+	}
 	if err := releaseLease.Run(ctx, c.rdb, []string{c.leaseKey(show)}, c.id).Err(); err != nil {
 		c.log.Warn("live: release lease", "show", show, "err", err)
-	}
-	// This node's working files of the show are the newest (another
-	// node's, from before a reconnect here, are not): it archives the
-	// show if it stops with no node ingesting it (takeArchive).
-	if err := c.rdb.Set(ctx, c.lastKey(show), c.id, lastIngestTTL).Err(); err != nil {
-		c.log.Warn("live: note the last node to ingest", "show", show, "err", err)
 	}
 }
 
