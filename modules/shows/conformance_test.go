@@ -181,6 +181,15 @@ func testRead(t *testing.T, f *fixture) {
 	}
 	expectError(t, f.do(t, "GET", path, "", nil), http.StatusUnauthorized)
 	expectError(t, f.do(t, "GET", "/v1/users/999999/shows", tok, nil), http.StatusNotFound)
+	// An unknown user is a 404 whatever the query (the list is empty, or
+	// the query is refused); a known one with no shows an empty list.
+	expectError(t, f.do(t, "GET", "/v1/users/999999/shows?live=maybe", tok, nil), http.StatusNotFound)
+	expectError(t, f.do(t, "GET", "/v1/users/999999/shows?page=9", tok, nil), http.StatusNotFound)
+	empty, emptyTok := f.user("No Shows")
+	expectError(t, f.do(t, "GET", fmt.Sprintf("/v1/users/%d/shows?live=maybe", empty.ID), emptyTok, nil), http.StatusBadRequest)
+	if m := f.do(t, "GET", fmt.Sprintf("/v1/users/%d/shows", empty.ID), tok, nil).Expect(t, http.StatusOK).JSON(t); m["count"] != float64(0) {
+		t.Fatalf("a user without shows: %v", m)
+	}
 }
 
 func testUpdate(t *testing.T, f *fixture) {

@@ -302,10 +302,16 @@ func (s *Service) cachedList(ctx context.Context, q ListQuery) (json.RawMessage,
 		// wait for one read of it, detached from the request that
 		// starts it (its cancellation must not fail the others).
 		shared := context.WithoutCancel(ctx)
-		if _, err, _ := c.flight.Do(strconv.FormatInt(gen, 10)+"|"+k, func() (any, error) {
-			return nil, s.fillList(shared, q, k, gen, viewer)
-		}); err != nil {
+		v, err, _ := c.flight.Do(strconv.FormatInt(gen, 10)+"|"+k, func() (any, error) {
+			return s.fillList(shared, q, k, gen, viewer)
+		})
+		if err != nil {
 			return nil, 0, false, err
+		}
+		if e := v.(*listEntry); e.answers(uid) {
+			// Read during this request: no check to make.
+			c.requests.WithLabelValues(result).Inc()
+			return e.items, e.count, true, nil
 		}
 	}
 	// The generation moved between the read and the check: a change is
@@ -363,6 +369,27 @@ func (s *Service) useEntry(ctx context.Context, e *listEntry, uid int64) (json.R
 	return e.items, e.count, entryPatched, nil
 }
 
+// answers tells whether e, just read for a request of viewer uid (or
+// by a request of another viewer that this one waited on), is that
+// viewer's answer without the check useEntry makes: its own entry, or the
+// public form of a list the viewer's hidden shows cannot be in (one other
+// user's shows, or a tag or slug that matches nothing) and that holds none
+// of the viewer's shows. Otherwise the entry is checked like any other
+// (the count of the viewer's hidden shows in it).
+func (e *listEntry) answers(uid int64) bool {
+	if (!e.until.IsZero() && !app.Now().Before(e.until)) || (!e.tokens.IsZero() && !wallNow().Before(e.tokens)) {
+		return false
+	}
+	if e.viewer != 0 {
+		return e.viewer == uid
+	}
+	return (e.empty || e.othersOnly(uid)) && !e.owns(uid)
+}
+
+// othersOnly tells whether e's list is one user's shows, not uid's: none
+// of uid's hidden shows can match it.
+func (e *listEntry) othersOnly(uid int64) bool { return e.q.UserID != 0 && e.q.UserID != uid }
+
 // listKey identifies a cached list: its filters (the tag by its key) and
 // page, not the viewer.
 func listKey(q ListQuery) string {
@@ -387,7 +414,7 @@ func publicViewer() *app.Principal { return &app.Principal{} }
 // (every read starts after gen was read) and stores it tagged with gen: a
 // later change moves the generation, so the entry is never used on data
 // older than it holds.
-func (s *Service) fillList(ctx context.Context, q ListQuery, key string, gen int64, viewer int64) error {
+func (s *Service) fillList(ctx context.Context, q ListQuery, key string, gen int64, viewer int64) (*listEntry, error) {
 	e := &listEntry{key: key, gen: gen, viewer: viewer}
 	pq := q
 	pq.Viewer = e.principal()
@@ -401,7 +428,7 @@ func (s *Service) fillList(ctx context.Context, q ListQuery, key string, gen int
 	if pq.Tag = users.TagName(pq.Tag); pq.Tag != "" {
 		id, err := users.FindTag(ctx, s.db, pq.Tag)
 		if err != nil {
-			return fmt.Errorf("shows: list cache: %w", err)
+			return nil, fmt.Errorf("shows: list cache: %w", err)
 		}
 		e.tagID, e.empty = id, id == 0
 	}
@@ -418,7 +445,7 @@ func (s *Service) fillList(ctx context.Context, q ListQuery, key string, gen int
 		}
 		var starts []time.Time
 		if err := first.Limit(1).Scan(ctx, &starts); err != nil {
-			return fmt.Errorf("shows: list cache: first start: %w", err)
+			return nil, fmt.Errorf("shows: list cache: first start: %w", err)
 		}
 		// An empty set stays empty until a show changes: no bound.
 		if len(starts) == 1 {
@@ -428,7 +455,7 @@ func (s *Service) fillList(ctx context.Context, q ListQuery, key string, gen int
 	signedAt := wallNow() // before the links are signed
 	list, count, err := s.List(ctx, pq)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	e.count, e.shows = count, list
 	// The media links of a private show (in a viewer's own entry) are
@@ -448,10 +475,10 @@ func (s *Service) fillList(ctx context.Context, q ListQuery, key string, gen int
 		e.vol[i] = e.volatileOf(&list[i])
 	}
 	if err := s.encodeList(e); err != nil {
-		return err
+		return nil, err
 	}
 	s.lists.put(e)
-	return nil
+	return e, nil
 }
 
 // principal is who the entry's list is for: a user without shows (the
@@ -516,8 +543,9 @@ type listStateRow struct {
 // fields of e's shows (one row each; one row of NULLs for an empty list).
 func (s *Service) stateQuery(e *listEntry, viewer int64) *bun.SelectQuery {
 	sel := s.db.NewSelect().TableExpr("show_generation AS g").ColumnExpr("g.n AS gen").Where("g.id = 1")
-	if e.empty || e.viewer != 0 {
-		// A viewer's own entry already holds their hidden shows.
+	if e.empty || e.viewer != 0 || e.othersOnly(viewer) {
+		// A viewer's own entry already holds their hidden shows; another
+		// user's shows hold none.
 		sel = sel.ColumnExpr("0 AS own")
 	} else {
 		q := e.q

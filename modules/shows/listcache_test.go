@@ -2,11 +2,16 @@ package shows_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/uptrace/bun"
 
 	"github.com/onair/onair/app"
 	"github.com/onair/onair/internal/onairtest"
@@ -419,5 +424,80 @@ func TestListCacheOwnEntry(t *testing.T) {
 		if hits() != h {
 			t.Fatal("an entry with signed links answered past the hour of its tokens")
 		}
+	})
+}
+
+// checkCounter counts the list cache's checking statements (the
+// generation row joined to the cached shows) that reach the database.
+type checkCounter struct{ n atomic.Int64 }
+
+func (*checkCounter) BeforeQuery(ctx context.Context, _ *bun.QueryEvent) context.Context {
+	return ctx
+}
+
+func (c *checkCounter) AfterQuery(_ context.Context, ev *bun.QueryEvent) {
+	if strings.Contains(ev.Query, "show_generation AS g") && strings.Contains(ev.Query, "AS own") {
+		c.n.Add(1)
+	}
+}
+
+// TestListCacheFillAnswers checks that the request that stores a list
+// answers from what it has just read when no check is due — another
+// user's shows, which the viewer's hidden shows cannot be in — and that
+// the list of the viewer's own shows, which the public entry cannot
+// answer, still comes out in the owner's form; every answer equal to a
+// fresh read, on both databases.
+func TestListCacheFillAnswers(t *testing.T) {
+	onairtest.EachBackend(t, func(t *testing.T, backend string) {
+		f := newFixture(t, backend)
+		owner, ownerTok := f.user("Fill Owner")
+		viewer, viewerTok := f.user("Fill Viewer")
+		id(f.create(t, ownerTok, map[string]any{"name": "Fill public set", "description": "d"}))
+		id(f.create(t, ownerTok, map[string]any{"name": "Fill private set", "description": "d", "private": true}))
+		id(f.create(t, viewerTok, map[string]any{"name": "Fill viewer's private set", "description": "d", "private": true}))
+		// Both shows ran: a user's list holds shows that did.
+		for _, name := range []string{"Fill public set", "Fill private set", "Fill viewer's private set"} {
+			if _, err := f.env.Core.DB.NewUpdate().Model((*shows.Show)(nil)).Set("complete = ?", true).Where("name = ?", name).Exec(f.ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := shows.RebuildCounts(f.ctx, f.env.Core.DB); err != nil {
+			t.Fatal(err)
+		}
+		checks := &checkCounter{}
+		f.env.Core.DB.AddQueryHook(checks)
+		reg := f.env.Core.Metrics
+		result := func(r string) float64 { return metricValue(t, reg, "onair_shows_list_cache_requests_total", "result", r) }
+		ask := func(step string, u *users.User, tok string, of int64, wantChecks int64, wantResult string) {
+			t.Helper()
+			c, r := checks.n.Load(), result(wantResult)
+			count, items := listAnswer(t, f.do(t, "GET", fmt.Sprintf("/v1/users/%d/shows", of), tok, nil).Expect(t, http.StatusOK))
+			want, wantCount, err := shows.FreshListItems(f.ctx, f.svc, shows.ListQuery{Viewer: principal(u), UserID: of, RanOnly: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if count != wantCount || !bytes.Equal(items, want) {
+				t.Fatalf("%s: count %d, items %s\nwant count %d, items %s", step, count, items, wantCount, want)
+			}
+			if got := checks.n.Load() - c; got != wantChecks {
+				t.Fatalf("%s: %d checking statements, want %d", step, got, wantChecks)
+			}
+			if result(wantResult) != r+1 {
+				t.Fatalf("%s: not counted as %q", step, wantResult)
+			}
+		}
+		// Another user's shows: read, then stored and answered from the
+		// read, then answered from the entry after one check.
+		ask("viewer, first", viewer, viewerTok, owner.ID, 0, "miss")
+		ask("viewer, second (stored)", viewer, viewerTok, owner.ID, 0, "miss")
+		ask("viewer, third", viewer, viewerTok, owner.ID, 1, "hit")
+		// The owner's own shows: the public entry is not theirs (they own
+		// its shows), so their own entry is read and answers at once, in
+		// the owner's form with their private show; then it is checked.
+		ask("owner, own entry stored", owner, ownerTok, owner.ID, 0, "miss")
+		ask("owner, from their entry", owner, ownerTok, owner.ID, 1, "hit")
+		// The viewer's own shows, which the owner then asks for twice.
+		ask("owner asks the viewer's, first", owner, ownerTok, viewer.ID, 0, "miss")
+		ask("owner asks the viewer's, stored", owner, ownerTok, viewer.ID, 0, "miss")
 	})
 }
