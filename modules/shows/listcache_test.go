@@ -467,7 +467,9 @@ func TestListCacheFillAnswers(t *testing.T) {
 		checks := &checkCounter{}
 		f.env.Core.DB.AddQueryHook(checks)
 		reg := f.env.Core.Metrics
-		result := func(r string) float64 { return metricValue(t, reg, "onair_shows_list_cache_requests_total", "result", r) }
+		result := func(r string) float64 {
+			return metricValue(t, reg, "onair_shows_list_cache_requests_total", "result", r)
+		}
 		ask := func(step string, u *users.User, tok string, of int64, wantChecks int64, wantResult string) {
 			t.Helper()
 			c, r := checks.n.Load(), result(wantResult)
