@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -32,6 +33,23 @@ func newMetricsRegistry() *prometheus.Registry {
 type httpMetrics struct {
 	requests *prometheus.CounterVec
 	latency  *prometheus.HistogramVec
+	// series caches the two series of each (route, method, status) met
+	// so far: a request finds them with one lock-free lookup instead of
+	// hashing its label values twice under the vectors' locks and
+	// formatting its status. Bounded like the label set itself.
+	series sync.Map // seriesKey → *httpSeries
+}
+
+// seriesKey is a route (nil for "unmatched"), a method label and a status.
+type seriesKey struct {
+	route  *fiber.Route
+	method string
+	status int
+}
+
+type httpSeries struct {
+	requests prometheus.Counter
+	latency  prometheus.Observer
 }
 
 func newHTTPMetrics(reg prometheus.Registerer) *httpMetrics {
@@ -55,13 +73,24 @@ func (m *httpMetrics) middleware() fiber.Handler {
 	return func(c *fiber.Ctx) error {
 		start := c.Context().Time() // fasthttp's clock read as the handler starts
 		err := c.Next()
-		route := "unmatched"
+		key := seriesKey{method: methodLabel(c.Method()), status: c.Response().StatusCode()}
 		if r := c.Route(); r != nil && r.Path != "/" && r.Path != "" && !strings.HasSuffix(r.Path, "*") {
-			route = r.Path
+			key.route = r
 		}
-		method := methodLabel(c.Method())
-		m.requests.WithLabelValues(method, route, strconv.Itoa(c.Response().StatusCode())).Inc()
-		m.latency.WithLabelValues(method, route).Observe(time.Since(start).Seconds())
+		se, ok := m.series.Load(key)
+		if !ok {
+			route := "unmatched"
+			if key.route != nil {
+				route = key.route.Path
+			}
+			se, _ = m.series.LoadOrStore(key, &httpSeries{
+				requests: m.requests.WithLabelValues(key.method, route, strconv.Itoa(key.status)),
+				latency:  m.latency.WithLabelValues(key.method, route),
+			})
+		}
+		s := se.(*httpSeries)
+		s.requests.Inc()
+		s.latency.Observe(time.Since(start).Seconds())
 		return err
 	}
 }
