@@ -194,7 +194,23 @@ func (s *S3) Open(ctx context.Context, key string) (*Object, error) {
 		obj.Close()
 		return nil, s.wrap("open", key, err)
 	}
-	return &Object{Info: infoOf(st), Body: obj}, nil
+	return &Object{Info: infoOf(st), Body: s3Body{obj, key}}, nil
+}
+
+// s3Body reads an opened object. The client asks for its bytes on the
+// ETag it opened (If-Match): a 412 means another writer replaced it since,
+// and is reported as ErrChanged.
+type s3Body struct {
+	*minio.Object
+	key string
+}
+
+func (b s3Body) Read(p []byte) (int, error) {
+	n, err := b.Object.Read(p)
+	if err != nil && err != io.EOF && minio.ToErrorResponse(err).Code == "PreconditionFailed" {
+		err = fmt.Errorf("store: read %s: %w", b.key, ErrChanged)
+	}
+	return n, err
 }
 
 func (s *S3) Stat(ctx context.Context, key string) (Info, error) {

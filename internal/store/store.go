@@ -21,6 +21,11 @@ import (
 // errors.Is(err, fs.ErrNotExist) is true for it too.
 var ErrNotExist = fs.ErrNotExist
 
+// ErrChanged is returned (wrapped) by a read of an open object that was
+// replaced since it was opened: the store will not mix the two. Opening it
+// again reads the new one.
+var ErrChanged = errors.New("the object was replaced while it was read")
+
 // Store keeps objects by key. Implementations are safe for concurrent use.
 type Store interface {
 	// Put stores body (size bytes, or -1 when unknown) under key,
@@ -87,8 +92,19 @@ func PutBytes(ctx context.Context, s Store, key string, data []byte, contentType
 	return s.Put(ctx, key, bytes.NewReader(data), int64(len(data)), contentType)
 }
 
-// ReadAll returns the whole object.
+// ReadAll returns the whole object. An object replaced while it is read
+// (another node rewrote it: a playlist, an index) is read again, up to
+// three times in all.
 func ReadAll(ctx context.Context, s Store, key string) ([]byte, error) {
+	for try := 1; ; try++ {
+		data, err := readAll(ctx, s, key)
+		if err == nil || !errors.Is(err, ErrChanged) || try == 3 {
+			return data, err
+		}
+	}
+}
+
+func readAll(ctx context.Context, s Store, key string) ([]byte, error) {
 	obj, err := s.Open(ctx, key)
 	if err != nil {
 		return nil, err

@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -177,6 +178,31 @@ func TestS3(t *testing.T) {
 			}
 		}
 	})
+	t.Run("an object replaced while read", func(t *testing.T) {
+		ctx := context.Background()
+		const key = "shows/9/index.jsonl"
+		if err := PutBytes(ctx, s, key, []byte("old index"), "application/json"); err != nil {
+			t.Fatal(err)
+		}
+		obj, err := s.Open(ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := PutBytes(ctx, s, key, []byte("new index, longer"), "application/json"); err != nil {
+			t.Fatal(err)
+		}
+		data, err := io.ReadAll(obj.Body)
+		obj.Body.Close()
+		if !errors.Is(err, ErrChanged) {
+			t.Fatalf("read of a replaced object: %q, %v; want ErrChanged", data, err)
+		}
+		// ReadAll opens it again and reads the new one.
+		r := &replacing{Store: s, key: key, with: []byte("newest index")}
+		data, err = ReadAll(ctx, r, key)
+		if err != nil || string(data) != "newest index" || r.opens != 2 {
+			t.Fatalf("ReadAll: %q, %v after %d opens", data, err, r.opens)
+		}
+	})
 	t.Run("wrong keys are named", func(t *testing.T) {
 		bad := cfg
 		bad.SecretKey = "not-the-secret"
@@ -189,6 +215,24 @@ func TestS3(t *testing.T) {
 			t.Fatalf("unknown access key: %v", err)
 		}
 	})
+}
+
+// replacing is a store whose object under key is replaced once, right
+// after its first opening, as another node rewriting it would.
+type replacing struct {
+	Store
+	key   string
+	with  []byte
+	opens int
+}
+
+func (r *replacing) Open(ctx context.Context, key string) (*Object, error) {
+	obj, err := r.Store.Open(ctx, key)
+	r.opens++
+	if err == nil && key == r.key && r.opens == 1 {
+		err = PutBytes(ctx, r.Store, key, r.with, "application/json")
+	}
+	return obj, err
 }
 
 func TestParseS3URL(t *testing.T) {
