@@ -59,6 +59,9 @@ type BootOptions struct {
 	Log            *slog.Logger
 	// Stderr becomes Core.Stderr (default os.Stderr).
 	Stderr io.Writer
+	// QueryHooks see every statement of the database handle the core and
+	// its modules share (tests count statements with them).
+	QueryHooks []bun.QueryHook
 }
 
 // Boot opens the database and Redis, registers models, runs migrations,
@@ -80,6 +83,9 @@ func Boot(ctx context.Context, cfg *Config, opts BootOptions) (*Core, error) {
 	db, err := OpenDB(ctx, cfg.DatabaseURL)
 	if err != nil {
 		return nil, err
+	}
+	for _, h := range opts.QueryHooks {
+		db = db.WithQueryHook(h)
 	}
 	core.DB = db
 	fail := func(err error) (*Core, error) {

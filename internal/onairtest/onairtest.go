@@ -30,6 +30,7 @@ import (
 
 	_ "github.com/go-sql-driver/mysql"
 	"github.com/gofiber/fiber/v2"
+	"github.com/uptrace/bun"
 
 	"github.com/onair/onair/app"
 	"github.com/onair/onair/internal/testload"
@@ -75,6 +76,8 @@ type Options struct {
 	// validates against /v1/openapi.json. Leave it on: it is what keeps the
 	// document true.
 	SkipOpenAPI bool
+	// QueryHooks see every statement the server makes (app.BootOptions).
+	QueryHooks []bun.QueryHook
 }
 
 // Env is one running OnAir.
@@ -143,7 +146,7 @@ func New(t testing.TB, opts Options) *Env {
 	logs := &LockedBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	ctx, cancel := context.WithCancel(context.Background())
-	core, err := app.Boot(ctx, cfg, app.BootOptions{Log: log, Stderr: logs})
+	core, err := app.Boot(ctx, cfg, app.BootOptions{Log: log, Stderr: logs, QueryHooks: opts.QueryHooks})
 	if err != nil {
 		cancel()
 		ln.Close()

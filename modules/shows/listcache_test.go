@@ -449,7 +449,9 @@ func (c *checkCounter) AfterQuery(_ context.Context, ev *bun.QueryEvent) {
 // fresh read, on both databases.
 func TestListCacheFillAnswers(t *testing.T) {
 	onairtest.EachBackend(t, func(t *testing.T, backend string) {
-		f := newFixture(t, backend)
+		checks := &checkCounter{}
+		env := onairtest.New(t, onairtest.Options{Backend: backend, QueryHooks: []bun.QueryHook{checks}})
+		f := &fixture{t: t, env: env, svc: shows.From(env.Core), ctx: context.Background()}
 		owner, ownerTok := f.user("Fill Owner")
 		viewer, viewerTok := f.user("Fill Viewer")
 		id(f.create(t, ownerTok, map[string]any{"name": "Fill public set", "description": "d"}))
@@ -464,8 +466,6 @@ func TestListCacheFillAnswers(t *testing.T) {
 		if err := shows.RebuildCounts(f.ctx, f.env.Core.DB); err != nil {
 			t.Fatal(err)
 		}
-		checks := &checkCounter{}
-		f.env.Core.DB.AddQueryHook(checks)
 		reg := f.env.Core.Metrics
 		result := func(r string) float64 {
 			return metricValue(t, reg, "onair_shows_list_cache_requests_total", "result", r)
