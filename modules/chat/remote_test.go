@@ -67,6 +67,12 @@ func TestRemoteShowEventInRoom(t *testing.T) {
 			}
 			switch ev["type"] {
 			case "show.updated":
+				if ev["state"] == shows.EventCreated {
+					// The show's creation on A, published to the room's
+					// bus before the socket joined, may pass it after it
+					// joined on a busy machine: not the change on B.
+					continue
+				}
 				updates++
 				if sh, _ := ev["show"].(map[string]any); sh == nil || sh["description"] != "changed on B" || ev["state"] != shows.EventUpdated {
 					t.Errorf("show.updated on A: %v", ev)
