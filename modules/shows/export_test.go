@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/onair/onair/app"
 	"github.com/onair/onair/migrations"
+	"github.com/onair/onair/modules/users"
 )
 
 // MigratePeakViewers is migration 0028, for the upgrade test.
@@ -40,4 +42,27 @@ func SetListCacheAsked(s *Service, n int) { s.lists.maxAsked = n }
 func SetListCacheWallClock(now func() time.Time) func() {
 	wallNow = now
 	return func() { wallNow = time.Now }
+}
+
+// OwnerPageTwoWays reads the page of q (one owner's shows, q.UserID set)
+// with the one statement of ownerPage and, to compare, with the count and
+// page statements every other list uses.
+func OwnerPageTwoWays(ctx context.Context, s *Service, q ListQuery) (one []Show, oneCount int, two []Show, twoCount int, err error) {
+	now := app.Now()
+	var tagID int64
+	if q.Tag = users.TagName(q.Tag); q.Tag != "" {
+		if tagID, err = users.FindTag(ctx, s.db, q.Tag); err != nil || tagID == 0 {
+			return nil, 0, nil, 0, err
+		}
+	}
+	if one, oneCount, err = s.ownerPage(ctx, q, tagID, now); err != nil {
+		return
+	}
+	if twoCount, err = s.count(ctx, q, tagID, now); err != nil {
+		return
+	}
+	if q.Page.Offset() < twoCount {
+		two, err = s.page(ctx, q, tagID, now)
+	}
+	return
 }

@@ -92,6 +92,15 @@ func (s *Service) List(ctx context.Context, q ListQuery) ([]Show, int, error) {
 		}
 		return list, count, nil
 	}
+	if q.UserID != 0 && q.Page.Number < seekMinPage {
+		// One owner's shows are few: the page and their count in one
+		// statement. A page that comes out empty says nothing of the
+		// count, which is then read on its own.
+		list, count, err := s.ownerPage(ctx, q, tagID, now)
+		if err != nil || len(list) > 0 {
+			return list, count, err
+		}
+	}
 	if count, err = s.count(ctx, q, tagID, now); err != nil {
 		return nil, 0, err
 	}
@@ -178,6 +187,48 @@ func (s *Service) page(ctx context.Context, q ListQuery, tagID int64, now time.T
 		s.pages.remember(key, gen, q.Page.Number, pageBound{last.Start, last.ID})
 	}
 	return rows, nil
+}
+
+// countedShow is a show of a page with the size of the whole result set,
+// which the page's statement counts beside it.
+type countedShow struct {
+	Show  `bun:",extend"`
+	Total int `bun:"list_total,scanonly"`
+}
+
+// ownerPage reads a page of q's list with the number of shows in the
+// whole list, in one statement: the ids of the page on the narrow indexes
+// with COUNT(*) OVER the whole set (before the LIMIT), joined to the rows,
+// their owners and (one more round trip) their tags. For lists of one
+// owner's shows, where the set the window counts is small; the order and
+// the rows are those of page.
+func (s *Service) ownerPage(ctx context.Context, q ListQuery, tagID int64, now time.Time) ([]Show, int, error) {
+	vis := visibleTo(q.Viewer)
+	sel := s.filtered(s.listFrom(q, vis), q, tagID, now, vis)
+	if tagID != 0 {
+		sel = sel.ColumnExpr("st.show_id AS id").OrderExpr("st.start DESC, st.show_id DESC")
+	} else {
+		sel = sel.ColumnExpr("s.id AS id").OrderExpr("s.start DESC, s.id DESC")
+	}
+	sel = sel.ColumnExpr("COUNT(*) OVER () AS total").Limit(int64(q.Page.Size)).Offset(int64(q.Page.Offset()))
+	var rows []countedShow
+	err := s.db.NewSelect().Model(&rows).ColumnExpr("?TableColumns").ColumnExpr("p.total AS list_total").
+		Relation("User").Relation("Tags", orderTags).
+		Join("JOIN (?) AS p ON p.id = s.id", sel).Scan(ctx)
+	if err != nil {
+		return nil, 0, fmt.Errorf("shows: list: page: %w", err)
+	}
+	if len(rows) == 0 {
+		return nil, 0, nil
+	}
+	list := make([]Show, len(rows))
+	for i := range rows {
+		list[i] = rows[i].Show
+	}
+	slices.SortFunc(list, func(a, b Show) int {
+		return cmpListOrder(matchRow{a.ID, a.Start}, matchRow{b.ID, b.Start})
+	})
+	return list, rows[0].Total, nil
 }
 
 // check applies the text rule (app.TextProblem) to the text filters: a
