@@ -156,12 +156,7 @@ func (s *Service) page(ctx context.Context, q ListQuery, tagID int64, now time.T
 	if withPrev {
 		limit, offset = size+1, skip-1
 	}
-	sel := s.filtered(s.listFrom(q, visibleTo(q.Viewer)), q, tagID, now, visibleTo(q.Viewer))
-	if tagID != 0 {
-		sel = sel.ColumnExpr("st.show_id AS id").OrderExpr("st.start DESC, st.show_id DESC")
-	} else {
-		sel = sel.ColumnExpr("s.id AS id").OrderExpr("s.start DESC, s.id DESC")
-	}
+	sel := s.orderedIDs(q, tagID, now)
 	if from != nil {
 		sel = afterBound(sel, tagID != 0, *from)
 	}
@@ -189,6 +184,17 @@ func (s *Service) page(ctx context.Context, q ListQuery, tagID int64, now time.T
 	return rows, nil
 }
 
+// orderedIDs selects the ids of q's list (as id), in list order, on the
+// narrow indexes: a page's subquery.
+func (s *Service) orderedIDs(q ListQuery, tagID int64, now time.Time) *bun.SelectQuery {
+	vis := visibleTo(q.Viewer)
+	sel := s.filtered(s.listFrom(q, vis), q, tagID, now, vis)
+	if tagID != 0 {
+		return sel.ColumnExpr("st.show_id AS id").OrderExpr("st.start DESC, st.show_id DESC")
+	}
+	return sel.ColumnExpr("s.id AS id").OrderExpr("s.start DESC, s.id DESC")
+}
+
 // countedShow is a show of a page with the size of the whole result set,
 // which the page's statement counts beside it.
 type countedShow struct {
@@ -203,14 +209,7 @@ type countedShow struct {
 // owner's shows, where the set the window counts is small; the order and
 // the rows are those of page.
 func (s *Service) ownerPage(ctx context.Context, q ListQuery, tagID int64, now time.Time) ([]Show, int, error) {
-	vis := visibleTo(q.Viewer)
-	sel := s.filtered(s.listFrom(q, vis), q, tagID, now, vis)
-	if tagID != 0 {
-		sel = sel.ColumnExpr("st.show_id AS id").OrderExpr("st.start DESC, st.show_id DESC")
-	} else {
-		sel = sel.ColumnExpr("s.id AS id").OrderExpr("s.start DESC, s.id DESC")
-	}
-	sel = sel.ColumnExpr("COUNT(*) OVER () AS total").Limit(int64(q.Page.Size)).Offset(int64(q.Page.Offset()))
+	sel := s.orderedIDs(q, tagID, now).ColumnExpr("COUNT(*) OVER () AS total").Limit(int64(q.Page.Size)).Offset(int64(q.Page.Offset()))
 	var rows []countedShow
 	err := s.db.NewSelect().Model(&rows).ColumnExpr("?TableColumns").ColumnExpr("p.total AS list_total").
 		Relation("User").Relation("Tags", orderTags).
