@@ -97,14 +97,19 @@ func (m *httpMetrics) middleware() fiber.Handler {
 
 // methodLabel maps the request method onto the fixed set of HTTP methods,
 // so a client inventing methods cannot grow the label set without bound.
+// It returns the package's constant, never the request's own string, which
+// the series cache keeps past the request.
 func methodLabel(method string) string {
-	switch method {
-	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
-		http.MethodDelete, http.MethodOptions, http.MethodConnect, http.MethodTrace:
-		return method
+	for _, m := range httpMethods {
+		if method == m {
+			return m
+		}
 	}
 	return "OTHER"
 }
+
+var httpMethods = [...]string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+	http.MethodDelete, http.MethodOptions, http.MethodConnect, http.MethodTrace}
 
 // metricsHandler answers /metrics in the Prometheus exposition format.
 func metricsHandler(reg *prometheus.Registry) http.Handler {

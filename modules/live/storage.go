@@ -85,7 +85,7 @@ func parseIndex(data []byte) []indexLine {
 			break // torn: being appended, or cut by a crash
 		}
 		var s hls.Segment
-		if err := json.Unmarshal(line, &s); err != nil || s.File == "" || filepath.Base(s.File) != s.File || !mediaFile(s.File) {
+		if err := json.Unmarshal(line, &s); err != nil || !mediaFile(s.File) { // a bare file name, never a path
 			continue
 		}
 		out = append(out, indexLine{seg: s, line: append([]byte(nil), line...)})

@@ -342,7 +342,7 @@ func (s *Service) useEntry(ctx context.Context, e *listEntry, uid int64) (json.R
 	if err != nil {
 		return nil, 0, entryStale, err
 	}
-	if gen != e.gen || (!e.until.IsZero() && !app.Now().Before(e.until)) || (!e.tokens.IsZero() && !wallNow().Before(e.tokens)) {
+	if gen != e.gen || e.expired() {
 		return nil, 0, entryStale, nil
 	}
 	if own > 0 {
@@ -377,13 +377,19 @@ func (s *Service) useEntry(ctx context.Context, e *listEntry, uid int64) (json.R
 // of the viewer's shows. Otherwise the entry is checked like any other
 // (the count of the viewer's hidden shows in it).
 func (e *listEntry) answers(uid int64) bool {
-	if (!e.until.IsZero() && !app.Now().Before(e.until)) || (!e.tokens.IsZero() && !wallNow().Before(e.tokens)) {
+	if e.expired() {
 		return false
 	}
 	if e.viewer != 0 {
 		return e.viewer == uid
 	}
 	return (e.empty || e.othersOnly(uid)) && !e.owns(uid)
+}
+
+// expired tells whether the clock has passed e's bounds: the earliest
+// scheduled start in its set, or the hour its signed media links change.
+func (e *listEntry) expired() bool {
+	return (!e.until.IsZero() && !app.Now().Before(e.until)) || (!e.tokens.IsZero() && !wallNow().Before(e.tokens))
 }
 
 // othersOnly tells whether e's list is one user's shows, not uid's: none
