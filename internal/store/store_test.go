@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -202,6 +203,11 @@ func TestS3(t *testing.T) {
 		if err != nil || string(data) != "newest index" || r.opens != 2 {
 			t.Fatalf("ReadAll: %q, %v after %d opens", data, err, r.opens)
 		}
+		// Replaced at every opening: ReadAll gives up after three.
+		r = &replacing{Store: s, key: key, with: []byte("busy index"), every: true}
+		if data, err = ReadAll(ctx, r, key); !errors.Is(err, ErrChanged) || r.opens != 3 {
+			t.Fatalf("ReadAll of an object replaced at every read: %q, %v after %d opens", data, err, r.opens)
+		}
 	})
 	t.Run("wrong keys are named", func(t *testing.T) {
 		bad := cfg
@@ -217,20 +223,23 @@ func TestS3(t *testing.T) {
 	})
 }
 
-// replacing is a store whose object under key is replaced once, right
-// after its first opening, as another node rewriting it would.
+// replacing is a store whose object under key is replaced right after its
+// first opening (every opening with every), as another node rewriting it
+// would.
 type replacing struct {
 	Store
 	key   string
 	with  []byte
+	every bool
 	opens int
 }
 
 func (r *replacing) Open(ctx context.Context, key string) (*Object, error) {
 	obj, err := r.Store.Open(ctx, key)
 	r.opens++
-	if err == nil && key == r.key && r.opens == 1 {
-		err = PutBytes(ctx, r.Store, key, r.with, "application/json")
+	if err == nil && key == r.key && (r.opens == 1 || r.every) {
+		// Other bytes each time: S3's ETag is their digest.
+		err = PutBytes(ctx, r.Store, key, fmt.Appendf(r.with, "%.*s", r.opens-1, "++++++++"), "application/json")
 	}
 	return obj, err
 }
