@@ -73,7 +73,7 @@ func newConn(s *Server, nc net.Conn) *conn {
 		nextStreamID: 1,
 	}
 	c.log = s.logger().With("remote", c.remote)
-	c.idle = &idleConn{Conn: nc}
+	c.idle = newIdleConn(nc)
 	var r io.Reader = c.idle
 	rate := s.MaxByteRate
 	if rate == 0 {

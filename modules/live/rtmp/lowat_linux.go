@@ -1,0 +1,67 @@
+package rtmp
+
+import (
+	"net"
+	"syscall"
+)
+
+// batcher sets a TCP socket's receive low watermark (SO_RCVLOWAT): epoll,
+// and so Go's poller, reports the socket readable only once that many
+// bytes are queued, or at the peer's FIN or an error. A read of a
+// non-blocking socket still returns whatever is queued.
+type batcher struct {
+	raw   syscall.RawConn // nil: not a socket, nothing to set
+	lowat int             // the watermark set, 0 or 1 for the default
+}
+
+func newBatcher(nc net.Conn) batcher {
+	sc, ok := nc.(syscall.Conn)
+	if !ok {
+		return batcher{}
+	}
+	raw, err := sc.SyscallConn()
+	if err != nil {
+		return batcher{}
+	}
+	return batcher{raw: raw, lowat: 1}
+}
+
+// setLowat sets the watermark when it changes by more than a quarter (or
+// to or from one byte), so a steady peer costs no system call.
+func (b *batcher) setLowat(n int) {
+	if b.raw == nil || n == b.lowat || (n > 1 && b.lowat > 1 && abs(n-b.lowat) < b.lowat/4) {
+		return
+	}
+	var serr error
+	if err := b.raw.Control(func(fd uintptr) {
+		serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVLOWAT, n)
+	}); err != nil || serr != nil {
+		b.raw = nil // a socket that refuses it is read a byte at a time
+		return
+	}
+	b.lowat = n
+}
+
+// drain is called when a read timed out with the watermark raised: it
+// takes the bytes queued below the watermark, if any, with one
+// non-blocking read (Control does not wait on the deadline that fired),
+// and drops the watermark to one byte, the rate having fallen. With
+// nothing queued the peer really was quiet, and the timeout stands.
+func (b *batcher) drain(p []byte, timeout error) (int, error) {
+	var n int
+	var rerr error
+	if err := b.raw.Control(func(fd uintptr) {
+		n, rerr = syscall.Read(int(fd), p)
+	}); err != nil || rerr != nil || n <= 0 {
+		return 0, timeout
+	}
+	b.setLowat(1)
+	return n, nil
+}
+
+func abs(n int) int {
+	if n < 0 {
+		return -n
+	}
+	return n
+}

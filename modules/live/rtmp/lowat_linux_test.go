@@ -1,0 +1,156 @@
+package rtmp
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"net"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func TestBatchFor(t *testing.T) {
+	for _, c := range []struct {
+		n    int64
+		d    time.Duration
+		want int
+	}{
+		{0, time.Second, 1},
+		{16_000, time.Second, 1},            // 128 kb/s of audio: 640 B a window
+		{320_000, time.Second, 12_800},      // 2.5 Mb/s
+		{320_000, 2 * time.Second, 6_400},   // the same bytes over two seconds
+		{10_000_000, time.Second, maxBatch}, // capped
+		{minBatch * 25, time.Second, minBatch},
+		{minBatch*25 - 25, time.Second, 1},
+		{1 << 20, 0, 1},
+	} {
+		if got := batchFor(c.n, c.d); got != c.want {
+			t.Errorf("batchFor(%d, %v) = %d, want %d", c.n, c.d, got, c.want)
+		}
+	}
+}
+
+func lowatOf(t *testing.T, nc net.Conn) int {
+	t.Helper()
+	raw, err := nc.(syscall.Conn).SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v int
+	var gerr error
+	if err := raw.Control(func(fd uintptr) { v, gerr = syscall.GetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVLOWAT) }); err != nil || gerr != nil {
+		t.Fatal(err, gerr)
+	}
+	return v
+}
+
+// TestReadBatching streams 800 kB/s into an idleConn over loopback TCP:
+// within a second or two the socket's watermark follows the rate. Then,
+// the watermark raised, the peer sends 100 bytes and goes quiet without
+// closing: the reader still gets them when its deadline fires, with no
+// error, and the watermark is back to one byte. Every byte arrives, in
+// order.
+func TestReadBatching(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	pattern := func(i int) byte { return byte(i*7 + i/251) }
+	stop := make(chan struct{})  // the watermark is up: stop streaming
+	steady := make(chan int, 1)  // the bytes streamed
+	tail := make(chan struct{})  // send the tail
+	quiet := make(chan struct{}) // the reader has the tail: close
+	go func() {
+		defer close(steady)
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		buf := make([]byte, 8<<10)
+		sent := 0
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
+	stream:
+		for {
+			for i := range buf {
+				buf[i] = pattern(sent + i)
+			}
+			if _, err := c.Write(buf); err != nil {
+				return
+			}
+			sent += len(buf)
+			select {
+			case <-stop:
+				break stream
+			case <-tick.C:
+			}
+		}
+		steady <- sent
+		<-tail
+		for i := range 100 {
+			buf[i] = pattern(sent + i)
+		}
+		if _, err := c.Write(buf[:100]); err != nil {
+			return
+		}
+		<-quiet
+	}()
+	nc, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	ic := newIdleConn(nc)
+	ic.timeout = 2 * time.Second
+
+	var got bytes.Buffer
+	p := make([]byte, 64<<10)
+	read := func() {
+		t.Helper()
+		n, err := ic.Read(p)
+		got.Write(p[:n])
+		if err != nil {
+			t.Fatalf("read after %d bytes (watermark %d): %v", got.Len(), ic.batch.lowat, err)
+		}
+	}
+	for ic.batch.lowat <= 1 {
+		read()
+		if got.Len() > 16<<20 {
+			t.Fatal("watermark never raised")
+		}
+	}
+	if l := lowatOf(t, nc); l != ic.batch.lowat {
+		t.Fatalf("socket's watermark %d, set %d", l, ic.batch.lowat)
+	}
+	raised := ic.batch.lowat
+	close(stop)
+	sent := <-steady
+	for got.Len() < sent {
+		read() // the last bytes may wait for the deadline and a drain
+	}
+	ic.batch.setLowat(maxBatch)
+	if l := lowatOf(t, nc); l != maxBatch {
+		t.Fatalf("socket's watermark %d, want %d", l, maxBatch)
+	}
+	close(tail)
+	read()
+	if got.Len() != sent+100 {
+		t.Fatalf("read %d bytes, want %d", got.Len(), sent+100)
+	}
+	if l := lowatOf(t, nc); l != 1 || ic.batch.lowat != 1 {
+		t.Fatalf("watermark %d (kept %d) after the peer went quiet, want 1", l, ic.batch.lowat)
+	}
+	close(quiet)
+	if n, err := ic.Read(p); n != 0 || !errors.Is(err, io.EOF) {
+		t.Fatalf("read %d, %v after the close, want EOF", n, err)
+	}
+	for i, b := range got.Bytes() {
+		if b != pattern(i) {
+			t.Fatalf("byte %d is %d, want %d", i, b, pattern(i))
+		}
+	}
+	t.Logf("%d bytes, watermark %d", got.Len(), raised)
+}
