@@ -1,9 +1,12 @@
 package shows
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -117,19 +120,71 @@ func (s *Service) List(ctx context.Context, q ListQuery) ([]Show, int, error) {
 // loadPage reads the shows whose ids are in ids (a bun.List or a
 // subquery) with their owners and tags, in no particular order.
 func (s *Service) loadPage(ctx context.Context, ids any) ([]Show, error) {
-	var rows []Show
-	err := s.db.NewSelect().Model(&rows).Relation("User").Relation("Tags", orderTags).
+	var rows []listRow
+	err := s.db.NewSelect().Model(&rows).ColumnExpr("?TableColumns").Apply(withTagIDs).Relation("User").
 		Where("s.id IN (?)", ids).Scan(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("shows: list: load: %w", err)
 	}
-	return rows, nil
+	return s.listed(ctx, rows)
+}
+
+// listRow is a show of a list as its statement reads it: the ids of its
+// tags, and for ownerPage the size of the whole result set, beside it.
+type listRow struct {
+	Show   `bun:",extend"`
+	TagIDs []byte `bun:"tag_ids,scanonly"`
+	Total  int    `bun:"list_total,scanonly"`
+}
+
+// withTagIDs reads each show's tag ids, comma-separated, in its row: the
+// tags themselves come from the tag cache (users.TagCache), so a page is
+// one statement, not a second one for its tags.
+func withTagIDs(q *bun.SelectQuery) *bun.SelectQuery {
+	return q.ColumnExpr("(SELECT GROUP_CONCAT(stt.tag_id) FROM show_tags AS stt WHERE stt.show_id = s.id) AS tag_ids")
+}
+
+// listed gives the rows of a page their tags, in the order of their
+// folded names (the order Relation("Tags", orderTags) reads).
+func (s *Service) listed(ctx context.Context, rows []listRow) ([]Show, error) {
+	var ids []int64
+	seen := make(map[int64]struct{})
+	for i := range rows {
+		for f := range bytes.SplitSeq(rows[i].TagIDs, []byte{','}) {
+			id, err := strconv.ParseInt(string(f), 10, 64)
+			if err != nil {
+				continue // no tags (NULL)
+			}
+			if _, ok := seen[id]; !ok {
+				seen[id] = struct{}{}
+				ids = append(ids, id)
+			}
+		}
+	}
+	tags, err := s.tags.Get(ctx, s.db, ids)
+	if err != nil {
+		return nil, fmt.Errorf("shows: list: %w", err)
+	}
+	list := make([]Show, len(rows))
+	for i := range rows {
+		sh := rows[i].Show
+		sh.Tags = nil
+		for f := range bytes.SplitSeq(rows[i].TagIDs, []byte{','}) {
+			id, err := strconv.ParseInt(string(f), 10, 64)
+			if t, ok := tags[id]; ok && err == nil {
+				sh.Tags = append(sh.Tags, t)
+			}
+		}
+		slices.SortFunc(sh.Tags, func(a, b users.Tag) int { return strings.Compare(a.Folded, b.Folded) })
+		list[i] = sh
+	}
+	return list, nil
 }
 
 // page reads a page of the list with its owners and tags: the page of ids
 // is paged first on the narrow indexes, in a subquery of the statement
-// that loads those rows, so a page is one round trip (and one more for
-// the tags). A deep page seeks from a remembered page boundary where it
+// that loads those rows with their tag ids, so a page is one round trip.
+// A deep page seeks from a remembered page boundary where it
 // can (keyset.go).
 func (s *Service) page(ctx context.Context, q ListQuery, tagID int64, now time.Time) ([]Show, error) {
 	size, skip := q.Page.Size, q.Page.Offset()
@@ -195,24 +250,17 @@ func (s *Service) orderedIDs(q ListQuery, tagID int64, now time.Time) *bun.Selec
 	return sel.ColumnExpr("s.id AS id").OrderExpr("s.start DESC, s.id DESC")
 }
 
-// countedShow is a show of a page with the size of the whole result set,
-// which the page's statement counts beside it.
-type countedShow struct {
-	Show  `bun:",extend"`
-	Total int `bun:"list_total,scanonly"`
-}
-
 // ownerPage reads a page of q's list with the number of shows in the
 // whole list, in one statement: the ids of the page on the narrow indexes
 // with COUNT(*) OVER the whole set (before the LIMIT), joined to the rows,
-// their owners and (one more round trip) their tags. For lists of one
+// their owners and their tag ids. For lists of one
 // owner's shows, where the set the window counts is small; the order and
 // the rows are those of page.
 func (s *Service) ownerPage(ctx context.Context, q ListQuery, tagID int64, now time.Time) ([]Show, int, error) {
 	sel := s.orderedIDs(q, tagID, now).ColumnExpr("COUNT(*) OVER () AS total").Limit(int64(q.Page.Size)).Offset(int64(q.Page.Offset()))
-	var rows []countedShow
+	var rows []listRow
 	err := s.db.NewSelect().Model(&rows).ColumnExpr("?TableColumns").ColumnExpr("p.total AS list_total").
-		Relation("User").Relation("Tags", orderTags).
+		Apply(withTagIDs).Relation("User").
 		Join("JOIN (?) AS p ON p.id = s.id", sel).Scan(ctx)
 	if err != nil {
 		return nil, 0, fmt.Errorf("shows: list: page: %w", err)
@@ -220,9 +268,9 @@ func (s *Service) ownerPage(ctx context.Context, q ListQuery, tagID int64, now t
 	if len(rows) == 0 {
 		return nil, 0, nil
 	}
-	list := make([]Show, len(rows))
-	for i := range rows {
-		list[i] = rows[i].Show
+	list, err := s.listed(ctx, rows)
+	if err != nil {
+		return nil, 0, err
 	}
 	slices.SortFunc(list, func(a, b Show) int {
 		return cmpListOrder(matchRow{a.ID, a.Start}, matchRow{b.ID, b.Start})

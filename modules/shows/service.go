@@ -41,6 +41,8 @@ type Service struct {
 	pages pageCache
 	// matches keeps name filters' public matches (matches.go).
 	matches matchCache
+	// tags are the tags of listed shows by id (list.go, listed).
+	tags *users.TagCache
 	// scheduled keeps scheduled=true counts (scheduled.go).
 	scheduled scheduledCache
 	// lists keeps the public form of list answers (listcache.go); nil
@@ -56,6 +58,10 @@ type Service struct {
 	signMedia func(sh *Show, url string) string
 }
 
+// maxCachedTags bounds the tag cache: 100,000 tags of at most 30
+// characters are a few tens of MB at worst.
+const maxCachedTags = 100_000
+
 // NewService returns the shows service of a booted core.
 func NewService(core *app.Core) *Service {
 	s := &Service{
@@ -65,6 +71,7 @@ func NewService(core *app.Core) *Service {
 		public: core.Config.PublicURL,
 		rtmp:   app.Get[string](core.Config, SettingRTMPURL),
 		window: app.Get[time.Duration](core.Config, SettingReconnectWindow),
+		tags:   users.NewTagCache(maxCachedTags),
 	}
 	if mb := app.Get[int](core.Config, SettingListCache); mb > 0 {
 		s.lists = newListCache(mb << 20)
