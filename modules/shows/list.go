@@ -148,6 +148,7 @@ func withTagIDs(q *bun.SelectQuery) *bun.SelectQuery {
 // folded names (the order Relation("Tags", orderTags) reads).
 func (s *Service) listed(ctx context.Context, rows []listRow) ([]Show, error) {
 	var ids []int64
+	of := make([][]int64, len(rows))
 	seen := make(map[int64]struct{})
 	for i := range rows {
 		for f := range bytes.SplitSeq(rows[i].TagIDs, []byte{','}) {
@@ -155,6 +156,7 @@ func (s *Service) listed(ctx context.Context, rows []listRow) ([]Show, error) {
 			if err != nil {
 				continue // no tags (NULL)
 			}
+			of[i] = append(of[i], id)
 			if _, ok := seen[id]; !ok {
 				seen[id] = struct{}{}
 				ids = append(ids, id)
@@ -169,9 +171,8 @@ func (s *Service) listed(ctx context.Context, rows []listRow) ([]Show, error) {
 	for i := range rows {
 		sh := rows[i].Show
 		sh.Tags = nil
-		for f := range bytes.SplitSeq(rows[i].TagIDs, []byte{','}) {
-			id, err := strconv.ParseInt(string(f), 10, 64)
-			if t, ok := tags[id]; ok && err == nil {
+		for _, id := range of[i] {
+			if t, ok := tags[id]; ok {
 				sh.Tags = append(sh.Tags, t)
 			}
 		}
@@ -184,8 +185,8 @@ func (s *Service) listed(ctx context.Context, rows []listRow) ([]Show, error) {
 // page reads a page of the list with its owners and tags: the page of ids
 // is paged first on the narrow indexes, in a subquery of the statement
 // that loads those rows with their tag ids, so a page is one round trip.
-// A deep page seeks from a remembered page boundary where it
-// can (keyset.go).
+// A deep page seeks from a remembered page boundary where it can
+// (keyset.go).
 func (s *Service) page(ctx context.Context, q ListQuery, tagID int64, now time.Time) ([]Show, error) {
 	size, skip := q.Page.Size, q.Page.Offset()
 	deep := q.Page.Number >= seekMinPage && (q.Scheduled == nil || !*q.Scheduled)
@@ -253,9 +254,9 @@ func (s *Service) orderedIDs(q ListQuery, tagID int64, now time.Time) *bun.Selec
 // ownerPage reads a page of q's list with the number of shows in the
 // whole list, in one statement: the ids of the page on the narrow indexes
 // with COUNT(*) OVER the whole set (before the LIMIT), joined to the rows,
-// their owners and their tag ids. For lists of one
-// owner's shows, where the set the window counts is small; the order and
-// the rows are those of page.
+// their owners and their tag ids. For lists of one owner's shows, where
+// the set the window counts is small; the order and the rows are those of
+// page.
 func (s *Service) ownerPage(ctx context.Context, q ListQuery, tagID int64, now time.Time) ([]Show, int, error) {
 	sel := s.orderedIDs(q, tagID, now).ColumnExpr("COUNT(*) OVER () AS total").Limit(int64(q.Page.Size)).Offset(int64(q.Page.Offset()))
 	var rows []listRow
