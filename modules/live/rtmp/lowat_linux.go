@@ -10,7 +10,7 @@ import (
 // bytes are queued, or at the peer's FIN or an error. A read of a
 // non-blocking socket still returns whatever is queued.
 type batcher struct {
-	raw   syscall.RawConn // nil: not a socket, nothing to set
+	raw   syscall.RawConn // nil: not a socket, nothing to set or drain
 	lowat int             // the watermark set, 0 or 1 for the default
 }
 
@@ -35,11 +35,11 @@ func (b *batcher) setLowat(n int) {
 	var serr error
 	if err := b.raw.Control(func(fd uintptr) {
 		serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVLOWAT, n)
-	}); err != nil || serr != nil {
-		b.raw = nil // a socket that refuses it is read a byte at a time
-		return
+	}); err == nil && serr == nil {
+		b.lowat = n
 	}
-	b.lowat = n
+	// Otherwise the socket is closed (or refuses the option): the
+	// watermark stays as it was, which drain still handles.
 }
 
 // drain is called when a read timed out with the watermark raised: it
@@ -48,6 +48,9 @@ func (b *batcher) setLowat(n int) {
 // and drops the watermark to one byte, the rate having fallen. With
 // nothing queued the peer really was quiet, and the timeout stands.
 func (b *batcher) drain(p []byte, timeout error) (int, error) {
+	if b.raw == nil {
+		return 0, timeout
+	}
 	var n int
 	var rerr error
 	if err := b.raw.Control(func(fd uintptr) {
