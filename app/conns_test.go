@@ -52,6 +52,45 @@ func holdConns(t *testing.T, addr string, n int) func() {
 	return closeAll
 }
 
+// openConns is the server's count of open HTTP connections, read from its
+// registry in process (asking /metrics would open one more).
+func openConns(t *testing.T, env *onairtest.Env) float64 {
+	t.Helper()
+	mfs, err := env.Core.Metrics.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == "onair_http_connections_open" && len(mf.GetMetric()) == 1 {
+			return mf.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	t.Fatal("no onair_http_connections_open")
+	return 0
+}
+
+// holdAdmitted holds n connections to env's server once the server has
+// admitted every one of them. The test client's keep-alive connection of
+// the server's readiness check counts against the caps until the server
+// sees it close, so it is closed, and gone, first: otherwise it could
+// take one of the n places, and give it back at any moment.
+func holdAdmitted(t *testing.T, env *onairtest.Env, n int) func() {
+	t.Helper()
+	count := func(want float64) func() error {
+		return func() error {
+			if v := openConns(t, env); v != want {
+				return fmt.Errorf("%v open, want %v", v, want)
+			}
+			return nil
+		}
+	}
+	env.Client.CloseIdleConnections()
+	eventually(t, 30*time.Second, "the client's idle connection closed", count(0))
+	release := holdConns(t, hostOf(env), n)
+	eventually(t, 30*time.Second, "the held connections admitted", count(float64(n)))
+	return release
+}
+
 // rawGet sends one request on a fresh connection and reads the answer.
 func rawGet(addr, path string) (*http.Response, []byte, error) {
 	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
@@ -276,7 +315,7 @@ func TestConnsPerIP(t *testing.T) {
 	const limit = 4
 	env := onairtest.New(t, onairtest.Options{Configure: func(c *app.Config) { c.MaxConnsPerIP = limit }})
 	addr := hostOf(env)
-	release := holdConns(t, addr, limit)
+	release := holdAdmitted(t, env, limit)
 	for range 3 {
 		resp, body, err := rawGet(addr, "/healthz")
 		if err != nil {
@@ -313,7 +352,7 @@ func TestMaxConns(t *testing.T) {
 	const limit = 5
 	env := onairtest.New(t, onairtest.Options{Configure: func(c *app.Config) { c.MaxConns = limit }})
 	addr := hostOf(env)
-	release := holdConns(t, addr, limit)
+	release := holdAdmitted(t, env, limit)
 	resp, body, err := rawGet(addr, "/healthz")
 	if err != nil {
 		t.Fatal(err)

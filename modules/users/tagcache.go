@@ -11,8 +11,8 @@ import (
 // TagCache maps tag ids to their rows for the shows lists, which then read
 // only a show's tag ids with the show. A tag row never changes once it is
 // written: a show's tags are re-pointed, never renamed, and the only
-// rewrite of the table (migration 0006's merge) runs before anything is
-// served. So an entry never goes stale, and a tag another node wrote is
+// rewrite of the table (this module's migration 0006, a merge of
+// duplicates) runs before anything is served. So an entry never goes stale, and a tag another node wrote is
 // read from the database the first time it is asked for. The cache holds
 // one database's tags; it is emptied when it reaches its bound.
 type TagCache struct {
@@ -57,11 +57,4 @@ func (c *TagCache) Get(ctx context.Context, db bun.IDB, ids []int64) (map[int64]
 	}
 	c.mu.Unlock()
 	return out, nil
-}
-
-// Len is the number of tags held.
-func (c *TagCache) Len() int {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	return len(c.byID)
 }

@@ -18,16 +18,17 @@ import (
 //
 // It also batches a fast peer's reads. A 2.5 Mb/s publisher's bytes arrive
 // a few kilobytes at a time, and each read costs a park and a wake-up of
-// the connection's goroutine, a fifth of a stream's CPU in the ingest
-// profile (docs/benchmarks.md). At each refresh the socket's receive low
-// watermark (SO_RCVLOWAT, Linux) is set to batchWindow of the rate read
-// since the last one, so the kernel wakes the reader once that much is
-// queued: a 2.5 Mb/s stream is read about 25 times a second instead of
-// 110, each byte later by at most batchWindow. A slow peer (under
-// minBatch a window) keeps the default of one byte. Bytes left below the
-// watermark when the peer goes quiet are read when the deadline fires
-// (drain), so the watermark never loses a byte nor cuts off a peer that
-// still sends.
+// the connection's goroutine: with a read for each, about 40 % of a
+// stream's CPU (docs/benchmarks.md, "Reads in batches"). At each refresh
+// the socket's receive low watermark (SO_RCVLOWAT, Linux) is set to
+// batchWindow of the rate read since the last one, so the kernel wakes the
+// reader once that much is queued: a 2.5 Mb/s stream is read about 25
+// times a second instead of 110, a steady stream's bytes later by at most
+// batchWindow (more until the next refresh when its rate falls). A slow
+// peer (under minBatch a window) keeps the default of one byte. Bytes left
+// below the watermark when the peer goes quiet are read when the deadline
+// fires (drain), so the watermark never loses a byte nor cuts off a peer
+// that still sends.
 type idleConn struct {
 	net.Conn
 	timeout time.Duration
