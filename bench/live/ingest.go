@@ -169,6 +169,10 @@ func awaitSegment(ctx context.Context, url string, began time.Time, within time.
 		req, _ := http.NewRequestWithContext(ctx, "GET", url, nil)
 		if resp, err := client.Do(req); err == nil {
 			ok := resp.StatusCode == http.StatusOK && listsSegment(resp.Body)
+			// Read to the end, a 404 before the playlist exists too, so the
+			// next poll reuses the connection as a player would, instead of
+			// charging each server a connection every 20 ms.
+			_, _ = io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()
 			if ok {
 				return time.Since(began), nil
