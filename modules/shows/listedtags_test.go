@@ -4,7 +4,6 @@ import (
 	"context"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"testing"
 
 	"github.com/uptrace/bun"
@@ -18,14 +17,8 @@ import (
 // tagReads counts the tag cache's reads of the tags table (by id; the
 // other statements on it, a tag filter's lookup by name or the reads of a
 // show's tags when it changes, are not the lists').
-type tagReads struct{ n atomic.Int64 }
-
-func (*tagReads) BeforeQuery(ctx context.Context, _ *bun.QueryEvent) context.Context { return ctx }
-
-func (c *tagReads) AfterQuery(_ context.Context, ev *bun.QueryEvent) {
-	if q := strings.ReplaceAll(ev.Query, "`", `"`); strings.Contains(q, `FROM "tags" AS "t" WHERE (id IN (`) {
-		c.n.Add(1)
-	}
+func tagReads() *queryCounter {
+	return &queryCounter{match: func(q string) bool { return strings.Contains(q, `FROM "tags" AS "t" WHERE (id IN (`) }}
 }
 
 // TestListedTags: a list reads its shows' tag ids with the page and their
@@ -36,7 +29,7 @@ func (c *tagReads) AfterQuery(_ context.Context, ev *bun.QueryEvent) {
 // nothing from the tags table.
 func TestListedTags(t *testing.T) {
 	onairtest.EachBackend(t, func(t *testing.T, backend string) {
-		reads := &tagReads{}
+		reads := tagReads()
 		env := onairtest.New(t, onairtest.Options{Backend: backend, QueryHooks: []bun.QueryHook{reads}})
 		f := &fixture{t: t, env: env, svc: shows.From(env.Core), ctx: context.Background()}
 		other := shows.NewService(env.Core) // a second node: its own tag cache
