@@ -1,8 +1,13 @@
 package rtmp
 
 import (
+	"io"
 	"net"
+	"os"
 	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // batcher sets a TCP socket's receive low watermark (SO_RCVLOWAT): epoll,
@@ -60,6 +65,52 @@ func (b *batcher) drain(p []byte, timeout error) (int, error) {
 	}
 	b.setLowat(1)
 	return n, nil
+}
+
+// read reads the socket like nc.Read, but the read(2) itself is a raw
+// system call. The socket is non-blocking, so the call never waits; when
+// nothing is queued the goroutine parks in Go's poller as nc.Read would,
+// under the same deadline. What it skips is the runtime's bookkeeping
+// for a call that might block: entering one wakes the runtime's monitor
+// thread (sysmon) whenever it sleeps, as it does between a publisher's
+// batches, so each batch paid that thread's wake-up too
+// (docs/benchmarks.md, "Raw reads").
+func (b *batcher) read(nc net.Conn, p []byte) (int, error) {
+	if b.raw == nil {
+		return nc.Read(p)
+	}
+	if len(p) == 0 {
+		return 0, nil
+	}
+	var n int
+	var rerr error
+	err := b.raw.Read(func(fd uintptr) bool {
+		for {
+			r, _, e := unix.RawSyscall(unix.SYS_READ, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
+			switch e {
+			case 0:
+				n = int(r)
+				if n == 0 {
+					rerr = io.EOF
+				}
+				return true
+			case unix.EINTR:
+				continue
+			case unix.EAGAIN:
+				return false // park until the poller reports the socket readable
+			}
+			rerr = &net.OpError{Op: "read", Net: "tcp", Source: nc.LocalAddr(), Addr: nc.RemoteAddr(), Err: os.NewSyscallError("read", e)}
+			return true
+		}
+	})
+	if err != nil {
+		// A deadline or a closed connection, as nc.Read reports them.
+		if oe, ok := err.(*net.OpError); ok {
+			oe.Op = "read"
+		}
+		return 0, err
+	}
+	return n, rerr
 }
 
 func abs(n int) int {

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"io"
 	"net"
+	"os"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -153,4 +155,75 @@ func TestReadBatching(t *testing.T) {
 		}
 	}
 	t.Logf("%d bytes, watermark %d", got.Len(), raised)
+}
+
+// TestRawReadEnds checks that the raw reads end as net.Conn.Read does: a
+// read deadline is a timeout, a connection closed under a parked reader
+// is net.ErrClosed, a reset is an error naming it, and a zero-length
+// read returns at once.
+func TestRawReadEnds(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	pair := func() (peer *net.TCPConn, ic *idleConn) {
+		t.Helper()
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		nc, err := ln.Accept()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close(); nc.Close() })
+		ic = newIdleConn(nc)
+		if ic.batch.raw == nil {
+			t.Fatal("a TCP connection has no raw reads")
+		}
+		return c.(*net.TCPConn), ic
+	}
+	p := make([]byte, 1024)
+
+	_, ic := pair()
+	if n, err := ic.Read(p[:0]); n != 0 || err != nil {
+		t.Fatalf("zero-length read: %d, %v", n, err)
+	}
+	ic.Conn.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+	var ne net.Error
+	if n, err := ic.Read(p); n != 0 || !errors.As(err, &ne) || !ne.Timeout() || !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("read past the deadline: %d, %v; want a timeout", n, err)
+	}
+
+	_, ic = pair()
+	done := make(chan error, 1)
+	go func() {
+		_, err := ic.Read(p)
+		done <- err
+	}()
+	// Closing a connection wakes a reader parked in the poller, and the
+	// close cannot overtake a reader not yet parked: either way the read
+	// ends with net.ErrClosed.
+	ic.Conn.Close()
+	if err := <-done; !errors.Is(err, net.ErrClosed) {
+		t.Fatalf("read of a closed connection: %v, want net.ErrClosed", err)
+	}
+
+	peer, ic := pair()
+	peer.SetLinger(0) // the close sends a reset
+	if _, err := peer.Write([]byte("abc")); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := ic.Read(p); n != 3 || err != nil || string(p[:3]) != "abc" {
+		t.Fatalf("read %d %q, %v; want abc", n, p[:n], err)
+	}
+	peer.Close()
+	n, err := ic.Read(p)
+	if n != 0 || !errors.Is(err, syscall.ECONNRESET) {
+		t.Fatalf("read after a reset: %d, %v; want ECONNRESET", n, err)
+	}
+	if !strings.Contains(err.Error(), "read tcp") {
+		t.Fatalf("error %q does not name the read and the connection", err)
+	}
 }

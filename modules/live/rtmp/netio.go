@@ -28,7 +28,10 @@ import (
 // peer (under minBatch a window) keeps the default of one byte. Bytes left
 // below the watermark when the peer goes quiet are read when the deadline
 // fires (drain), so the watermark never loses a byte nor cuts off a peer
-// that still sends.
+// that still sends. On such a socket the read(2) itself is a raw system
+// call (batcher.read): a non-blocking read needs none of the runtime's
+// bookkeeping for calls that block, which cost each batch a wake-up of
+// its monitor thread.
 type idleConn struct {
 	net.Conn
 	timeout time.Duration
@@ -61,7 +64,7 @@ func (c *idleConn) Read(p []byte) (int, error) {
 		}
 		c.set, c.read = now, 0
 	}
-	n, err := c.Conn.Read(p)
+	n, err := c.batch.read(c.Conn, p)
 	if n == 0 && err != nil && c.batch.lowat > 1 && errors.Is(err, os.ErrDeadlineExceeded) {
 		// The peer went quiet, perhaps with bytes below the watermark.
 		n, err = c.batch.drain(p, err)
