@@ -233,3 +233,82 @@ func measureIdle(ctx context.Context, groups [][]int, d time.Duration) ([]time.D
 	}
 	return out, nil
 }
+
+// ingestSet is every round of one publisher count; a round is OnAir,
+// nginx and OnAir's audio-only shows, in that order in the table.
+type ingestSet struct {
+	publishers int
+	runs       [][3]ingestResult
+}
+
+// ingestRound runs n publishers against OnAir's shows, nginx and OnAir's
+// audio-only shows. Every other round nginx goes first, so neither server
+// always has the first run after a pause.
+func ingestRound(ctx context.Context, o options, srv *benchkit.Server, ngx *nginx, n, round int, list, audio []benchkit.Show, input string) ([3]ingestResult, error) {
+	var runs [3]ingestResult
+	onair := target{
+		name:     "OnAir",
+		pids:     func() []int { return []int{srv.PID()} },
+		children: true,
+		idle:     func() { time.Sleep(time.Second); waitNoChildren(srv.PID(), 30*time.Second) },
+		urls: func(i int) (string, string) {
+			return "rtmp://" + srv.RTMPAddr + "/live/" + list[i].StreamKey,
+				fmt.Sprintf("%s/media/shows/%d/index.m3u8", srv.URL, list[i].ID)
+		},
+	}
+	nginxT := target{
+		name: "nginx",
+		pids: ngx.pids,
+		idle: func() { time.Sleep(time.Second) },
+		urls: func(i int) (string, string) {
+			key := fmt.Sprintf("bench-%d-%d-%d", n, round, i)
+			return "rtmp://" + ngx.rtmpAddr + "/live/" + key, "http://" + ngx.httpAddr + "/hls/" + key + ".m3u8"
+		},
+	}
+	onairAudio := target{
+		name:     "OnAir audio-only",
+		pids:     onair.pids,
+		children: true,
+		idle:     onair.idle,
+		urls: func(i int) (string, string) {
+			return "rtmp://" + srv.RTMPAddr + "/live/" + audio[i].StreamKey,
+				fmt.Sprintf("%s/media/shows/%d/audio.m3u8", srv.URL, audio[i].ID)
+		},
+	}
+	targets := []target{onair, nginxT, onairAudio}
+	order := []int{0, 1, 2}
+	switch {
+	case o.serveOnly:
+		order = order[:1] // only to have live media to serve
+	case round%2 == 1:
+		order[0], order[1] = 1, 0
+	}
+	for _, j := range order {
+		t := targets[j]
+		fmt.Fprintf(os.Stderr, "%s: %d publisher(s) for %d s (round %d of %d)...\n", t.name, n, o.seconds, round+1, o.rounds)
+		var profiled chan error
+		if o.profile != "" && j == 0 && !o.serveOnly {
+			name := fmt.Sprintf("ingest-%d", n)
+			if round > 0 {
+				name += fmt.Sprintf("-round%d", round+1)
+			}
+			profiled = profile(srv, o.seconds, filepath.Join(o.profile, name+".cpu.pprof"))
+		}
+		res, err := runIngest(ctx, t, input, n, o.seconds)
+		if profiled != nil {
+			if err := <-profiled; err != nil {
+				return runs, err
+			}
+		}
+		if err != nil {
+			return runs, fmt.Errorf("%s, %d publishers: %w", t.name, n, err)
+		}
+		for _, f := range res.failures {
+			fmt.Fprintln(os.Stderr, "  FAILED:", f)
+		}
+		fmt.Fprintf(os.Stderr, "  CPU %.2f s/stream (children %.2f), first segment median %s max %s, load %s\n",
+			res.cpu.Seconds(), res.children.Seconds(), res.firstMedian().Round(time.Millisecond), res.firstMax().Round(time.Millisecond), res.load)
+		runs[j] = res
+	}
+	return runs, nil
+}

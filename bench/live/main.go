@@ -43,6 +43,7 @@ import (
 
 type options struct {
 	publishers   []int
+	rounds       int
 	seconds      int
 	inputSeconds int
 	cacheDir     string
@@ -66,6 +67,7 @@ func main() {
 	var o options
 	cache, _ := os.UserCacheDir()
 	pubs := flag.String("publishers", benchkit.EnvOr("ONAIR_BENCH_PUBLISHERS", "1,4"), "comma-separated counts of simultaneous publishers, one run each ($ONAIR_BENCH_PUBLISHERS)")
+	flag.IntVar(&o.rounds, "rounds", envInt("ONAIR_BENCH_ROUNDS", 1), "ingest runs per publisher count, each with its own OnAir, nginx and audio-only run, nginx first in every other round; the table gives the median and each round ($ONAIR_BENCH_ROUNDS)")
 	flag.IntVar(&o.seconds, "seconds", envInt("ONAIR_BENCH_SECONDS", 30), "seconds each publisher streams ($ONAIR_BENCH_SECONDS)")
 	flag.IntVar(&o.inputSeconds, "input-seconds", 60, "length of the pre-encoded input")
 	flag.StringVar(&o.cacheDir, "cache", benchkit.EnvOr("ONAIR_BENCH_CACHE", filepath.Join(cache, "onair-bench")), "where the pre-encoded input is kept ($ONAIR_BENCH_CACHE)")
@@ -93,7 +95,11 @@ func main() {
 		o.publishers = append(o.publishers, n)
 	}
 	if o.serveOnly {
-		o.publishers, o.latency, o.latencyOnly = []int{1}, 0, false
+		o.publishers, o.latency, o.latencyOnly, o.rounds = []int{1}, 0, false, 1
+	}
+	if o.rounds < 1 || o.rounds > 20 {
+		fmt.Fprintln(os.Stderr, "live: -rounds must be between 1 and 20")
+		os.Exit(2)
 	}
 	if o.seconds < 5 || o.seconds > o.inputSeconds {
 		fmt.Fprintf(os.Stderr, "live: -seconds must be between 5 and %d\n", o.inputSeconds)
@@ -188,9 +194,11 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	defer srv.Stop()
+	// Every round of every publisher count has shows of its own, so each
+	// run is a show going live, never one resuming.
 	shows, audioShows := map[int][]benchkit.Show{}, map[int][]benchkit.Show{}
 	for _, n := range o.publishers {
-		for i := range n {
+		for i := range n * o.rounds {
 			sh, err := srv.CreateShow(ctx, token, fmt.Sprintf("Bench %d publishers #%d", n, i+1))
 			if err != nil {
 				return err
@@ -249,66 +257,18 @@ func run(ctx context.Context, o options) error {
 	}
 	fmt.Fprintf(os.Stderr, "  idle CPU OnAir %.2f s, nginx %.2f s\n", rep.idle[0].Seconds(), rep.idle[1].Seconds())
 	for _, n := range o.publishers {
-		list := shows[n]
-		onair := target{
-			name:     "OnAir",
-			pids:     func() []int { return []int{srv.PID()} },
-			children: true,
-			idle:     func() { time.Sleep(time.Second); waitNoChildren(srv.PID(), 30*time.Second) },
-			urls: func(i int) (string, string) {
-				return "rtmp://" + srv.RTMPAddr + "/live/" + list[i].StreamKey,
-					fmt.Sprintf("%s/media/shows/%d/index.m3u8", srv.URL, list[i].ID)
-			},
-		}
-		nginxT := target{
-			name: "nginx",
-			pids: ngx.pids,
-			idle: func() { time.Sleep(time.Second) },
-			urls: func(i int) (string, string) {
-				key := fmt.Sprintf("bench-%d-%d", n, i)
-				return "rtmp://" + ngx.rtmpAddr + "/live/" + key, "http://" + ngx.httpAddr + "/hls/" + key + ".m3u8"
-			},
-		}
-		audio := audioShows[n]
-		onairAudio := target{
-			name:     "OnAir audio-only",
-			pids:     onair.pids,
-			children: true,
-			idle:     onair.idle,
-			urls: func(i int) (string, string) {
-				return "rtmp://" + srv.RTMPAddr + "/live/" + audio[i].StreamKey,
-					fmt.Sprintf("%s/media/shows/%d/audio.m3u8", srv.URL, audio[i].ID)
-			},
-		}
-		var pair [3]ingestResult
-		targets := []target{onair, nginxT, onairAudio}
-		if o.serveOnly {
-			targets = targets[:1] // only to have live media to serve
-		}
-		for j, t := range targets {
-			fmt.Fprintf(os.Stderr, "%s: %d publisher(s) for %d s...\n", t.name, n, o.seconds)
-			var profiled chan error
-			if o.profile != "" && j == 0 && !o.serveOnly {
-				profiled = profile(srv, o.seconds, filepath.Join(o.profile, fmt.Sprintf("ingest-%d.cpu.pprof", n)))
-			}
-			res, err := runIngest(ctx, t, input, n, o.seconds)
-			if profiled != nil {
-				if err := <-profiled; err != nil {
-					return err
-				}
-			}
+		set := ingestSet{publishers: n}
+		for round := range o.rounds {
+			list := shows[n][round*n : (round+1)*n]
+			audio := audioShows[n][round*n : (round+1)*n]
+			runs, err := ingestRound(ctx, o, srv, ngx, n, round, list, audio, input)
 			if err != nil {
-				return fmt.Errorf("%s, %d publishers: %w", t.name, n, err)
+				return err
 			}
-			for _, f := range res.failures {
-				fmt.Fprintln(os.Stderr, "  FAILED:", f)
-			}
-			fmt.Fprintf(os.Stderr, "  CPU %.2f s/stream (children %.2f), first segment median %s max %s, load %s\n",
-				res.cpu.Seconds(), res.children.Seconds(), res.firstMedian().Round(time.Millisecond), res.firstMax().Round(time.Millisecond), res.load)
-			pair[j] = res
+			set.runs = append(set.runs, runs)
 		}
 		if !o.serveOnly {
-			rep.ingest = append(rep.ingest, pair)
+			rep.ingest = append(rep.ingest, set)
 		}
 	}
 	if o.ingestOnly {

@@ -1,9 +1,12 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
+	"math"
 	"os/exec"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 )
@@ -25,8 +28,8 @@ type report struct {
 	nginxConf             string
 	nginxPrefix           string
 	nginxRTMP             string
-	ingest                [][3]ingestResult // per publisher count: OnAir, nginx, OnAir audio-only shows
-	idle                  []time.Duration   // OnAir, nginx: CPU with no publisher over the same seconds
+	ingest                []ingestSet     // per publisher count, each round: OnAir, nginx, OnAir audio-only shows
+	idle                  []time.Duration // OnAir, nginx: CPU with no publisher over the same seconds
 	segment               string
 	segmentSize           int64
 	serving               []servingRow
@@ -45,19 +48,82 @@ func (r *report) tables() string {
 	return r.ingestTable() + "\n" + r.servingTable() + r.notes()
 }
 
-// ingestTable is the table of the ingest runs.
+// ingestTable is the table of the ingest runs: with several rounds, each
+// figure is the median of the rounds followed by every round's.
 func (r *report) ingestTable() string {
 	var b strings.Builder
 	b.WriteString("| Publishers | OnAir CPU s/stream | nginx CPU s/stream | CPU OnAir ÷ nginx | OnAir first segment p50 (max) | nginx first segment p50 (max) | first segment OnAir ÷ nginx | OnAir audio-only show CPU s/stream | CPU audio-only ÷ A/V show | load (1/5/15 min) |\n")
 	b.WriteString("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
-	for _, p := range r.ingest {
-		a, n, au := p[0], p[1], p[2]
+	for _, set := range r.ingest {
+		var cpu [3][]float64
+		var cpuRatio, audioRatio []float64
+		var first [2]ingestResult // every round's first segments, OnAir and nginx
+		var loads []string
+		for _, run := range set.runs {
+			for j := range run {
+				cpu[j] = append(cpu[j], run[j].cpu.Seconds())
+			}
+			cpuRatio = append(cpuRatio, quotient(run[0].cpu.Seconds(), run[1].cpu.Seconds()))
+			audioRatio = append(audioRatio, quotient(run[2].cpu.Seconds(), run[0].cpu.Seconds()))
+			for j := range first {
+				first[j].first = append(first[j].first, run[j].first...)
+			}
+			loads = append(loads, run[1].load)
+		}
 		fmt.Fprintf(&b, "| %d | %s | %s | %s | %s s (%s) | %s s (%s) | %s | %s | %s | %s |\n",
-			a.publishers, secs(a.cpu), secs(n.cpu), ratio(a.cpu.Seconds(), n.cpu.Seconds()),
-			secs(a.firstMedian()), secs(a.firstMax()), secs(n.firstMedian()), secs(n.firstMax()),
-			ratio(a.firstMedian().Seconds(), n.firstMedian().Seconds()), secs(au.cpu), ratio(au.cpu.Seconds(), a.cpu.Seconds()), n.load)
+			set.publishers, rounds(cpu[0], "%.2f"), rounds(cpu[1], "%.2f"), rounds(cpuRatio, "%.2f×"),
+			secs(first[0].firstMedian()), secs(first[0].firstMax()), secs(first[1].firstMedian()), secs(first[1].firstMax()),
+			ratio(first[0].firstMedian().Seconds(), first[1].firstMedian().Seconds()),
+			rounds(cpu[2], "%.2f"), rounds(audioRatio, "%.2f×"), strings.Join(loads, "; "))
 	}
 	return b.String()
+}
+
+// quotient is a/b, NaN when b is zero (a server that used no measurable CPU).
+func quotient(a, b float64) float64 {
+	if b == 0 {
+		return math.NaN()
+	}
+	return a / b
+}
+
+// rounds formats one figure of every round: the value alone for a single
+// round, else the median then each round's value in order. NaN is "–".
+func rounds(v []float64, format string) string {
+	one := func(x float64) string {
+		if math.IsNaN(x) {
+			return "–"
+		}
+		return fmt.Sprintf(format, x)
+	}
+	if len(v) == 1 {
+		return one(v[0])
+	}
+	each := make([]string, len(v))
+	for i, x := range v {
+		each[i] = one(x)
+	}
+	return fmt.Sprintf("**%s** (%s)", one(median(v)), strings.Join(each, ", "))
+}
+
+// median of v, NaN values last (so they count as the largest).
+func median(v []float64) float64 {
+	s := slices.Clone(v)
+	slices.SortFunc(s, func(a, b float64) int {
+		switch {
+		case math.IsNaN(a) && math.IsNaN(b):
+			return 0
+		case math.IsNaN(a):
+			return 1
+		case math.IsNaN(b):
+			return -1
+		}
+		return cmp.Compare(a, b)
+	})
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
 // notes lists failures and the thumbnail CPU, one bullet each.
@@ -68,12 +134,16 @@ func (r *report) notes() string {
 		notes = append(notes, fmt.Sprintf("Idle, with no publisher, over %d s side by side: OnAir %.2f s of CPU, nginx %.2f s (included in every CPU figure above, divided by the publishers).",
 			r.o.seconds, r.idle[0].Seconds(), r.idle[1].Seconds()))
 	}
-	for _, p := range r.ingest {
-		for _, x := range p {
-			notes = append(notes, x.failures...)
+	for _, set := range r.ingest {
+		var children []float64
+		for _, run := range set.runs {
+			for _, x := range run {
+				notes = append(notes, x.failures...)
+			}
+			children = append(children, run[0].children.Seconds())
 		}
-		if c := p[0].children; c > 0 {
-			notes = append(notes, fmt.Sprintf("OnAir's thumbnail ffmpeg (niced child processes, not in the CPU column) used %.2f s/stream more with %d publisher(s).", c.Seconds(), p[0].publishers))
+		if slices.Max(children) > 0 {
+			notes = append(notes, fmt.Sprintf("OnAir's thumbnail ffmpeg (niced child processes, not in the CPU column) used %s s/stream more with %d publisher(s).", rounds(children, "%.2f"), set.publishers))
 		}
 	}
 	for _, s := range r.serving {
@@ -154,6 +224,9 @@ func (r *report) markdown() string {
 	extra := ""
 	if o.partDuration != "" {
 		extra = " -part-duration " + o.partDuration
+	}
+	if o.rounds > 1 {
+		extra += fmt.Sprintf(" -rounds %d", o.rounds)
 	}
 	if o.ingestOnly {
 		fmt.Fprintf(&b, "go run ./bench/live -ingest-only -publishers %s -seconds %d%s\n", strings.Join(pubs, ","), o.seconds, extra)
