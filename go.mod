@@ -14,7 +14,6 @@ require (
 	github.com/go-sql-driver/mysql v1.10.1
 	github.com/gofiber/contrib/websocket v1.3.4
 	github.com/gofiber/fiber/v2 v2.52.15
-	github.com/gofiber/storage/redis/v3 v3.4.3
 	github.com/google/uuid v1.6.0
 	github.com/minio/minio-go/v7 v7.4.1
 	github.com/prometheus/client_golang v1.25.0

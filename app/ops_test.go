@@ -9,6 +9,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -423,4 +424,65 @@ func mustParseRedis(t *testing.T, raw string) *redis.Options {
 		t.Fatal(err)
 	}
 	return o
+}
+
+// Two servers on one Redis, hit by one token from many clients at once:
+// between them they grant exactly the limit, the rest get 429. A count
+// read and written back (Fiber's limiter on Redis storage) granted more.
+func TestRateLimitSharedThroughRedisConcurrently(t *testing.T) {
+	onairtest.RequireRedis(t)
+	const limit, requests = 20, 60
+	prefix := fmt.Sprintf("onairtest:rlc%d:", time.Now().UnixNano())
+	a := onairtest.New(t, onairtest.Options{Redis: true, RedisPrefix: prefix, Configure: rateLimited(limit)})
+	b := onairtest.New(t, onairtest.Options{Redis: true, RedisPrefix: prefix, Configure: rateLimited(limit),
+		DatabaseURL: a.Core.Config.DatabaseURL})
+	_, tok := a.CreateUser("Connie Current")
+	// Both nodes know the token before the burst, so every request of it
+	// is counted, none refused for another reason.
+	a.Do("GET", "/v1/users/me", tok, nil).Expect(t, http.StatusOK)
+	b.Do("GET", "/v1/users/me", tok, nil).Expect(t, http.StatusOK)
+	statuses := make(chan int, requests)
+	var wg sync.WaitGroup
+	for i := range requests {
+		env := a
+		if i%2 == 1 {
+			env = b
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			statuses <- env.Do("GET", "/v1/users/me", tok, nil).Status
+		}()
+	}
+	wg.Wait()
+	close(statuses)
+	counts := map[int]int{}
+	for s := range statuses {
+		counts[s]++
+	}
+	if counts[http.StatusOK] != limit-2 || counts[http.StatusTooManyRequests] != requests-limit+2 {
+		t.Fatalf("statuses %v, want %d × 200 and %d × 429", counts, limit-2, requests-limit+2)
+	}
+	rdb := redis.NewClient(mustParseRedis(t, onairtest.RedisURL(t)))
+	defer rdb.Close()
+	if keys, err := rdb.Keys(context.Background(), prefix+"*").Result(); err == nil && len(keys) > 0 {
+		rdb.Del(context.Background(), keys...)
+	}
+}
+
+// A node whose Redis stops answering lets requests through without the
+// limit's headers rather than failing them.
+func TestRateLimitRedisDown(t *testing.T) {
+	onairtest.RequireRedis(t)
+	env := onairtest.New(t, onairtest.Options{Redis: true, RedisPrefix: fmt.Sprintf("onairtest:rld%d:", time.Now().UnixNano()), Configure: rateLimited(1)})
+	_, tok := env.CreateUser("Dora Down")
+	env.Do("GET", "/v1/users/me", tok, nil).Expect(t, http.StatusOK)
+	env.Do("GET", "/v1/users/me", tok, nil).Expect(t, http.StatusTooManyRequests)
+	env.Core.Redis.Close()
+	for range 3 {
+		r := env.Do("GET", "/v1/users/me", tok, nil).Expect(t, http.StatusOK)
+		if h := r.Header.Get("X-RateLimit-Limit"); h != "" {
+			t.Fatalf("X-RateLimit-Limit %q without Redis", h)
+		}
+	}
 }

@@ -1,12 +1,17 @@
 package app
 
 import (
+	"context"
+	"fmt"
+	"log/slog"
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/gofiber/fiber/v2/utils"
+	"github.com/redis/go-redis/v9"
 )
 
 // memoryLimiter is the per-token rate limit of a node without Redis
@@ -21,7 +26,7 @@ import (
 // key is the principal's cached one, the lock is held for a map lookup
 // and two integers, and the headers are written in their canonical form
 // from a buffer on the stack. With Redis, the budget is shared between
-// nodes and Fiber's limiter on Redis storage counts it (server.go).
+// nodes and redisLimiter counts it.
 type memoryLimiter struct {
 	max          int
 	window       uint32 // seconds
@@ -77,15 +82,79 @@ func (l *memoryLimiter) hit(key string, ts uint32) (remaining int, reset uint32)
 
 func (l *memoryLimiter) handler(c *fiber.Ctx) error {
 	remaining, reset := l.hit(l.key(c), atomic.LoadUint32(&utils.Timestamp))
+	return limited(c, l.max, remaining, reset, l.limitReached)
+}
+
+// limited answers with limitReached past the limit (remaining < 0), with
+// Retry-After set; otherwise it runs the request and adds the
+// X-RateLimit-* trio to its answer.
+func limited(c *fiber.Ctx, max, remaining int, reset uint32, limitReached fiber.Handler) error {
 	h := &c.Response().Header
 	var buf [20]byte
 	if remaining < 0 {
 		h.SetCanonical([]byte(fiber.HeaderRetryAfter), strconv.AppendUint(buf[:0], uint64(reset), 10))
-		return l.limitReached(c)
+		return limitReached(c)
 	}
 	err := c.Next()
-	h.SetCanonical(headerRateLimit, strconv.AppendInt(buf[:0], int64(l.max), 10))
+	h.SetCanonical(headerRateLimit, strconv.AppendInt(buf[:0], int64(max), 10))
 	h.SetCanonical(headerRateRemaining, strconv.AppendInt(buf[:0], int64(remaining), 10))
 	h.SetCanonical(headerRateReset, strconv.AppendUint(buf[:0], uint64(reset), 10))
 	return err
+}
+
+// redisLimiter is the per-token rate limit shared by every node on one
+// Redis: the same fixed window from a key's first request as
+// memoryLimiter, counted by one script run in Redis, so two nodes
+// answering the same token at the same moment cannot both take the last
+// request of its budget (a read of the count and a write of it plus one,
+// as Fiber's limiter does through its storage interface, can).
+type redisLimiter struct {
+	max          int
+	window       time.Duration
+	rdb          *redis.Client
+	key          func(c *fiber.Ctx) string
+	limitReached fiber.Handler
+	log          *slog.Logger
+	lastWarn     atomic.Int64 // unix seconds of the last "Redis unreachable" warning
+}
+
+// limitScript counts a request in KEYS[1]: the first of a window starts
+// its expiry of ARGV[1] ms. It returns the count and the ms left.
+var limitScript = redis.NewScript(`
+local n = redis.call('INCR', KEYS[1])
+local ttl = redis.call('PTTL', KEYS[1])
+if n == 1 or ttl < 0 then
+  redis.call('PEXPIRE', KEYS[1], ARGV[1])
+  ttl = tonumber(ARGV[1])
+end
+return {n, ttl}
+`)
+
+// hit counts one request of key and returns the requests left in its
+// window (negative past the limit) and the seconds until it resets.
+func (l *redisLimiter) hit(ctx context.Context, key string) (remaining int, reset uint32, err error) {
+	res, err := limitScript.Run(ctx, l.rdb, []string{key}, l.window.Milliseconds()).Int64Slice()
+	if err != nil {
+		return 0, 0, err
+	}
+	if len(res) != 2 {
+		return 0, 0, fmt.Errorf("rate limit script answered %v", res)
+	}
+	return l.max - int(res[0]), uint32((res[1] + 999) / 1000), nil
+}
+
+// handler lets a request through, without the X-RateLimit-* headers, when
+// Redis does not answer: the limit protects the service, and an outage of
+// Redis is not the client's doing. The outage is logged, at most every
+// ten seconds.
+func (l *redisLimiter) handler(c *fiber.Ctx) error {
+	remaining, reset, err := l.hit(c.UserContext(), l.key(c))
+	if err != nil {
+		if now := time.Now().Unix(); now-l.lastWarn.Load() >= 10 {
+			l.lastWarn.Store(now)
+			l.log.Warn("rate limit: Redis did not answer; requests pass unlimited", "err", err)
+		}
+		return c.Next()
+	}
+	return limited(c, l.max, remaining, reset, l.limitReached)
 }

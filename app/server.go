@@ -13,11 +13,9 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
-	"github.com/gofiber/fiber/v2/middleware/limiter"
 	"github.com/gofiber/fiber/v2/middleware/recover"
 	"github.com/gofiber/fiber/v2/middleware/requestid"
 	"github.com/gofiber/fiber/v2/utils"
-	redisstore "github.com/gofiber/storage/redis/v3"
 )
 
 // BodyLimit is the largest request body accepted (413 beyond).
@@ -134,9 +132,9 @@ func NewServer(core *Core) (*Server, error) {
 	return s, nil
 }
 
-// rateLimiter is the limit of requests per token: Fiber's limiter on
-// Redis storage when ONAIR_REDIS_URL is set, so every node shares one
-// budget, and memoryLimiter otherwise (the same counting, cheaper).
+// rateLimiter is the limit of requests per token: redisLimiter when
+// ONAIR_REDIS_URL is set, so every node shares one budget, and
+// memoryLimiter otherwise (the same counting, without a round trip).
 func (s *Server) rateLimiter() fiber.Handler {
 	prefix := s.core.Config.RedisPrefix
 	key := func(c *fiber.Ctx) string {
@@ -160,13 +158,8 @@ func (s *Server) rateLimiter() fiber.Handler {
 	if s.core.Redis == nil {
 		return newMemoryLimiter(s.core.Config.RateLimit, uint32(rateWindow/time.Second), key, limitReached).handler
 	}
-	return limiter.New(limiter.Config{
-		Max:          s.core.Config.RateLimit,
-		Expiration:   rateWindow,
-		KeyGenerator: key,
-		LimitReached: limitReached,
-		Storage:      redisstore.NewFromConnection(s.core.Redis),
-	})
+	rl := &redisLimiter{max: s.core.Config.RateLimit, window: rateWindow, rdb: s.core.Redis, key: key, limitReached: limitReached, log: s.core.Log}
+	return rl.handler
 }
 
 // rateWindow is the fixed window of the per-token rate limit.
