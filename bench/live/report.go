@@ -235,7 +235,11 @@ func (r *report) markdown() string {
 			strings.Join(pubs, ","), o.seconds, o.wrkDuration, o.wrkConns, extra)
 	}
 	fmt.Fprintf(&b, "# the input, once, into %s:\nffmpeg %s\n", "$XDG_CACHE_HOME/onair-bench", shellJoin(encodeArgs("testsrc2-720p30-2500k-g60-60s.flv", o.inputSeconds)))
-	fmt.Fprintf(&b, "# each publisher, against OnAir, nginx, then OnAir's audio-only shows:\nffmpeg %s\n", shellJoin(publishArgs("$INPUT", "rtmp://127.0.0.1:$PORT/live/$KEY", o.seconds)))
+	order := "OnAir, nginx, then OnAir's audio-only shows"
+	if o.rounds > 1 {
+		order += " (nginx first in every other round)"
+	}
+	fmt.Fprintf(&b, "# each publisher, against %s:\nffmpeg %s\n", order, shellJoin(publishArgs("$INPUT", "rtmp://127.0.0.1:$PORT/live/$KEY", o.seconds)))
 	if !o.ingestOnly {
 		fmt.Fprintf(&b, "# serving, twice each in the order OnAir, nginx, nginx, OnAir; OnAir's /media/shows/$ID/$FILE, nginx's /static/$FILE (the same bytes):\nwrk %s\n", shellJoin(wrkArgs("$URL", o.wrkThreads, o.wrkConns, o.wrkDuration)))
 	}
