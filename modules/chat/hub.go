@@ -120,30 +120,61 @@ type room struct {
 	lmu  sync.Mutex
 	list []*client
 
-	// The room's fan-out is clocked: its sockets are written at most once
-	// every flushEvery(sockets). An event that comes sooner waits in
-	// batch (its frame appended to those before it) for the room's next
-	// flush, which hands the whole batch to every socket as one buffer.
-	// One flush of a room runs at a time (flushing), so every socket gets
-	// the room's frames in order.
+	// The room's fan-out is clocked: its sockets are written on average
+	// at most once every flushEvery(sockets), with a burst of flushBurst
+	// flushes after a quieter spell (credit, a token bucket). An event
+	// that comes when the room has no credit waits in batch (its frame
+	// appended to those before it) for the room's next flush, which hands
+	// the whole batch to every socket as one buffer. One flush of a room
+	// runs at a time (flushing), so every socket gets the room's frames in
+	// order.
 	fmu      sync.Mutex
 	batch    []byte
 	presence []byte // the newest presence frame not yet flushed
 	ping     bool
-	flushed  time.Time // the last flush's start
+	credit   float64   // flushes the room may start now (below 1: none)
+	creditAt time.Time // when credit was last counted
 	flushing bool      // a goroutine runs flushes (h.flushRoom)
 	timed    bool      // a timer will start one
 }
 
-// Fan-out clock: a room of n sockets flushes at most every n ×
-// flushPerSocket (2,000 sockets: 20 ms; 10,000: 100 ms), never waiting
-// longer than maxFlushEvery. A write costs the server (and the client reading
-// it) a few microseconds of CPU whatever its size, so a busy room's
-// writes per second stay bounded however many messages it gets; a quiet
-// room's first message goes out at once.
+// refill counts the credit the room has earned since it was last counted,
+// one flush every every, at most flushBurst (r.fmu held).
+func (r *room) refill(now time.Time, every time.Duration) {
+	switch {
+	case r.creditAt.IsZero() || every <= 0:
+		r.credit = flushBurst
+	default:
+		r.credit = min(flushBurst, r.credit+float64(now.Sub(r.creditAt))/float64(every))
+	}
+	r.creditAt = now
+}
+
+// takeFlush spends a flush of credit if the room has one and returns 0,
+// or returns how long until it has one (r.fmu held).
+func (r *room) takeFlush(now time.Time, every time.Duration) time.Duration {
+	r.refill(now, every)
+	if r.credit >= 1 {
+		r.credit--
+		return 0
+	}
+	return time.Duration((1 - r.credit) * float64(every))
+}
+
+// Fan-out clock: a room of n sockets flushes on average at most every
+// n × flushPerSocket (2,000 sockets: 20 ms; 10,000: 100 ms), never
+// waiting longer than maxFlushEvery. A write costs the server (and the
+// client reading it) a few microseconds of CPU whatever its size, so a
+// busy room's writes per second stay bounded however many messages it
+// gets. The bound is a token bucket holding flushBurst flushes, not a
+// fixed spacing: a room whose messages come at about its rate (5,000
+// sockets, a message every 50 ms) sends each at once instead of waiting
+// for the clock's next tick, and a quiet room's first message goes out
+// at once (docs/benchmarks.md, "a faster fan-out clock").
 const (
 	flushPerSocket = 10 * time.Microsecond
 	maxFlushEvery  = 250 * time.Millisecond
+	flushBurst     = 2
 )
 
 func flushEvery(sockets int) time.Duration {
@@ -240,9 +271,9 @@ func (h *Hub) schedule(showID int64, add func(*room)) {
 		r.fmu.Unlock()
 		return
 	}
-	if wait := time.Until(r.flushed.Add(every)); wait > 0 {
+	if wait := r.takeFlush(time.Now(), every); wait > 0 {
 		r.timed = true
-		time.AfterFunc(wait, func() { h.flushTimed(showID, r) })
+		time.AfterFunc(wait, func() { h.flushTimed(showID, r, every) })
 		r.fmu.Unlock()
 		return
 	}
@@ -251,23 +282,27 @@ func (h *Hub) schedule(showID int64, add func(*room)) {
 	go h.flushRoom(showID, r)
 }
 
-// flushTimed starts the flush a timer was set for.
-func (h *Hub) flushTimed(showID int64, r *room) {
+// flushTimed starts the flush a timer was set for: the room has earned
+// its credit (a timer that fires a little early leaves it just under 0).
+func (h *Hub) flushTimed(showID int64, r *room, every time.Duration) {
 	r.fmu.Lock()
 	r.timed = false
 	if r.flushing {
 		r.fmu.Unlock()
 		return
 	}
+	r.refill(time.Now(), every)
+	r.credit--
 	r.flushing = true
 	r.fmu.Unlock()
 	h.flushRoom(showID, r)
 }
 
-// flushRoom writes what waits for the room (r.flushing is set) to all
-// its sockets, again while more waits and the clock allows, and sets a
-// timer for what waits when it does not.
+// flushRoom writes what waits for the room (r.flushing is set, its first
+// flush's credit spent) to all its sockets, again while more waits and
+// the room has credit, and sets a timer for what waits when it has none.
 func (h *Hub) flushRoom(showID int64, r *room) {
+	sockets := -1 // the last flush's, which sets the clock of the next
 	for {
 		r.fmu.Lock()
 		op := flushOp{frames: r.batch, presence: r.presence, ping: r.ping}
@@ -276,20 +311,20 @@ func (h *Hub) flushRoom(showID int64, r *room) {
 			r.fmu.Unlock()
 			return
 		}
-		r.batch, r.presence, r.ping, r.flushed = nil, nil, false, time.Now()
-		r.fmu.Unlock()
-		sockets := h.sockets(showID, r)
-		h.fanOut(sockets, op)
-		r.fmu.Lock()
-		if r.batch != nil || r.presence != nil || r.ping {
-			if wait := time.Until(r.flushed.Add(flushEvery(len(sockets)))); wait > 0 {
+		if sockets >= 0 {
+			every := flushEvery(sockets)
+			if wait := r.takeFlush(time.Now(), every); wait > 0 {
 				r.flushing, r.timed = false, true
-				time.AfterFunc(wait, func() { h.flushTimed(showID, r) })
+				time.AfterFunc(wait, func() { h.flushTimed(showID, r, every) })
 				r.fmu.Unlock()
 				return
 			}
 		}
+		r.batch, r.presence, r.ping = nil, nil, false
 		r.fmu.Unlock()
+		list := h.sockets(showID, r)
+		h.fanOut(list, op)
+		sockets = len(list)
 	}
 }
 
