@@ -469,19 +469,7 @@ func (s *Service) Authenticate(ctx context.Context, token string) (*app.Principa
 	if !s.tokens.on() {
 		return s.lookupToken(ctx, sum)
 	}
-	// The misses of one token at the same moment (a client's concurrent
-	// requests when its entry ends) share one lookup: one query, one
-	// last_used_at write, not one per request.
-	v, err, _ := s.tokens.flight.Do(string(sum[:]), func() (any, error) {
-		gen := s.tokens.generation()
-		p, err := s.lookupToken(ctx, sum)
-		if p != nil {
-			s.tokens.put(sum, p, time.Now(), gen)
-		}
-		return p, err
-	})
-	p, _ := v.(*app.Principal)
-	return p, err
+	return s.tokens.share(ctx, sum, s.lookupToken)
 }
 
 // lookupToken reads the principal of a token hash from the database: nil

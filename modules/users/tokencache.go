@@ -64,6 +64,45 @@ func (c *tokenCache) get(sum [sha256.Size]byte, now time.Time) *app.Principal {
 	return e.p
 }
 
+// tokenLookupTimeout bounds a shared token lookup, which runs detached
+// from the requests waiting on it.
+const tokenLookupTimeout = 10 * time.Second
+
+// share answers a miss: the misses of one token at the same moment (a
+// client's concurrent requests when its entry ends) share one lookup, so
+// one query and one last_used_at write, not one per request.
+func (c *tokenCache) share(ctx context.Context, sum [sha256.Size]byte, lookup func(context.Context, [sha256.Size]byte) (*app.Principal, error)) (*app.Principal, error) {
+	return await(ctx, c.join(ctx, sum, lookup))
+}
+
+// join starts the lookup of a token, or joins the one under way. The
+// lookup runs detached from the request that happens to start it, so that
+// one's cancellation (a client gone mid-request) does not fail the
+// others; each caller awaits it on its own ctx.
+func (c *tokenCache) join(ctx context.Context, sum [sha256.Size]byte, lookup func(context.Context, [sha256.Size]byte) (*app.Principal, error)) <-chan singleflight.Result {
+	return c.flight.DoChan(string(sum[:]), func() (any, error) {
+		lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), tokenLookupTimeout)
+		defer cancel()
+		gen := c.generation()
+		p, err := lookup(lctx, sum)
+		if p != nil {
+			c.put(sum, p, time.Now(), gen)
+		}
+		return p, err
+	})
+}
+
+// await is the answer of a lookup, or ctx's error if ctx ends first.
+func await(ctx context.Context, ch <-chan singleflight.Result) (*app.Principal, error) {
+	select {
+	case r := <-ch:
+		p, _ := r.Val.(*app.Principal)
+		return p, r.Err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
 // on tells whether the cache keeps anything.
 func (c *tokenCache) on() bool { return c != nil && c.ttl > 0 }
 

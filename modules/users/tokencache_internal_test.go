@@ -1,7 +1,10 @@
 package users
 
 import (
+	"context"
 	"crypto/sha256"
+	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -31,5 +34,53 @@ func TestTokenCacheKeepsNoAnswerOlderThanADrop(t *testing.T) {
 	}
 	if c.get(sum, now.Add(time.Hour)) != nil {
 		t.Fatal("an answer outlived the ttl")
+	}
+}
+
+// The misses of one token share one lookup, which must not carry the
+// context of the request that started it: a client that goes away
+// mid-lookup gets its own cancellation at once, and the lookup goes on
+// for the others, whose answer is kept.
+func TestTokenLookupOutlivesTheRequestThatStartedIt(t *testing.T) {
+	c := &tokenCache{ttl: time.Hour}
+	sum := sha256.Sum256([]byte("onair_token"))
+	want := &app.Principal{UserID: 1, TokenID: 7, Roles: []string{app.RoleUser}}
+	entered, release := make(chan struct{}), make(chan struct{})
+	var lookups atomic.Int32
+	var lookupErr error
+	var hasDeadline bool
+	lookup := func(ctx context.Context, got [sha256.Size]byte) (*app.Principal, error) {
+		lookups.Add(1)
+		if got != sum {
+			t.Errorf("looked up %x, want %x", got, sum)
+		}
+		close(entered)
+		<-release
+		lookupErr = ctx.Err()
+		_, hasDeadline = ctx.Deadline()
+		return want, lookupErr
+	}
+
+	ctxA, cancelA := context.WithCancel(context.Background())
+	a := c.join(ctxA, sum, lookup)
+	<-entered
+	// The lookup is under way (it waits on release): B joins it.
+	b := c.join(context.Background(), sum, lookup)
+	cancelA()
+	if p, err := await(ctxA, a); !errors.Is(err, context.Canceled) || p != nil {
+		t.Fatalf("the canceled request got %v, %v; want context.Canceled", p, err)
+	}
+	close(release)
+	if p, err := await(context.Background(), b); err != nil || p != want {
+		t.Fatalf("the request sharing the lookup got %v, %v", p, err)
+	}
+	if lookupErr != nil || !hasDeadline {
+		t.Fatalf("the lookup ran with ctx error %v, deadline %v: want the starting request's cancellation cut off and a deadline of its own", lookupErr, hasDeadline)
+	}
+	if n := lookups.Load(); n != 1 {
+		t.Fatalf("%d lookups for two requests", n)
+	}
+	if c.get(sum, time.Now()) != want {
+		t.Fatal("the shared answer was not kept")
 	}
 }
