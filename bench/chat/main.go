@@ -134,6 +134,8 @@ type phase struct {
 	posted              int // messages the server stored
 	ok, limited, failed int // POST answers: 201, 429, other or none
 	postP50, postP99    time.Duration
+	postsOver50         int         // POSTs whose round trip took over 50 ms
+	server              serverTimes // what the server measured of the phase
 	delivered           int64
 	window              time.Duration // first POST to last delivery
 	p50, p99, max       time.Duration
@@ -270,12 +272,21 @@ func runPhase(ctx context.Context, srv *benchkit.Server, tokens []string, n int,
 		}()
 	}
 	chats0, _, _, closed0 := c.totals()
+	server0, err := readServerTimes(ctx, srv)
+	if err != nil {
+		return p, err
+	}
 	posts, err := postApart(ctx, srv, tokens, show.ID, o.rate, o.seconds)
 	if err != nil {
 		return p, err
 	}
 	p.loadDuring = benchkit.LoadAvg()
 	_, lastEvent := c.settle(3*time.Second, time.Minute)
+	server1, err := readServerTimes(ctx, srv)
+	if err != nil {
+		return p, err
+	}
+	p.server = server1.since(server0)
 	chats1, _, _, closed1 := c.totals()
 	p.delivered = chats1 - chats0
 	p.droppedBefore, p.droppedByServer = closed0, closed1
@@ -287,6 +298,11 @@ func runPhase(ctx context.Context, srv *benchkit.Server, tokens []string, n int,
 	p.posted-- // the warm-up message
 	slices.Sort(posts.latency)
 	p.postP50, p.postP99 = benchkit.Percentile(posts.latency, 50), benchkit.Percentile(posts.latency, 99)
+	for _, d := range posts.latency {
+		if d > 50*time.Millisecond {
+			p.postsOver50++
+		}
+	}
 
 	c.close()
 	lat := c.latencies()

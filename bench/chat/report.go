@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"runtime"
 	"strings"
@@ -19,8 +20,8 @@ func ms(d time.Duration) string { return fmt.Sprintf("%.1f", float64(d)/float64(
 
 func (r *report) table() string {
 	var b strings.Builder
-	b.WriteString("| Viewer ids | Viewers (connected) | connect all | presence events received | delivery p50 (ms) | p99 (ms) | max (ms) | POST p50 / p99 (ms) | delivered/s | ÷ ideal (viewers × rate) | sockets dropped by server (before posting / in all) | RSS per viewer | load (1/5/15 min) |\n")
-	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
+	b.WriteString("| Viewer ids | Viewers (connected) | connect all | presence events received | delivery p50 (ms) | p99 (ms) | max (ms) | POST p50 / p99 (ms) | server: POST handler p99 / delivery p99 (ms) | delivered/s | ÷ ideal (viewers × rate) | sockets dropped by server (before posting / in all) | RSS per viewer | load (1/5/15 min) |\n")
+	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
 	for _, p := range r.phases {
 		perViewer := "–"
 		if p.connected > 0 {
@@ -30,9 +31,9 @@ func (r *report) table() string {
 		if p.samples == 0 {
 			p50, p99, pmax = "–", "–", "–" // nothing reached a sampled socket
 		}
-		fmt.Fprintf(&b, "| %s | %d (%d) | %.1f s | %d | %s | %s | %s | %s / %s | %.0f | %.3f | %d / %d | %s | %s |\n",
+		fmt.Fprintf(&b, "| %s | %d (%d) | %.1f s | %d | %s | %s | %s | %s / %s | %s | %.0f | %.3f | %d / %d | %s | %s |\n",
 			p.mode, p.viewers, p.connected, p.connectTime.Seconds(), p.presenceEvents,
-			p50, p99, pmax, ms(p.postP50), ms(p.postP99),
+			p50, p99, pmax, ms(p.postP50), ms(p.postP99), bucket(p.server.handler.quantile(0.99))+" / "+bucket(p.server.delivery.quantile(0.99)),
 			p.perSecond(), p.fraction(), p.droppedBefore, p.droppedByServer, perViewer, p.loadDuring)
 	}
 	for _, p := range r.phases {
@@ -46,6 +47,9 @@ func (r *report) table() string {
 		if p.limited+p.failed > 0 {
 			notes = append(notes, fmt.Sprintf("POST answers: %d × 201, %d × 429, %d errors or timeouts (30 s); the server stored %d messages", p.ok, p.limited, p.failed, p.posted))
 		}
+		if p.postsOver50 > 0 {
+			notes = append(notes, fmt.Sprintf("%d POSTs took over 50 ms from the poster's side; %d took over 50 ms in the server's handler", p.postsOver50, p.server.handler.over(0.05)))
+		}
 		if p.slowDrops > 0 {
 			notes = append(notes, fmt.Sprintf("the server dropped %d sockets as slow (\"dropping slow socket\" in its log)", p.slowDrops))
 		}
@@ -54,6 +58,14 @@ func (r *report) table() string {
 		}
 	}
 	return b.String()
+}
+
+// bucket is a histogram bound (seconds) as "≤ N" milliseconds.
+func bucket(le float64) string {
+	if math.IsInf(le, 1) {
+		return "> 10,000"
+	}
+	return fmt.Sprintf("≤ %g", le*1000)
 }
 
 func cpuModel() string {

@@ -130,7 +130,8 @@ type room struct {
 	// order.
 	fmu      sync.Mutex
 	batch    []byte
-	presence []byte // the newest presence frame not yet flushed
+	batchAt  time.Time // when the oldest frame of batch came
+	presence []byte    // the newest presence frame not yet flushed
 	ping     bool
 	credit   float64   // flushes the room may start now (below 1: none)
 	creditAt time.Time // when credit was last counted
@@ -198,6 +199,9 @@ type Hub struct {
 	// private or off, or was deleted). Set by the module.
 	mayView func(ctx context.Context, showID int64) func(*app.Principal) bool
 
+	// metrics times the flushes (nil: not measured). Set by the module.
+	metrics *hubMetrics
+
 	// Presence changes of each room wait here until the room's next
 	// presence event, so a crowd arriving costs one event a tick, not one
 	// per arrival for every socket.
@@ -247,7 +251,7 @@ func (h *Hub) deliver(showID int64, payload []byte) {
 		case presence:
 			r.presence = frame
 		case r.batch == nil:
-			r.batch = frame
+			r.batch, r.batchAt = frame, time.Now()
 		default:
 			r.batch = append(r.batch, frame...)
 		}
@@ -320,10 +324,13 @@ func (h *Hub) flushRoom(showID int64, r *room) {
 				return
 			}
 		}
+		batchAt := r.batchAt
 		r.batch, r.presence, r.ping = nil, nil, false
 		r.fmu.Unlock()
 		list := h.sockets(showID, r)
+		began := time.Now()
 		h.fanOut(list, op)
+		h.metrics.flushed(len(list), op.frames != nil, began, batchAt)
 		sockets = len(list)
 	}
 }

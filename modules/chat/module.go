@@ -117,6 +117,7 @@ func (m *Module) Provision(core *app.Core) error {
 		hub: m.hub, public: core.Config.PublicURL, nowFunc: time.Now,
 	}
 	m.hub.mayView = m.mayView
+	m.hub.metrics = newHubMetrics()
 	m.shows.Subscribe(m.onShowEvent)
 	m.sockets = &addrCount{n: map[string]int{}}
 	m.maxSockets = app.Get[int](core.Config, SettingMaxSocketsPerIP)
@@ -130,6 +131,8 @@ func (m *Module) Provision(core *app.Core) error {
 			Help: "Chat web sockets open on this node.",
 		}, func() float64 { return float64(m.hub.Sockets()) })),
 		core.Metrics.Register(m.refused),
+		core.Metrics.Register(m.hub.metrics.flush),
+		core.Metrics.Register(m.hub.metrics.delivery),
 	)
 }
 
