@@ -1,6 +1,7 @@
 package chat
 
 import (
+	"runtime"
 	"testing"
 	"time"
 )
@@ -47,5 +48,27 @@ func TestFlushCredit(t *testing.T) {
 	}
 	if want := 1000/int(every/time.Millisecond) + flushBurst; flushes > want {
 		t.Fatalf("%d flushes in 1 s of a message a millisecond, want at most %d", flushes, want)
+	}
+}
+
+// A flush keeps every core for at most about fanHoldAll; a bigger room's
+// leaves one free. A small room is written by as many workers as it has
+// stretches.
+func TestFanWorkers(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	for _, c := range []struct{ procs, sockets, want int }{
+		{1, 10_000, 1},
+		{2, 100, 1},
+		{2, 300, 2},
+		{2, 5_000, 2},  // 25 ms on each core
+		{2, 5_001, 1},  // over: one core stays free
+		{2, 10_000, 1}, // 100 ms of writes on one core
+		{4, 10_000, 4},
+		{4, 20_000, 3},
+	} {
+		runtime.GOMAXPROCS(c.procs)
+		if got := fanWorkers(c.sockets); got != c.want {
+			t.Errorf("GOMAXPROCS %d, %d sockets: %d workers, want %d", c.procs, c.sockets, got, c.want)
+		}
 	}
 }

@@ -5,16 +5,18 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 )
 
-// A room's flush is written by a few fan-out workers (one a core), each
-// taking the next stretch of the room's sockets and writing each socket
-// what the flush carries with one non-blocking write(2) from its own
-// goroutine. A socket whose kernel buffer is full takes what fits; the
-// rest, and what follows until it catches up, go to that socket's own
-// writer goroutine (client.write), which may wait for it up to writeWait
-// and drops it when its queue overflows. So a flush wakes GOMAXPROCS
-// goroutines, not one per socket, and a POST's handler finds a core.
+// A room's flush is written by a few fan-out workers (one a core, or all
+// cores but one for a big room: fanWorkers), each taking the next
+// stretch of the room's sockets and writing each socket what the flush
+// carries with one non-blocking write(2) from its own goroutine. A socket
+// whose kernel buffer is full takes what fits; the rest, and what follows
+// until it catches up, go to that socket's own writer goroutine
+// (client.write), which may wait for it up to writeWait and drops it when
+// its queue overflows. So a flush wakes at most GOMAXPROCS goroutines,
+// not one per socket, and a POST's handler finds a core.
 
 // fanStretch is how many sockets a worker takes at a time; a room smaller
 // than this is written by the flushing goroutine alone.
@@ -128,7 +130,24 @@ type flushOp struct {
 	ping     bool
 }
 
-// fanOut gives op to every socket, from up to GOMAXPROCS workers (the
+// fanWorkers is how many workers a flush of n sockets runs. A flush may
+// hold every core for about fanHoldAll (n × flushPerSocket of writes
+// shared among them); a longer one leaves a core free, so that a request
+// (a POST, an HLS segment, the network poller's wake-ups) finds one at
+// once rather than after the flush. On two cores: both for a room of up
+// to 5,000 sockets, one above. Never more than the room's stretches.
+func fanWorkers(n int) int {
+	procs := runtime.GOMAXPROCS(0)
+	if procs > 1 && time.Duration(n)*flushPerSocket/time.Duration(procs) > fanHoldAll {
+		procs--
+	}
+	return min(procs, (n+fanStretch-1)/fanStretch)
+}
+
+// fanHoldAll is how long one flush may keep every core busy.
+const fanHoldAll = 25 * time.Millisecond
+
+// fanOut gives op to every socket, from fanWorkers workers (the
 // calling goroutine one of them), and returns once each socket has been
 // written or queued; the sockets too far behind are dropped.
 func (h *Hub) fanOut(sockets []*client, op flushOp) {
@@ -152,7 +171,7 @@ func (h *Hub) fanOut(sockets []*client, op flushOp) {
 			runtime.Gosched()
 		}
 	}
-	workers := min(runtime.GOMAXPROCS(0), (len(sockets)+fanStretch-1)/fanStretch)
+	workers := fanWorkers(len(sockets))
 	var wg sync.WaitGroup
 	for range workers - 1 {
 		wg.Go(work)
