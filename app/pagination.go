@@ -3,7 +3,9 @@ package app
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"strconv"
+	"sync"
 
 	"github.com/gofiber/fiber/v2"
 )
@@ -77,41 +79,78 @@ func PageURL(c *fiber.Ctx, publicURL string, n int) string {
 // MarshalJSON writes the envelope. Items already encoded (a
 // json.RawMessage, such as a cached list's) are written as they are.
 func (l *List) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	if err := l.write(&b); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// Send answers the request with the envelope (200, JSON), written into
+// the response's own (pooled) body buffer: no copy of the whole body is
+// made for the answer, and encoding/json does not validate it a second
+// time as c.JSON would.
+func (l *List) Send(c *fiber.Ctx) error {
+	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
+	c.Response().ResetBody()
+	return l.write(c.Response().BodyWriter())
+}
+
+// encodeBuffers are the buffers the items of a list are encoded in
+// before they go into the envelope.
+var encodeBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// maxPooledBuffer is the largest encoding buffer kept for reuse: a huge
+// list does not pin its memory in the pool.
+const maxPooledBuffer = 1 << 20
+
+func (l *List) write(w io.Writer) error {
 	items, ok := l.Items.(json.RawMessage)
 	if !ok {
-		var err error
-		if items, err = json.Marshal(l.Items); err != nil {
-			return nil, err
+		buf := encodeBuffers.Get().(*bytes.Buffer)
+		buf.Reset()
+		defer func() {
+			if buf.Cap() <= maxPooledBuffer {
+				encodeBuffers.Put(buf)
+			}
+		}()
+		if err := json.NewEncoder(buf).Encode(l.Items); err != nil {
+			return err
 		}
+		items = bytes.TrimSuffix(buf.Bytes(), []byte{'\n'})
 	}
 	if bytes.Equal(items, []byte("null")) {
 		items = []byte("[]")
 	}
 	key, _ := json.Marshal(l.Key)
-	var b bytes.Buffer
-	b.WriteString(`{"page":`)
-	b.WriteString(strconv.Itoa(l.Page))
-	b.WriteString(`,"next_url":`)
-	writeNullable(&b, l.NextURL)
-	b.WriteString(`,"prev_url":`)
-	writeNullable(&b, l.PrevURL)
-	b.WriteString(`,"pages":`)
-	b.WriteString(strconv.Itoa(l.Pages))
-	b.WriteString(`,"count":`)
-	b.WriteString(strconv.Itoa(l.Count))
-	b.WriteByte(',')
-	b.Write(key)
-	b.WriteByte(':')
-	b.Write(items)
-	b.WriteByte('}')
-	return b.Bytes(), nil
+	head := make([]byte, 0, 256)
+	head = append(head, `{"page":`...)
+	head = strconv.AppendInt(head, int64(l.Page), 10)
+	head = append(head, `,"next_url":`...)
+	head = appendNullable(head, l.NextURL)
+	head = append(head, `,"prev_url":`...)
+	head = appendNullable(head, l.PrevURL)
+	head = append(head, `,"pages":`...)
+	head = strconv.AppendInt(head, int64(l.Pages), 10)
+	head = append(head, `,"count":`...)
+	head = strconv.AppendInt(head, int64(l.Count), 10)
+	head = append(head, ',')
+	head = append(head, key...)
+	head = append(head, ':')
+	if _, err := w.Write(head); err != nil {
+		return err
+	}
+	if _, err := w.Write(items); err != nil {
+		return err
+	}
+	_, err := w.Write([]byte{'}'})
+	return err
 }
 
-func writeNullable(b *bytes.Buffer, s *string) {
+func appendNullable(b []byte, s *string) []byte {
 	if s == nil {
-		b.WriteString("null")
-		return
+		return append(b, "null"...)
 	}
 	enc, _ := json.Marshal(*s)
-	b.Write(enc)
+	return append(b, enc...)
 }

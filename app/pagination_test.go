@@ -14,20 +14,28 @@ import (
 )
 
 // listOf answers a list of ?total= numbered items, 20 a page, through the
-// kernel's envelope, as every list endpoint does.
+// kernel's envelope, as every list endpoint does (List.Send).
 func listOf(publicURL *string) fiber.Handler {
 	return func(c *fiber.Ctx) error {
-		page, err := app.ParsePage(c, 20)
+		l, err := numbered(c, *publicURL)
 		if err != nil {
 			return err
 		}
-		total, _ := strconv.Atoi(c.Query("total"))
-		var items []int
-		for i := page.Offset(); i < total && i < page.Offset()+page.Size; i++ {
-			items = append(items, i+1)
-		}
-		return c.JSON(app.NewList(c, *publicURL, page, total, "items", items))
+		return l.Send(c)
 	}
+}
+
+func numbered(c *fiber.Ctx, publicURL string) (*app.List, error) {
+	page, err := app.ParsePage(c, 20)
+	if err != nil {
+		return nil, err
+	}
+	total, _ := strconv.Atoi(c.Query("total"))
+	var items []int
+	for i := page.Offset(); i < total && i < page.Offset()+page.Size; i++ {
+		items = append(items, i+1)
+	}
+	return app.NewList(c, publicURL, page, total, "items", items), nil
 }
 
 type envelope struct {
@@ -104,6 +112,25 @@ func TestPaginationEnvelope(t *testing.T) {
 		}
 		if seen != 45 {
 			t.Fatalf("walked %d items", seen)
+		}
+	})
+	t.Run("the body is encoding/json's own form of the envelope", func(t *testing.T) {
+		for _, q := range []string{"total=0", "total=45", "total=45&page=3", "total=45&page=9&filter=%3Cb%3E+%26"} {
+			r := env.Do("GET", "/test/list?"+q, "", nil).Expect(t, 200)
+			var e envelope
+			if err := json.Unmarshal(r.Body, &e); err != nil {
+				t.Fatalf("%s: %v: %s", q, err, r.Body)
+			}
+			if e.Items == nil {
+				e.Items = []int{} // an empty page is [], never null
+			}
+			want, _ := json.Marshal(e)
+			if string(r.Body) != string(want) {
+				t.Fatalf("%s: body\n%s\nwant\n%s", q, r.Body, want)
+			}
+			if ct := r.Header.Get("Content-Type"); ct != fiber.MIMEApplicationJSON {
+				t.Fatalf("%s: Content-Type %q", q, ct)
+			}
 		}
 	})
 	for _, bad := range []string{"abc", "0", "-1", "1.5", "99999999999"} {

@@ -67,6 +67,7 @@ func main() {
 	duration := flag.Duration("duration", 8*time.Second, "measuring time per scenario")
 	workers := flag.Int("workers", 16, "concurrent client workers")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	memProfile := flag.String("memprofile", "", "write the allocations of the whole run (pprof's allocs profile: the server's and the load generator's) to this file")
 	flag.StringVar(&viewer, "viewer", "owner", "who asks: owner (user 1, a broadcaster with private shows of their own) or audience (a user without shows)")
 	flag.StringVar(&only, "only", "", "run only the scenarios whose name contains this text (the ceiling always runs)")
 	flag.IntVar(&bufferPoolMB, "buffer-pool-mb", 0, "set MariaDB's innodb_buffer_pool_size (GLOBAL, needs SUPER) to this many MiB before the run; 0 leaves it as it is")
@@ -85,6 +86,26 @@ func main() {
 		pprof.StopCPUProfile()
 		os.Exit(1)
 	}
+	if *memProfile != "" {
+		if err := writeAllocs(*memProfile); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+	}
+}
+
+// writeAllocs writes pprof's allocs profile (every allocation since the
+// start, sampled) to path.
+func writeAllocs(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // viewer is the -viewer flag.

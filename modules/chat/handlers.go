@@ -42,7 +42,7 @@ func (h *handlers) list(c *fiber.Ctx) error {
 	for i := range list {
 		views = append(views, h.m.Service.View(&list[i]))
 	}
-	return c.JSON(app.NewList(c, h.m.core.Config.PublicURL, page, count, "chats", views))
+	return app.NewList(c, h.m.core.Config.PublicURL, page, count, "chats", views).Send(c)
 }
 
 // message loads the :id message of the :show_id show for the caller; a

@@ -74,25 +74,14 @@ func (h *handlers) answerList(c *fiber.Ctx, q ListQuery, empty func() error) err
 		if err != nil {
 			return err
 		}
-		views := make([]*View, 0, len(list))
-		for i := range list {
-			views = append(views, h.svc.ViewFor(&list[i], false, q.Viewer))
-		}
-		items, count = views, n
+		items, count = h.svc.listViews(list, q.Viewer), n
 	}
 	if count == 0 && empty != nil {
 		if err := empty(); err != nil {
 			return err
 		}
 	}
-	// The envelope marshals itself; sending its bytes directly spares
-	// encoding/json a second pass that re-validates the whole body.
-	body, err := app.NewList(c, h.svc.public, q.Page, count, "shows", items).MarshalJSON()
-	if err != nil {
-		return err
-	}
-	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
-	return c.Send(body)
+	return app.NewList(c, h.svc.public, q.Page, count, "shows", items).Send(c)
 }
 
 // get is GET /v1/shows/:id.

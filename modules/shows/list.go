@@ -79,7 +79,7 @@ func (s *Service) List(ctx context.Context, q ListQuery) ([]Show, int, error) {
 		if len(ids) == 0 {
 			return nil, count, nil
 		}
-		rows, err := s.loadPage(ctx, bun.List(ids))
+		rows, err := s.loadPage(ctx, bun.List(ids), len(ids))
 		if err != nil {
 			return nil, 0, err
 		}
@@ -119,9 +119,9 @@ func (s *Service) List(ctx context.Context, q ListQuery) ([]Show, int, error) {
 
 // loadPage reads the shows whose ids are in ids (a bun.List or a
 // subquery) with their owners and tags, in no particular order.
-func (s *Service) loadPage(ctx context.Context, ids any) ([]Show, error) {
-	var rows []listRow
-	err := s.db.NewSelect().Model(&rows).ColumnExpr("?TableColumns").Apply(withTagIDs).Relation("User").
+func (s *Service) loadPage(ctx context.Context, ids any, size int) ([]Show, error) {
+	rows := make([]listRow, 0, size)
+	err := s.db.NewSelect().Model(&rows).ColumnExpr("?TableColumns").Apply(withTagIDs).Relation("User", ownerColumns).
 		Where("s.id IN (?)", ids).Scan(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("shows: list: load: %w", err)
@@ -135,6 +135,15 @@ type listRow struct {
 	Show   `bun:",extend"`
 	TagIDs []byte `bun:"tag_ids,scanonly"`
 	Total  int    `bun:"list_total,scanonly"`
+}
+
+// ownerColumns are the columns of a listed show's owner: what the show's
+// views (the API's, both forms, the console's and the pages') and the list
+// cache's checks read of them. Not the password hash, nor what only the
+// owner's own profile shows.
+func ownerColumns(q *bun.SelectQuery) *bun.SelectQuery {
+	return q.Column("id", "slug", "name", "email", "location", "description", "avatar_key", "cover_key",
+		"dj", "producer", "featured", "radio", "created_at")
 }
 
 // withTagIDs reads each show's tag ids, comma-separated, in its row: the
@@ -219,7 +228,7 @@ func (s *Service) page(ctx context.Context, q ListQuery, tagID int64, now time.T
 	sel = sel.Limit(int64(limit)).Offset(int64(offset))
 	// MySQL takes no LIMIT in an IN subquery, but does in a derived
 	// table inside one.
-	rows, err := s.loadPage(ctx, s.db.NewSelect().TableExpr("(?) AS p", sel).Column("p.id"))
+	rows, err := s.loadPage(ctx, s.db.NewSelect().TableExpr("(?) AS p", sel).Column("p.id"), limit)
 	if err != nil {
 		return nil, err
 	}
@@ -259,9 +268,9 @@ func (s *Service) orderedIDs(q ListQuery, tagID int64, now time.Time) *bun.Selec
 // page.
 func (s *Service) ownerPage(ctx context.Context, q ListQuery, tagID int64, now time.Time) ([]Show, int, error) {
 	sel := s.orderedIDs(q, tagID, now).ColumnExpr("COUNT(*) OVER () AS total").Limit(int64(q.Page.Size)).Offset(int64(q.Page.Offset()))
-	var rows []listRow
+	rows := make([]listRow, 0, q.Page.Size)
 	err := s.db.NewSelect().Model(&rows).ColumnExpr("?TableColumns").ColumnExpr("p.total AS list_total").
-		Apply(withTagIDs).Relation("User").
+		Apply(withTagIDs).Relation("User", ownerColumns).
 		Join("JOIN (?) AS p ON p.id = s.id", sel).Scan(ctx)
 	if err != nil {
 		return nil, 0, fmt.Errorf("shows: list: page: %w", err)

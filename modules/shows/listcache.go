@@ -499,12 +499,7 @@ func (e *listEntry) principal() *app.Principal {
 // encodeList renders e's shows as its viewer sees them (the public form
 // for the public list).
 func (s *Service) encodeList(e *listEntry) error {
-	views := make([]*View, len(e.shows))
-	by := e.principal()
-	for i := range e.shows {
-		views[i] = s.ViewFor(&e.shows[i], false, by)
-	}
-	items, err := json.Marshal(views)
+	items, err := json.Marshal(s.listViews(e.shows, e.principal()))
 	if err != nil {
 		return fmt.Errorf("shows: list cache: encode: %w", err)
 	}

@@ -128,7 +128,7 @@ func (*Module) Migrations() []migrations.Migration {
 		migrations.Migration{ID: "0020_fill_counts", Up: RebuildCounts},
 		// One owner's list (GET /v1/users/:id/shows) and a viewer's own
 		// hidden shows, paged and counted from the index alone.
-		migrations.Migration{ID: "0021_index_user_cover", Up: migrations.CreateIndex((*Show)(nil), "shows_user_cover_idx",
+		migrations.Migration{ID: "0021_index_user_cover", Up: migrations.CreateIndex((*Show)(nil), userCoverIndex,
 			"user_id", "start", "id", "live", "complete", "archive", "featured", "radio", "private", "off")},
 		// The name filter's confirmation (search.go): a narrow copy of
 		// the columns a list reads, in id order.

@@ -103,11 +103,25 @@ func whereNameContains(sel *bun.SelectQuery, term string, useGrams bool) *bun.Se
 // name filter names the index (listFrom).
 const nameCoverIndex = "shows_name_cover_idx"
 
+// userCoverIndex holds one owner's shows in list order with every column
+// a list's WHERE reads: an owner's list (or a viewer's own hidden shows)
+// is paged and counted in it alone. MariaDB would pick it too, but only
+// after weighing the five indexes that start with or hold user_id, which
+// costs an owner's list about 0.05 of its 0.7 ms (mariadb-slap, 1M
+// shows); the owner's list without a tag, name or slug filter names it.
+const userCoverIndex = "shows_user_cover_idx"
+
 // listFrom starts a list query (the page of ids or the count) on shows.
 func (s *Service) listFrom(q ListQuery, vis visibility) *bun.SelectQuery {
 	sel := s.db.NewSelect().Model((*Show)(nil))
-	if app.IsMySQL(s.db) && q.UserID == 0 && vis != seeHidden && len(NameGrams(q.Filter)) > 0 {
+	if !app.IsMySQL(s.db) {
+		return sel
+	}
+	switch {
+	case q.UserID == 0 && vis != seeHidden && len(NameGrams(q.Filter)) > 0:
 		sel = sel.ModelTableExpr("? AS s FORCE INDEX (?)", bun.Ident("shows"), bun.Ident(nameCoverIndex))
+	case q.UserID != 0 && q.Tag == "" && q.Filter == "" && q.Slug == "":
+		sel = sel.ModelTableExpr("? AS s FORCE INDEX (?)", bun.Ident("shows"), bun.Ident(userCoverIndex))
 	}
 	return sel
 }

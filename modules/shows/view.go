@@ -1,8 +1,8 @@
 package shows
 
 import (
-	"fmt"
 	"html"
+	"strconv"
 	"strings"
 
 	"github.com/onair/onair/app"
@@ -52,9 +52,16 @@ type View struct {
 // the POST, PUT and stop responses: it adds stream_url and stream_key and
 // the owner's email and radio.
 func (s *Service) View(sh *Show, write bool) *View {
+	return s.view(sh, write, nil)
+}
+
+// view is View with the owner's rendering given (nil: rendered here from
+// sh.User). It must be that of sh.User in the form write asks for.
+func (s *Service) view(sh *Show, write bool, owner *users.View) *View {
+	id := strconv.FormatInt(sh.ID, 10)
 	v := &View{
 		ID:             sh.ID,
-		ObjectURL:      fmt.Sprintf("%s/v1/shows/%d", s.public, sh.ID),
+		ObjectURL:      s.public + "/v1/shows/" + id,
 		Slug:           sh.Slug,
 		Name:           sh.Name,
 		Description:    sh.Description,
@@ -77,8 +84,8 @@ func (s *Service) View(sh *Show, write bool) *View {
 		VideoURL:       s.media(sh, sh.VideoURL),
 		AudioURL:       s.media(sh, sh.AudioURL),
 		GifURL:         s.media(sh, sh.GifURL),
-		EmbedCode: fmt.Sprintf(`<iframe src="%s" width="640" height="360" frameborder="0" allow="autoplay; fullscreen" allowfullscreen></iframe>`,
-			html.EscapeString(fmt.Sprintf("%s/embed/%d", s.public, sh.ID))),
+		EmbedCode: `<iframe src="` + html.EscapeString(s.public+"/embed/"+id) +
+			`" width="640" height="360" frameborder="0" allow="autoplay; fullscreen" allowfullscreen></iframe>`,
 		Tags: users.TagViews(sh.Tags),
 	}
 	if sh.EndsAt != nil {
@@ -95,7 +102,7 @@ func (s *Service) View(sh *Show, write bool) *View {
 	} else if img := s.media(sh, sh.ImageURL); img != nil {
 		v.ImageURL = *img
 	} else {
-		v.ImageURL = fmt.Sprintf("%s/media/shows/%d/placeholder.svg", s.public, sh.ID)
+		v.ImageURL = s.public + "/media/shows/" + id + "/placeholder.svg"
 	}
 	opts := users.ForShowRead
 	if write {
@@ -104,7 +111,10 @@ func (s *Service) View(sh *Show, write bool) *View {
 		v.StreamURL, v.StreamKey = &rtmp, &key
 	}
 	if sh.User != nil {
-		v.User = users.NewView(s.public, sh.User, opts)
+		if owner == nil {
+			owner = users.NewView(s.public, sh.User, opts)
+		}
+		v.User = owner
 		v.URL = s.public + "/" + sh.User.Slug + "/" + sh.Slug
 	}
 	return v
@@ -114,12 +124,33 @@ func (s *Service) View(sh *Show, write bool) *View {
 // peak_viewers, the most viewers it had at once (an audience figure of the
 // broadcaster's, as on Twitch's dashboard, not the public's).
 func (s *Service) ViewFor(sh *Show, write bool, by *app.Principal) *View {
-	v := s.View(sh, write)
+	return s.viewFor(sh, write, by, nil)
+}
+
+func (s *Service) viewFor(sh *Show, write bool, by *app.Principal, owner *users.View) *View {
+	v := s.view(sh, write, owner)
 	if by != nil && (by.UserID == sh.UserID || by.IsStaff()) {
 		peak := sh.PeakViewers
 		v.PeakViewers = &peak
 	}
 	return v
+}
+
+// listViews renders a page of a list for by. The shows of one owner share
+// one rendering of the owner (views are not changed once made): a page of
+// an owner's list is 50 shows of one owner.
+func (s *Service) listViews(list []Show, by *app.Principal) []*View {
+	views := make([]*View, len(list))
+	owners := make(map[int64]*users.View)
+	for i := range list {
+		sh := &list[i]
+		v := s.viewFor(sh, false, by, owners[sh.UserID])
+		if v.User != nil {
+			owners[sh.UserID] = v.User
+		}
+		views[i] = v
+	}
+	return views
 }
 
 // media is a stored media URL made absolute and, for a private show,

@@ -43,7 +43,7 @@ func (h *handlers) list(c *fiber.Ctx) error {
 	for i := range list {
 		views = append(views, h.svc.View(&list[i], ForUserRead))
 	}
-	return c.JSON(app.NewList(c, h.svc.publicURL, page, count, "users", views))
+	return app.NewList(c, h.svc.publicURL, page, count, "users", views).Send(c)
 }
 
 // get is GET /v1/users/:id (or me).

@@ -1,7 +1,7 @@
 package users
 
 import (
-	"fmt"
+	"strconv"
 
 	"github.com/onair/onair/app"
 )
@@ -61,10 +61,11 @@ func (s *Service) View(u *User, o ViewOptions) *View {
 
 // NewView renders u for the given public base URL.
 func NewView(publicURL string, u *User, o ViewOptions) *View {
+	id := strconv.FormatInt(u.ID, 10)
 	v := &View{
 		ID:          u.ID,
 		URL:         publicURL + "/" + u.Slug,
-		ObjectURL:   fmt.Sprintf("%s/v1/users/%d", publicURL, u.ID),
+		ObjectURL:   publicURL + "/v1/users/" + id,
 		Slug:        u.Slug,
 		Name:        u.Name,
 		Location:    u.Location,
@@ -73,15 +74,17 @@ func NewView(publicURL string, u *User, o ViewOptions) *View {
 		DJ:          u.DJ,
 		Producer:    u.Producer,
 		Featured:    u.Featured,
-		ImageURL:    fmt.Sprintf("%s/media/users/%d/avatar.svg", publicURL, u.ID),
-		CoverURL:    fmt.Sprintf("%s/media/users/%d/cover.svg", publicURL, u.ID),
 	}
 	// Uploaded images replace the generated ones (images.go).
 	if u.AvatarKey != nil {
 		v.ImageURL = publicURL + "/media/" + *u.AvatarKey
+	} else {
+		v.ImageURL = publicURL + "/media/users/" + id + "/avatar.svg"
 	}
 	if u.CoverKey != nil {
 		v.CoverURL = publicURL + "/media/" + *u.CoverKey
+	} else {
+		v.CoverURL = publicURL + "/media/users/" + id + "/cover.svg"
 	}
 	if o.Email {
 		email := u.Email

@@ -509,7 +509,7 @@ func (m *Module) list(c *fiber.Ctx) error {
 	for i := range list {
 		views = append(views, m.view(&list[i], false))
 	}
-	return c.JSON(app.NewList(c, m.public, page, int(n), "webhooks", views))
+	return app.NewList(c, m.public, page, int(n), "webhooks", views).Send(c)
 }
 
 // create is POST /v1/webhooks.
@@ -592,7 +592,7 @@ func (m *Module) deliveries(c *fiber.Ctx) error {
 	for i := range list {
 		views = append(views, deliveryView(&list[i]))
 	}
-	return c.JSON(app.NewList(c, m.public, page, n, "deliveries", views))
+	return app.NewList(c, m.public, page, n, "deliveries", views).Send(c)
 }
 
 // retry is POST /v1/webhooks/:id/deliveries/:delivery_id/retry: 202.

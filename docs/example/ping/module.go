@@ -146,7 +146,7 @@ func (m *Module) list(c *fiber.Ctx) error {
 	for i := range pings {
 		views = append(views, view(&pings[i]))
 	}
-	return c.JSON(app.NewList(c, m.publicURL, page, int(n), "pings", views))
+	return app.NewList(c, m.publicURL, page, int(n), "pings", views).Send(c)
 }
 
 func view(p *Ping) fiber.Map {
