@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"time"
 
@@ -119,7 +120,7 @@ func seed(ctx context.Context, db *sql.DB, nUsers, nShows int) error {
 		g.Go(func() error {
 			r := rand.New(rand.NewPCG(uint64(lo), 42))
 			var sb, tb, gb strings.Builder
-			sb.WriteString("INSERT INTO shows (id, user_id, slug, name, description, start, created_at, updated_at, duration, live, complete, archive, featured, upload, private, radio, off, headline, comments_count, favorites_count, thumbnail_label, video_url, audio_url, image_url, gif_url, stream_key, went_live_at, ended_at, disconnected_at) VALUES ")
+			sb.WriteString("INSERT INTO shows (id, user_id, slug, name, description, start, created_at, updated_at, duration, live, complete, archive, featured, upload, private, radio, off, headline, comments_count, favorites_count, thumbnail_label, video_url, audio_url, image_url, gif_url, stream_key, went_live_at, ended_at, disconnected_at, tag_ids) VALUES ")
 			tb.WriteString("INSERT INTO show_tags (show_id, tag_id, start) VALUES ")
 			gb.WriteString("INSERT INTO show_grams (gram, show_id) VALUES ")
 			nt, ng := 0, 0
@@ -160,7 +161,7 @@ func seed(ctx context.Context, db *sql.DB, nUsers, nShows int) error {
 				if r.IntN(100) == 0 {
 					name = "Sunrise " + name
 				}
-				fmt.Fprintf(&sb, "(%d,%d,'show-%d','%s','A show about %s.',%s,%s,%s,%s,%d,%d,%d,%d,0,%d,%d,%d,0,%d,%d,'%s',%s,NULL,NULL,NULL,'sk_%d_%022d',%s,%s,NULL)",
+				fmt.Fprintf(&sb, "(%d,%d,'show-%d','%s','A show about %s.',%s,%s,%s,%s,%d,%d,%d,%d,0,%d,%d,%d,0,%d,%d,'%s',%s,NULL,NULL,NULL,'sk_%d_%022d',%s,%s,NULL",
 					id, 1+r.IntN(nUsers), id, name, name, ts(start), ts(start.Add(-7*24*time.Hour)), ts(now), dur,
 					boolInt(live), boolInt(complete), boolInt(archive), boolInt(r.Float64() < 0.02),
 					boolInt(r.Float64() < 0.03), boolInt(radio), boolInt(r.Float64() < 0.005),
@@ -175,6 +176,7 @@ func seed(ctx context.Context, db *sql.DB, nUsers, nShows int) error {
 				}
 				k := r.IntN(3) // 0, 1 or 2 tags
 				seen := map[int]bool{}
+				var ids []string // the show's tag_ids
 				for j := 0; j < k; j++ {
 					u := r.Float64()
 					tag := 1 + int(u*u*float64(len(tagNames)))
@@ -182,12 +184,14 @@ func seed(ctx context.Context, db *sql.DB, nUsers, nShows int) error {
 						continue
 					}
 					seen[tag] = true
+					ids = append(ids, strconv.Itoa(tag))
 					if nt > 0 {
 						tb.WriteByte(',')
 					}
 					nt++
 					fmt.Fprintf(&tb, "(%d,%d,%s)", id, tag, ts(start))
 				}
+				fmt.Fprintf(&sb, ",'%s')", strings.Join(ids, ","))
 			}
 			if err := exec(sb.String()); err != nil {
 				return err

@@ -29,6 +29,9 @@ func FreshListItems(ctx context.Context, s *Service, q ListQuery) ([]byte, int, 
 }
 
 // ListCacheStats is the number of cached lists and their bytes.
+// FillTagIDs is migration 0032's fill of Show.TagIDs from show_tags.
+var FillTagIDs = fillTagIDs
+
 func ListCacheStats(s *Service) (int, int) { return s.lists.stats() }
 
 // SetListCacheEntries lowers the bound on the number of cached lists.

@@ -321,6 +321,10 @@ func (f *fixture) seed(t *testing.T, specs []seedSpec) []int64 {
 		if _, err := db.NewInsert().Model(&links).Exec(f.ctx); err != nil {
 			t.Fatalf("seed show_tags: %v", err)
 		}
+		// Each show's copy of its tag ids, as Create would have written it.
+		if err := shows.FillTagIDs(f.ctx, db); err != nil {
+			t.Fatalf("seed tag ids: %v", err)
+		}
 	}
 	// The name filter's index, as Create would have written it (on
 	// SQLite the FTS5 triggers did).

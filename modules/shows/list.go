@@ -1,7 +1,6 @@
 package shows
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"slices"
@@ -121,7 +120,7 @@ func (s *Service) List(ctx context.Context, q ListQuery) ([]Show, int, error) {
 // subquery) with their owners and tags, in no particular order.
 func (s *Service) loadPage(ctx context.Context, ids any, size int) ([]Show, error) {
 	rows := make([]listRow, 0, size)
-	err := s.db.NewSelect().Model(&rows).ColumnExpr("?TableColumns").Apply(withTagIDs).Relation("User", ownerColumns).
+	err := s.db.NewSelect().Model(&rows).ColumnExpr("?TableColumns").Relation("User", ownerColumns).
 		Where("s.id IN (?)", ids).Scan(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("shows: list: load: %w", err)
@@ -129,12 +128,11 @@ func (s *Service) loadPage(ctx context.Context, ids any, size int) ([]Show, erro
 	return s.listed(ctx, rows)
 }
 
-// listRow is a show of a list as its statement reads it: the ids of its
-// tags, and for ownerPage the size of the whole result set, beside it.
+// listRow is a show of a list as its statement reads it: for ownerPage
+// the size of the whole result set beside it.
 type listRow struct {
-	Show   `bun:",extend"`
-	TagIDs []byte `bun:"tag_ids,scanonly"`
-	Total  int    `bun:"list_total,scanonly"`
+	Show  `bun:",extend"`
+	Total int `bun:"list_total,scanonly"`
 }
 
 // ownerColumns are the columns of a listed show's owner: what the show's
@@ -146,13 +144,6 @@ func ownerColumns(q *bun.SelectQuery) *bun.SelectQuery {
 		"dj", "producer", "featured", "radio", "created_at")
 }
 
-// withTagIDs reads each show's tag ids, comma-separated, in its row: the
-// tags themselves come from the tag cache (users.TagCache), so a page is
-// one statement, not a second one for its tags.
-func withTagIDs(q *bun.SelectQuery) *bun.SelectQuery {
-	return q.ColumnExpr("(SELECT GROUP_CONCAT(stt.tag_id) FROM show_tags AS stt WHERE stt.show_id = s.id) AS tag_ids")
-}
-
 // listed gives the rows of a page their tags, in the order of their
 // folded names (the order Relation("Tags", orderTags) reads).
 func (s *Service) listed(ctx context.Context, rows []listRow) ([]Show, error) {
@@ -160,10 +151,10 @@ func (s *Service) listed(ctx context.Context, rows []listRow) ([]Show, error) {
 	of := make([][]int64, len(rows))
 	seen := make(map[int64]struct{})
 	for i := range rows {
-		for f := range bytes.SplitSeq(rows[i].TagIDs, []byte{','}) {
-			id, err := strconv.ParseInt(string(f), 10, 64)
+		for f := range strings.SplitSeq(rows[i].TagIDs, ",") {
+			id, err := strconv.ParseInt(f, 10, 64)
 			if err != nil {
-				continue // no tags (NULL)
+				continue // no tags ("")
 			}
 			of[i] = append(of[i], id)
 			if _, ok := seen[id]; !ok {
@@ -270,7 +261,7 @@ func (s *Service) ownerPage(ctx context.Context, q ListQuery, tagID int64, now t
 	sel := s.orderedIDs(q, tagID, now).ColumnExpr("COUNT(*) OVER () AS total").Limit(int64(q.Page.Size)).Offset(int64(q.Page.Offset()))
 	rows := make([]listRow, 0, q.Page.Size)
 	err := s.db.NewSelect().Model(&rows).ColumnExpr("?TableColumns").ColumnExpr("p.total AS list_total").
-		Apply(withTagIDs).Relation("User", ownerColumns).
+		Relation("User", ownerColumns).
 		Join("JOIN (?) AS p ON p.id = s.id", sel).Scan(ctx)
 	if err != nil {
 		return nil, 0, fmt.Errorf("shows: list: page: %w", err)

@@ -2,7 +2,9 @@ package shows_test
 
 import (
 	"context"
+	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -35,8 +37,10 @@ func TestListedTags(t *testing.T) {
 		other := shows.NewService(env.Core) // a second node: its own tag cache
 		owner, tok := f.user("Tag Lister")
 		f.create(t, tok, map[string]any{"name": "Untagged", "description": "d"})
-		f.create(t, tok, map[string]any{"name": "Four tags", "description": "d", "tags": []string{"zebra", "Apple", "C#", "c"}})
+		four := f.create(t, tok, map[string]any{"name": "Four tags", "description": "d", "tags": []string{"zebra", "Apple", "C#", "c"}})
 		f.create(t, tok, map[string]any{"name": "Straße", "description": "d", "tags": []string{"Straße", "apple", "Ünïcödé"}})
+		retagged := f.create(t, tok, map[string]any{"name": "Retagged", "description": "d", "tags": []string{"old"}})
+		cleared := f.create(t, tok, map[string]any{"name": "Cleared", "description": "d", "tags": []string{"gone"}})
 
 		check := func(step string, svc *shows.Service, q shows.ListQuery, wantReads int64) {
 			t.Helper()
@@ -73,6 +77,16 @@ func TestListedTags(t *testing.T) {
 				}
 			}
 		}
+		// A list reads the copy of the tag ids in each show's row: an
+		// update that changes the tags (or clears them) changes it, and
+		// one that leaves them alone does not.
+		update := func(sh map[string]any, body map[string]any) {
+			t.Helper()
+			f.do(t, "PUT", "/v1/shows/"+strconv.FormatInt(int64(sh["id"].(float64)), 10), tok, body).Expect(t, http.StatusOK)
+		}
+		update(retagged, map[string]any{"tags": []string{"new", "Apple"}})
+		update(cleared, map[string]any{"tags": []string{}})
+		update(four, map[string]any{"name": "Four tags still"})
 		all := shows.ListQuery{Page: app.Page{Number: 1, Size: 50}}
 		check("first list", other, all, 1)
 		check("again", other, all, 0)

@@ -79,6 +79,10 @@ type Show struct {
 	DisconnectedAt *time.Time `bun:"disconnected_at"`
 
 	Tags []users.Tag `bun:"m2m:show_tags,join:Show=Tag"`
+	// TagIDs is a copy of the ids of the show's tags, comma-separated,
+	// written with show_tags in the same transaction (linkTags): a list
+	// reads a page's tags in its rows, without a subquery a row.
+	TagIDs string `bun:"tag_ids,notnull,type:varchar(200),default:''" json:"-"`
 }
 
 // ShowTag joins shows and the tags they share with users. Start is a copy

@@ -21,13 +21,20 @@ import (
 
 func init() {
 	app.Register(&Module{})
-	// A tag merge re-points show_tags: the counts per tag follow (when
-	// the counts exist yet; migration 0020 fills them otherwise).
+	// A tag merge re-points show_tags: the counts per tag and the shows'
+	// copies of their tag ids follow (when they exist yet; migrations
+	// 0020 and 0032 fill them otherwise).
 	users.OnTagsMerged(func(ctx context.Context, db bun.IDB) error {
 		if ok, err := users.TableExists(ctx, db, "show_counts"); err != nil || !ok {
 			return err
 		}
-		return RebuildCounts(ctx, db)
+		if err := RebuildCounts(ctx, db); err != nil {
+			return err
+		}
+		if ok, err := users.ColumnExists(ctx, db, "shows", "tag_ids"); err != nil || !ok {
+			return err
+		}
+		return fillTagIDs(ctx, db)
 	})
 }
 
@@ -145,6 +152,13 @@ func (*Module) Migrations() []migrations.Migration {
 		migrations.Migration{ID: "0028_peak_viewers", Up: migrations.AddColumns((*Show)(nil), "peak_viewers")},
 		// The name filter's index on SQLite: FTS5 trigrams (fts.go).
 		migrations.Migration{ID: "0030_create_name_fts", Up: createNameFTS},
+		// Each show's tag ids in its row (Show.TagIDs).
+		migrations.Migration{ID: "0032_tag_ids", Up: func(ctx context.Context, db bun.IDB) error {
+			if err := migrations.AddColumns((*Show)(nil), "tag_ids")(ctx, db); err != nil {
+				return err
+			}
+			return fillTagIDs(ctx, db)
+		}},
 	)...)
 }
 

@@ -389,6 +389,7 @@ func (s *Service) Create(ctx context.Context, by *app.Principal, in Input) (*Sho
 			return err
 		}
 		sh.ID, sh.Slug, sh.StreamKey, sh.ImageKey = 0, slug, "", nil
+		sh.TagIDs = tagIDList(tags)
 		if _, err := tx.NewInsert().Model(sh).Exec(ctx); err != nil {
 			return err
 		}
@@ -610,7 +611,8 @@ func (s *Service) freeSlug(ctx context.Context, db bun.IDB, userID int64, name s
 	return app.NextSlug(base, func(slug string) bool { return used[slug] }, attempt), nil
 }
 
-// setTags replaces the show's tags with the checked names.
+// setTags replaces the show's tags with the checked names, and the copy
+// of their ids in its row.
 func setTags(ctx context.Context, tx bun.IDB, sh *Show, names []string) error {
 	if _, err := tx.NewDelete().Model((*ShowTag)(nil)).Where("show_id = ?", sh.ID).Exec(ctx); err != nil {
 		return err
@@ -619,10 +621,47 @@ func setTags(ctx context.Context, tx bun.IDB, sh *Show, names []string) error {
 	if err != nil {
 		return err
 	}
-	return addTags(ctx, tx, sh, tags)
+	if err := addTags(ctx, tx, sh, tags); err != nil {
+		return err
+	}
+	sh.TagIDs = tagIDList(tags)
+	_, err = tx.NewUpdate().Model(sh).Column("tag_ids").WherePK().Exec(ctx)
+	return err
 }
 
-// addTags links a show that has no tags yet to tags.
+// tagIDList is Show.TagIDs of a show tagged with tags.
+func tagIDList(tags []users.Tag) string {
+	b := make([]byte, 0, 8*len(tags))
+	for i, t := range tags {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, t.ID, 10)
+	}
+	return string(b)
+}
+
+// fillTagIDs writes every show's Show.TagIDs from show_tags, a range of
+// ids at a time (migration 0032, and after a tag merge).
+func fillTagIDs(ctx context.Context, db bun.IDB) error {
+	var last int64
+	if err := db.NewSelect().Model((*Show)(nil)).ColumnExpr("COALESCE(MAX(id), 0)").Scan(ctx, &last); err != nil {
+		return fmt.Errorf("shows: fill tag ids: %w", err)
+	}
+	const batch = 10_000
+	for lo := int64(0); lo < last; lo += batch {
+		_, err := db.NewUpdate().Model((*Show)(nil)).
+			Set("tag_ids = COALESCE((SELECT GROUP_CONCAT(st.tag_id) FROM show_tags AS st WHERE st.show_id = s.id), '')").
+			Where("s.id > ? AND s.id <= ?", lo, lo+batch).Exec(ctx)
+		if err != nil {
+			return fmt.Errorf("shows: fill tag ids: %w", err)
+		}
+	}
+	return nil
+}
+
+// addTags links a show that has no tags yet to tags (its Show.TagIDs is
+// the caller's to write).
 func addTags(ctx context.Context, tx bun.IDB, sh *Show, tags []users.Tag) error {
 	if len(tags) == 0 {
 		return nil

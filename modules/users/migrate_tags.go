@@ -118,6 +118,12 @@ func TableExists(ctx context.Context, db bun.IDB, table string) (bool, error) {
 	return len(cols) > 0, err
 }
 
+// ColumnExists tells whether the table has the column.
+func ColumnExists(ctx context.Context, db bun.IDB, table, column string) (bool, error) {
+	cols, err := tableColumns(ctx, db, table)
+	return cols[column], err
+}
+
 // mergeTag moves every link to tag from onto tag into, then deletes from.
 // A link that into already has (a show tagged with both spellings) is
 // dropped rather than duplicated.

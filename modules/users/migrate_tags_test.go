@@ -82,6 +82,23 @@ func TestTagIdentityMigration(t *testing.T) {
 		if got, want := tags(fmt.Sprintf("/v1/shows/%d", one), "show"), []string{"Deep House/deep-house", "Straße/stra-e"}; !slices.Equal(got, want) {
 			t.Errorf("show tagged STRASSE: %v, want %v (merged into the older tag)", got, want)
 		}
+		// A list reads the shows' copies of their tag ids (shows.tag_ids),
+		// which follow the merge.
+		var listed struct {
+			Shows []struct {
+				ID   int64
+				Tags []struct{ Name, Slug string }
+			} `json:"shows"`
+		}
+		env2.Do("GET", "/v1/shows?tag=strasse", tok, nil).Expect(t, http.StatusOK).Decode(t, &listed)
+		if len(listed.Shows) != 2 {
+			t.Fatalf("?tag=strasse lists %d shows, want 2", len(listed.Shows))
+		}
+		for _, sh := range listed.Shows {
+			if got := fmt.Sprint(sh.Tags); got != "[{Deep House deep-house} {Straße stra-e}]" {
+				t.Errorf("listed show %d has tags %s, want Deep House and Straße", sh.ID, got)
+			}
+		}
 		if got, want := tags("/v1/users/me", "user"), []string{"Straße/stra-e"}; !slices.Equal(got, want) {
 			t.Errorf("user tags: %v, want %v", got, want)
 		}
