@@ -87,9 +87,10 @@ func (l *List) MarshalJSON() ([]byte, error) {
 }
 
 // Send answers the request with the envelope (200, JSON), written into
-// the response's own (pooled) body buffer: no copy of the whole body is
-// made for the answer, and encoding/json does not validate it a second
-// time as c.JSON would.
+// the response's own (pooled) body buffer: the items are copied there
+// once from their pooled encoding buffer, no body is allocated for the
+// answer, and encoding/json does not validate it a second time as c.JSON
+// would.
 func (l *List) Send(c *fiber.Ctx) error {
 	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
 	c.Response().ResetBody()
