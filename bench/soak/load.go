@@ -158,13 +158,17 @@ func (l *load) startViewers(ctx context.Context, wg *sync.WaitGroup) {
 }
 
 // hlsViewer plays show i mod shows like a player: it polls the live media
-// playlist and fetches each segment (or, one viewer in five, each LL-HLS
-// part) it has not fetched yet. Each session lasts 1–5 minutes on
-// connections of its own; then the viewer leaves and a new one comes.
+// playlist and fetches each segment (or, one viewer in five on every show,
+// each LL-HLS part) it has not fetched yet near the live edge: of the
+// newest two segments or six parts (2 s). A player that fell behind (a
+// poll late on a loaded machine) jumps to the edge as a player does, and
+// does not ask for parts the server has already dropped. Each session
+// lasts 1–5 minutes on connections of its own; then the viewer leaves and
+// a new one comes.
 func (l *load) hlsViewer(ctx context.Context, i int) {
 	sh := l.shows[i%len(l.shows)]
 	base := fmt.Sprintf("%s/media/shows/%d/", l.srv.URL, sh.ID)
-	parts := i%5 == 4
+	parts := (i/len(l.shows))%5 == 4
 	pause := time.Second
 	if parts {
 		pause = 400 * time.Millisecond
@@ -190,15 +194,16 @@ func (l *load) hlsViewer(ctx context.Context, i int) {
 			} else {
 				l.playlists.Add(1)
 				segs, prts := parsePlaylist(body)
-				list, keep := segs, 1
+				list, edge, keep := segs, 2, 1
 				if parts {
-					list, keep = prts, 3
+					list, edge, keep = prts, 6, 3
 				}
 				now := make(map[string]bool, len(list))
 				for j, uri := range list {
 					now[uri] = true
-					// A player joining starts at the live edge.
-					if seen[uri] || (seen == nil && j < len(list)-keep) {
+					// A player joining starts at the live edge, one
+					// playing stays near it.
+					if seen[uri] || j < len(list)-edge || (seen == nil && j < len(list)-keep) {
 						continue
 					}
 					if _, err := get(ctx, client, base+uri); err != nil {

@@ -14,7 +14,7 @@
 //     LL-HLS part (one in five), each on its own connections; a viewer's
 //     session ends after 1–5 minutes and a fresh one (new connections)
 //     takes its place, so connection set-up and tear-down run all along;
-//   - chat posted through the REST API at 10 messages a second (20 users,
+//   - chat posted through the REST API at 10 messages a second (40 users,
 //     each within the one-a-second limit, over the 5 shows) to 100
 //     WebSocket viewers, each reconnecting after 30–120 s;
 //   - a webhook for show.updated registered through the API to a loopback
