@@ -90,6 +90,9 @@ func NewServer(core *Core) (*Server, error) {
 		core.Log.Error("panic", "path", c.Path(), "request_id", RequestID(c), "panic", fmt.Sprint(e))
 	}}))
 	app.Use(requestDeadline(core.Config.RequestTimeout))
+	// Before any route reads a body: a compressed one is inflated within
+	// BodyLimit, or refused (bodyencoding.go).
+	app.Use(inflateBody)
 
 	app.Get("/healthz", func(c *fiber.Ctx) error { return c.JSON(fiber.Map{"status": "ok"}) })
 	app.Get("/readyz", readyHandler(readyChecks(core), core.Log))

@@ -14,6 +14,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/onair/onair/app"
+	"github.com/onair/onair/internal/imaging"
 	"github.com/onair/onair/migrations"
 )
 
@@ -53,6 +54,8 @@ func (*Module) Settings() []app.Setting {
 			Help: "how long a node trusts an API token it has looked up (a revocation elsewhere shows within it; 0: look up every request)", Parse: app.ParseDuration},
 		{Env: SettingImageMaxBytes, Flag: "image-max-bytes", Default: strconv.Itoa(DefaultImageMaxBytes),
 			Help: "largest uploaded image (avatar, cover, show image) accepted, in bytes; beyond, 413", Parse: app.ParsePositiveInt},
+		{Env: SettingImageDecodeMB, Flag: "image-decode-mb", Default: strconv.Itoa(DefaultImageDecodeMB),
+			Help: "memory the image decodes in flight may hold together, in MB (uploaded avatars, covers, show images); an image whose decode alone needs more is 422, one that waits over 5 s for its share is 503 with Retry-After", Parse: app.ParsePositiveInt},
 		{Env: SettingSMTPURL, Flag: "smtp-url",
 			Help: "mail server for password reset links (smtp://user:pass@host:587 upgrades with STARTTLS when offered, smtps://…:465 is TLS throughout); unset: no mail, staff make reset links", Parse: parseSMTPURL},
 		{Env: SettingSMTPFrom, Flag: "smtp-from",
@@ -112,6 +115,7 @@ func (m *Module) Provision(core *app.Core) error {
 	}
 	m.Service.store = core.Store
 	m.Service.maxImage = app.Get[int](core.Config, SettingImageMaxBytes)
+	m.Service.images = imaging.NewDecoder(int64(app.Get[int](core.Config, SettingImageDecodeMB))<<20, imageDecodeWait)
 	mailer, err := newMailer(app.Get[string](core.Config, SettingSMTPURL), app.Get[string](core.Config, SettingSMTPFrom), core.Config.PublicURL, core.Log)
 	if err != nil {
 		return err

@@ -20,6 +20,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/onair/onair/app"
+	"github.com/onair/onair/internal/imaging"
 	"github.com/onair/onair/internal/store"
 )
 
@@ -37,6 +38,9 @@ type Service struct {
 	reserved                 func(slug string) bool
 	store                    store.Store // uploaded profile images (images.go)
 	maxImage                 int         // SettingImageMaxBytes
+	// images decodes the uploads within SettingImageDecodeMB, one budget
+	// for the process (the shows module's images go through it too).
+	images *imaging.Decoder
 
 	// tokens caches Authenticate's answers (tokencache.go); nil: none.
 	tokens *tokenCache
@@ -56,7 +60,8 @@ func (s *Service) SubscribeFollowTx(fn func(ctx context.Context, tx bun.IDB, fol
 func NewService(db *bun.DB, publicURL string) *Service {
 	return &Service{db: db, publicURL: publicURL, hintOut: os.Stderr, throttle: newMemoryThrottle(LoginAttempts, LoginWindow),
 		resetMails: newMemoryThrottle(ResetMailsPerAddress, ResetMailWindow), resetClients: newMemoryThrottle(ResetMailsPerClient, ResetMailWindow),
-		reserved: new(app.Core).ReservedSlug, maxImage: DefaultImageMaxBytes}
+		reserved: new(app.Core).ReservedSlug, maxImage: DefaultImageMaxBytes,
+		images: imaging.NewDecoder(DefaultImageDecodeMB<<20, imageDecodeWait)}
 }
 
 // DB is the database the service works on.
