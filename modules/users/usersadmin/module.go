@@ -72,7 +72,7 @@ func (m *Module) AdminPages() []app.AdminPage {
 			r.Post("/:id/reset", m.resetLink)
 			r.Post("/:id/delete", m.deleteUser)
 			r.Post("/:id/tokens", m.issueToken)
-			r.Post("/:id/tokens/:token/revoke", m.revokeToken)
+			r.Post("/:id/tokens/:token_id/revoke", m.revokeToken)
 		}},
 	}
 }

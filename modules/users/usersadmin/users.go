@@ -207,7 +207,7 @@ func (m *Module) revokeToken(c *fiber.Ctx) error {
 	if err := m.mayManageTokens(c, u); err != nil {
 		return err
 	}
-	tid, err := admin.IDParam(c, "token")
+	tid, err := admin.IDParam(c, "token_id")
 	if err != nil {
 		return err
 	}
