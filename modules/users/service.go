@@ -33,6 +33,9 @@ type Service struct {
 	// resetMails and resetClients limit the reset mails per address and
 	// per client address (mail.go); mail sends them, nil without SMTP.
 	resetMails, resetClients throttle
+	// signups counts sign-up attempts per client address (SignUp).
+	signups     throttle
+	signupLimit int
 	mail                     *mailer
 	reserved                 func(slug string) bool
 	store                    store.Store // uploaded profile images (images.go)
