@@ -36,10 +36,10 @@ type Service struct {
 	// signups counts sign-up attempts per client address (SignUp).
 	signups     throttle
 	signupLimit int
-	mail                     *mailer
-	reserved                 func(slug string) bool
-	store                    store.Store // uploaded profile images (images.go)
-	maxImage                 int         // SettingImageMaxBytes
+	mail        *mailer
+	reserved    func(slug string) bool
+	store       store.Store // uploaded profile images (images.go)
+	maxImage    int         // SettingImageMaxBytes
 
 	// tokens caches Authenticate's answers (tokencache.go); nil: none.
 	tokens *tokenCache
