@@ -94,6 +94,21 @@ func (m *Module) AdminWidgets(ctx context.Context) ([]app.AdminWidget, error) {
 	}, nil
 }
 
+// mayChange is the staff rank rule of every console action on a user: a
+// moderator changes plain users and themselves, never another staff
+// member (an admin above all); an admin changes anyone. what completes
+// "only an admin may … another staff member".
+func (m *Module) mayChange(c *fiber.Ctx, u *users.User, what string) error {
+	p := admin.Principal(c)
+	if u.Role == "" || u.ID == p.UserID {
+		return nil
+	}
+	if err := m.authz.Can(p, "users", "set_role"); err != nil {
+		return app.Forbidden("only an admin may " + what + " another staff member")
+	}
+	return nil
+}
+
 // user loads the :id user; a missing one is 404.
 func (m *Module) user(c *fiber.Ctx) (*users.User, error) {
 	id, err := admin.IDParam(c, "id")
