@@ -99,7 +99,7 @@ func (m *Module) renderError(c *fiber.Ctx, v *visitor, err error) error {
 	case errors.As(err, &fe):
 		status, msg = fe.Code, fe.Message
 	default:
-		m.log.Error("page failed", "method", c.Method(), "path", c.Path(), "request_id", app.RequestID(c), "err", err)
+		m.log.Error("page failed", "method", c.Method(), "path", app.LogPath(c), "request_id", app.RequestID(c), "err", err)
 	}
 	if status == http.StatusNotFound {
 		msg = "There is nothing here. The page may have moved, or it may be private."
@@ -145,7 +145,10 @@ func (m *Module) render(c *fiber.Ctx, status int, comp templ.Component) error {
 		c.Set(fiber.HeaderXFrameOptions, "SAMEORIGIN")
 	}
 	c.Set("X-Content-Type-Options", "nosniff")
-	c.Set(fiber.HeaderReferrerPolicy, "strict-origin-when-cross-origin")
+	// A page that set its own policy (a reset link's no-referrer) keeps it.
+	if c.GetRespHeader(fiber.HeaderReferrerPolicy) == "" {
+		c.Set(fiber.HeaderReferrerPolicy, "strict-origin-when-cross-origin")
+	}
 	if c.GetRespHeader(fiber.HeaderCacheControl) == "" {
 		c.Set(fiber.HeaderCacheControl, "private, no-cache")
 	}

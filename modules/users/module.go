@@ -46,8 +46,8 @@ var (
 	_ app.Configurer        = (*Module)(nil)
 )
 
-// Settings of the module: the token cache, the profile image limit and
-// the mail of reset links (mail.go).
+// Settings of the module: the token cache, the profile image limit, the
+// sign-up limit (throttle.go) and the mail of reset links (mail.go).
 func (*Module) Settings() []app.Setting {
 	return []app.Setting{
 		{Env: SettingTokenCacheTTL, Flag: "token-cache-ttl", Default: "5s",
@@ -56,6 +56,8 @@ func (*Module) Settings() []app.Setting {
 			Help: "largest uploaded image (avatar, cover, show image) accepted, in bytes; beyond, 413", Parse: app.ParsePositiveInt},
 		{Env: SettingImageDecodeMB, Flag: "image-decode-mb", Default: strconv.Itoa(DefaultImageDecodeMB),
 			Help: "memory the image decodes in flight may hold together, in MB (uploaded avatars, covers, show images); an image whose decode alone needs more is 422, one that waits over 5 s for its share is 503 with Retry-After", Parse: app.ParsePositiveInt},
+		{Env: SettingSignupLimit, Flag: "signup-limit", Default: strconv.Itoa(DefaultSignupLimit),
+			Help: "sign-up attempts one client address may make per hour (accepted or not); beyond, 429 with Retry-After", Parse: app.ParsePositiveInt},
 		{Env: SettingSMTPURL, Flag: "smtp-url",
 			Help: "mail server for password reset links (smtp://user:pass@host:587 upgrades with STARTTLS when offered, smtps://…:465 is TLS throughout); unset: no mail, staff make reset links", Parse: parseSMTPURL},
 		{Env: SettingSMTPFrom, Flag: "smtp-from",
@@ -104,6 +106,8 @@ func (*Module) Policies() []string {
 func (m *Module) Provision(core *app.Core) error {
 	m.Service = NewService(core.DB, core.Config.PublicURL)
 	m.Service.ReserveFrom(core)
+	m.Service.signupLimit = app.Get[int](core.Config, SettingSignupLimit)
+	m.Service.signups = newMemoryThrottle(m.Service.signupLimit, SignupWindow)
 	if core.Redis != nil {
 		m.Service.UseRedisThrottle(core.Redis, core.Config.RedisPrefix)
 	}

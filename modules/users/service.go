@@ -41,6 +41,9 @@ type Service struct {
 	// images decodes the uploads within SettingImageDecodeMB, one budget
 	// for the process (the shows module's images go through it too).
 	images *imaging.Decoder
+	// signups counts sign-up attempts per client address (SignUp).
+	signups     throttle
+	signupLimit int
 
 	// tokens caches Authenticate's answers (tokencache.go); nil: none.
 	tokens *tokenCache
