@@ -96,7 +96,7 @@ func CheckTags(field string, names []string) ([]string, error) {
 		if n == "" {
 			continue
 		}
-		if p := app.TextProblem(n); p != "" {
+		if p := app.NameProblem(n); p != "" {
 			return nil, app.Validation{field: p}.Err()
 		}
 		if utf8.RuneCountInString(n) > MaxTagLength {
