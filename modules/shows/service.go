@@ -241,6 +241,8 @@ func (in *Input) validate(cur *Show, now time.Time) (checked, error) {
 		switch n := runeLen(name); {
 		case !validText(name, false):
 			v.Add("name", "must be valid UTF-8 text without control characters")
+		case app.NameProblem(name) != "":
+			v.Add("name", app.NameProblem(name))
 		case n == 0:
 			v.Add("name", "is required")
 		case n > MaxName:

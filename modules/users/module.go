@@ -82,6 +82,7 @@ func (*Module) Migrations() []migrations.Migration {
 		{ID: "0006_tag_identity", Up: migrateTagIdentity},
 		{ID: "0007_profile", Up: migrateProfile},
 		{ID: "0008_password_resets", Up: migrations.CreateTables((*PasswordReset)(nil))},
+		{ID: "0009_tag_slugs", Up: migrateTagSlugs},
 	}
 }
 

@@ -91,7 +91,11 @@ func (n *NewUser) Validate() error {
 	// (app.TextProblem) before the lengths.
 	for field, text := range map[string]*string{"name": &n.Name, "email": &n.Email, "location": n.Location, "description": n.Description} {
 		if text != nil {
-			if p := app.TextProblem(*text); p != "" {
+			p := app.TextProblem(*text)
+			if field == "name" {
+				p = app.NameProblem(*text)
+			}
+			if p != "" {
 				v.Add(field, p)
 			}
 		}
