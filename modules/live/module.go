@@ -94,6 +94,7 @@ var (
 	_ app.PublicRouter = (*Module)(nil)
 	_ app.Service      = (*Module)(nil)
 	_ app.Configurer   = (*Module)(nil)
+	_ app.Drainer      = (*Module)(nil)
 )
 
 // The module's settings (see docs/broadcasting.md for the admission
@@ -307,6 +308,15 @@ func (m *Module) Start(ctx context.Context) error {
 		m.core.Log.Error("live: reconcile after restart", "err", err)
 	}
 	return nil
+}
+
+// Drain stops accepting RTMP connections when the process begins to
+// stop: an encoder that reconnects now finds another node (or this one
+// after its restart), while the publishers streaming carry on until Stop.
+func (m *Module) Drain() {
+	if m.rtmp != nil {
+		m.rtmp.CloseListeners()
+	}
 }
 
 // Stop closes the RTMP server (publishers are cut off and their shows wait

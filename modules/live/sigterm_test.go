@@ -125,19 +125,28 @@ func TestSigtermMidShow(t *testing.T) {
 
 	p.Signal(syscall.SIGTERM)
 	awaitLog(t, p, "shutting down")
-	host := strings.TrimPrefix(p.URL, "http://")
-	if c, err := net.DialTimeout("tcp", host, 5*time.Second); err == nil {
-		c.Close()
-		select {
-		case a := <-reload:
-			t.Logf("the reload was answered (%d) before the new connection was tried", a.status)
-		default:
-			t.Errorf("a new HTTP connection was accepted during the shutdown")
-		}
-		reload = nil
+	// New connections are refused at once, on both ports, while the
+	// reload (and the publisher) carry on.
+	for _, addr := range []string{strings.TrimPrefix(p.URL, "http://"), p.RTMP} {
+		testload.Poll(t, "connections to "+addr+" refused", func() error {
+			c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+			if err != nil {
+				return nil
+			}
+			c.Close()
+			return errors.New("a new connection was accepted during the shutdown")
+		})
+	}
+	if len(reload) > 0 {
+		t.Error("the reload was answered before new connections were refused")
+	}
+	select {
+	case <-done:
+		t.Error("ffmpeg was cut off before the requests in flight were drained")
+	default:
 	}
 
-	if reload != nil {
+	{
 		select {
 		case a := <-reload:
 			if a.err != nil || a.status != http.StatusOK {
