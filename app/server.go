@@ -197,6 +197,11 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	case <-ctx.Done():
 	}
 	s.core.Log.Info("shutting down", "grace", "20s")
+	for _, svc := range s.started {
+		if d, ok := svc.(Drainer); ok {
+			d.Drain()
+		}
+	}
 	shutdownErr := s.App.ShutdownWithTimeout(20 * time.Second)
 	stopCtx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()

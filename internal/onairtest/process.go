@@ -142,6 +142,28 @@ func (p *Process) Kill() {
 	p.exited = nil
 }
 
+// Signal sends sig (syscall.SIGTERM: a graceful stop) to the running
+// server; Wait then sees it exit.
+func (p *Process) Signal(sig os.Signal) {
+	p.t.Helper()
+	if err := p.cmd.Process.Signal(sig); err != nil {
+		p.t.Fatal(err)
+	}
+}
+
+// Wait waits up to within for the server to exit and returns how it
+// exited; it fails the test if the server is still running then.
+func (p *Process) Wait(within time.Duration) *os.ProcessState {
+	p.t.Helper()
+	select {
+	case <-p.exited:
+	case <-time.After(within):
+		p.t.Fatalf("server %s still running after %s", p.URL, within)
+	}
+	p.exited = nil
+	return p.cmd.ProcessState
+}
+
 // Run runs an onair command with the server's settings and returns stdout.
 func (p *Process) Run(args ...string) string {
 	p.t.Helper()

@@ -83,6 +83,9 @@ func (m *Module) publish(ctx context.Context, req rtmp.PublishRequest) (rtmp.Sin
 		}
 		return nil, fmt.Errorf("%w: %v", rtmp.ErrUnauthorized, err)
 	}
+	if err := m.checkRoom(sh.ID, req.RemoteAddr.String()); err != nil {
+		return nil, err
+	}
 	s := &stream{m: m, showID: sh.ID, dir: m.showDir(sh.ID), req: req, ctx: ctx, closed: make(chan struct{}),
 		probe: newTrackProbe(m.trackWait, sh.AudioOnly), stats: newStreamStats(time.Now()), audioOnly: sh.AudioOnly}
 	m.mu.Lock()
@@ -146,10 +149,20 @@ func (s *stream) refuse(err error) error {
 }
 
 func (s *stream) feed(video bool, ts int64, body []byte) error {
+	var err error
 	if video {
-		return s.pkg.Video(ts, body)
+		err = s.pkg.Video(ts, body)
+	} else {
+		err = s.pkg.Audio(ts, body)
 	}
-	return s.pkg.Audio(ts, body)
+	if err != nil && diskFull(err) {
+		// The segment being written is dropped when the packager closes;
+		// the show waits in the reconnect window, where a publisher is
+		// refused until the disk has room again.
+		s.m.core.Log.Error("live: media disk full; the publication ends", "show", s.showID, "dir", s.dir, "err", err)
+		return &rtmp.StatusError{Code: errDiskFullFailed.Code, Description: errDiskFullFailed.Description, Err: err}
+	}
+	return err
 }
 
 // now is the packager's clock: while buffered tags are replayed, the time
@@ -468,7 +481,8 @@ func (m *Module) archiveShow(showID int64) {
 // archive finalises a complete show's recording into VOD playlists and
 // points the show at them. It holds mediaMu so that it never races the
 // removal of a show deleted meanwhile. With a mirrored store it tries again
-// (with a pause) while the store fails, and reports whether it gave up.
+// (with a pause) while the store fails, as it does while the disk is full,
+// and reports whether it gave up.
 func (m *Module) archive(showID int64) (failed bool) {
 	pause := time.Second
 	for attempt := 1; ; attempt++ {
@@ -520,7 +534,8 @@ func (m *Module) archiveOnce(showID int64) (retry bool) {
 		if len(segs) > 0 {
 			if err := hls.Finalize(dir, hls.Options{}); err != nil {
 				m.core.Log.Error("live: finalize archive", "show", showID, "err", err)
-				return false
+				// A full disk may have room again at the next try.
+				return diskFull(err)
 			}
 		}
 		video, audio = fileExists(filepath.Join(dir, hls.ArchiveMasterAV)), fileExists(filepath.Join(dir, hls.ArchiveMasterAudio))
