@@ -3,6 +3,8 @@ package chat
 import (
 	"syscall"
 	"time"
+
+	"github.com/google/uuid"
 )
 
 // SetWriteWait changes how long one write to a socket of m's room may
@@ -40,4 +42,17 @@ func ShrinkSendBuffers(m *Module, n int) (direct int) {
 		}
 	})
 	return direct
+}
+
+// IssueViewerCookie is a fresh onair_viewer cookie value m's install issues.
+func IssueViewerCookie(m *Module) string { return m.Service.viewers.value(uuid.New()) }
+
+// RoomViewerID is the id the viewer of a cookie m issued has in the show's
+// room ("" for a cookie it did not issue).
+func RoomViewerID(m *Module, cookie string, showID int64) string {
+	id, ok := m.Service.viewers.parse(cookie)
+	if !ok {
+		return ""
+	}
+	return m.Service.viewers.roomID(id, showID)
 }

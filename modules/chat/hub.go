@@ -46,7 +46,8 @@ type Event struct {
 }
 
 // Viewer is one present person: a registered user (UserID set) or an
-// anonymous viewer (AnonID, a UUID from a cookie).
+// anonymous viewer (AnonID: the UUID its cookie derives in this show's
+// room, never the cookie's own; viewer.go).
 type Viewer struct {
 	UserID int64  `json:"user_id,omitempty"`
 	AnonID string `json:"id,omitempty"`

@@ -46,7 +46,7 @@ func slowViewerDropped(t *testing.T, opts onairtest.Options) {
 	chat.SetWriteWait(mod, testload.Patience)
 	_, tok := env.CreateUser("Slow Host")
 	showID := createShow(t, env, tok, nil)
-	fast := dial(t, env.URL, showID, "", "00000000-0000-4000-8000-00000000000f")
+	fast := dial(t, env.URL, showID, "", "")
 
 	// The slow viewer's socket has a fixed receive buffer (no growth) and
 	// is not read until it is dropped.
