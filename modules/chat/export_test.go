@@ -56,3 +56,15 @@ func RoomViewerID(m *Module, cookie string, showID int64) string {
 	}
 	return m.Service.viewers.roomID(id, showID)
 }
+
+// MostBehind is the most bytes any socket of m's rooms is behind (queued,
+// or held by its writer).
+func MostBehind(m *Module) int {
+	most := 0
+	m.hub.each(func(c *client) {
+		c.mu.Lock()
+		most = max(most, c.queued+c.inflight)
+		c.mu.Unlock()
+	})
+	return most
+}
