@@ -15,6 +15,14 @@ func SetWriteWait(m *Module, d time.Duration) {
 	m.hub.writeWait = d
 }
 
+// SetPongWait changes how long a socket of m's rooms may be silent, for
+// the sockets that join from now on.
+func SetPongWait(m *Module, d time.Duration) {
+	m.hub.mu.Lock()
+	defer m.hub.mu.Unlock()
+	m.hub.pongWait = d
+}
+
 // Behind counts the sockets of m's rooms whose writes wait for the
 // client to read (frames queued, or a write the kernel took only part of).
 func Behind(m *Module) int {

@@ -231,3 +231,39 @@ func TestStoppedReadersMemoryBounded(t *testing.T) {
 		}
 	}
 }
+
+// TestSilentReaderClosedTooSlow: in a quiet room a client that stops
+// reading never answers the server's pings; once it has been silent for
+// the pong wait (60 s; 1 s here) the server drops it with 4008 ("too
+// slow"), which the client reads after what was sent before.
+func TestSilentReaderClosedTooSlow(t *testing.T) {
+	env := onairtest.New(t, onairtest.Options{})
+	mod, ok := onairtest.Module[*chat.Module](env)
+	if !ok {
+		t.Fatal("no chat module")
+	}
+	chat.SetPongWait(mod, time.Second)
+	_, tok := env.CreateUser("Quiet Host")
+	showID := createShow(t, env, tok, nil)
+	conn, _, err := websocket.DefaultDialer.Dial(fmt.Sprintf("ws%s/ws/shows/%d", strings.TrimPrefix(env.URL, "http"), showID), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	testload.Poll(t, "the silent socket gone from the room", func() error {
+		if n := mod.Hub().Sockets(); n != 0 {
+			return fmt.Errorf("%d sockets", n)
+		}
+		return nil
+	})
+	conn.SetReadDeadline(time.Now().Add(testload.Patience))
+	for {
+		if _, _, err := conn.ReadMessage(); err != nil {
+			var ce *websocket.CloseError
+			if !errors.As(err, &ce) || ce.Code != chat.CloseTooSlow {
+				t.Fatalf("the silent socket ended with %v, want close %d", err, chat.CloseTooSlow)
+			}
+			return
+		}
+	}
+}

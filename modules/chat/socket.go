@@ -1,6 +1,7 @@
 package chat
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
@@ -182,15 +183,23 @@ func (m *Module) serveSocket(conn *websocket.Conn) {
 		return nil
 	})
 	conn.SetReadLimit(readLimit)
-	conn.SetReadDeadline(time.Now().Add(pongWait))
-	conn.SetPongHandler(func(string) error { return conn.SetReadDeadline(time.Now().Add(pongWait)) })
+	silence := m.hub.silence()
+	conn.SetReadDeadline(time.Now().Add(silence))
+	conn.SetPongHandler(func(string) error { return conn.SetReadDeadline(time.Now().Add(silence)) })
+	var err error
 	for {
-		if _, _, err := conn.ReadMessage(); err != nil {
+		if _, _, err = conn.ReadMessage(); err != nil {
 			break
 		}
-		conn.SetReadDeadline(time.Now().Add(pongWait))
+		conn.SetReadDeadline(time.Now().Add(silence))
 	}
-	cl.drop(nil)
+	// A peer silent for pongWait has not read our pings: it stopped
+	// reading (or is gone). It is told 4008, should it read again.
+	var farewell []byte
+	if ne, ok := errors.AsType[net.Error](err); ok && ne.Timeout() {
+		farewell = tooSlowFrame
+	}
+	cl.drop(farewell)
 	<-cl.stopped
 }
 
