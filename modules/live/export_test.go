@@ -35,3 +35,10 @@ func (m *Module) SetMediaLimits(max, perShow int64) {
 	m.media.max, m.media.perShow = max, perShow
 	m.media.mu.Unlock()
 }
+
+// OpenLive makes the show's live state on this node, as a publication's
+// start does (before any playlist), so blocking requests wait for it.
+func (m *Module) OpenLive(showID int64) { m.liveFor(showID) }
+
+// Blocking counts the LL-HLS requests this node holds now.
+func (m *Module) Blocking() int64 { return m.waiting.now.Load() }

@@ -5,13 +5,10 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"regexp"
 	"strings"
-	"time"
 
 	"github.com/a-h/templ"
 	"github.com/gofiber/fiber/v2"
-	"github.com/google/uuid"
 
 	"github.com/onair/onair/app"
 	"github.com/onair/onair/modules/users"
@@ -196,19 +193,10 @@ func (m *Module) checkFormToken(c *fiber.Ctx) error {
 
 // ---- Anonymous viewers --------------------------------------------------
 
-// viewerCookie is the chat module's cookie for anonymous viewers; a page
-// with a chat sets it so the viewer keeps one identity in chat_users.
-const viewerCookie = "onair_viewer"
-
-var uuidPattern = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
-
-func (m *Module) ensureViewerCookie(c *fiber.Ctx) {
-	if uuidPattern.MatchString(c.Cookies(viewerCookie)) {
-		return
-	}
-	c.Cookie(&fiber.Cookie{Name: viewerCookie, Value: uuid.NewString(), Path: "/", HTTPOnly: true, SameSite: fiber.CookieSameSiteLaxMode,
-		Secure: strings.HasPrefix(m.public, "https:"), Expires: time.Now().Add(365 * 24 * time.Hour)})
-}
+// ensureViewerCookie gives an anonymous visitor of a page with a chat the
+// chat module's signed onair_viewer cookie, so the viewer keeps one
+// identity per room across tabs and visits (docs/pages.md).
+func (m *Module) ensureViewerCookie(c *fiber.Ctx) { m.chat.EnsureViewerCookie(c) }
 
 // ---- Small helpers ------------------------------------------------------
 
