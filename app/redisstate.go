@@ -21,10 +21,7 @@ func IsRedisOutage(err error) bool {
 		return false
 	}
 	var reply redis.Error
-	if errors.As(err, &reply) {
-		return false
-	}
-	return true
+	return !errors.As(err, &reply)
 }
 
 // RedisState watches every command of the shared Redis client (it is a
