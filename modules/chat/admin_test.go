@@ -235,4 +235,3 @@ func TestConsoleChatBanRank(t *testing.T) {
 	adm.Post("/admin/chat/bans", url.Values{"user": {mo.Email}}).Expect(t, http.StatusSeeOther)
 	mod.Post("/admin/chat/bans/delete", url.Values{"user": {boss.Email}, "show": {"0"}}).Expect(t, http.StatusForbidden)
 }
-

@@ -579,6 +579,11 @@ func (c *cluster) ownerURL(ctx context.Context, show int64) string {
 	if u, ok := c.owners.get(show, now); ok {
 		return u
 	}
+	if c.m.core.RedisState.Down() {
+		// Redis is away: the request stays here (store or local files)
+		// rather than wait for it (docs/operations.md, "Redis away").
+		return ""
+	}
 	u := ""
 	holder, err := c.owner(ctx, show)
 	if err == nil && holder != "" && holder != c.id {

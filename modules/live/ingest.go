@@ -347,7 +347,11 @@ func (s *stream) work() {
 }
 
 func (s *stream) goLive(media shows.Media) {
-	if _, err := s.m.shows.GoLive(s.m.ctx, s.showID, media); err != nil {
+	err := s.m.untilStored("go live", s.showID, func(ctx context.Context) error {
+		_, err := s.m.shows.GoLive(ctx, s.showID, media)
+		return err
+	})
+	if err != nil {
 		s.m.core.Log.Error("live: go live", "show", s.showID, "err", err)
 		s.req.Disconnect(err)
 	}
@@ -388,7 +392,7 @@ func (s *stream) Close(reason error) {
 	}
 	if claimed && !errors.Is(reason, errReplaced) {
 		m.endPeak(s.showID)
-		if err := m.shows.PublisherLeft(context.Background(), s.showID); err != nil {
+		if err := m.untilStored("publisher left", s.showID, func(ctx context.Context) error { return m.shows.PublisherLeft(ctx, s.showID) }); err != nil {
 			m.core.Log.Error("live: publisher left", "show", s.showID, "err", err)
 		}
 	}
@@ -505,9 +509,17 @@ func (m *Module) archive(showID int64) (failed bool) {
 func (m *Module) archiveOnce(showID int64) (retry bool) {
 	m.mediaMu.Lock()
 	defer m.mediaMu.Unlock()
-	sh, err := m.shows.Get(context.Background(), showID)
-	if err != nil {
+	var sh *shows.Show
+	err := m.untilStored("archive", showID, func(ctx context.Context) (err error) {
+		sh, err = m.shows.Get(ctx, showID)
+		return err
+	})
+	if errors.Is(err, shows.ErrNotFound) {
 		return false // deleted since it stopped: its media is going away
+	}
+	if err != nil {
+		m.core.Log.Error("live: archive: read the show", "show", showID, "err", err)
+		return true
 	}
 	if sh.Archive {
 		return false // another node was first
@@ -557,7 +569,10 @@ func (m *Module) archiveOnce(showID int64) (retry bool) {
 		a := m.mediaURL(showID, hls.ArchiveMasterAudio)
 		media.AudioURL = &a
 	}
-	if _, err := m.shows.Archive(context.Background(), showID, media); err != nil {
+	if err := m.untilStored("archive", showID, func(ctx context.Context) error {
+		_, err := m.shows.Archive(ctx, showID, media)
+		return err
+	}); err != nil {
 		m.core.Log.Error("live: archive", "show", showID, "err", err)
 		return false
 	}
