@@ -72,6 +72,9 @@ type Module struct {
 	// media holds the live edge of the shows ingested here (memcache.go).
 	media *mediaCache
 
+	// liveSlots holds the shows going live now (goingLive at most).
+	liveSlots chan struct{}
+
 	mu      sync.Mutex
 	streams map[int64]*stream // the publisher of each show
 	// leaving holds a show's publisher from the moment its connection is
@@ -174,6 +177,7 @@ func (m *Module) Provision(core *app.Core) error {
 	m.streams = map[int64]*stream{}
 	m.leaving = map[int64]*stream{}
 	m.probing = map[*stream]struct{}{}
+	m.liveSlots = make(chan struct{}, goingLive)
 	m.lives = map[int64]*hls.Live{}
 	m.root = filepath.Join(core.Config.DataDir, "media", "shows")
 	if err := os.MkdirAll(m.root, 0o755); err != nil {

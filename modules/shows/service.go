@@ -37,6 +37,9 @@ type Service struct {
 	// nil without Redis.
 	relay *relay
 
+	// keys batches the stream key checks (keys.go).
+	keys keyLoader
+
 	// pages remembers deep pages' boundaries (keyset.go).
 	pages pageCache
 	// matches keeps name filters' public matches (matches.go).
