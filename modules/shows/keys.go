@@ -142,7 +142,7 @@ func (l *keyLoader) run(db bun.IDB) {
 		}
 		var found []Show
 		ctx, cancel := context.WithTimeout(context.Background(), keyLookupTimeout)
-		err := db.NewSelect().Model(&found).Where("s.id IN (?)", bun.In(ids)).Scan(ctx)
+		err := db.NewSelect().Model(&found).Where("s.id IN (?)", bun.List(ids)).Scan(ctx)
 		cancel()
 		byID := make(map[int64]*Show, len(found))
 		for i := range found {

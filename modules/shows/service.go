@@ -771,5 +771,3 @@ func wrap(op string, id int64, err error) error {
 func deref(b *bool) bool { return b != nil && *b }
 
 func runeLen(s string) int { return len([]rune(s)) }
-
-func isNoRows(err error) bool { return errors.Is(err, sql.ErrNoRows) }
