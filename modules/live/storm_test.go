@@ -1,8 +1,11 @@
 package live_test
 
 import (
+	"bytes"
 	"fmt"
 	"net/http"
+	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -114,6 +117,16 @@ func TestPublisherStorm(t *testing.T) {
 				t.Fatalf("show %d: playlist %s: %d\n%s", b.id, videoURL[b.id], status, text)
 			}
 		}
+		// What 300 live shows cost: the CPU and memory of the test's
+		// process (the node and the 300 publishers together, so an upper
+		// bound on the node's) over 10 s.
+		if cpu0, ok := processCPU(); ok {
+			time.Sleep(10 * time.Second)
+			if cpu1, ok := processCPU(); ok {
+				t.Logf("%s: with %d live shows the node and its publishers use %.2f cores and %s resident", backend,
+					stormPublishers, (cpu1-cpu0).Seconds()/10, residentSize())
+			}
+		}
 		for _, bad := range []string{"context canceled", "publish refused", "deadline exceeded"} {
 			if strings.Contains(env.Logs(), bad) {
 				t.Errorf("the server logged %q during the storm", bad)
@@ -151,4 +164,35 @@ func (p *rtmpPublisher) loop(rec flvTags, stop <-chan struct{}) {
 			}
 		}
 	}
+}
+
+// processCPU is the CPU time the process has used (Linux).
+func processCPU() (time.Duration, bool) {
+	b, err := os.ReadFile("/proc/self/stat")
+	if err != nil {
+		return 0, false
+	}
+	// The fields after the command's closing parenthesis: utime and stime
+	// are the 12th and 13th, in clock ticks of 1/100 s.
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	if len(f) < 13 {
+		return 0, false
+	}
+	utime, err1 := strconv.ParseInt(f[11], 10, 64)
+	stime, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, false
+	}
+	return time.Duration(utime+stime) * 10 * time.Millisecond, true
+}
+
+// residentSize is the process's VmRSS line (Linux).
+func residentSize() string {
+	b, _ := os.ReadFile("/proc/self/status")
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	return "unknown"
 }
