@@ -131,6 +131,7 @@ type phase struct {
 	presenceEvents      int64
 	settled             bool
 	rssBefore, rssAfter int64
+	memBefore, memAfter memory // the server's Go heap and stacks, without and with the crowd
 	posted              int // messages the server stored
 	ok, limited, failed int // POST answers: 201, 429, other or none
 	postP50, postP99    time.Duration
@@ -234,6 +235,11 @@ func runPhase(ctx context.Context, srv *benchkit.Server, tokens []string, n int,
 	if p.rssBefore, err = benchkit.RSS(srv.PID()); err != nil {
 		return p, err
 	}
+	if t, err := readServerTimes(ctx, srv); err != nil {
+		return p, err
+	} else {
+		p.memBefore = t.mem
+	}
 
 	fmt.Fprintf(os.Stderr, "%d viewers, %s ids: connecting...\n", n, mode)
 	wsURL := fmt.Sprintf("ws://%s/ws/shows/%d", srv.HTTPAddr, show.ID)
@@ -276,6 +282,7 @@ func runPhase(ctx context.Context, srv *benchkit.Server, tokens []string, n int,
 	if err != nil {
 		return p, err
 	}
+	p.memAfter = server0.mem
 	posts, err := postApart(ctx, srv, tokens, show.ID, o.rate, o.seconds)
 	if err != nil {
 		return p, err
