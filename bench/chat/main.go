@@ -132,8 +132,8 @@ type phase struct {
 	settled             bool
 	rssBefore, rssAfter int64
 	memBefore, memAfter memory // the server's Go heap and stacks, without and with the crowd
-	posted              int // messages the server stored
-	ok, limited, failed int // POST answers: 201, 429, other or none
+	posted              int    // messages the server stored
+	ok, limited, failed int    // POST answers: 201, 429, other or none
 	postP50, postP99    time.Duration
 	postsOver50         int         // POSTs whose round trip took over 50 ms
 	server              serverTimes // what the server measured of the phase
@@ -145,6 +145,16 @@ type phase struct {
 	droppedByServer     int // ... by the end of the phase
 	slowDrops           int
 	loadDuring          string
+	maxConns            int // ONAIR_MAX_CONNS the server ran with (0: derived)
+}
+
+// nofile is this process's descriptor limit (the server inherits the hard one).
+func nofile() (soft, hard uint64) {
+	var rl syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil {
+		return 0, 0
+	}
+	return rl.Cur, rl.Max
 }
 
 func run(ctx context.Context, o options) error {
@@ -218,6 +228,16 @@ func run(ctx context.Context, o options) error {
 // configured time and measures what reached them.
 func runPhase(ctx context.Context, srv *benchkit.Server, tokens []string, n int, mode string, o options) (phase, error) {
 	p := phase{viewers: n, mode: mode}
+	// The server's connection cap is derived from its descriptor limit
+	// (ONAIR_MAX_CONNS=0: the limit less an eighth). Where the hard limit
+	// cannot be raised (run.sh tries) and the crowd does not fit under that
+	// cap, the cap is set as an operator would for a server of sockets
+	// alone: the limit less 64 descriptors for its files and the POSTs.
+	delete(srv.Env, "ONAIR_MAX_CONNS")
+	if _, hard := nofile(); n+256 > int(hard-max(128, hard/8)) {
+		p.maxConns = int(hard) - 64
+		srv.Env["ONAIR_MAX_CONNS"] = strconv.Itoa(p.maxConns)
+	}
 	if err := srv.Start(); err != nil {
 		return p, err
 	}
@@ -235,11 +255,11 @@ func runPhase(ctx context.Context, srv *benchkit.Server, tokens []string, n int,
 	if p.rssBefore, err = benchkit.RSS(srv.PID()); err != nil {
 		return p, err
 	}
-	if t, err := readServerTimes(ctx, srv); err != nil {
+	idle, err := readServerTimes(ctx, srv)
+	if err != nil {
 		return p, err
-	} else {
-		p.memBefore = t.mem
 	}
+	p.memBefore = idle.mem
 
 	fmt.Fprintf(os.Stderr, "%d viewers, %s ids: connecting...\n", n, mode)
 	wsURL := fmt.Sprintf("ws://%s/ws/shows/%d", srv.HTTPAddr, show.ID)

@@ -40,6 +40,9 @@ func (r *report) table() string {
 	}
 	for _, p := range r.phases {
 		var notes []string
+		if p.maxConns > 0 {
+			notes = append(notes, fmt.Sprintf("the descriptor limit (%d) could not be raised, so the server ran with ONAIR_MAX_CONNS=%d", p.maxConns+64, p.maxConns))
+		}
 		if p.dialFailures != "" {
 			notes = append(notes, "sockets that failed to open: "+p.dialFailures)
 		}
