@@ -146,6 +146,9 @@ type phase struct {
 	slowDrops           int
 	loadDuring          string
 	maxConns            int // ONAIR_MAX_CONNS the server ran with (0: derived)
+	// CPU time from the first POST to the last delivery: the server's, and
+	// this process's (the viewers reading), over the wall time between.
+	cpuServer, cpuViewers, cpuWall time.Duration
 }
 
 // nofile is this process's descriptor limit (the server inherits the hard one).
@@ -303,12 +306,29 @@ func runPhase(ctx context.Context, srv *benchkit.Server, tokens []string, n int,
 		return p, err
 	}
 	p.memAfter = server0.mem
+	cpu0, err := benchkit.ReadCPU(srv.PID())
+	if err != nil {
+		return p, err
+	}
+	self0, err := benchkit.ReadCPU(os.Getpid())
+	if err != nil {
+		return p, err
+	}
 	posts, err := postApart(ctx, srv, tokens, show.ID, o.rate, o.seconds)
 	if err != nil {
 		return p, err
 	}
 	p.loadDuring = benchkit.LoadAvg()
 	_, lastEvent := c.settle(3*time.Second, time.Minute)
+	if cpu1, err := benchkit.ReadCPU(srv.PID()); err == nil {
+		p.cpuServer = cpu1.Own - cpu0.Own
+	}
+	if self1, err := benchkit.ReadCPU(os.Getpid()); err == nil {
+		p.cpuViewers = self1.Own - self0.Own
+	}
+	// The settling's quiet seconds after the last delivery are not counted
+	// as wall time, though their little CPU is.
+	p.cpuWall = lastEvent.Sub(posts.start)
 	server1, err := readServerTimes(ctx, srv)
 	if err != nil {
 		return p, err

@@ -20,8 +20,8 @@ func ms(d time.Duration) string { return fmt.Sprintf("%.1f", float64(d)/float64(
 
 func (r *report) table() string {
 	var b strings.Builder
-	b.WriteString("| Viewer ids | Viewers (connected) | connect all | presence events received | delivery p50 (ms) | p99 (ms) | max (ms) | POST p50 / p99 (ms) | server: POST handler p99 / delivery p99 (ms) | delivered/s | ÷ ideal (viewers × rate) | sockets dropped by server (before posting / in all) | RSS per viewer (Go heap in use, stacks; goroutines) | load (1/5/15 min) |\n")
-	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
+	b.WriteString("| Viewer ids | Viewers (connected) | connect all | presence events received | delivery p50 (ms) | p99 (ms) | max (ms) | POST p50 / p99 (ms) | server: POST handler p99 / delivery p99 (ms) | delivered/s | ÷ ideal (viewers × rate) | sockets dropped by server (before posting / in all) | RSS per viewer (Go heap in use, stacks; goroutines) | CPU from the first POST to the last delivery: server / viewers / wall (s) | load (1/5/15 min) |\n")
+	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
 	for _, p := range r.phases {
 		perViewer := "–"
 		if p.connected > 0 {
@@ -33,10 +33,11 @@ func (r *report) table() string {
 		if p.samples == 0 {
 			p50, p99, pmax = "–", "–", "–" // nothing reached a sampled socket
 		}
-		fmt.Fprintf(&b, "| %s | %d (%d) | %.1f s | %d | %s | %s | %s | %s / %s | %s | %.0f | %.3f | %d / %d | %s | %s |\n",
+		fmt.Fprintf(&b, "| %s | %d (%d) | %.1f s | %d | %s | %s | %s | %s / %s | %s | %.0f | %.3f | %d / %d | %s | %.1f / %.1f / %.1f | %s |\n",
 			p.mode, p.viewers, p.connected, p.connectTime.Seconds(), p.presenceEvents,
 			p50, p99, pmax, ms(p.postP50), ms(p.postP99), bucket(p.server.handler.quantile(0.99))+" / "+bucket(p.server.delivery.quantile(0.99)),
-			p.perSecond(), p.fraction(), p.droppedBefore, p.droppedByServer, perViewer, p.loadDuring)
+			p.perSecond(), p.fraction(), p.droppedBefore, p.droppedByServer, perViewer,
+			p.cpuServer.Seconds(), p.cpuViewers.Seconds(), p.cpuWall.Seconds(), p.loadDuring)
 	}
 	for _, p := range r.phases {
 		var notes []string
