@@ -341,6 +341,16 @@ func (m *Module) Stop(ctx context.Context) error {
 	return nil
 }
 
+// showsCallWait bounds one call the module makes to the shows service on
+// its own behalf (a publisher left, a show archived or gone live).
+const showsCallWait = 30 * time.Second
+
+// opContext is the context of a piece of the module's own work, owned by
+// its lifecycle: it ends when the module stops, or after d.
+func (m *Module) opContext(d time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(m.ctx, d)
+}
+
 // RTMPAddr is the address the ingest server listens on (tests use it).
 func (m *Module) RTMPAddr() string {
 	if m.ln == nil {
