@@ -227,7 +227,7 @@ func (m *Module) Provision(core *app.Core) error {
 	}
 	m.viewers = newViewers(viewerWindow)
 	if core.Redis != nil {
-		if m.cluster, err = newCluster(m, core.Redis); err != nil {
+		if m.cluster, err = newCluster(core, m.shows, m.viewers, m, core.Redis); err != nil {
 			return err
 		}
 	}
@@ -247,7 +247,7 @@ func (m *Module) registerMetrics(reg prometheus.Registerer) error {
 			Name: "onair_hls_viewers",
 			Help: "Client addresses that fetched a live playlist from this node in the last 30 seconds.",
 		}, func() float64 { return float64(m.viewers.total(time.Now())) }),
-		admissionCollector{m},
+		admissionCollector{server: m.rtmp, codec: &m.codecRefusals},
 		blockingCollector{&m.waiting},
 	} {
 		if err := reg.Register(g); err != nil {
