@@ -46,10 +46,10 @@ type cluster struct {
 	shows   *shows.Service
 	viewers *viewers
 	rdb     *redis.Client
-	log    *slog.Logger
-	prefix string
-	id     string // this node's id
-	url    string // this node's internal base URL
+	log     *slog.Logger
+	prefix  string
+	id      string // this node's id
+	url     string // this node's internal base URL
 
 	// Timings (leaseTTL > 2 × every, so one missed beat loses nothing).
 	leaseTTL time.Duration // of a node's registration and of a live lease

@@ -35,3 +35,15 @@ func (m *Module) SetMediaLimits(max, perShow int64) {
 	m.media.max, m.media.perShow = max, perShow
 	m.media.mu.Unlock()
 }
+
+// ParsedTags counts the FLV tags the show's publisher on this node has had
+// parsed into access units; ok is false without one.
+func (m *Module) ParsedTags(showID int64) (n uint64, ok bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := m.streams[showID]
+	if s == nil {
+		return 0, false
+	}
+	return s.demux.Parsed(), true
+}

@@ -3,6 +3,7 @@ package streamcore
 import (
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/onair/onair/modules/live/flv"
@@ -14,19 +15,20 @@ import (
 // use.
 type FLV struct {
 	avc    *flv.AVCConfig
-	asc    bool // an AAC configuration has come
-	parsed uint64
+	asc    bool          // an AAC configuration has come
+	parsed atomic.Uint64 // read from any goroutine
 }
 
-// Parsed counts the tags parsed (tests check that each tag is parsed once).
-func (d *FLV) Parsed() uint64 { return d.parsed }
+// Parsed counts the tags parsed: the tests check that each tag of a
+// publication is parsed once, here, whatever reads the stream.
+func (d *FLV) Parsed() uint64 { return d.parsed.Load() }
 
 // Video parses a video tag body received at `at`. ok is false for a tag
 // that carries nothing to package (an enhanced command frame). A codec
 // OnAir cannot package is a CodecError; a malformed tag another error.
 // The unit does not alias body, which the caller may reuse.
 func (d *FLV) Video(ts int64, body []byte, at time.Time) (u Unit, ok bool, err error) {
-	d.parsed++
+	d.parsed.Add(1)
 	c, ok, err := flv.VideoCodec(body)
 	if err != nil || !ok {
 		return Unit{}, false, err
@@ -64,7 +66,7 @@ func (d *FLV) Video(ts int64, body []byte, at time.Time) (u Unit, ok bool, err e
 
 // Audio parses an audio tag body received at `at`; see Video.
 func (d *FLV) Audio(ts int64, body []byte, at time.Time) (u Unit, ok bool, err error) {
-	d.parsed++
+	d.parsed.Add(1)
 	c, err := flv.AudioCodec(body)
 	if err != nil {
 		return Unit{}, false, err
