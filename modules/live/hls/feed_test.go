@@ -18,9 +18,16 @@ type FLVFeed struct {
 	closed bool
 	err    error // sticky, as a source's
 	// Async skips waiting for the packager after each tag (the benchmark:
-	// the packager runs beside the parse, as in the live module).
-	Async bool
+	// the packager runs beside the parse, as in the live module); it waits
+	// every asyncBatch units only, as the packager keeps up with a real
+	// time publisher's and its queue never fills.
+	Async   bool
+	written int
 }
+
+// asyncBatch is how many units an Async feed writes between waits: well
+// within the reader's queue.
+const asyncBatch = streamcore.DefaultQueue / 4
 
 // testTrackWait is the track wait of the tests' streams.
 const testTrackWait = 2 * time.Second
@@ -33,7 +40,7 @@ func NewFLVFeed(p *Packager, trackWait time.Duration) *FLVFeed {
 	}
 	f := &FLVFeed{Packager: p}
 	f.core = streamcore.New(p.opts.Now(), streamcore.Options{TrackWait: trackWait, AudioOnly: p.opts.AudioOnly})
-	f.core.AddReader(feedReader{p}, streamcore.ReaderOptions{Name: "hls", Essential: true, Queue: 1 << 20})
+	f.core.AddReader(feedReader{p}, streamcore.ReaderOptions{Name: "hls", Essential: true})
 	return f
 }
 
@@ -69,7 +76,8 @@ func (f *FLVFeed) write(u streamcore.Unit, ok bool, err error) error {
 	case !ok:
 	default:
 		f.err = f.core.Write(u)
-		if f.err == nil && !f.Async {
+		f.written++
+		if f.err == nil && (!f.Async || f.written%asyncBatch == 0) {
 			f.core.Flush()
 			f.err = f.core.Err()
 		}

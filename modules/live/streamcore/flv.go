@@ -57,7 +57,8 @@ func (d *FLV) Video(ts int64, body []byte, at time.Time) (u Unit, ok bool, err e
 			return u, true, nil // undecodable without its configuration: counted, not packaged
 		}
 		data := append([]byte(nil), tag.Data...)
-		if u.NALUs, err = flv.AppendNALUs(nil, data, d.avc.NALULengthSize); err != nil {
+		// Most pictures are 1 to 4 NAL units: one allocation.
+		if u.NALUs, err = flv.AppendNALUs(make([][]byte, 0, 4), data, d.avc.NALULengthSize); err != nil {
 			return Unit{}, false, fmt.Errorf("video frame: %w", err)
 		}
 	}

@@ -242,7 +242,8 @@ func (r *recorder) Unit(u *Unit) error {
 	case u.config() || !u.media():
 		r.err = errors.New("a reader got a configuration or an empty unit")
 	}
-	r.units = append(r.units, u)
+	c := *u // valid during the call only
+	r.units = append(r.units, &c)
 	return nil
 }
 

@@ -78,7 +78,7 @@ func TestSlowReaderSkipsToKeyframe(t *testing.T) {
 	if len(fast.units) != 400 {
 		t.Fatalf("the fast reader got %d units of 400", len(fast.units))
 	}
-	if n := len(slow.units); n >= 400 || n < 20 {
+	if n := len(slow.units); n >= 400 || n < 15 {
 		t.Fatalf("the slow reader got %d units", n)
 	}
 	// After the units that fitted its queue, it resumed at a keyframe.
