@@ -49,7 +49,7 @@ func (m *Module) renderErrors(c *fiber.Ctx) error {
 	case errors.As(err, &fe):
 		v.Status, v.Message = fe.Code, fe.Message
 	default:
-		m.core.Log.Error("admin: request failed", "method", c.Method(), "path", c.Path(),
+		m.core.Log.Error("admin: request failed", "method", c.Method(), "path", app.LogPath(c),
 			"request_id", app.RequestID(c), "err", err)
 		v.Status, v.Message = http.StatusInternalServerError, "Something went wrong on the server; it has been logged."
 	}

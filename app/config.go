@@ -163,7 +163,7 @@ var kernelSettings = []Setting{
 		}},
 	{Env: "ONAIR_MAX_CONNS", Flag: "max-conns", Default: "0", Help: "open HTTP connections of the process (0: the soft descriptor limit minus max(128, limit/8))",
 		set: func(c *Config, v string) (err error) { c.MaxConns, err = parseNonNegative(v); return err }},
-	{Env: "ONAIR_MAX_CONNS_PER_IP", Flag: "max-conns-per-ip", Default: "256", Help: "open HTTP connections (web sockets included) of one client address; trusted proxies are exempt",
+	{Env: "ONAIR_MAX_CONNS_PER_IP", Flag: "max-conns-per-ip", Default: "256", Help: "open HTTP connections (web sockets included) of one client address; trusted proxies are exempt, but the held requests they forward (event streams, LL-HLS blocking reloads, chat sockets) count for their client",
 		set: func(c *Config, v string) (err error) { c.MaxConnsPerIP, err = parsePositive(v); return err }},
 	{Env: "ONAIR_REQUEST_TIMEOUT", Flag: "request-timeout", Default: "30s", Help: "deadline of one request's work (seen by handlers through their context)",
 		set: func(c *Config, v string) (err error) {

@@ -8,10 +8,12 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"sync"
 	"syscall"
 	"time"
 
+	"github.com/gofiber/fiber/v2"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -197,27 +199,71 @@ func (g *connGuard) admit(c net.Conn) (net.Conn, bool) {
 		if n >= g.perIP {
 			g.mu.Unlock()
 			<-g.slots
-			g.refuse(c, reasonMaxConnsPerIP, &Error{Status: http.StatusTooManyRequests, Code: "too_many_connections",
-				Message: fmt.Sprintf("at most %d connections per client address", g.perIP), RetryAfter: 1})
+			g.refuse(c, reasonMaxConnsPerIP, g.perIPError())
 			return nil, false
 		}
 		g.perKey[key] = n + 1
 		g.mu.Unlock()
 	}
-	return &trackedConn{Conn: c, release: func() { g.release(key) }}, true
+	return &trackedConn{Conn: c, g: g, counted: key != "", release: func() { g.release(key) }}, true
 }
 
 func (g *connGuard) release(key string) {
-	if key != "" {
-		g.mu.Lock()
-		if g.perKey[key] <= 1 {
-			delete(g.perKey, key)
-		} else {
-			g.perKey[key]--
-		}
-		g.mu.Unlock()
-	}
+	g.put(key)
 	<-g.slots
+}
+
+// put gives back a place of key under ONAIR_MAX_CONNS_PER_IP.
+func (g *connGuard) put(key string) {
+	if key == "" {
+		return
+	}
+	g.mu.Lock()
+	if g.perKey[key] <= 1 {
+		delete(g.perKey, key)
+	} else {
+		g.perKey[key]--
+	}
+	g.mu.Unlock()
+}
+
+// HoldClient counts a request that keeps its connection for long (an
+// event stream, an LL-HLS blocking playlist reload, a chat web socket)
+// under ONAIR_MAX_CONNS_PER_IP of its client address, when its connection
+// is not counted there already: a connection from a trusted proxy carries
+// many clients' requests and is exempt itself, so each such request counts
+// for the client the proxy forwards (c.IP()). A client's own connection
+// counts once, whatever its requests do. Over the cap it returns the
+// refusal a connection over the cap gets (429 too_many_connections,
+// Retry-After: 1); otherwise release, which the caller runs (once) when
+// the request lets go of the connection.
+func HoldClient(c *fiber.Ctx) (release func(), err error) {
+	none := func() {}
+	tc, ok := c.Context().Conn().(*trackedConn)
+	if !ok || tc.counted {
+		return none, nil
+	}
+	g := tc.g
+	a, err := netip.ParseAddr(c.IP())
+	if err != nil || g.trusted.trusts(a) {
+		return none, nil // no client named, or the proxy itself
+	}
+	key := clientKey(a)
+	g.mu.Lock()
+	if g.perKey[key] >= g.perIP {
+		g.mu.Unlock()
+		g.refused.WithLabelValues(reasonMaxConnsPerIP).Inc()
+		return nil, g.perIPError()
+	}
+	g.perKey[key]++
+	g.mu.Unlock()
+	var once sync.Once
+	return func() { once.Do(func() { g.put(key) }) }, nil
+}
+
+func (g *connGuard) perIPError() *Error {
+	return &Error{Status: http.StatusTooManyRequests, Code: "too_many_connections",
+		Message: fmt.Sprintf("at most %d connections per client address", g.perIP), RetryAfter: 1}
 }
 
 // refuse answers c with e and closes it. The answer goes out before the
@@ -249,6 +295,10 @@ func (g *connGuard) refuse(c net.Conn, reason string, e *Error) {
 // trackedConn gives its place back under the caps when closed (once).
 type trackedConn struct {
 	net.Conn
+	g *connGuard
+	// counted: the connection holds a place of its peer's address under
+	// ONAIR_MAX_CONNS_PER_IP (false for a trusted proxy's).
+	counted bool
 	release func()
 	once    sync.Once
 }

@@ -82,10 +82,10 @@ func ErrorHandler(log interface{ Error(string, ...any) }) fiber.ErrorHandler {
 			apiErr = &Error{Status: fe.Code, Code: codeFor(fe.Code), Message: fe.Message}
 		case errors.Is(err, context.DeadlineExceeded) || errors.Is(c.UserContext().Err(), context.DeadlineExceeded):
 			// The request outlived ONAIR_REQUEST_TIMEOUT (requestDeadline).
-			log.Error("request timed out", "method", c.Method(), "path", c.Path(), "request_id", RequestID(c), "err", err)
+			log.Error("request timed out", "method", c.Method(), "path", LogPath(c), "request_id", RequestID(c), "err", err)
 			apiErr = &Error{Status: http.StatusServiceUnavailable, Code: "timeout", Message: "the request took too long; retry later", RetryAfter: 1}
 		default:
-			log.Error("request failed", "method", c.Method(), "path", c.Path(), "request_id", RequestID(c), "err", err)
+			log.Error("request failed", "method", c.Method(), "path", LogPath(c), "request_id", RequestID(c), "err", err)
 			apiErr = &Error{Status: http.StatusInternalServerError, Code: "internal_error", Message: "internal server error"}
 		}
 		if apiErr.Status == http.StatusUnauthorized {

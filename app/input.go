@@ -18,8 +18,10 @@ import (
 // not UTF-8 are not text: MySQL would refuse them and JSON cannot carry
 // them. The rule is applied where input enters (ReadInput, Input.String,
 // Input.Strings, QueryText), so no handler has to remember it: a query
-// parameter that breaks it is a 400, a body field a 422 naming the field,
-// and a JSON body that is not UTF-8 a 400 (RFC 8259 requires UTF-8).
+// parameter that breaks it is a 400, a body field a 422 naming the field.
+// In a JSON body that is also raw bytes that are not UTF-8 and a lone
+// surrogate escape ("\ud800"), which encoding/json would silently make
+// U+FFFD (jsonTextProblem).
 
 // TextProblem says why s cannot be taken as text ("must be valid UTF-8
 // text", "must not contain NUL characters"), or "" when it can.
@@ -66,12 +68,11 @@ func ReadInput(c *fiber.Ctx) (*Input, error) {
 	case len(body) == 0 && ct != fiber.MIMEMultipartForm:
 		return in, nil
 	case ct == fiber.MIMEApplicationJSON || (ct == "" && len(body) > 0 && body[0] == '{') || strings.HasSuffix(ct, "+json"):
-		if !utf8.Valid(body) {
-			// encoding/json would quietly turn the bad bytes into U+FFFD.
-			return nil, BadRequest("request body is not UTF-8")
-		}
 		if err := json.Unmarshal(body, &in.json); err != nil || in.json == nil {
 			return nil, BadRequest("request body is not a JSON object")
+		}
+		if jsonTextProblem(body) {
+			return nil, badJSONText(in.json)
 		}
 	case ct == fiber.MIMEApplicationForm:
 		c.Request().PostArgs().VisitAll(func(k, v []byte) {
@@ -92,6 +93,23 @@ func ReadInput(c *fiber.Ctx) (*Input, error) {
 			Message: "send application/json, application/x-www-form-urlencoded or multipart/form-data"}
 	}
 	return in, nil
+}
+
+// badJSONText is the 422 of a JSON body with a string that is not text
+// (jsonTextProblem), naming the fields whose values hold one; when only a
+// field's name does, no field can be named.
+func badJSONText(fields map[string]json.RawMessage) error {
+	v := Validation{}
+	for name, raw := range fields {
+		if jsonTextProblem(raw) {
+			v.Add(name, "must be valid UTF-8 text (no lone surrogate escape)")
+		}
+	}
+	if len(v) == 0 {
+		return &Error{Status: fiber.StatusUnprocessableEntity, Code: "validation_failed",
+			Message: "a field name of the body is not valid UTF-8 text (no lone surrogate escape)"}
+	}
+	return v.Err()
 }
 
 // Has tells whether the field was sent at all.

@@ -158,6 +158,14 @@ type Service interface {
 	Stop(ctx context.Context) error
 }
 
+// Drainer is a Service that stops taking new work (closes its own
+// listeners) as soon as the process is told to stop, while the HTTP
+// server drains its requests in flight; what it has under way carries on
+// until Stop.
+type Drainer interface {
+	Drain()
+}
+
 // Commander contributes CLI sub-commands such as "users create".
 type Commander interface {
 	Commands() []Command

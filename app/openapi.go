@@ -44,7 +44,7 @@ const openAPIBase = `{
         "required": ["name", "slug"],
         "properties": {
           "name": {"type": "string", "description": "The tag; spellings equal once trimmed, white space collapsed and case-folded are one tag, named by its first spelling."},
-          "slug": {"type": "string", "description": "URL-friendly form of the name; not unique (C and C# both have c)."}
+          "slug": {"type": "string", "description": "URL-friendly form of the name, unique (C c, C# c-sharp, C++ c-plus-plus); ?tag= takes it."}
         }
       },
       "Error": {

@@ -85,11 +85,14 @@ func NewServer(core *Core) (*Server, error) {
 	app.Use(clientAddress(core.Config.TrustedProxies))
 	app.Use(requestid.New(requestid.Config{ContextKey: requestIDKey}))
 	app.Use(newHTTPMetrics(core.Metrics).middleware())
-	app.Use(accessLog(core.Log))
+	app.Use(accessLog(core.Log, &pathRedactor{}))
 	app.Use(recover.New(recover.Config{EnableStackTrace: true, StackTraceHandler: func(c *fiber.Ctx, e any) {
-		core.Log.Error("panic", "path", c.Path(), "request_id", RequestID(c), "panic", fmt.Sprint(e))
+		core.Log.Error("panic", "path", LogPath(c), "request_id", RequestID(c), "panic", fmt.Sprint(e))
 	}}))
 	app.Use(requestDeadline(core.Config.RequestTimeout))
+	// Before any route reads a body: a compressed one is inflated within
+	// BodyLimit, or refused (bodyencoding.go).
+	app.Use(inflateBody)
 
 	app.Get("/healthz", func(c *fiber.Ctx) error { return c.JSON(fiber.Map{"status": "ok"}) })
 	app.Get("/readyz", readyHandler(readyChecks(core), core.Log))
@@ -194,6 +197,11 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	case <-ctx.Done():
 	}
 	s.core.Log.Info("shutting down", "grace", "20s")
+	for _, svc := range s.started {
+		if d, ok := svc.(Drainer); ok {
+			d.Drain()
+		}
+	}
 	shutdownErr := s.App.ShutdownWithTimeout(20 * time.Second)
 	stopCtx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -247,10 +255,12 @@ func RequestID(c *fiber.Ctx) string {
 	return id
 }
 
-// accessLog writes one structured line per request.
-func accessLog(log *slog.Logger) fiber.Handler {
+// accessLog writes one structured line per request, its path without
+// secrets (LogPath).
+func accessLog(log *slog.Logger, paths *pathRedactor) fiber.Handler {
 	return func(c *fiber.Ctx) error {
 		start := c.Context().Time() // fasthttp's clock read as the handler starts
+		c.Locals(redactorKey, paths)
 		err := c.Next()
 		if err != nil {
 			if herr := c.App().ErrorHandler(c, err); herr != nil {
@@ -270,7 +280,7 @@ func accessLog(log *slog.Logger) fiber.Handler {
 		// Room for user_id: appending it must not grow the slice.
 		attrs := append(make([]slog.Attr, 0, 7),
 			slog.String("method", c.Method()),
-			slog.String("path", c.Path()),
+			slog.String("path", LogPath(c)),
 			slog.Int("status", status),
 			slog.Duration("took", time.Since(start)),
 			slog.String("ip", c.IP()),

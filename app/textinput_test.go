@@ -21,8 +21,9 @@ var badTexts = map[string]string{"NUL": "a\x00b", "invalid UTF-8": "a\xff\xfeb"}
 // every /v1 route: TestOpenAPIDocument keeps the two in step) and sends a
 // NUL and invalid UTF-8 in each query parameter and each body field, on
 // both databases. A query parameter answers 400, a text body field 422
-// naming the field, a JSON body that is not UTF-8 400; never a 5xx, always
-// the error shape, and nothing is created.
+// naming the field, and so is a JSON string with raw bytes that are not
+// UTF-8 or a lone surrogate escape ("\ud800"), never made U+FFFD; never a
+// 5xx, always the error shape, and nothing is created.
 func TestTextRuleOnEveryRoute(t *testing.T) {
 	onairtest.EachBackend(t, func(t *testing.T, backend string) {
 		env := onairtest.New(t, onairtest.Options{Backend: backend})
@@ -97,7 +98,7 @@ func TestTextRuleOnEveryRoute(t *testing.T) {
 					walked++
 					t.Run(fmt.Sprintf("%s %s JSON body not UTF-8", method, path), func(t *testing.T) {
 						r := env.DoWith(method, target, tok, "{\"x\": \"\xff\"}", http.Header{"Content-Type": {"application/json"}})
-						expect(t, r, http.StatusBadRequest, "")
+						expect(t, r, http.StatusUnprocessableEntity, "x")
 					})
 				}
 				for name, prop := range bodyFields(content) {
@@ -120,6 +121,15 @@ func TestTextRuleOnEveryRoute(t *testing.T) {
 							}
 							t.Run(fmt.Sprintf("%s %s JSON %s NUL", method, path, name), func(t *testing.T) {
 								expect(t, env.Do(method, target, tok, map[string]any{name: value}), want, field)
+							})
+							// Whatever the field's type: the string is refused
+							// before it is read.
+							walked++
+							t.Run(fmt.Sprintf("%s %s JSON %s lone surrogate", method, path, name), func(t *testing.T) {
+								for _, body := range []string{`{"` + name + `": "a\ud800b"}`, `{"` + name + `": ["ok", "\udc00"]}`, "{\"" + name + "\": \"a\xffb\"}"} {
+									r := env.DoWith(method, target, tok, body, http.Header{"Content-Type": {"application/json"}})
+									expect(t, r, http.StatusUnprocessableEntity, name)
+								}
 							})
 						}
 					}
@@ -153,4 +163,56 @@ func bodyFields(content openapi3.Content) map[string]*openapi3.Schema {
 		}
 	}
 	return out
+}
+
+// TestNamesRefuseSpoofing: a show's name, a tag and a user's name refuse
+// bidi controls and invisible characters (docs/api.md, "Text") with a 422
+// on the field, on both databases; an emoji sequence joined by U+200D is a
+// name, and a lone surrogate is refused, never stored as U+FFFD.
+func TestNamesRefuseSpoofing(t *testing.T) {
+	onairtest.EachBackend(t, func(t *testing.T, backend string) {
+		env := onairtest.New(t, onairtest.Options{Backend: backend})
+		_, tok := env.CreateUser("Name Keeper")
+		expectField := func(t *testing.T, r *onairtest.Response, field string) {
+			t.Helper()
+			var body struct {
+				Error struct {
+					Code   string            `json:"code"`
+					Fields map[string]string `json:"fields"`
+				} `json:"error"`
+			}
+			if r.Status != http.StatusUnprocessableEntity {
+				t.Fatalf("status %d, want 422: %s", r.Status, r.Body)
+			}
+			if r.Decode(t, &body); body.Error.Code != "validation_failed" || body.Error.Fields[field] == "" {
+				t.Fatalf("no problem named on %s: %s", field, r.Body)
+			}
+		}
+		for _, bad := range []string{"evil\u202Egnp.exe", "a\u202Ab", "a\u2066b\u2069", "Ro\u200Bck", "Ro\u200Cck", "Ro\u2060ck", "\uFEFFRock", "Ro\u200Dck", "🌙\u200D"} {
+			t.Run(fmt.Sprintf("%q", bad), func(t *testing.T) {
+				expectField(t, env.Do("POST", "/v1/shows", tok, map[string]any{"name": bad, "description": "d"}), "name")
+				expectField(t, env.Do("POST", "/v1/shows", tok, map[string]any{"name": "ok", "description": "d", "tags": []string{"Rock", bad}}), "tags")
+				expectField(t, env.Do("PUT", "/v1/users/me", tok, map[string]any{"name": bad}), "name")
+				expectField(t, env.Do("PUT", "/v1/users/me", tok, map[string]any{"tags": []string{bad}}), "tags")
+				expectField(t, env.Do("POST", "/v1/shows", tok, url.Values{"name": {bad}, "description": {"d"}}), "name")
+			})
+		}
+		for _, body := range []string{`{"name": "\ud800", "description": "d"}`, `{"name": "ok", "description": "d", "tags": ["\ud800"]}`} {
+			r := env.DoWith("POST", "/v1/shows", tok, body, http.Header{"Content-Type": {"application/json"}})
+			field := "name"
+			if strings.Contains(body, "tags") {
+				field = "tags"
+			}
+			expectField(t, r, field)
+		}
+		if got := env.Do("GET", "/v1/shows", tok, nil).Expect(t, http.StatusOK).JSON(t)["count"]; got != float64(0) {
+			t.Fatalf("%v shows stored from refused names", got)
+		}
+		// Emoji sequences keep their joiners; a pair of surrogates is text.
+		sh := env.DoWith("POST", "/v1/shows", tok, `{"name": "Coders \ud83d\udc69\u200d\ud83d\udcbb", "description": "d", "tags": ["Pride 🏳️\u200d🌈"]}`,
+			http.Header{"Content-Type": {"application/json"}}).Expect(t, http.StatusCreated).JSON(t)["show"].(map[string]any)
+		if sh["name"] != "Coders 👩\u200d💻" || sh["tags"].([]any)[0].(map[string]any)["name"] != "Pride 🏳️\u200d🌈" {
+			t.Fatalf("emoji name %q, tags %v", sh["name"], sh["tags"])
+		}
+	})
 }

@@ -2,16 +2,19 @@
 # Runs the benchmarks under bench/. Each bench/NAME/ directory is one
 # benchmark: its own run.sh when it has one (for set-up such as starting a
 # server or seeding a database), otherwise its main package with `go run`.
-# bench/internal/ holds code the benchmarks share and is not one.
+# bench/internal/ holds code the benchmarks share and bench/results/ their
+# dated results; neither is one.
 # Arguments name the benchmarks to run (default: all of them). Results go
-# to stdout; docs/benchmarks.md records the figures worth keeping.
+# to stdout and, for those that generate them, dated files under
+# bench/results/; docs/benchmarks.md has the current figures. bench/soak
+# runs 30 minutes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 names=("$@")
 if [ ${#names[@]} -eq 0 ]; then
   for d in bench/*/; do
-    [ "$(basename "$d")" = internal ] || names+=("$(basename "$d")")
+    case "$(basename "$d")" in internal | results) ;; *) names+=("$(basename "$d")") ;; esac
   done
 fi
 

@@ -24,7 +24,7 @@
 // 10,000 sockets need that many file descriptors in both processes (the Go
 // runtime raises the soft limit to the hard one; bench/chat/run.sh raises
 // the hard one). It is a program, not a timed test: the figures go to
-// docs/benchmarks.md.
+// bench/results/DATE-chat.md (docs/benchmarks.md has the current ones).
 package main
 
 import (
@@ -80,7 +80,7 @@ func main() {
 	flag.IntVar(&o.sample, "sample", 1000, "sockets whose delivery latency is recorded (deliveries are counted on all)")
 	flag.IntVar(&o.concurrency, "dial-concurrency", 64, "sockets being opened at once")
 	flag.DurationVar(&o.connectMax, "connect-within", 3*time.Minute, "give up opening sockets after this long")
-	flag.StringVar(&o.docs, "docs", "docs/benchmarks.md", "markdown file whose \"Chat fan-out\" section gets the figures (empty: only print)")
+	flag.StringVar(&o.docs, "docs", "bench/results/"+time.Now().UTC().Format("2006-01-02")+"-chat.md", "markdown file whose \"Chat fan-out\" section gets the figures, made if missing (empty: only print)")
 	flag.BoolVar(&o.keep, "keep", false, "keep the temporary directory (server log, database)")
 	flag.StringVar(&o.profile, "profile", "", "directory for the server's CPU profile of each phase's posting and its heap with the crowd connected (runs the onair build with pprof)")
 	flag.IntVar(&o.profileSecs, "profile-seconds", 20, "length of the CPU profile from the first POST")

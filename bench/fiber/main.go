@@ -8,7 +8,8 @@
 //
 //	go run ./bench/fiber
 //
-// It is a program, not a timed test: the figures go to docs/benchmarks.md.
+// It is a program, not a timed test: the figures go to bench/results/ and
+// docs/benchmarks.md.
 package main
 
 import (

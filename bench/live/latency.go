@@ -254,7 +254,7 @@ func getText(url string) (string, error) {
 	return b.String(), err
 }
 
-// latencyMarkdown is the docs/benchmarks.md table of the measurement.
+// latencyMarkdown is the markdown table of the measurement.
 func latencyMarkdown(res []latencyResult, seconds, warmup int) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "| server | publish → first playable part/segment | publish → first frame shown | glass-to-glass median | p10 | p90 | max | samples | hls.js latency estimate |\n")

@@ -20,7 +20,8 @@
 //	go run ./bench/live -serve-only          # only the HLS serving rows
 //
 // Needs ffmpeg, nginx, libnginx-mod-rtmp and wrk. It is a program, not a
-// timed test: the figures go to docs/benchmarks.md.
+// timed test: the figures go to bench/results/DATE-live.md (docs/benchmarks.md
+// has the current ones).
 package main
 
 import (
@@ -77,7 +78,7 @@ func main() {
 	flag.IntVar(&o.wrkConns, "wrk-connections", 64, "wrk connections")
 	flag.IntVar(&o.wrkThreads, "wrk-threads", 2, "wrk threads")
 	flag.IntVar(&o.segmentSize, "segment-size", 600<<10, "serve the recorded segment whose size is closest to this (bytes)")
-	flag.StringVar(&o.docs, "docs", "docs/benchmarks.md", "markdown file whose \"Live media\" section gets the figures (empty: only print)")
+	flag.StringVar(&o.docs, "docs", "bench/results/"+time.Now().UTC().Format("2006-01-02")+"-live.md", "markdown file whose \"Live media\" section gets the figures, made if missing (empty: only print)")
 	flag.BoolVar(&o.keep, "keep", false, "keep the temporary directory (server logs, nginx prefix, media)")
 	flag.StringVar(&o.profile, "profile", "", "directory for OnAir's CPU profiles of each ingest run and of its first wrk run of each request (runs the onair build with pprof)")
 	flag.IntVar(&o.latency, "latency-seconds", 40, "seconds of glass-to-glass latency measurement per server with hls.js in headless Chromium (0: skip)")

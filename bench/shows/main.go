@@ -7,7 +7,8 @@
 //
 //	go run ./bench/shows -db mysql://root@127.0.0.1:3306/onair_bench
 //
-// It is a program, not a timed test: the figures go to docs/benchmarks.md.
+// It is a program, not a timed test: the figures go to bench/results/ and
+// docs/benchmarks.md.
 package main
 
 import (

@@ -78,6 +78,8 @@ type Options struct {
 	SkipOpenAPI bool
 	// QueryHooks see every statement the server makes (app.BootOptions).
 	QueryHooks []bun.QueryHook
+	// JSONLogs logs as ONAIR_LOG_FORMAT=json does (default: text).
+	JSONLogs bool
 }
 
 // Env is one running OnAir.
@@ -144,7 +146,11 @@ func New(t testing.TB, opts Options) *Env {
 		opts.Configure(cfg)
 	}
 	logs := &LockedBuffer{}
-	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	var handler slog.Handler = slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})
+	if opts.JSONLogs {
+		handler = slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})
+	}
+	log := slog.New(handler)
 	ctx, cancel := context.WithCancel(context.Background())
 	core, err := app.Boot(ctx, cfg, app.BootOptions{Log: log, Stderr: logs, QueryHooks: opts.QueryHooks})
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -141,6 +142,28 @@ func (p *Process) Kill() {
 	p.exited = nil
 }
 
+// Signal sends sig (syscall.SIGTERM: a graceful stop) to the running
+// server; Wait then sees it exit.
+func (p *Process) Signal(sig os.Signal) {
+	p.t.Helper()
+	if err := p.cmd.Process.Signal(sig); err != nil {
+		p.t.Fatal(err)
+	}
+}
+
+// Wait waits up to within for the server to exit and returns how it
+// exited; it fails the test if the server is still running then.
+func (p *Process) Wait(within time.Duration) *os.ProcessState {
+	p.t.Helper()
+	select {
+	case <-p.exited:
+	case <-time.After(within):
+		p.t.Fatalf("server %s still running after %s", p.URL, within)
+	}
+	p.exited = nil
+	return p.cmd.ProcessState
+}
+
 // Run runs an onair command with the server's settings and returns stdout.
 func (p *Process) Run(args ...string) string {
 	p.t.Helper()
@@ -161,3 +184,26 @@ func (p *Process) Client() *Env {
 
 // Logs is what the server has printed so far, across its starts.
 func (p *Process) Logs() string { return p.log.String() }
+
+// Memory is the running server's resident set now and at its peak so
+// far (VmRSS and VmHWM of /proc/PID/status), in bytes: what a test of a
+// memory bound measures on the real process.
+func (p *Process) Memory() (rss, peak int64) {
+	p.t.Helper()
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
+	if err != nil {
+		p.t.Fatalf("memory of the server: %v", err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		var kb int64
+		if _, err := fmt.Sscanf(line, "VmRSS: %d kB", &kb); err == nil {
+			rss = kb << 10
+		} else if _, err := fmt.Sscanf(line, "VmHWM: %d kB", &kb); err == nil {
+			peak = kb << 10
+		}
+	}
+	if rss == 0 || peak == 0 {
+		p.t.Fatalf("no VmRSS or VmHWM in /proc/%d/status", p.cmd.Process.Pid)
+	}
+	return rss, peak
+}

@@ -7,16 +7,21 @@ import (
 	"time"
 
 	"github.com/onair/onair/internal/onairtest"
+	"github.com/onair/onair/modules/chat"
 )
 
 // TestAnonymousViewersKeepTheirOwnIDs: the anonymous viewer id comes from
 // a cookie, which Fiber lends out of a buffer it reuses for the next
 // request. Viewers joining one after another, with other requests carrying
-// other cookies in between, must each stay known by their own id in the
-// room's list and in the presence events: nobody is shown under another
-// viewer's id.
+// other cookies in between, must each stay known by their own id (the one
+// their cookie has in this room) in the room's list and in the presence
+// events: nobody is shown under another viewer's id.
 func TestAnonymousViewersKeepTheirOwnIDs(t *testing.T) {
 	env := onairtest.New(t, onairtest.Options{})
+	mod, ok := onairtest.Module[*chat.Module](env)
+	if !ok {
+		t.Fatal("no chat module")
+	}
 	_, tok := env.CreateUser("Ana Host")
 	showID := createShow(t, env, tok, nil)
 	host := dial(t, env.URL, showID, tok, "")
@@ -28,14 +33,17 @@ func TestAnonymousViewersKeepTheirOwnIDs(t *testing.T) {
 	const viewers = 8
 	ids := make([]string, viewers)
 	for i := range ids {
-		ids[i] = fmt.Sprintf("%04x0000-1111-4222-8333-%012x", 0x1a2b+i*0x1111, 0xabc000+i)
-		s := dial(t, env.URL, showID, "", ids[i])
+		cookie := chat.IssueViewerCookie(mod)
+		ids[i] = chat.RoomViewerID(mod, cookie, showID)
+		s := dial(t, env.URL, showID, "", cookie)
+		if s.cookie != cookie {
+			t.Fatalf("the server replaced the cookie it issued")
+		}
 		roomHas(t, env, tok, showID, ids[i])
 		s.conn.Close()
 		for j := 0; j < 8; j++ {
-			other := fmt.Sprintf("ffffffff-9999-4999-8999-%012d", i*10+j)
 			env.DoWith("GET", fmt.Sprintf("/ws/shows/%d", showID), "", nil,
-				http.Header{"Cookie": {"onair_viewer=" + other}})
+				http.Header{"Cookie": {"onair_viewer=" + chat.IssueViewerCookie(mod)}})
 		}
 	}
 

@@ -64,7 +64,7 @@ func postWhileCrowdStalled(t *testing.T, opts onairtest.Options) {
 		}
 		defer c.Close() // never read
 	}
-	fast := dial(t, env.URL, showID, "", "00000000-0000-4000-8000-ffffffffffff")
+	fast := dial(t, env.URL, showID, "", "")
 	testload.Poll(t, "the crowd in the room", func() error {
 		if n := mod.Hub().Sockets(); n != crowd+1 {
 			return fmt.Errorf("%d sockets", n)

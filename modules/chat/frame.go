@@ -19,8 +19,9 @@ import (
 
 // Close codes a room's socket may end with (RFC 6455 §7.4).
 const (
-	// CloseTooSlow: the socket fell more than ClientQueue frames behind
-	// the room (or a write of it waited its write timeout, 10 s): the client reconnects.
+	// CloseTooSlow: the socket fell more than ClientQueue buffers or
+	// ClientQueueBytes behind the room (or a write of it waited its write
+	// timeout, 10 s): the client reconnects.
 	CloseTooSlow = 4008
 	// CloseGoingAway (1001): the server stops, or the viewer may no
 	// longer see the show.
@@ -32,6 +33,14 @@ const (
 // drops it with CloseTooSlow. A room's clock is at most 250 ms, so that is
 // at most 32 s behind; in a quiet room, 128 messages.
 const ClientQueue = 128
+
+// ClientQueueBytes is how many bytes of frames one socket may be behind:
+// queued, and handed to its writer goroutine but not yet taken by the
+// kernel; a frame beyond drops it with CloseTooSlow. The frames are the
+// room's, shared by every socket, so the sockets of a room that stopped
+// reading hold at most the room's last ClientQueueBytes of frames between
+// them, plus each its writer's joining buffer (maxJoinedWrite).
+const ClientQueueBytes = 1 << 20
 
 // idleQueue is the largest queue array an idle socket keeps for its next
 // frames; a longer one (it was behind) goes back to the heap.
@@ -82,8 +91,8 @@ func closeFrame(code int, reason string) []byte {
 // frames straight from the room's flush without blocking (offer); what
 // the kernel does not take at once waits in queue for the socket's own
 // writer goroutine, which runs only while something waits and takes the
-// whole queue into one write. A client whose queue is full when a frame
-// arrives is dropped (CloseTooSlow) rather than holding up the room.
+// whole queue into a few writes. A client whose queue is full when a
+// frame arrives is dropped (CloseTooSlow) rather than holding up the room.
 type client struct {
 	viewer Viewer
 	// who is the viewer as the visibility rule sees them (an anonymous
@@ -102,6 +111,9 @@ type client struct {
 	mu    sync.Mutex
 	queue [][]byte // frames waiting, oldest first
 	spare [][]byte // the array of the previous write, reused
+	// queued is the bytes of queue; inflight those the writer goroutine
+	// holds (a partial write's rest, or the queue it took) until written.
+	queued, inflight int
 	// presence holds only the newest presence frame: a socket that is
 	// behind skips stale counts instead of being dropped for them.
 	presence []byte
@@ -137,13 +149,19 @@ func (c *client) push(frame []byte) bool {
 		c.mu.Unlock()
 		return true
 	}
-	if len(c.queue) >= ClientQueue {
+	if !c.fitsLocked(len(frame)) {
 		c.mu.Unlock()
 		return false
 	}
 	c.queue = append(c.queue, frame)
+	c.queued += len(frame)
 	c.wakeLocked()
 	return true
+}
+
+// fitsLocked tells whether n more bytes may wait for the socket (c.mu held).
+func (c *client) fitsLocked(n int) bool {
+	return len(c.queue) < ClientQueue && c.queued+c.inflight+n <= ClientQueueBytes
 }
 
 // offer gives the socket a room's flush (frames, a presence frame, a
@@ -159,11 +177,12 @@ func (c *client) offer(w *fanWriter, frames, presence []byte, ping bool) bool {
 	}
 	if c.writing || c.raw == nil {
 		if frames != nil {
-			if len(c.queue) >= ClientQueue {
+			if !c.fitsLocked(len(frames)) {
 				c.mu.Unlock()
 				return false
 			}
 			c.queue = append(c.queue, frames)
+			c.queued += len(frames)
 		}
 		if presence != nil {
 			c.presence = presence
@@ -218,6 +237,7 @@ func (c *client) writeNow(w *fanWriter) {
 			// The kernel's buffer is full: the rest of the write is the
 			// writer goroutine's, before anything else.
 			c.partial = rest
+			c.inflight = size(rest)
 		}
 		if c.ending || c.partial != nil {
 			c.handOffLocked()
@@ -234,9 +254,18 @@ func (c *client) writeNow(w *fanWriter) {
 			w.parts = append(w.parts, pingFrame)
 		}
 		clear(c.queue)
-		c.queue, c.presence, c.ping = c.queue[:0], nil, false
+		c.queue, c.presence, c.ping, c.queued = c.queue[:0], nil, false, 0
 		c.mu.Unlock()
 	}
+}
+
+// size is the bytes of frames.
+func size(frames [][]byte) int {
+	n := 0
+	for _, f := range frames {
+		n += len(f)
+	}
+	return n
 }
 
 // handOffLocked lets the writer goroutine go on from here (c.writing
@@ -258,7 +287,7 @@ func (c *client) drop(farewell []byte) (first bool) {
 	}
 	c.ending, c.farewell = true, farewell
 	clear(c.queue)
-	c.queue, c.presence = c.queue[:0], nil
+	c.queue, c.presence, c.queued = c.queue[:0], nil, 0
 	c.wakeLocked()
 	return true
 }
@@ -280,7 +309,16 @@ func (c *client) write() {
 		if rest := c.partial; rest != nil {
 			c.partial = nil
 			c.mu.Unlock()
-			c.failed(c.writeBatch(rest))
+			// The rest of the frame begun is written whole, even if the
+			// socket is dropped meanwhile (each part ends at a frame's end).
+			err := c.writeBatch(rest[:1], false)
+			if err == nil {
+				err = c.writeBatch(rest[1:], true)
+			}
+			c.mu.Lock()
+			c.inflight = 0
+			c.mu.Unlock()
+			c.failed(err)
 			continue
 		}
 		if c.ending {
@@ -296,6 +334,7 @@ func (c *client) write() {
 		}
 		batch := c.queue
 		c.queue, c.spare = c.spare[:0], nil
+		c.inflight, c.queued = c.queued, 0
 		if c.presence != nil {
 			batch = append(batch, c.presence)
 			c.presence = nil
@@ -316,10 +355,10 @@ func (c *client) write() {
 			return
 		}
 		c.mu.Unlock()
-		err := c.writeBatch(batch)
+		err := c.writeBatch(batch, true)
 		clear(batch)
 		c.mu.Lock()
-		c.spare = batch[:0]
+		c.spare, c.inflight = batch[:0], 0
 		c.mu.Unlock()
 		c.failed(err)
 	}
@@ -336,40 +375,56 @@ func (c *client) failed(err error) {
 	first := !c.ending
 	c.ending, c.farewell = true, nil
 	clear(c.queue)
-	c.queue, c.presence = c.queue[:0], nil
+	c.queue, c.presence, c.queued = c.queue[:0], nil, 0
 	c.mu.Unlock()
 	if first && errors.Is(err, os.ErrDeadlineExceeded) && c.slow != nil {
 		c.slow(c)
 	}
 }
 
-// writeBuffers lend writers the buffer that joins a batch of frames into
-// one write (a connection under the server's accounting wrapper has no
-// writev).
+// writeBuffers lend writers the buffer that joins frames into one write
+// (a connection under the server's accounting wrapper has no writev).
 var writeBuffers = sync.Pool{New: func() any { return new([]byte) }}
 
-// maxPooledWrite is the largest joined buffer kept for reuse.
-const maxPooledWrite = 64 << 10
+// maxJoinedWrite bounds the buffer joining frames into one write: a
+// socket's writer copies at most this much of the room's shared frames at
+// a time, however far behind it is; a longer frame is written alone.
+const maxJoinedWrite = 64 << 10
 
-// writeBatch writes the frames in one write.
-func (c *client) writeBatch(batch [][]byte) error {
-	c.conn.SetWriteDeadline(time.Now().Add(c.writeWait))
-	// The deadline is this write's alone: left set, it would fail the
+// writeBatch writes the frames (each ends at a frame boundary), a few
+// joined into one write of at most maxJoinedWrite bytes. Unless whole,
+// it stops between two writes once the socket is dropped, so the close
+// frame follows what is under way rather than what is left.
+func (c *client) writeBatch(batch [][]byte, stoppable bool) error {
+	// Each write's deadline is its own: left set, it would fail the
 	// fan-out workers' writes once it passed.
 	defer c.conn.SetWriteDeadline(time.Time{})
-	if len(batch) == 1 {
-		_, err := c.conn.Write(batch[0])
-		return err
-	}
 	bp := writeBuffers.Get().(*[]byte)
-	b := (*bp)[:0]
-	for _, f := range batch {
-		b = append(b, f...)
+	defer writeBuffers.Put(bp)
+	for len(batch) > 0 {
+		if stoppable {
+			c.mu.Lock()
+			ending := c.ending
+			c.mu.Unlock()
+			if ending {
+				return nil
+			}
+		}
+		b := batch[0]
+		batch = batch[1:]
+		if len(b) < maxJoinedWrite {
+			joined := (*bp)[:0]
+			joined = append(joined, b...)
+			for len(batch) > 0 && len(joined)+len(batch[0]) <= maxJoinedWrite {
+				joined = append(joined, batch[0]...)
+				batch = batch[1:]
+			}
+			*bp, b = joined, joined
+		}
+		c.conn.SetWriteDeadline(time.Now().Add(c.writeWait))
+		if _, err := c.conn.Write(b); err != nil {
+			return err
+		}
 	}
-	_, err := c.conn.Write(b)
-	if cap(b) <= maxPooledWrite {
-		*bp = b
-		writeBuffers.Put(bp)
-	}
-	return err
+	return nil
 }

@@ -46,7 +46,8 @@ type Event struct {
 }
 
 // Viewer is one present person: a registered user (UserID set) or an
-// anonymous viewer (AnonID, a UUID from a cookie).
+// anonymous viewer (AnonID: the UUID its cookie derives in this show's
+// room, never the cookie's own; viewer.go).
 type Viewer struct {
 	UserID int64  `json:"user_id,omitempty"`
 	AnonID string `json:"id,omitempty"`
@@ -191,8 +192,10 @@ type Hub struct {
 	mu    sync.RWMutex
 	rooms map[int64]*room
 	// writeWait bounds one write to a socket (writeWait unless a test
-	// changes it).
+	// changes it); pongWait is how long a socket may be silent (0:
+	// pongWait).
 	writeWait time.Duration
+	pongWait  time.Duration
 
 	// mayView answers, for a show that changed, who may still see it; the
 	// hub drops every socket of the room that may not (the show went
@@ -351,6 +354,17 @@ func (h *Hub) sockets(showID int64, r *room) []*client {
 		}
 	}
 	return r.list
+}
+
+// silence is how long a socket may go without a word (a pong, a frame)
+// before it is dropped.
+func (h *Hub) silence() time.Duration {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	if h.pongWait > 0 {
+		return h.pongWait
+	}
+	return pongWait
 }
 
 // slow logs a socket dropped for being too slow (once per socket).

@@ -19,7 +19,7 @@ func TestDeliveryMetrics(t *testing.T) {
 	_, tok := env.CreateUser("Metrics Host")
 	showID := createShow(t, env, tok, nil)
 	a := dial(t, env.URL, showID, tok, "")
-	dial(t, env.URL, showID, "", "5a1e0c2b-7d3e-4f8a-9b1c-2d3e4f5a6b7c")
+	dial(t, env.URL, showID, "", "")
 
 	count := func(name string) int {
 		text := string(env.Do("GET", "/metrics", "", nil).Expect(t, http.StatusOK).Body)

@@ -111,10 +111,17 @@ func (m *Module) Provision(core *app.Core) error {
 	} else {
 		m.hub = NewLocalHub(core.Log)
 	}
+	keyCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	secret, err := core.Secret(keyCtx, viewerSecret)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("chat: viewer key: %w", err)
+	}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	m.Service = &Service{
 		db: core.DB, shows: m.shows, users: m.users, authz: core.Authz, rate: rate,
 		hub: m.hub, public: core.Config.PublicURL, nowFunc: time.Now,
+		viewers: newViewerKeys(secret, secureURL(core.Config.PublicURL)),
 	}
 	m.hub.mayView = m.mayView
 	m.hub.metrics = newHubMetrics()

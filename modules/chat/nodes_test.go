@@ -38,10 +38,27 @@ func TestTwoNodes(t *testing.T) {
 	showID := createShow(t, envA, annTok, nil)
 
 	onB := dial(t, b.URL, showID, benTok, "")
-	anonOnB := dial(t, b.URL, showID, "", "0d9c8b7a-6f5e-4d3c-8b2a-1f0e9d8c7b6a")
+	// The viewer cookie node A issues is good on node B (one secret per
+	// install): the viewer has the same id in the room from either node.
+	first := dial(t, a.URL, showID, "", "")
+	id := roomAnonIDs(t, envA, annTok, showID, 1)[0]
+	first.conn.Close()
+	testload.Poll(t, "the viewer gone from the room", func() error {
+		if ids := roomAnonIDs(t, envA, annTok, showID, -1); len(ids) != 0 {
+			return fmt.Errorf("still %v", ids)
+		}
+		return nil
+	})
+	anonOnB := dial(t, b.URL, showID, "", first.cookie)
+	if anonOnB.cookie != first.cookie {
+		t.Errorf("node B replaced node A's viewer cookie")
+	}
 	onA := dial(t, a.URL, showID, annTok, "")
-	roomNames(t, envA, annTok, showID, []string{"Ann Node", "Ben Node", "Guest 0d9c"})
-	roomNames(t, envB, benTok, showID, []string{"Ann Node", "Ben Node", "Guest 0d9c"})
+	roomNames(t, envA, annTok, showID, []string{"Ann Node", "Ben Node", "Guest " + id[:4]})
+	roomNames(t, envB, benTok, showID, []string{"Ann Node", "Ben Node", "Guest " + id[:4]})
+	if got := roomAnonIDs(t, envB, benTok, showID, 1); got[0] != id {
+		t.Errorf("the viewer is %s through node B, %s through node A", got[0], id)
+	}
 
 	envA.Do("POST", fmt.Sprintf("/v1/shows/%d/chats", showID), annTok, map[string]any{"message": "from A"}).Expect(t, http.StatusCreated)
 	for _, s := range []*socket{onB, anonOnB, onA} {

@@ -56,6 +56,35 @@ func TestClientQueueBounded(t *testing.T) {
 	}
 }
 
+// A socket may be ClientQueueBytes behind, the write under way included:
+// the frame beyond is refused, however few frames wait.
+func TestClientQueueBytesBounded(t *testing.T) {
+	server, peer := net.Pipe()
+	defer peer.Close()
+	c := newClient(Viewer{AnonID: "b"}, nil, server, time.Hour)
+	big := textFrame(bytes.Repeat([]byte("x"), 300<<10))
+	if !c.push(big) {
+		t.Fatal("the first frame was refused")
+	}
+	head := make([]byte, 1)
+	if _, err := io.ReadFull(peer, head); err != nil { // the writer holds it now
+		t.Fatal(err)
+	}
+	n := 1
+	for c.push(big) {
+		n++
+		if n > ClientQueue {
+			t.Fatalf("%d frames of %d bytes taken", n, len(big))
+		}
+	}
+	if want := ClientQueueBytes / len(big); n != want {
+		t.Errorf("%d frames of %d bytes taken, want %d (%d bytes)", n, len(big), want, ClientQueueBytes)
+	}
+	c.drop(tooSlowFrame)
+	go io.Copy(io.Discard, peer)
+	<-c.stopped
+}
+
 // Frame headers: 7-bit, 16-bit and 64-bit payload lengths (RFC 6455 §5.2).
 func TestTextFrame(t *testing.T) {
 	for _, tc := range []struct {

@@ -34,6 +34,8 @@ type Service struct {
 	hub     *Hub
 	public  string
 	nowFunc func() time.Time
+	// viewers issue the anonymous viewer cookie and derive each room's ids.
+	viewers *viewerKeys
 
 	// txHooks run inside the transaction of a post or a delete (SubscribeTx).
 	txHooks []func(ctx context.Context, tx bun.IDB, ev TxEvent) error

@@ -8,14 +8,14 @@ import "testing"
 // socket (then the socket may not claim it any more).
 func TestSocketSlots(t *testing.T) {
 	a := &addrCount{n: map[string]int{}}
-	s1, s2 := a.reserve("203.0.113.7", 2), a.reserve("203.0.113.7", 2)
+	s1, s2 := a.reserve("203.0.113.7", 2, nil), a.reserve("203.0.113.7", 2, nil)
 	if s1 == nil || s2 == nil {
 		t.Fatal("places under the cap refused")
 	}
-	if a.reserve("203.0.113.7", 2) != nil {
+	if a.reserve("203.0.113.7", 2, nil) != nil {
 		t.Fatal("a third place of two given")
 	}
-	if a.reserve("203.0.113.8", 2) == nil {
+	if a.reserve("203.0.113.8", 2, nil) == nil {
 		t.Fatal("another address refused")
 	}
 	if !s1.claim() {

@@ -1,17 +1,16 @@
 package chat
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
-	"regexp"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/gofiber/contrib/websocket"
 	"github.com/gofiber/fiber/v2"
-	"github.com/google/uuid"
 
 	"github.com/onair/onair/app"
 )
@@ -19,14 +18,13 @@ import (
 // Heartbeats: the server pings every pingEvery and drops a peer that has
 // not answered (or sent anything) within pongWait.
 var (
-	pingEvery  = 25 * time.Second
-	pongWait   = 60 * time.Second
-	writeWait  = 10 * time.Second
-	readLimit  = int64(4096)
-	viewerKey  = "onair.chat.viewer"
-	showIDKey  = "onair.chat.show"
-	whoKey     = "onair.chat.who"
-	anonCookie = "onair_viewer"
+	pingEvery = 25 * time.Second
+	pongWait  = 60 * time.Second
+	writeWait = 10 * time.Second
+	readLimit = int64(4096)
+	viewerKey = "onair.chat.viewer"
+	showIDKey = "onair.chat.show"
+	whoKey    = "onair.chat.who"
 )
 
 // A socket's place under ONAIR_MAX_SOCKETS_PER_IP is taken before the
@@ -37,23 +35,28 @@ const (
 	slotGrace = 30 * time.Second
 )
 
-var uuidPattern = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
-
 // apiSocket prepares GET /v1/shows/:id/chat/socket: the Bearer-token
 // client joins as its user.
 func (m *Module) apiSocket(c *fiber.Ctx) error {
 	p := app.CurrentPrincipal(c)
-	return m.prepareSocket(c, p, func() (Viewer, error) {
+	return m.prepareSocket(c, p, m.userViewer(c, p))
+}
+
+// userViewer is a registered user in a room.
+func (m *Module) userViewer(c *fiber.Ctx, p *app.Principal) func(int64) (Viewer, error) {
+	return func(int64) (Viewer, error) {
 		u, err := m.users.Get(c.UserContext(), p.UserID)
 		if err != nil {
 			return Viewer{}, err
 		}
 		return Viewer{UserID: u.ID, Name: u.Name}, nil
-	})
+	}
 }
 
 // webSocket prepares GET /ws/shows/:id for web pages: the signed-in user of
-// the session cookie, or an anonymous viewer known by a UUID cookie.
+// the session cookie, or an anonymous viewer known by the viewer cookie
+// the server issued (viewer.go); the upgrade's answer sets a fresh one
+// when the request has none.
 func (m *Module) webSocket(c *fiber.Ctx) error {
 	// The web socket rides on the session cookie, so only pages of this
 	// site may open it (no cross-site WebSocket hijacking); clients that
@@ -71,32 +74,32 @@ func (m *Module) webSocket(c *fiber.Ctx) error {
 		}
 	}
 	if p != nil {
-		return m.prepareSocket(c, p, func() (Viewer, error) {
-			u, err := m.users.Get(c.UserContext(), p.UserID)
-			if err != nil {
-				return Viewer{}, err
-			}
-			return Viewer{UserID: u.ID, Name: u.Name}, nil
-		})
+		return m.prepareSocket(c, p, m.userViewer(c, p))
 	}
-	id := c.Cookies(anonCookie)
-	if !uuidPattern.MatchString(id) {
-		id = uuid.NewString()
-	}
-	// An anonymous viewer is an empty principal: it sees public shows only.
-	return m.prepareSocket(c, &app.Principal{}, func() (Viewer, error) {
-		return Viewer{AnonID: id, Name: AnonymousName(id)}, nil
+	// An anonymous viewer is an empty principal: it sees public shows
+	// only, under the id its cookie has in this show's room.
+	id := m.Service.viewers.viewer(c)
+	return m.prepareSocket(c, &app.Principal{}, func(showID int64) (Viewer, error) {
+		room := m.Service.viewers.roomID(id, showID)
+		return Viewer{AnonID: room, Name: AnonymousName(room)}, nil
 	})
 }
 
 // prepareSocket takes the socket's place under the per-address cap and
 // checks the show is visible to the viewer before upgrading.
-func (m *Module) prepareSocket(c *fiber.Ctx, p *app.Principal, viewer func() (Viewer, error)) (err error) {
+func (m *Module) prepareSocket(c *fiber.Ctx, p *app.Principal, viewer func(showID int64) (Viewer, error)) (err error) {
 	if !websocket.IsWebSocketUpgrade(c) {
 		return &app.Error{Status: fiber.StatusUpgradeRequired, Code: "upgrade_required", Message: "this route speaks WebSocket"}
 	}
-	slot := m.sockets.reserve(app.ClientKey(c.IP()), m.maxSockets)
+	// Through a trusted proxy the socket also counts for its client under
+	// ONAIR_MAX_CONNS_PER_IP, for as long as its place here is held.
+	hold, err := app.HoldClient(c)
+	if err != nil {
+		return err
+	}
+	slot := m.sockets.reserve(app.ClientKey(c.IP()), m.maxSockets, hold)
 	if slot == nil {
+		hold()
 		m.refused.Inc()
 		return m.tooManySockets()
 	}
@@ -114,7 +117,7 @@ func (m *Module) prepareSocket(c *fiber.Ctx, p *app.Principal, viewer func() (Vi
 	if _, err := m.shows.Visible(c.UserContext(), showID, p); err != nil {
 		return err
 	}
-	v, err := viewer()
+	v, err := viewer(showID)
 	if err != nil {
 		return err
 	}
@@ -180,15 +183,23 @@ func (m *Module) serveSocket(conn *websocket.Conn) {
 		return nil
 	})
 	conn.SetReadLimit(readLimit)
-	conn.SetReadDeadline(time.Now().Add(pongWait))
-	conn.SetPongHandler(func(string) error { return conn.SetReadDeadline(time.Now().Add(pongWait)) })
+	silence := m.hub.silence()
+	conn.SetReadDeadline(time.Now().Add(silence))
+	conn.SetPongHandler(func(string) error { return conn.SetReadDeadline(time.Now().Add(silence)) })
+	var err error
 	for {
-		if _, _, err := conn.ReadMessage(); err != nil {
+		if _, _, err = conn.ReadMessage(); err != nil {
 			break
 		}
-		conn.SetReadDeadline(time.Now().Add(pongWait))
+		conn.SetReadDeadline(time.Now().Add(silence))
 	}
-	cl.drop(nil)
+	// A peer silent for pongWait has not read our pings: it stopped
+	// reading (or is gone). It is told 4008, should it read again.
+	var farewell []byte
+	if ne, ok := errors.AsType[net.Error](err); ok && ne.Timeout() {
+		farewell = tooSlowFrame
+	}
+	cl.drop(farewell)
 	<-cl.stopped
 }
 
@@ -212,17 +223,17 @@ type addrCount struct {
 }
 
 // reserve takes a place for one more socket of addr, or returns nil when
-// addr holds max already. Unless claimed within slotGrace, the place is
+// addr holds max already; hold (may be nil) runs when the place is given back. Unless claimed within slotGrace, the place is
 // given back (an upgrade that was answered but whose socket never started
 // must not hold it forever).
-func (a *addrCount) reserve(addr string, max int) *socketSlot {
+func (a *addrCount) reserve(addr string, max int, hold func()) *socketSlot {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.n[addr] >= max {
 		return nil
 	}
 	a.n[addr]++
-	s := &socketSlot{count: a, addr: addr}
+	s := &socketSlot{count: a, addr: addr, hold: hold}
 	s.timer = time.AfterFunc(slotGrace, s.expire)
 	return s
 }
@@ -243,6 +254,9 @@ type socketSlot struct {
 	count *addrCount
 	addr  string
 	timer *time.Timer
+	// hold gives back the socket's place under ONAIR_MAX_CONNS_PER_IP
+	// (app.HoldClient); nil when it has none.
+	hold func()
 
 	mu       sync.Mutex
 	claimed  bool
@@ -267,6 +281,7 @@ func (s *socketSlot) expire() {
 	if !s.claimed && !s.released {
 		s.released = true
 		s.count.put(s.addr)
+		s.unhold()
 	}
 }
 
@@ -278,6 +293,13 @@ func (s *socketSlot) release() {
 		s.released = true
 		s.timer.Stop()
 		s.count.put(s.addr)
+		s.unhold()
+	}
+}
+
+func (s *socketSlot) unhold() {
+	if s.hold != nil {
+		s.hold()
 	}
 }
 

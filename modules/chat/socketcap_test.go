@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/onair/onair/app"
 	"github.com/onair/onair/internal/onairtest"
+	"github.com/onair/onair/internal/testload"
 	"github.com/onair/onair/modules/chat"
 )
 
@@ -42,7 +44,7 @@ func TestSocketsPerAddressCapped(t *testing.T) {
 	showID := createShow(t, env, tok, nil)
 	first := dial(t, env.URL, showID, tok, "")
 	for i := 1; i < limit; i++ {
-		dial(t, env.URL, showID, "", fmt.Sprintf("00000000-0000-4000-8000-%012d", i))
+		dial(t, env.URL, showID, "", "")
 	}
 	for _, token := range []string{"", tok} {
 		conn, resp, err := tryDial(env.URL, showID, token, "00000000-0000-4000-8000-000000000099")
@@ -84,6 +86,62 @@ func TestSocketsPerAddressCapped(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// Behind a trusted proxy (whose own connections are not capped per
+// address), each chat socket also takes a place of the client the proxy
+// forwards under ONAIR_MAX_CONNS_PER_IP, for as long as it is open: the
+// socket over it is refused with 429 too_many_connections, another
+// client's is not, and a closed socket gives its place back.
+func TestSocketsCountPerClientBehindProxy(t *testing.T) {
+	const limit = 2
+	_, loopback, _ := net.ParseCIDR("127.0.0.0/8")
+	env := onairtest.New(t, onairtest.Options{Configure: func(c *app.Config) {
+		c.MaxConnsPerIP = limit
+		c.TrustedProxies = []*net.IPNet{loopback}
+	}})
+	_, tok := env.CreateUser("Proxy Host")
+	showID := createShow(t, env, tok, nil)
+	target := fmt.Sprintf("ws%s/ws/shows/%d", strings.TrimPrefix(env.URL, "http"), showID)
+	open := func(from string) (*websocket.Conn, *http.Response, error) {
+		return websocket.DefaultDialer.Dial(target, http.Header{"X-Forwarded-For": {from}})
+	}
+	const a, b = "203.0.113.7", "198.51.100.9"
+	var held []*websocket.Conn
+	for i := range limit {
+		conn, _, err := open(a)
+		if err != nil {
+			t.Fatalf("socket %d of %d from one client: %v", i+1, limit, err)
+		}
+		defer conn.Close()
+		held = append(held, conn)
+	}
+	conn, resp, err := open(a)
+	if err == nil {
+		conn.Close()
+		t.Fatalf("socket %d from one client opened", limit+1)
+	}
+	var e struct {
+		Error struct{ Code, Message string }
+	}
+	if resp == nil || resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") != "1" ||
+		json.NewDecoder(resp.Body).Decode(&e) != nil || e.Error.Code != "too_many_connections" ||
+		e.Error.Message != fmt.Sprintf("at most %d connections per client address", limit) {
+		t.Fatalf("socket over the cap: %v %+v", resp, e)
+	}
+	other, _, err := open(b)
+	if err != nil {
+		t.Fatalf("another client's socket: %v", err)
+	}
+	other.Close()
+	held[0].Close()
+	testload.Poll(t, "a place for the client again", func() error {
+		conn, _, err := open(a)
+		if err != nil {
+			return err
+		}
+		return conn.Close()
+	})
 }
 
 // A chat socket lives far beyond ONAIR_REQUEST_TIMEOUT: the request

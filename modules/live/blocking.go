@@ -10,6 +10,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/onair/onair/app"
 	"github.com/onair/onair/modules/live/hls"
 )
 
@@ -147,6 +148,13 @@ func (m *Module) awaitMedia(c *fiber.Ctx, id int64, file string) error {
 		// file is complete once published, not once it exists.
 		return nil
 	}
+	// A held request holds its connection: through a trusted proxy it
+	// counts for its client under ONAIR_MAX_CONNS_PER_IP.
+	release, err := app.HoldClient(c)
+	if err != nil {
+		return err
+	}
+	defer release()
 	if !m.waiting.acquire() {
 		c.Set(fiber.HeaderRetryAfter, "1")
 		return fiber.NewError(fiber.StatusServiceUnavailable, "too many requests are waiting for live media; retry")
@@ -154,7 +162,6 @@ func (m *Module) awaitMedia(c *fiber.Ctx, id int64, file string) error {
 	defer m.waiting.release()
 	ctx, cancel := context.WithCancel(c.UserContext())
 	defer cancel()
-	var err error
 	if playlist {
 		err = live.Await(ctx, file, q.msn, q.part)
 	} else {

@@ -47,3 +47,10 @@ func (m *Module) ParsedTags(showID int64) (n uint64, ok bool) {
 	}
 	return s.demux.Parsed(), true
 }
+
+// OpenLive makes the show's live state on this node, as a publication's
+// start does (before any playlist), so blocking requests wait for it.
+func (m *Module) OpenLive(showID int64) { m.liveFor(showID) }
+
+// Blocking counts the LL-HLS requests this node holds now.
+func (m *Module) Blocking() int64 { return m.waiting.now.Load() }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/onair/onair/modules/live/hls"
+	"github.com/onair/onair/modules/live/rtmp"
 	"github.com/onair/onair/modules/live/streamcore"
 	"github.com/onair/onair/modules/shows"
 )
@@ -60,6 +61,7 @@ func (m *Module) followers(s *stream, up *uploader) []follower {
 // packager and tells the followers of each segment.
 type hlsReader struct {
 	showID    int64
+	dir       string
 	log       *slog.Logger
 	pkg       *hls.Packager
 	followers []follower
@@ -67,8 +69,20 @@ type hlsReader struct {
 
 var _ streamcore.Reader = (*hlsReader)(nil)
 
-func (r *hlsReader) Tracks(t streamcore.Tracks) error { return r.pkg.Tracks(t) }
-func (r *hlsReader) Unit(u *streamcore.Unit) error    { return r.pkg.Unit(u) }
+func (r *hlsReader) Tracks(t streamcore.Tracks) error { return r.failed(r.pkg.Tracks(t)) }
+func (r *hlsReader) Unit(u *streamcore.Unit) error    { return r.failed(r.pkg.Unit(u)) }
+
+// failed words the packager's failure for the publisher: a full disk ends
+// the publication with NetStream.Failed (the segment being written is
+// dropped when the packager closes; the show waits in the reconnect
+// window, where a publisher is refused until the disk has room again).
+func (r *hlsReader) failed(err error) error {
+	if err != nil && diskFull(err) {
+		r.log.Error("live: media disk full; the publication ends", "show", r.showID, "dir", r.dir, "err", err)
+		return &rtmp.StatusError{Code: errDiskFullFailed.Code, Description: errDiskFullFailed.Description, Err: err}
+	}
+	return err
+}
 
 func (r *hlsReader) Close() {
 	if err := r.pkg.Close(); err != nil {

@@ -78,6 +78,9 @@ func (m *Module) publish(ctx context.Context, req rtmp.PublishRequest) (rtmp.Sin
 		}
 		return nil, fmt.Errorf("%w: %v", rtmp.ErrUnauthorized, err)
 	}
+	if err := m.checkRoom(sh.ID, req.RemoteAddr.String()); err != nil {
+		return nil, err
+	}
 	s := &stream{pubs: m, log: m.core.Log, showID: sh.ID, dir: m.showDir(sh.ID), req: req, ctx: ctx,
 		closed: make(chan struct{}), refusals: &m.codecRefusals}
 	s.core = streamcore.New(time.Now(), streamcore.Options{TrackWait: m.trackWait, AudioOnly: sh.AudioOnly,
@@ -142,6 +145,10 @@ func (s *stream) refuse(err error) error {
 	case errors.Is(err, streamcore.ErrNoAudio):
 		return errNoAudio
 	}
+	var re *streamcore.ReaderError
+	if errors.As(err, &re) {
+		return re.Err // the packager's own words (a full disk: hlsReader)
+	}
 	return err
 }
 
@@ -179,7 +186,7 @@ func (m *Module) decided(s *stream, t streamcore.Tracks) error {
 	if part == 0 {
 		part = -1 // LL-HLS off
 	}
-	r := &hlsReader{showID: s.showID, log: m.core.Log}
+	r := &hlsReader{showID: s.showID, dir: s.dir, log: m.core.Log}
 	opts := hls.Options{Logger: m.core.Log.With("show", s.showID), OnSegment: r.segment,
 		PartDuration: part, Live: m.liveFor(s.showID), AudioOnly: s.core.AudioOnly()}
 	if files := m.media.start(s.showID); files != nil {
@@ -370,7 +377,8 @@ func (m *Module) archiveShow(showID int64) {
 // archive finalises a complete show's recording into VOD playlists and
 // points the show at them. It holds mediaMu so that it never races the
 // removal of a show deleted meanwhile. With a mirrored store it tries again
-// (with a pause) while the store fails, and reports whether it gave up.
+// (with a pause) while the store fails, as it does while the disk is full,
+// and reports whether it gave up.
 func (m *Module) archive(showID int64) (failed bool) {
 	pause := time.Second
 	for attempt := 1; ; attempt++ {
@@ -424,7 +432,8 @@ func (m *Module) archiveOnce(showID int64) (retry bool) {
 		if len(segs) > 0 {
 			if err := hls.Finalize(dir, hls.Options{}); err != nil {
 				m.core.Log.Error("live: finalize archive", "show", showID, "err", err)
-				return false
+				// A full disk may have room again at the next try.
+				return diskFull(err)
 			}
 		}
 		video, audio = fileExists(filepath.Join(dir, hls.ArchiveMasterAV)), fileExists(filepath.Join(dir, hls.ArchiveMasterAudio))

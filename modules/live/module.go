@@ -71,6 +71,9 @@ type Module struct {
 	waiting waiters
 	// media holds the live edge of the shows ingested here (memcache.go).
 	media *mediaCache
+	// minFree is the free space in bytes a publish needs on the media
+	// disk (disk.go); 0 checks nothing.
+	minFree uint64
 
 	mu      sync.Mutex
 	streams map[int64]*stream // the publisher of each show
@@ -91,6 +94,7 @@ var (
 	_ app.PublicRouter = (*Module)(nil)
 	_ app.Service      = (*Module)(nil)
 	_ app.Configurer   = (*Module)(nil)
+	_ app.Drainer      = (*Module)(nil)
 )
 
 // The module's settings (see docs/broadcasting.md for the admission
@@ -154,6 +158,8 @@ func (*Module) Settings() []app.Setting {
 			Help: "MiB of live playlists, segments and parts (those the live playlists list) a node serves from memory, for all the shows it ingests; LL-HLS parts are then in memory only. 0 serves them from disk, writing every part and playlist there", Parse: app.ParseNonNegativeInt},
 		{Env: SettingHLSMemoryPerShow, Flag: "hls-memory-per-show-mb", Default: "32",
 			Help: "MiB of that memory one show may hold; past it its oldest segments are served from disk", Parse: app.ParsePositiveInt},
+		{Env: SettingMediaMinFree, Flag: "media-min-free-mb", Default: "256",
+			Help: "MiB that must be free on the disk of the media working directory for a publish to be accepted; 0 checks nothing", Parse: app.ParseNonNegativeInt},
 	}
 }
 
@@ -214,6 +220,7 @@ func (m *Module) Provision(core *app.Core) error {
 	m.trackWait = app.Get[time.Duration](cfg, SettingRTMPTrackWait)
 	m.partDuration = app.Get[time.Duration](cfg, SettingHLSPartDuration)
 	m.waiting.max = int64(app.Get[int](cfg, SettingHLSMaxBlocking))
+	m.minFree = uint64(app.Get[int](cfg, SettingMediaMinFree)) << 20
 	m.media = newMediaCache(int64(app.Get[int](cfg, SettingHLSMemory))<<20, int64(app.Get[int](cfg, SettingHLSMemoryPerShow))<<20)
 	m.rtmp = &rtmp.Server{
 		Handler:              rtmp.HandlerFunc(m.publish),
@@ -301,6 +308,15 @@ func (m *Module) Start(ctx context.Context) error {
 		m.core.Log.Error("live: reconcile after restart", "err", err)
 	}
 	return nil
+}
+
+// Drain stops accepting RTMP connections when the process begins to
+// stop: an encoder that reconnects now finds another node (or this one
+// after its restart), while the publishers streaming carry on until Stop.
+func (m *Module) Drain() {
+	if m.rtmp != nil {
+		m.rtmp.CloseListeners()
+	}
 }
 
 // Stop closes the RTMP server (publishers are cut off and their shows wait

@@ -53,7 +53,7 @@ func (m *Module) signUp(c *fiber.Ctx, v *visitor) error {
 		f.Fields = map[string]string{"password": "must be at least 8 characters"}
 		return m.authPage(c, v, fiber.StatusUnprocessableEntity, f)
 	}
-	u, err := m.users.Create(c.UserContext(), users.NewUser{Name: f.Name, Email: f.Email, Password: password})
+	u, err := m.users.SignUp(c.UserContext(), users.NewUser{Name: f.Name, Email: f.Email, Password: password}, c.IP())
 	var apiErr *app.Error
 	if errors.As(err, &apiErr) && apiErr.Status == fiber.StatusUnprocessableEntity {
 		f.Fields, f.Error = apiErr.Fields, "Please correct the fields below."

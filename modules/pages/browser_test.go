@@ -280,16 +280,22 @@ func TestBrowser(t *testing.T) {
 		if viewer == "" {
 			t.Fatal("the show page did not give the browser an onair_viewer cookie")
 		}
-		testload.Poll(t, "viewer "+viewer+" in chat_users", func() error {
+		// The room knows the viewer by an id of its own, not the cookie's.
+		cookieID, _, _ := strings.Cut(viewer, ".")
+		testload.Poll(t, "an anonymous viewer in chat_users", func() error {
 			var body struct {
 				Count     int `json:"count"`
 				ChatUsers []struct {
-					ID any `json:"id"`
+					ID         any  `json:"id"`
+					Registered bool `json:"registered"`
 				} `json:"chat_users"`
 			}
 			env.Do("GET", path("/v1/shows/%d/chat_users", id), dj.token, nil).Expect(t, http.StatusOK).Decode(t, &body)
 			for _, u := range body.ChatUsers {
-				if u.ID == viewer {
+				if u.ID == cookieID || u.ID == viewer {
+					t.Fatalf("chat_users shows the cookie's own id: %+v", body)
+				}
+				if !u.Registered {
 					return nil
 				}
 			}

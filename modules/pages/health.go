@@ -88,9 +88,16 @@ func (m *Module) health(c *fiber.Ctx, v *visitor) error {
 	if c.Get(fiber.HeaderAccept) != "text/event-stream" {
 		return c.JSON(fiber.Map{"health": m.healthOf(sh).WithSchedule(sh, app.Now())})
 	}
+	// The stream holds its connection: through a trusted proxy it counts
+	// for its client under ONAIR_MAX_CONNS_PER_IP.
+	release, err := app.HoldClient(c)
+	if err != nil {
+		return err
+	}
 	c.Set(fiber.HeaderContentType, "text/event-stream")
 	c.Set("X-Accel-Buffering", "no")
 	c.Context().SetBodyStreamWriter(func(w *bufio.Writer) {
+		defer release()
 		end := time.Now().Add(healthFor)
 		fmt.Fprintf(w, "retry: %d\n\n", healthEvery.Milliseconds())
 		for {

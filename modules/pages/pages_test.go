@@ -112,9 +112,10 @@ func TestEmbedHeaders(t *testing.T) {
 			t.Errorf("%s may be framed by others: XFO %q CSP %q", p, h.Get("X-Frame-Options"), h.Get("Content-Security-Policy"))
 		}
 	}
-	// A page with a chat gives the anonymous viewer an identity.
+	// A page with a chat gives the anonymous viewer an identity: a UUID
+	// and the server's signature of it.
 	show := newVisitor(t, env).get(showPath)
-	if !regexp.MustCompile(`onair_viewer=[0-9a-f-]{36}`).MatchString(strings.Join(show.header.Values("Set-Cookie"), "\n")) {
+	if !regexp.MustCompile(`onair_viewer=[0-9a-f-]{36}\.[A-Za-z0-9_-]{22};`).MatchString(strings.Join(show.header.Values("Set-Cookie"), "\n")) {
 		t.Errorf("the show page does not set onair_viewer: %v", show.header.Values("Set-Cookie"))
 	}
 }

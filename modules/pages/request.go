@@ -5,13 +5,10 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"regexp"
 	"strings"
-	"time"
 
 	"github.com/a-h/templ"
 	"github.com/gofiber/fiber/v2"
-	"github.com/google/uuid"
 
 	"github.com/onair/onair/app"
 	"github.com/onair/onair/modules/users"
@@ -99,7 +96,7 @@ func (m *Module) renderError(c *fiber.Ctx, v *visitor, err error) error {
 	case errors.As(err, &fe):
 		status, msg = fe.Code, fe.Message
 	default:
-		m.log.Error("page failed", "method", c.Method(), "path", c.Path(), "request_id", app.RequestID(c), "err", err)
+		m.log.Error("page failed", "method", c.Method(), "path", app.LogPath(c), "request_id", app.RequestID(c), "err", err)
 	}
 	if status == http.StatusNotFound {
 		msg = "There is nothing here. The page may have moved, or it may be private."
@@ -145,7 +142,10 @@ func (m *Module) render(c *fiber.Ctx, status int, comp templ.Component) error {
 		c.Set(fiber.HeaderXFrameOptions, "SAMEORIGIN")
 	}
 	c.Set("X-Content-Type-Options", "nosniff")
-	c.Set(fiber.HeaderReferrerPolicy, "strict-origin-when-cross-origin")
+	// A page that set its own policy (a reset link's no-referrer) keeps it.
+	if c.GetRespHeader(fiber.HeaderReferrerPolicy) == "" {
+		c.Set(fiber.HeaderReferrerPolicy, "strict-origin-when-cross-origin")
+	}
 	if c.GetRespHeader(fiber.HeaderCacheControl) == "" {
 		c.Set(fiber.HeaderCacheControl, "private, no-cache")
 	}
@@ -193,19 +193,10 @@ func (m *Module) checkFormToken(c *fiber.Ctx) error {
 
 // ---- Anonymous viewers --------------------------------------------------
 
-// viewerCookie is the chat module's cookie for anonymous viewers; a page
-// with a chat sets it so the viewer keeps one identity in chat_users.
-const viewerCookie = "onair_viewer"
-
-var uuidPattern = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
-
-func (m *Module) ensureViewerCookie(c *fiber.Ctx) {
-	if uuidPattern.MatchString(c.Cookies(viewerCookie)) {
-		return
-	}
-	c.Cookie(&fiber.Cookie{Name: viewerCookie, Value: uuid.NewString(), Path: "/", HTTPOnly: true, SameSite: fiber.CookieSameSiteLaxMode,
-		Secure: strings.HasPrefix(m.public, "https:"), Expires: time.Now().Add(365 * 24 * time.Hour)})
-}
+// ensureViewerCookie gives an anonymous visitor of a page with a chat the
+// chat module's signed onair_viewer cookie, so the viewer keeps one
+// identity per room across tabs and visits (docs/pages.md).
+func (m *Module) ensureViewerCookie(c *fiber.Ctx) { m.chat.EnsureViewerCookie(c) }
 
 // ---- Small helpers ------------------------------------------------------
 

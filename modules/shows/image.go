@@ -16,7 +16,8 @@ import (
 // The image of a show. The owner may upload one (multipart field "image"
 // of POST and PUT /v1/shows and the studio's form); it goes through the
 // users module's profile image code (users.Service.EncodeImage: the same
-// types, ONAIR_IMAGE_MAX_BYTES and errors), cropped and scaled to 16:9,
+// types, ONAIR_IMAGE_MAX_BYTES, decode budget and errors), cropped and
+// scaled to 16:9,
 // and is stored through core.Store under shows/{id}/image-{hash}.jpg, next
 // to the show's media: the live module serves it at
 // /media/shows/{id}/image-{hash}.jpg (signed for a private show, like the
@@ -41,14 +42,14 @@ func (s *Service) readImage(c *fiber.Ctx) ([]byte, error) {
 // encodeImage checks and re-encodes in.Image (nil when none was sent).
 // A refused image is kept aside as imgErr, for withImage to report with
 // the other fields.
-func (s *Service) encodeImage(in *Input) (jpg []byte, imgErr error, err error) {
+func (s *Service) encodeImage(ctx context.Context, in *Input) (jpg []byte, imgErr error, err error) {
 	if in.Image == nil {
 		return nil, nil, nil
 	}
 	if s.images == nil {
 		return nil, nil, fmt.Errorf("shows: no image service")
 	}
-	jpg, err = s.images.EncodeImage(ShowImage, in.Image)
+	jpg, err = s.images.EncodeImage(ctx, ShowImage, in.Image)
 	var apiErr *app.Error
 	if errors.As(err, &apiErr) {
 		return nil, err, nil

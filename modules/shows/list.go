@@ -26,7 +26,7 @@ type ListQuery struct {
 	UserID int64
 	// Filter: name contains, case-insensitive. Slug: exactly this slug,
 	// case-insensitive (app.SlugQuery). Tag: tagged with the tag that has
-	// this text (users.TagKey; blank is no filter).
+	// this slug, else this text (users.FindTag; blank is no filter).
 	Filter, Slug, Tag string
 	// From and To bound start: From <= start < To.
 	From, To *time.Time

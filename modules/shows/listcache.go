@@ -396,11 +396,11 @@ func (e *listEntry) expired() bool {
 // of uid's hidden shows can match it.
 func (e *listEntry) othersOnly(uid int64) bool { return e.q.UserID != 0 && e.q.UserID != uid }
 
-// listKey identifies a cached list: its filters (the tag by its key) and
-// page, not the viewer.
+// listKey identifies a cached list: its filters (the tag by what names it,
+// users.TagQuery) and page, not the viewer.
 func listKey(q ListQuery) string {
 	q.Viewer = nil
-	return q.pageKey(0) + "|" + users.TagKey(users.TagName(q.Tag)) + "|" + strconv.Itoa(q.Page.Number) + "|" + strconv.Itoa(q.Page.Size)
+	return q.pageKey(0) + "|" + users.TagQuery(q.Tag) + "|" + strconv.Itoa(q.Page.Number) + "|" + strconv.Itoa(q.Page.Size)
 }
 
 func (e *listEntry) owns(userID int64) bool {

@@ -241,6 +241,8 @@ func (in *Input) validate(cur *Show, now time.Time) (checked, error) {
 		switch n := runeLen(name); {
 		case !validText(name, false):
 			v.Add("name", "must be valid UTF-8 text without control characters")
+		case app.NameProblem(name) != "":
+			v.Add("name", app.NameProblem(name))
 		case n == 0:
 			v.Add("name", "is required")
 		case n > MaxName:
@@ -349,7 +351,7 @@ func (s *Service) Create(ctx context.Context, by *app.Principal, in Input) (*Sho
 		}
 	}
 	now := app.Now()
-	jpg, imgErr, err := s.encodeImage(&in)
+	jpg, imgErr, err := s.encodeImage(ctx, &in)
 	if err != nil {
 		return nil, err
 	}
@@ -453,7 +455,7 @@ func (s *Service) update(ctx context.Context, id int64, by *app.Principal, in In
 	now := app.Now()
 	// The image is decoded before the row is locked; its refusal is
 	// reported after the permission checks, with the other fields.
-	jpg, imgErr, err := s.encodeImage(&in)
+	jpg, imgErr, err := s.encodeImage(ctx, &in)
 	if err != nil {
 		return nil, wrap("update", id, err)
 	}

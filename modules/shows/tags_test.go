@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/onair/onair/internal/onairtest"
@@ -23,7 +24,8 @@ func tagsOf(sh map[string]any) []string {
 // TestTagIdentity: a tag is its trimmed, white-space-collapsed, case-folded
 // text (docs/api.md, "Tags"), the same on both databases: punctuation and
 // accents tell tags apart, case and spacing do not, and ?tag= finds a tag by
-// the same rule. Blank tags are dropped.
+// its slug, else by the same rule. Every tag has its own slug. Blank tags
+// are dropped.
 func TestTagIdentity(t *testing.T) {
 	onairtest.EachBackend(t, func(t *testing.T, backend string) {
 		f := newFixture(t, backend)
@@ -55,10 +57,11 @@ func TestTagIdentity(t *testing.T) {
 			id   int64
 			want []string
 		}{
-			{c, []string{"C/c"}}, {cSharp, []string{"C#/c"}}, {cpp, []string{"C++/c"}},
+			{c, []string{"C/c"}}, {cSharp, []string{"C#/c-sharp"}}, {cpp, []string{"C++/c-plus-plus"}},
 			// The first spelling names the shared tag.
 			{house, []string{"House/house"}}, {spaced, []string{"House/house"}}, {loud, []string{"House/house"}},
-			{cafe, []string{"Café/cafe"}}, {plain, []string{"Cafe/cafe"}}, {decomposed, []string{"Café/cafe"}},
+			// Café was first to the slug cafe; Cafe, another tag, has the next.
+			{cafe, []string{"Café/cafe"}}, {plain, []string{"Cafe/cafe-2"}}, {decomposed, []string{"Café/cafe"}},
 			{strasse, []string{"Straße/stra-e"}}, {upper, []string{"Straße/stra-e"}},
 			{deep, []string{"Deep House/deep-house"}}, {deep2, []string{"Deep House/deep-house"}},
 			{kanji, []string{"日本/日本"}},
@@ -74,10 +77,13 @@ func TestTagIdentity(t *testing.T) {
 		}{
 			{"C", []int64{c}}, {"c", []int64{c}}, {"C#", []int64{cSharp}}, {"c#", []int64{cSharp}}, {"C++", []int64{cpp}},
 			{"house", []int64{loud, spaced, house}}, {" HOUSE ", []int64{loud, spaced, house}},
-			{"Café", []int64{decomposed, cafe}}, {"cafe", []int64{plain}}, {"CAFE\u0301", []int64{decomposed, cafe}},
+			{"Café", []int64{decomposed, cafe}}, {"CAFE\u0301", []int64{decomposed, cafe}},
+			// A slug names its tag before a text does: cafe is Café's slug.
+			{"cafe", []int64{decomposed, cafe}}, {"cafe-2", []int64{plain}}, {"CAFE-2", []int64{plain}},
+			{"c-sharp", []int64{cSharp}}, {"c-plus-plus", []int64{cpp}}, {"stra-e", []int64{upper, strasse}},
 			{"strasse", []int64{upper, strasse}}, {"STRASSE", []int64{upper, strasse}}, {"straße", []int64{upper, strasse}},
 			{"deep house", []int64{deep2, deep}}, {"Deep  House", []int64{deep2, deep}},
-			{"deep-house", nil}, {"Hous", nil}, {"日本", []int64{kanji}},
+			{"deep-house", []int64{deep2, deep}}, {"Hous", nil}, {"house-2", nil}, {"日本", []int64{kanji}},
 		} {
 			ids, m := f.listIDs(t, "/v1/shows?tag="+url.QueryEscape(tc.tag), tok)
 			if !slices.Equal(ids, tc.want) {
@@ -95,7 +101,7 @@ func TestTagIdentity(t *testing.T) {
 
 		t.Run("tags are answered in the order of their identity", func(t *testing.T) {
 			sh := f.create(t, tok, map[string]any{"name": "Ordered", "description": "d", "tags": []string{"zebra", "Apple", "C#", "c"}})
-			if got, want := tagsOf(sh), []string{"Apple/apple", "C/c", "C#/c", "zebra/zebra"}; !slices.Equal(got, want) {
+			if got, want := tagsOf(sh), []string{"Apple/apple", "C/c", "C#/c-sharp", "zebra/zebra"}; !slices.Equal(got, want) {
 				t.Errorf("tags %v, want %v", got, want)
 			}
 		})
@@ -148,6 +154,77 @@ func TestSlugFilter(t *testing.T) {
 			ids, m := f.listIDs(t, "/v1/shows?slug="+url.QueryEscape(tc.slug), tok)
 			if !slices.Equal(ids, tc.want) || m["count"] != float64(len(tc.want)) {
 				t.Errorf("?slug=%q: %v (count %v), want %v", tc.slug, ids, m["count"], tc.want)
+			}
+		}
+	})
+}
+
+// TestTagSlugRoundTrip: the slug a Tag object gives finds exactly that
+// tag's shows with ?tag=, from the database and from the list cache, on both
+// databases; C, C#, C++ and Deep House have four slugs, and tags created
+// at once, whose names make one slug, get one each.
+func TestTagSlugRoundTrip(t *testing.T) {
+	onairtest.EachBackend(t, func(t *testing.T, backend string) {
+		f := newFixture(t, backend)
+		_, tok := f.user("Slug Rounder")
+		byTag := map[string][]int64{} // tag name -> its shows, newest first
+		slugs := map[string]string{}  // tag name -> slug
+		for i, tags := range [][]string{{"C#"}, {"C", "Deep House"}, {"C++", "C#"}, {"Deep House"}, {"C"}, {"c#", "deep house"}} {
+			sh := f.create(t, tok, map[string]any{"name": fmt.Sprintf("Round %d", i), "description": "d", "tags": tags})
+			for _, tag := range sh["tags"].([]any) {
+				tm := tag.(map[string]any)
+				name, slug := tm["name"].(string), tm["slug"].(string)
+				if had, ok := slugs[name]; ok && had != slug {
+					t.Fatalf("%s has the slug %q and %q", name, had, slug)
+				}
+				slugs[name] = slug
+				byTag[name] = append([]int64{id(sh)}, byTag[name]...)
+			}
+		}
+		want := map[string]string{"C": "c", "C#": "c-sharp", "C++": "c-plus-plus", "Deep House": "deep-house"}
+		if fmt.Sprint(slugs) != fmt.Sprint(want) {
+			t.Fatalf("slugs %v, want %v", slugs, want)
+		}
+		for name, slug := range slugs {
+			// Twice: the second answer may come from the list cache.
+			for range 2 {
+				ids, m := f.listIDs(t, "/v1/shows?tag="+url.QueryEscape(slug), tok)
+				if !slices.Equal(ids, byTag[name]) || m["count"] != float64(len(byTag[name])) {
+					t.Errorf("?tag=%s: %v (count %v), want the %s shows %v", slug, ids, m["count"], name, byTag[name])
+				}
+			}
+		}
+
+		// Names whose bases collide, created at once: one slug each.
+		const racers = 6
+		names := []string{"Rock!", "Rock?", "ROCK.", "rock…", "Rock ~", "(rock)"}
+		created := make(chan map[string]any, racers)
+		var wg sync.WaitGroup
+		for i := range racers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				r := f.do(t, "POST", "/v1/shows", tok, map[string]any{"name": fmt.Sprintf("Racer %d", i), "description": "d", "tags": []string{names[i]}})
+				if r.Status != http.StatusCreated {
+					t.Errorf("racer %d: %d %s", i, r.Status, r.Body)
+					return
+				}
+				created <- showOf(t, r)
+			}()
+		}
+		wg.Wait()
+		close(created)
+		seen := map[string]int64{}
+		for sh := range created {
+			slug := sh["tags"].([]any)[0].(map[string]any)["slug"].(string)
+			if other, dup := seen[slug]; dup {
+				t.Errorf("shows %d and %d: two tags with the slug %q", other, id(sh), slug)
+			}
+			seen[slug] = id(sh)
+		}
+		for slug, show := range seen {
+			if ids, _ := f.listIDs(t, "/v1/shows?tag="+url.QueryEscape(slug), tok); !slices.Equal(ids, []int64{show}) {
+				t.Errorf("?tag=%s: %v, want [%d]", slug, ids, show)
 			}
 		}
 	})

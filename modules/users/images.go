@@ -7,29 +7,25 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"image"
-	"image/color"
-	_ "image/gif" // decoders of the accepted uploads
-	"image/jpeg"
-	_ "image/png"
 	"io"
 	"net/http"
 	"regexp"
 	"strconv"
+	"time"
 
 	"github.com/gofiber/fiber/v2"
-	"golang.org/x/image/draw"
-	_ "golang.org/x/image/webp"
 
 	"github.com/onair/onair/app"
+	"github.com/onair/onair/internal/imaging"
 	"github.com/onair/onair/internal/store"
 )
 
 // Profile images (and, through EncodeImage and PutImage, the image of a
 // show). An upload (JPEG, PNG, GIF or WebP, at most
-// SettingImageMaxBytes) is decoded, cropped to the kind's shape around its
-// centre, scaled down to fit and re-encoded as a JPEG, so what is served
-// is always a plain, metadata-free JPEG of a known size whatever was sent.
+// SettingImageMaxBytes) is decoded by the service's imaging.Decoder within
+// SettingImageDecodeMB, cropped to the kind's shape around its centre,
+// scaled down to fit and re-encoded as a JPEG, so what is served is
+// always a plain, metadata-free JPEG of a known size whatever was sent.
 // It is stored through core.Store under users/{id}/{kind}-{hash}.jpg (the
 // hash of the JPEG: a new image is a new URL, cacheable for ever) and the
 // previous one is deleted.
@@ -42,9 +38,19 @@ const SettingImageMaxBytes = "ONAIR_IMAGE_MAX_BYTES"
 // in one request under app.BodyLimit.
 const DefaultImageMaxBytes = 2 << 20
 
-// maxImagePixels refuses decompression bombs: a small file that decodes to
-// a huge bitmap.
-const maxImagePixels = 40_000_000
+// SettingImageDecodeMB bounds the memory of the image decodes in flight,
+// together, in MB: a small file can decode to a huge bitmap (a 310 KB PNG
+// to 320 MB), so an image whose decode would not fit is refused from its
+// header, and one that has to wait longer than imageDecodeWait for its
+// share is answered 503.
+const SettingImageDecodeMB = "ONAIR_IMAGE_DECODE_MB"
+
+// DefaultImageDecodeMB is its default.
+const DefaultImageDecodeMB = 256
+
+// imageDecodeWait is how long an upload waits for its share of the decode
+// budget before it is answered 503 with Retry-After.
+const imageDecodeWait = 5 * time.Second
 
 // ImageKind is a profile image's purpose and its served shape.
 type ImageKind struct {
@@ -58,11 +64,9 @@ var (
 	Cover  = ImageKind{"cover", 1600, 400}
 )
 
-var imageTypes = map[string]bool{"image/jpeg": true, "image/png": true, "image/gif": true, "image/webp": true}
-
 // SetImage stores an uploaded image as the user's avatar or cover.
 func (s *Service) SetImage(ctx context.Context, id int64, kind ImageKind, data []byte) (*User, error) {
-	out, err := s.EncodeImage(kind, data)
+	out, err := s.EncodeImage(ctx, kind, data)
 	if err != nil {
 		return nil, err
 	}
@@ -91,34 +95,32 @@ func (s *Service) SetImage(ctx context.Context, id int64, kind ImageKind, data [
 	return u, nil
 }
 
-// EncodeImage checks an uploaded image (size, type, pixels) and answers it
-// cropped, scaled and re-encoded as a JPEG of kind's shape. A refusal is a
-// 413 or a 422 on the field kind.Name. The shows module uses it for the
-// image of a show.
-func (s *Service) EncodeImage(kind ImageKind, data []byte) ([]byte, error) {
+// EncodeImage checks an uploaded image (size, type, pixels, decoded
+// size) and answers it cropped, scaled and re-encoded as a JPEG of kind's
+// shape. A refusal is a 413 or a 422 on the field kind.Name, or a 503
+// with Retry-After when other decodes hold the budget. The shows module
+// uses it for the image of a show.
+func (s *Service) EncodeImage(ctx context.Context, kind ImageKind, data []byte) ([]byte, error) {
 	if s.store == nil {
 		return nil, fmt.Errorf("users: no media store")
 	}
 	if len(data) > s.maxImage {
 		return nil, s.tooLarge(kind)
 	}
-	bad := app.Validation{kind.Name: "must be a JPEG, PNG, GIF or WebP image"}.Err()
-	if len(data) == 0 || !imageTypes[http.DetectContentType(data)] {
-		return nil, bad
-	}
-	cfg, _, err := image.DecodeConfig(bytes.NewReader(data))
-	if err != nil || cfg.Width < 1 || cfg.Height < 1 {
-		return nil, bad
-	}
-	if cfg.Width*cfg.Height > maxImagePixels {
+	out, err := s.images.JPEG(ctx, data, kind.Width, kind.Height)
+	var tl *imaging.TooLargeError
+	switch {
+	case errors.Is(err, imaging.ErrNotImage):
+		return nil, app.Validation{kind.Name: "must be a JPEG, PNG, GIF or WebP image"}.Err()
+	case errors.As(err, &tl) && int64(tl.Width)*int64(tl.Height) > imaging.MaxPixels:
 		return nil, app.Validation{kind.Name: "has too many pixels (at most 40 megapixels)"}.Err()
-	}
-	src, _, err := image.Decode(bytes.NewReader(data))
-	if err != nil {
-		return nil, bad
-	}
-	out, err := reencode(src, kind)
-	if err != nil {
+	case errors.As(err, &tl):
+		return nil, app.Validation{kind.Name: fmt.Sprintf("decodes to %d MB, more than the %d MB this server decodes at once; send fewer pixels or 8 bits a channel",
+			tl.Cost>>20, tl.Budget>>20)}.Err()
+	case errors.Is(err, imaging.ErrBusy):
+		return nil, &app.Error{Status: http.StatusServiceUnavailable, Code: "busy",
+			Message: "the server is decoding other images; retry later", RetryAfter: int(imageDecodeWait / time.Second)}
+	case err != nil:
 		return nil, fmt.Errorf("users: encode %s: %w", kind.Name, err)
 	}
 	return out, nil
@@ -141,32 +143,6 @@ func (s *Service) DeleteImage(ctx context.Context, key string) error {
 		return fmt.Errorf("users: delete the image %s: %w", key, err)
 	}
 	return nil
-}
-
-// reencode crops src to kind's aspect around its centre, scales it down
-// (never up) to fit and encodes it as a JPEG on white (JPEG has no alpha).
-func reencode(src image.Image, kind ImageKind) ([]byte, error) {
-	b := src.Bounds()
-	w, h := b.Dx(), b.Dy()
-	// The largest centred rectangle of the kind's aspect.
-	cw, ch := w, w*kind.Height/kind.Width
-	if ch > h {
-		cw, ch = h*kind.Width/kind.Height, h
-	}
-	cw, ch = max(cw, 1), max(ch, 1)
-	crop := image.Rect(b.Min.X+(w-cw)/2, b.Min.Y+(h-ch)/2, b.Min.X+(w-cw)/2+cw, b.Min.Y+(h-ch)/2+ch)
-	tw, th := kind.Width, kind.Height
-	if cw < tw {
-		tw, th = cw, ch
-	}
-	dst := image.NewRGBA(image.Rect(0, 0, tw, th))
-	draw.Draw(dst, dst.Bounds(), image.NewUniform(color.White), image.Point{}, draw.Src)
-	draw.CatmullRom.Scale(dst, dst.Bounds(), src, crop, draw.Over, nil)
-	var buf bytes.Buffer
-	if err := jpeg.Encode(&buf, dst, &jpeg.Options{Quality: 85}); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
 }
 
 // imageFile is the file name part of a stored profile image's key.

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/uptrace/bun"
+
 	"github.com/onair/onair/app"
 	"github.com/onair/onair/internal/onairtest"
 )
@@ -30,11 +32,12 @@ func TestTagIdentityMigration(t *testing.T) {
 		// Back to the old shape: slug is the unique identity, no folded.
 		db := env.Core.DB
 		old := []string{
+			dropSlugIndex(db),
 			"ALTER TABLE tags DROP COLUMN slug",
 			"ALTER TABLE tags RENAME COLUMN folded TO slug",
 		}
 		if app.IsMySQL(db) {
-			old[1] = "ALTER TABLE tags CHANGE COLUMN folded slug VARCHAR(60) NOT NULL"
+			old[2] = "ALTER TABLE tags CHANGE COLUMN folded slug VARCHAR(60) NOT NULL"
 		}
 		old = append(old,
 			"UPDATE tags SET slug = 'deep-house'",
@@ -43,7 +46,7 @@ func TestTagIdentityMigration(t *testing.T) {
 			fmt.Sprintf("INSERT INTO show_tags (show_id, tag_id, start) SELECT id, 100, start FROM shows WHERE id = %d", both),
 			fmt.Sprintf("INSERT INTO show_tags (show_id, tag_id, start) SELECT id, 101, start FROM shows WHERE id IN (%d, %d)", both, one),
 			fmt.Sprintf("INSERT INTO user_tags (user_id, tag_id) VALUES (%d, 101)", owner.ID),
-			"DELETE FROM onair_migrations WHERE id = 'users:0006_tag_identity'",
+			"DELETE FROM onair_migrations WHERE id IN ('users:0006_tag_identity', 'users:0009_tag_slugs')",
 		)
 		for _, q := range old {
 			if _, err := db.ExecContext(ctx, q); err != nil {
@@ -119,8 +122,73 @@ func TestTagIdentityMigration(t *testing.T) {
 			} `json:"show"`
 		}
 		r.Expect(t, http.StatusCreated).Decode(t, &after)
-		if fmt.Sprint(after.Show.Tags) != "[{C c} {C# c} {Deep House deep-house}]" {
+		if fmt.Sprint(after.Show.Tags) != "[{C c} {C# c-sharp} {Deep House deep-house}]" {
 			t.Errorf("tags after the migration: %v", after.Show.Tags)
+		}
+	})
+}
+
+// dropSlugIndex is the statement that drops migration 0009's index.
+func dropSlugIndex(db bun.IDB) string {
+	if app.IsMySQL(db) {
+		return "DROP INDEX tags_slug_uq ON tags"
+	}
+	return "DROP INDEX tags_slug_uq"
+}
+
+// TestTagSlugMigration upgrades a database whose tags have the slugs of
+// before migration users:0009 (C, C# and C++ all c; Café and Cafe both
+// cafe) and checks that every tag then has its own slug, the oldest tag
+// keeping the plain one, that ?tag=<slug> lists exactly each tag's shows,
+// and that the database refuses a second tag with a taken slug.
+func TestTagSlugMigration(t *testing.T) {
+	onairtest.EachBackend(t, func(t *testing.T, backend string) {
+		ctx := context.Background()
+		env := onairtest.New(t, onairtest.Options{Backend: backend})
+		_, tok := env.CreateUser("Slug Upgrader")
+		shows := map[string]int64{}
+		for _, tag := range []string{"C", "C#", "C++", "Café", "Cafe", "Deep House"} {
+			r := env.Do("POST", "/v1/shows", tok, map[string]any{"name": tag + " show", "description": "d", "tags": []string{tag}})
+			shows[tag] = int64(r.Expect(t, http.StatusCreated).JSON(t)["show"].(map[string]any)["id"].(float64))
+		}
+		db := env.Core.DB
+		for _, q := range []string{
+			dropSlugIndex(db),
+			"UPDATE tags SET slug = 'c' WHERE name IN ('C', 'C#', 'C++')",
+			"UPDATE tags SET slug = 'cafe' WHERE name IN ('Café', 'Cafe')",
+			"DELETE FROM onair_migrations WHERE id = 'users:0009_tag_slugs'",
+		} {
+			if _, err := db.ExecContext(ctx, q); err != nil {
+				t.Fatalf("%s: %v", q, err)
+			}
+		}
+		if err := env.Shutdown(); err != nil {
+			t.Fatal(err)
+		}
+
+		env2 := onairtest.New(t, onairtest.Options{DatabaseURL: env.Core.Config.DatabaseURL})
+		want := map[string]string{"C": "c", "C#": "c-sharp", "C++": "c-plus-plus", "Café": "cafe", "Cafe": "cafe-2", "Deep House": "deep-house"}
+		for tag, show := range shows {
+			var got struct {
+				Show struct {
+					Tags []struct{ Name, Slug string } `json:"tags"`
+				} `json:"show"`
+			}
+			env2.Do("GET", fmt.Sprintf("/v1/shows/%d", show), tok, nil).Expect(t, http.StatusOK).Decode(t, &got)
+			if len(got.Show.Tags) != 1 || got.Show.Tags[0].Slug != want[tag] {
+				t.Errorf("%s: tags %v, want the slug %s", tag, got.Show.Tags, want[tag])
+				continue
+			}
+			var listed struct {
+				Shows []struct{ ID int64 } `json:"shows"`
+			}
+			env2.Do("GET", "/v1/shows?tag="+url.QueryEscape(want[tag]), tok, nil).Expect(t, http.StatusOK).Decode(t, &listed)
+			if len(listed.Shows) != 1 || listed.Shows[0].ID != show {
+				t.Errorf("?tag=%s: %v, want show %d alone", want[tag], listed.Shows, show)
+			}
+		}
+		if _, err := env2.Core.DB.ExecContext(ctx, "INSERT INTO tags (name, folded, slug) VALUES ('x', 'x', 'c-sharp')"); err == nil {
+			t.Error("a second tag with the slug c-sharp was stored")
 		}
 	})
 }

@@ -39,7 +39,8 @@ type User struct {
 // the TagKey of its name, is its identity and is unique, compared byte for
 // byte (SQLite's BINARY collation; utf8mb4_bin on MySQL, set by migration
 // 0006, since the default collations equate accents). Name is the spelling
-// it was first created with; Slug is derived from it and is not unique.
+// it was first created with; Slug is derived from it and is unique too
+// (tagSlug, migration 0009), byte for byte like Folded.
 type Tag struct {
 	bun.BaseModel `bun:"table:tags,alias:t"`
 

@@ -14,6 +14,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/onair/onair/app"
+	"github.com/onair/onair/internal/imaging"
 	"github.com/onair/onair/migrations"
 )
 
@@ -45,14 +46,18 @@ var (
 	_ app.Configurer        = (*Module)(nil)
 )
 
-// Settings of the module: the token cache, the profile image limit and
-// the mail of reset links (mail.go).
+// Settings of the module: the token cache, the profile image limit, the
+// sign-up limit (throttle.go) and the mail of reset links (mail.go).
 func (*Module) Settings() []app.Setting {
 	return []app.Setting{
 		{Env: SettingTokenCacheTTL, Flag: "token-cache-ttl", Default: "5s",
 			Help: "how long a node trusts an API token it has looked up (a revocation elsewhere shows within it; 0: look up every request)", Parse: app.ParseDuration},
 		{Env: SettingImageMaxBytes, Flag: "image-max-bytes", Default: strconv.Itoa(DefaultImageMaxBytes),
 			Help: "largest uploaded image (avatar, cover, show image) accepted, in bytes; beyond, 413", Parse: app.ParsePositiveInt},
+		{Env: SettingImageDecodeMB, Flag: "image-decode-mb", Default: strconv.Itoa(DefaultImageDecodeMB),
+			Help: "memory the image decodes in flight may hold together, in MB (uploaded avatars, covers, show images); an image whose decode alone needs more is 422, one that waits over 5 s for its share is 503 with Retry-After", Parse: app.ParsePositiveInt},
+		{Env: SettingSignupLimit, Flag: "signup-limit", Default: strconv.Itoa(DefaultSignupLimit),
+			Help: "sign-up attempts one client address may make per hour (accepted or not); beyond, 429 with Retry-After", Parse: app.ParsePositiveInt},
 		{Env: SettingSMTPURL, Flag: "smtp-url",
 			Help: "mail server for password reset links (smtp://user:pass@host:587 upgrades with STARTTLS when offered, smtps://…:465 is TLS throughout); unset: no mail, staff make reset links", Parse: parseSMTPURL},
 		{Env: SettingSMTPFrom, Flag: "smtp-from",
@@ -77,6 +82,7 @@ func (*Module) Migrations() []migrations.Migration {
 		{ID: "0006_tag_identity", Up: migrateTagIdentity},
 		{ID: "0007_profile", Up: migrateProfile},
 		{ID: "0008_password_resets", Up: migrations.CreateTables((*PasswordReset)(nil))},
+		{ID: "0009_tag_slugs", Up: migrateTagSlugs},
 	}
 }
 
@@ -101,6 +107,8 @@ func (*Module) Policies() []string {
 func (m *Module) Provision(core *app.Core) error {
 	m.Service = NewService(core.DB, core.Config.PublicURL)
 	m.Service.ReserveFrom(core)
+	m.Service.signupLimit = app.Get[int](core.Config, SettingSignupLimit)
+	m.Service.signups = newMemoryThrottle(m.Service.signupLimit, SignupWindow)
 	if core.Redis != nil {
 		m.Service.UseRedisThrottle(core.Redis, core.Config.RedisPrefix)
 	}
@@ -112,6 +120,7 @@ func (m *Module) Provision(core *app.Core) error {
 	}
 	m.Service.store = core.Store
 	m.Service.maxImage = app.Get[int](core.Config, SettingImageMaxBytes)
+	m.Service.images = imaging.NewDecoder(int64(app.Get[int](core.Config, SettingImageDecodeMB))<<20, imageDecodeWait)
 	mailer, err := newMailer(app.Get[string](core.Config, SettingSMTPURL), app.Get[string](core.Config, SettingSMTPFrom), core.Config.PublicURL, core.Log)
 	if err != nil {
 		return err

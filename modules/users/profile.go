@@ -40,6 +40,8 @@ func (in *ProfileInput) validate() ([]string, error) {
 		switch n := utf8.RuneCountInString(*p); {
 		case app.TextProblem(*p) != "":
 			v.Add(field, app.TextProblem(*p))
+		case field == "name" && app.NameProblem(*p) != "":
+			v.Add(field, app.NameProblem(*p))
 		case n == 0 && required:
 			v.Add(field, "is required")
 		case n > max:

@@ -20,6 +20,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/onair/onair/app"
+	"github.com/onair/onair/internal/imaging"
 	"github.com/onair/onair/internal/store"
 )
 
@@ -37,6 +38,12 @@ type Service struct {
 	reserved                 func(slug string) bool
 	store                    store.Store // uploaded profile images (images.go)
 	maxImage                 int         // SettingImageMaxBytes
+	// images decodes the uploads within SettingImageDecodeMB, one budget
+	// for the process (the shows module's images go through it too).
+	images *imaging.Decoder
+	// signups counts sign-up attempts per client address (SignUp).
+	signups     throttle
+	signupLimit int
 
 	// tokens caches Authenticate's answers (tokencache.go); nil: none.
 	tokens *tokenCache
@@ -56,7 +63,8 @@ func (s *Service) SubscribeFollowTx(fn func(ctx context.Context, tx bun.IDB, fol
 func NewService(db *bun.DB, publicURL string) *Service {
 	return &Service{db: db, publicURL: publicURL, hintOut: os.Stderr, throttle: newMemoryThrottle(LoginAttempts, LoginWindow),
 		resetMails: newMemoryThrottle(ResetMailsPerAddress, ResetMailWindow), resetClients: newMemoryThrottle(ResetMailsPerClient, ResetMailWindow),
-		reserved: new(app.Core).ReservedSlug, maxImage: DefaultImageMaxBytes}
+		reserved: new(app.Core).ReservedSlug, maxImage: DefaultImageMaxBytes,
+		images: imaging.NewDecoder(DefaultImageDecodeMB<<20, imageDecodeWait)}
 }
 
 // DB is the database the service works on.
@@ -83,7 +91,11 @@ func (n *NewUser) Validate() error {
 	// (app.TextProblem) before the lengths.
 	for field, text := range map[string]*string{"name": &n.Name, "email": &n.Email, "location": n.Location, "description": n.Description} {
 		if text != nil {
-			if p := app.TextProblem(*text); p != "" {
+			p := app.TextProblem(*text)
+			if field == "name" {
+				p = app.NameProblem(*text)
+			}
+			if p != "" {
 				v.Add(field, p)
 			}
 		}

@@ -11,8 +11,9 @@ import (
 // TagCache maps tag ids to their rows for the shows lists, which then read
 // only a show's tag ids with the show. A tag row never changes once it is
 // written: a show's tags are re-pointed, never renamed, and the only
-// rewrite of the table (this module's migration 0006, a merge of
-// duplicates) runs before anything is served. So an entry never goes stale, and a tag another node wrote is
+// rewrites of the table (this module's migrations 0006, a merge of
+// duplicates, and 0009, unique slugs) run before anything is served. So
+// an entry never goes stale, and a tag another node wrote is
 // read from the database the first time it is asked for. The cache holds
 // one database's tags; it is emptied when it reaches its bound.
 type TagCache struct {

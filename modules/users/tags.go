@@ -21,7 +21,8 @@ import (
 const (
 	MaxTags      = 10
 	MaxTagLength = 30
-	maxTagSlug   = 60
+	// maxTagSlugBase leaves room in the slug column (60) for a suffix.
+	maxTagSlugBase = 50
 )
 
 // TagView is the API form of a Tag.
@@ -55,12 +56,16 @@ func TagKey(s string) string {
 	return norm.NFC.String(folder.String(norm.NFC.String(TagName(s))))
 }
 
-// tagSlug is the URL-friendly form of a tag's name shown beside it. It is
-// not the identity and not unique ("C" and "C#" both have the slug "c"):
-// ASCII letters and digits with accents folded, or, for a name in a script
-// without them, its letters and digits lower-cased.
+// tagSlug is the base of a tag's slug, its URL-friendly name: ASCII
+// letters and digits with accents folded, words joined by hyphens, with
+// "#" and "+" after a letter, a digit or another "+" spelled "sharp" and
+// "plus" and "&" spelled "and" ("C#" c-sharp, "C++" c-plus-plus, "R&B"
+// r-and-b, "Deep House" deep-house); or, for a name in a script without
+// ASCII letters, its letters and digits lower-cased. A tag's slug is this
+// base, or, when an older tag holds it, the base with the first free
+// suffix -2, -3… (nextTagSlug), so every tag has its own.
 func tagSlug(name string) string {
-	if s := app.Slugify(name, maxTagSlug); s != "" {
+	if s := app.Slugify(spellSymbols(name), maxTagSlugBase); s != "" {
 		return s
 	}
 	var b strings.Builder
@@ -78,10 +83,53 @@ func tagSlug(name string) string {
 		b.WriteRune(unicode.ToLower(r))
 	}
 	s := []rune(b.String())
-	if len(s) > maxTagSlug {
-		s = s[:maxTagSlug]
+	if len(s) > maxTagSlugBase {
+		s = s[:maxTagSlugBase]
 	}
-	return strings.Trim(string(s), "-")
+	if slug := strings.Trim(string(s), "-"); slug != "" {
+		return slug
+	}
+	return "tag" // a name without letters or digits, from before CheckTags
+}
+
+// spellSymbols writes out the symbols tagSlug keeps as words.
+func spellSymbols(name string) string {
+	var b strings.Builder
+	prev := rune(0)
+	for _, r := range name {
+		switch {
+		case (r == '#' || r == '+') && (unicode.IsLetter(prev) || unicode.IsDigit(prev) || prev == '+'):
+			if r == '#' {
+				b.WriteString(" sharp ")
+			} else {
+				b.WriteString(" plus ")
+			}
+		case r == '&':
+			b.WriteString(" and ")
+		default:
+			b.WriteRune(r)
+		}
+		prev = r
+	}
+	return b.String()
+}
+
+// nextTagSlug is the slug of a new tag whose base is base: the first one
+// (attempt 0) no tag holds, base, base-2, base-3… (see app.NextSlug for
+// the attempts after a lost race).
+func nextTagSlug(ctx context.Context, db bun.IDB, base string, attempt int) (string, error) {
+	var held []string
+	if err := db.NewSelect().Model((*Tag)(nil)).Column("slug").
+		// base itself, and the slugs that start with "base-" ('.' follows
+		// '-'): a range of the unique index on both databases.
+		Where("slug = ? OR (slug >= ? AND slug < ?)", base, base+"-", base+".").Scan(ctx, &held); err != nil {
+		return "", fmt.Errorf("users: tag slugs: %w", err)
+	}
+	taken := make(map[string]bool, len(held))
+	for _, s := range held {
+		taken[s] = true
+	}
+	return app.NextSlug(base, func(s string) bool { return taken[s] }, attempt), nil
 }
 
 // CheckTags validates tag names and returns them as TagName, without
@@ -96,7 +144,7 @@ func CheckTags(field string, names []string) ([]string, error) {
 		if n == "" {
 			continue
 		}
-		if p := app.TextProblem(n); p != "" {
+		if p := app.NameProblem(n); p != "" {
 			return nil, app.Validation{field: p}.Err()
 		}
 		if utf8.RuneCountInString(n) > MaxTagLength {
@@ -155,19 +203,9 @@ func EnsureTags(ctx context.Context, db bun.IDB, names []string) ([]Tag, error) 
 	}
 	sort.Strings(missing)
 	for _, k := range missing {
-		t := Tag{Name: byKey[k], Folded: k, Slug: tagSlug(byKey[k])}
-		if _, err := db.NewInsert().Model(&t).Ignore().Exec(ctx); err != nil && !errors.Is(err, sql.ErrNoRows) {
-			return nil, fmt.Errorf("users: create tag %q: %w", t.Name, err)
-		}
-		if t.ID == 0 {
-			// Another request created it first.
-			q := db.NewSelect().Model(&t).Where("t.folded = ?", k)
-			if app.IsMySQL(db) {
-				q = q.For("UPDATE")
-			}
-			if err := q.Scan(ctx); err != nil {
-				return nil, fmt.Errorf("users: read tag %q: %w", byKey[k], err)
-			}
+		t, err := createTag(ctx, db, byKey[k], k)
+		if err != nil {
+			return nil, err
 		}
 		have[k] = t
 	}
@@ -178,16 +216,71 @@ func EnsureTags(ctx context.Context, db bun.IDB, names []string) ([]Tag, error) 
 	return tags, nil
 }
 
-// FindTag returns the id of the tag with the TagKey of name, or 0 when no
-// tag has it.
-func FindTag(ctx context.Context, db bun.IDB, name string) (int64, error) {
-	var id int64
-	err := db.NewSelect().Model((*Tag)(nil)).Column("id").Where("folded = ?", TagKey(name)).Limit(1).Scan(ctx, &id)
-	if errors.Is(err, sql.ErrNoRows) {
+// createTag inserts the tag with the given name and key, or reads the
+// row another request inserted first. Its slug is the first free one; an
+// insert that loses the slug to a concurrent one tries the next (the
+// unique index on slug judges), up to app.SlugAttempts times.
+func createTag(ctx context.Context, db bun.IDB, name, key string) (Tag, error) {
+	base := tagSlug(name)
+	for attempt := 0; attempt < app.SlugAttempts; attempt++ {
+		slug, err := nextTagSlug(ctx, db, base, attempt)
+		if err != nil {
+			return Tag{}, err
+		}
+		t := Tag{Name: name, Folded: key, Slug: slug}
+		if _, err := db.NewInsert().Model(&t).Ignore().Exec(ctx); err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return Tag{}, fmt.Errorf("users: create tag %q: %w", name, err)
+		}
+		if t.ID != 0 {
+			return t, nil
+		}
+		// Another request created the tag first, or took the slug.
+		q := db.NewSelect().Model(&t).Where("t.folded = ?", key)
+		if app.IsMySQL(db) {
+			q = q.For("UPDATE")
+		}
+		err = q.Scan(ctx)
+		if err == nil {
+			return t, nil
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return Tag{}, fmt.Errorf("users: read tag %q: %w", name, err)
+		}
+	}
+	return Tag{}, fmt.Errorf("users: create tag %q: no free slug after %d attempts", name, app.SlugAttempts)
+}
+
+// FindTag returns the id of the tag that a ?tag= value names, or 0 when
+// none does: the tag whose slug is the value (so the slug of a Tag object
+// always finds its own tag), else the tag whose TagKey is the value's.
+// The value is taken as TagName and matched against slugs lower-cased;
+// TagQuery is the form a cache of lists keys it by.
+func FindTag(ctx context.Context, db bun.IDB, value string) (int64, error) {
+	name := TagName(value)
+	if name == "" {
 		return 0, nil
 	}
-	if err != nil {
+	slug, key := strings.ToLower(name), TagKey(name)
+	var rows []Tag
+	if err := db.NewSelect().Model(&rows).Column("id", "slug").Where("slug = ? OR folded = ?", slug, key).Limit(2).Scan(ctx); err != nil {
 		return 0, fmt.Errorf("users: find tag: %w", err)
 	}
+	var id int64
+	for _, t := range rows {
+		if t.Slug == slug {
+			return t.ID, nil
+		}
+		id = t.ID
+	}
 	return id, nil
+}
+
+// TagQuery is what FindTag's answer depends on, as one string: two ?tag=
+// values with one TagQuery name the same tag.
+func TagQuery(value string) string {
+	name := TagName(value)
+	if name == "" {
+		return ""
+	}
+	return strings.ToLower(name) + "\x00" + TagKey(name)
 }

@@ -184,9 +184,43 @@ func (s *Service) SignIn(ctx context.Context, email, password, ip string) (*User
 	return u, nil
 }
 
-// UseRedisThrottle shares the sign-in counts and the reset mail limits of
-// every node through Redis, under prefix.
+// Sign-up throttling: every attempt of the sign-up form counts against
+// its client address, accepted or not, so that neither accounts nor the
+// "already registered" answer (which tells whether an address has an
+// account) come by the thousand. SettingSignupLimit attempts within
+// SignupWindow block the address until the window ends.
+const (
+	SettingSignupLimit = "ONAIR_SIGNUP_LIMIT"
+	DefaultSignupLimit = 10
+	SignupWindow       = time.Hour
+)
+
+// SignUp creates an account for a person at a client address, within the
+// address's sign-up budget; past it, a 429 with Retry-After and nothing
+// created.
+func (s *Service) SignUp(ctx context.Context, n NewUser, ip string) (*User, error) {
+	if s.signups != nil {
+		wait, err := s.signups.blocked(ctx, ip)
+		if err != nil {
+			return nil, err
+		}
+		if wait > 0 {
+			secs := int((wait + time.Second - 1) / time.Second)
+			return nil, app.TooManyRequests(fmt.Sprintf("too many sign-ups from your address; try again in %d minutes", (secs+59)/60), secs)
+		}
+		// Copied: the memory throttle keeps it as a map key, and a
+		// handler's string may be Fiber's reused buffer.
+		if err := s.signups.fail(ctx, strings.Clone(ip)); err != nil {
+			return nil, err
+		}
+	}
+	return s.Create(ctx, n)
+}
+
+// UseRedisThrottle shares the sign-in counts, the sign-up budgets and the
+// reset mail limits of every node through Redis, under prefix.
 func (s *Service) UseRedisThrottle(rdb *redis.Client, prefix string) {
+	s.signups = &redisThrottle{rdb: rdb, prefix: prefix + "signup:", limit: s.signupLimit, window: SignupWindow}
 	s.throttle = &redisThrottle{rdb: rdb, prefix: prefix + "login:", limit: LoginAttempts, window: LoginWindow}
 	s.resetMails = &redisThrottle{rdb: rdb, prefix: prefix + "resetmail:", limit: ResetMailsPerAddress, window: ResetMailWindow}
 	s.resetClients = &redisThrottle{rdb: rdb, prefix: prefix + "resetclient:", limit: ResetMailsPerClient, window: ResetMailWindow}

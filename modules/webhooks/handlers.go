@@ -5,8 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"net"
-	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
@@ -99,6 +97,9 @@ func checkURL(raw string) string {
 	case u.User != nil:
 		return "must not carry credentials (user:password@)"
 	}
+	if _, _, err := canonicalHost(u.Hostname()); errors.Is(err, errBadHost) {
+		return "must name a valid host"
+	}
 	if p := u.Port(); p != "" {
 		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
 			return "has a bad port"
@@ -107,30 +108,35 @@ func checkURL(raw string) string {
 	return ""
 }
 
-// checkPrivate refuses, when the guard is on, a URL whose host is
-// literally a loopback or private address (names are checked again at
-// every delivery, after resolution).
+// checkPrivate refuses a URL whose host is this machine or an address
+// outside the public Internet, in any spelling (canonicalHost), when the
+// guard is on; names are checked again at every delivery, after
+// resolution. An IPv4 address in a spelling Go does not dial by itself
+// (0x7f.1) is refused even with the guard off.
 func (m *Module) checkPrivate(raw string) string {
-	if m.cfg.allowPrivate {
-		return ""
-	}
 	u, err := url.Parse(raw)
 	if err != nil {
 		return ""
 	}
-	host := strings.ToLower(u.Hostname())
-	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
-		return "must not point at this machine"
-	}
-	if ip, err := netip.ParseAddr(host); err == nil && !PublicAddress(ip) {
-		return "must not be a loopback, private, link-local or reserved address"
-	}
-	if ip := net.ParseIP(host); ip != nil {
-		if a, ok := netip.AddrFromSlice(ip); ok && !PublicAddress(a) {
+	ip, name, err := canonicalHost(u.Hostname())
+	if !m.cfg.allowPrivate {
+		if name == "localhost" || strings.HasSuffix(name, ".localhost") {
+			return "must not point at this machine"
+		}
+		if ip.IsValid() && !PublicAddress(ip) {
 			return "must not be a loopback, private, link-local or reserved address"
 		}
 	}
+	if errors.Is(err, errOddIPv4) {
+		return "must write an IPv4 address as four decimal numbers (a.b.c.d)"
+	}
 	return ""
+}
+
+// destinationRefused tells whether a delivery to raw must not be tried:
+// the rule of checkPrivate at delivery time, for URLs stored before it.
+func (m *Module) destinationRefused(raw string) bool {
+	return !m.cfg.allowPrivate && m.checkPrivate(raw) != ""
 }
 
 // Input is what create and update may set (the API, the account page).

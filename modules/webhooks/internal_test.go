@@ -3,9 +3,11 @@ package webhooks
 import (
 	"context"
 	"errors"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -21,6 +23,15 @@ func TestPublicAddress(t *testing.T) {
 		"192.168.0.10": false, "169.254.169.254": false, "fe80::1": false, "fd00::1": false,
 		"0.0.0.0": false, "::": false, "100.64.0.1": false, "224.0.0.1": false, "::ffff:127.0.0.1": false,
 		"::ffff:10.0.0.1": false, "fd00:ec2::254": false, "255.255.255.255": false, "198.18.0.1": false,
+		// IPv4 inside IPv6: mapped, 6to4, NAT64 (both prefixes), compatible.
+		"::ffff:8.8.8.8": false, "2002:7f00:1::": false, "2002:808:808::": false, "64:ff9b::7f00:1": false,
+		"64:ff9b::808:808": false, "64:ff9b:1::1": false, "::127.0.0.1": false, "::8.8.8.8": false,
+		// The rest of IANA's special-purpose registries.
+		"192.0.0.9": false, "192.0.2.1": false, "192.31.196.1": false, "192.52.193.1": false, "192.88.99.1": false,
+		"192.175.48.1": false, "198.51.100.1": false, "203.0.113.1": false, "240.0.0.1": false, "100::1": false,
+		"2001::1": false, "2001:2::1": false, "2001:20::1": false, "2001:db8::1": false, "2620:4f:8000::1": false,
+		"3fff::1": false, "5f00::1": false, "ff02::1": false, "fe80::1%eth0": false,
+		"1.1.1.1": true, "2a00:1450:4001:80b::200e": true,
 	} {
 		if got := PublicAddress(netip.MustParseAddr(addr)); got != want {
 			t.Errorf("PublicAddress(%s) = %v, want %v", addr, got, want)
@@ -49,6 +60,97 @@ func TestClientRefusesPrivateAddresses(t *testing.T) {
 			}
 		}
 		c.close()
+	}
+}
+
+// TestCanonicalHost: every spelling of an IPv4 address is the address;
+// what is neither an address nor a name is refused.
+func TestCanonicalHost(t *testing.T) {
+	for _, tc := range []struct {
+		host, ip, name string
+		err            error
+	}{
+		{"example.com", "", "example.com", nil},
+		{"EXAMPLE.com.", "", "example.com", nil},
+		{"bücher.example", "", "xn--bcher-kva.example", nil},
+		{"127.0.0.1", "127.0.0.1", "", nil},
+		{"127.0.0.1.", "127.0.0.1", "", nil},
+		{"0x7f000001", "127.0.0.1", "", errOddIPv4},
+		{"0X7F000001", "127.0.0.1", "", errOddIPv4},
+		{"2130706433", "127.0.0.1", "", errOddIPv4},
+		{"127.1", "127.0.0.1", "", errOddIPv4},
+		{"127.0.1", "127.0.0.1", "", errOddIPv4},
+		{"0177.0.0.1", "127.0.0.1", "", errOddIPv4},
+		{"0x7f.0x0.0.01", "127.0.0.1", "", errOddIPv4},
+		{"017700000001", "127.0.0.1", "", errOddIPv4},
+		{"\uff11\uff12\uff17\uff0e\uff10\uff0e\uff10\uff0e\uff11", "127.0.0.1", "", nil},
+		{"0x", "0.0.0.0", "", errOddIPv4},
+		{"8.8.2056", "8.8.8.8", "", errOddIPv4},
+		{"::1", "::1", "", nil},
+		{"fe80::1%eth0", "fe80::1", "", nil},
+		{"1.2.3.256", "", "", errBadHost},
+		{"1.2.3.4.5", "", "", errBadHost},
+		{"4294967296", "", "", errBadHost},
+		{"09.1.1.1", "", "", errBadHost},
+		{"a.0x10", "", "", errBadHost},
+		{"example.123", "", "", errBadHost},
+		{"a..b", "", "", errBadHost},
+		{"", "", "", errBadHost},
+		{"1:2", "", "", errBadHost},
+	} {
+		ip, name, err := canonicalHost(tc.host)
+		gotIP := ""
+		if ip.IsValid() {
+			gotIP = ip.String()
+		}
+		if gotIP != tc.ip || name != tc.name || !errors.Is(err, tc.err) || (err == nil) != (tc.err == nil) {
+			t.Errorf("canonicalHost(%q) = %q, %q, %v; want %q, %q, %v", tc.host, gotIP, name, err, tc.ip, tc.name, tc.err)
+		}
+	}
+}
+
+// FuzzCanonicalHost: no host panics the parser; an address it returns is
+// the one Go reads from its usual spelling, and a host it reads as an
+// IPv4 address in the usual spelling is that.
+func FuzzCanonicalHost(f *testing.F) {
+	for _, s := range []string{"example.com", "0x7f000001", "127.1", "0177.0.0.1", "2130706433", "::1", "1.2.3.4.", "\uff11.1", "0x", "a.b.0"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, host string) {
+		ip, name, err := canonicalHost(host)
+		if ip.IsValid() && name != "" {
+			t.Fatalf("%q: both an address %s and a name %q", host, ip, name)
+		}
+		if err == nil && ip.IsValid() && ip.Is4() {
+			if got := strings.TrimSuffix(strings.ToLower(host), "."); isASCII(host) && got != ip.String() {
+				t.Fatalf("%q accepted as %s", host, ip)
+			}
+		}
+		if want, perr := netip.ParseAddr(host); perr == nil && want.Is4() && (err != nil || ip != want) {
+			t.Fatalf("%q: %s, %v; Go reads %s", host, ip, err, want)
+		}
+		if err == nil && !ip.IsValid() && name == "" {
+			t.Fatalf("%q: neither address nor name, and no error", host)
+		}
+	})
+}
+
+// describe never names the address refused or the resolver asked.
+func TestDescribeHidesAddresses(t *testing.T) {
+	c := newClientSet(5*time.Second, false)
+	defer c.close()
+	req, _ := http.NewRequest(http.MethodPost, "http://localhost:9/x", nil)
+	_, err := c.do(context.Background(), req)
+	if got := describe(err); got != "destination refused: private address" {
+		t.Errorf("refused dial: %q", got)
+	}
+	dns := &net.DNSError{Err: "no such host", Name: "nowhere.invalid", Server: "10.0.0.53:53", IsNotFound: true}
+	if got := describe(&url.Error{Op: "Post", URL: "http://nowhere.invalid/", Err: &net.OpError{Op: "dial", Net: "tcp", Err: dns}}); got != "dns lookup failed: no such host" {
+		t.Errorf("dns error: %q", got)
+	}
+	refused := &net.OpError{Op: "dial", Net: "tcp", Addr: &net.TCPAddr{IP: net.ParseIP("10.1.2.3"), Port: 443}, Err: errors.New("connect: connection refused")}
+	if got := describe(refused); strings.Contains(got, "10.1.2.3") || got != "dial: connect: connection refused" {
+		t.Errorf("dial error: %q", got)
 	}
 }
 

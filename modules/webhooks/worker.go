@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"net/url"
 	"sort"
@@ -239,6 +240,9 @@ func (m *Module) attempt(ctx context.Context, w *Webhook, d *Delivery) outcome {
 	if p := checkURL(w.URL); p != "" {
 		return outcome{err: "url " + p, result: "blocked"}
 	}
+	if m.destinationRefused(w.URL) {
+		return outcome{err: refusedPrivate, result: "blocked"}
+	}
 	ctx, cancel := context.WithTimeout(ctx, m.cfg.timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.URL, bytes.NewReader(body))
@@ -255,7 +259,7 @@ func (m *Module) attempt(ctx context.Context, w *Webhook, d *Delivery) outcome {
 	if err != nil {
 		o := outcome{duration: time.Since(start), err: describe(err), result: "network_error"}
 		if errors.Is(err, errBlocked) {
-			o.result = "blocked"
+			o.result, o.err = "blocked", refusedPrivate
 		}
 		return o
 	}
@@ -276,14 +280,31 @@ func (m *Module) attempt(ctx context.Context, w *Webhook, d *Delivery) outcome {
 }
 
 // describe makes a transport error short and free of the request URL
-// (which the user knows; the error is stored and shown in the API).
+// (which the user knows; the error is stored and shown in the API), of the
+// address dialled and of the resolver asked: "dial: connect: connection
+// refused", "dns lookup failed: no such host".
 func describe(err error) string {
 	var ue *url.Error
 	if errors.As(err, &ue) {
 		err = ue.Err
 	}
-	if errors.Is(err, context.DeadlineExceeded) {
+	var dnsErr *net.DNSError
+	var opErr *net.OpError
+	switch {
+	case errors.Is(err, errBlocked):
+		return refusedPrivate
+	case errors.Is(err, context.DeadlineExceeded):
 		return "timed out"
+	case errors.As(err, &dnsErr):
+		if dnsErr.IsTimeout {
+			return "dns lookup timed out"
+		}
+		return truncate("dns lookup failed: "+dnsErr.Err, maxErrorLen)
+	case errors.As(err, &opErr) && opErr.Err != nil:
+		if opErr.Timeout() {
+			return opErr.Op + ": timed out"
+		}
+		return truncate(opErr.Op+": "+opErr.Err.Error(), maxErrorLen)
 	}
 	return truncate(err.Error(), maxErrorLen)
 }

@@ -2,7 +2,7 @@
 // onair binary, running it as a separate process on free loopback ports
 // (so the load generator's CPU and memory are not mixed into the server's),
 // the CLI and API calls that set up users, tokens and shows, readings of
-// /proc, and the writer of the generated part of docs/benchmarks.md.
+// /proc, and the writer of the generated results files (bench/results/).
 package benchkit
 
 import (

@@ -1,8 +1,11 @@
 package benchkit
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 )
 
@@ -10,9 +13,12 @@ import (
 // markdown file at path, between <!-- begin NAME --> and <!-- end NAME -->
 // markers, so the hand-written reading of the figures around them survives
 // a new run. A missing section is appended; a section without markers gets
-// them at its end.
+// them at its end; a missing file is made (a dated file of bench/results/).
 func WriteSection(path, title, name, generated string) error {
 	doc, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		doc, err = nil, os.MkdirAll(filepath.Dir(path), 0o755)
+	}
 	if err != nil {
 		return err
 	}
@@ -28,6 +34,9 @@ func WriteSection(path, title, name, generated string) error {
 	}
 	heading := "## " + title + "\n"
 	i := strings.Index(text, heading)
+	if i < 0 && text == "" {
+		return os.WriteFile(path, []byte(heading+"\n"+block), 0o644)
+	}
 	if i < 0 {
 		text = strings.TrimRight(text, "\n") + "\n\n" + heading + "\n" + block
 		return os.WriteFile(path, []byte(text), 0o644)

@@ -1,10 +1,12 @@
 package hls
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 )
 
@@ -294,6 +296,8 @@ func (r *rendition) finishPart(next int64) error {
 	from := len(r.cur.mem)
 	if r.files == nil {
 		if err := writeNew(filepath.Join(r.dir, name), r.mux.out); err != nil {
+			// Never leave a short part where its hint sends players.
+			syscall.Unlink(filepath.Join(r.dir, name))
 			return fmt.Errorf("write part: %w", err)
 		}
 	}
@@ -334,6 +338,7 @@ func (r *rendition) finish(next int64) error {
 	w := r.cur
 	r.cur = nil
 	if err := w.finish(r.durable); err != nil {
+		os.Remove(filepath.Join(r.dir, r.curFile))
 		return err
 	}
 	if r.files != nil {
@@ -365,6 +370,13 @@ func (r *rendition) finish(next int64) error {
 	r.seq++
 	r.nextDisc = false
 	if err := appendIndex(r.dir, seg, r.durable); err != nil {
+		// Unrecorded, the segment is no part of the stream: nothing may
+		// serve or archive it.
+		os.Remove(filepath.Join(r.dir, seg.File))
+		if r.files != nil {
+			r.files.Remove(seg.File)
+		}
+		r.dropParts(seg.Sequence)
 		return err
 	}
 	r.live = append(r.live, seg)
@@ -427,6 +439,7 @@ func (r *rendition) writePlaylist(segment bool) error {
 		p.ll = ll
 	}
 	data := p.render()
+	var diskErr error
 	switch {
 	case r.files == nil:
 		if err := replaceFile(r.dir, r.playlist, data); err != nil {
@@ -438,9 +451,10 @@ func (r *rendition) writePlaylist(segment bool) error {
 			p.ll = nil
 			disk = p.render()
 		}
-		if err := replaceFile(r.dir, r.playlist, disk); err != nil {
-			return err
-		}
+		// The copy in memory is published even when the disk's is not
+		// (a full disk): it lists only recorded segments either way, and
+		// players must see the stream's end.
+		diskErr = replaceFile(r.dir, r.playlist, disk)
 	}
 	if r.files != nil {
 		r.files.Put(r.playlist, data, time.Now())
@@ -448,7 +462,7 @@ func (r *rendition) writePlaylist(segment bool) error {
 	if r.partLen > 0 {
 		r.notify.publish(r.playlist, r.position())
 	}
-	return nil
+	return diskErr
 }
 
 // position is how far the live playlist has got, for waiting requests.
@@ -484,24 +498,45 @@ func removeParts(dir, rendition string, seq uint64) {
 	}
 }
 
-// close finishes the segment in progress, if it holds any media.
+// close finishes the segment in progress, if it holds any media. A
+// segment that could not be written whole (a full disk), now or while
+// finishing it, is dropped instead: it is never recorded, listed or
+// archived.
 func (r *rendition) close() error {
 	r.closed = true
 	if r.cur == nil {
 		return nil
 	}
-	if r.end <= r.curStart {
+	var err error
+	if r.end > r.curStart && !r.cur.failed {
+		if r.video {
+			// Like every other A/V segment, the last one is measured on
+			// its video: the audio interleaved past the last frame is
+			// within it.
+			err = r.finish(r.videoEnd)
+		} else {
+			err = r.finish(r.end)
+		}
+		if err == nil {
+			return nil
+		}
+	}
+	if r.cur != nil { // (finish removed a file it could not close or record)
 		r.cur.abandon()
 		r.cur = nil
-		if err := os.Remove(filepath.Join(r.dir, r.curFile)); err != nil {
-			return err
+		if rerr := os.Remove(filepath.Join(r.dir, r.curFile)); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
+			err = errors.Join(err, rerr)
 		}
-		return r.writePlaylist(true) // without the preload hint
 	}
-	if r.video {
-		// Like every other A/V segment, the last one is measured on its
-		// video: the audio interleaved past the last frame is within it.
-		return r.finish(r.videoEnd)
+	// The parts of the dropped segment go too: it never completes.
+	for _, p := range r.curParts {
+		if r.files != nil {
+			r.files.Remove(p.File)
+		}
 	}
-	return r.finish(r.end)
+	if r.files == nil && r.partLen > 0 {
+		removeParts(r.dir, r.name, r.seq)
+	}
+	r.curParts = nil
+	return errors.Join(err, r.writePlaylist(true)) // without the preload hint
 }

@@ -106,7 +106,15 @@ func appendIndex(dir string, s Segment, durable bool) error {
 	if err != nil {
 		return fmt.Errorf("open segment index: %w", err)
 	}
-	_, err = f.Write(append(line, '\n'))
+	fi, err := f.Stat()
+	if err == nil {
+		_, err = f.Write(append(line, '\n'))
+		if err != nil {
+			// A short write (a full disk) would leave a torn line that
+			// the next append, after space returns, runs into: cut it.
+			f.Truncate(fi.Size())
+		}
+	}
 	if err == nil && durable {
 		err = f.Sync()
 	}
@@ -220,6 +228,9 @@ type segmentWriter struct {
 	f   *os.File
 	n   int64  // bytes written
 	mem []byte // a copy of the bytes, when not nil (Options.Files; a reused buffer)
+	// failed: a write failed (a full disk), so the file lacks bytes and
+	// must never be finished into the index.
+	failed bool
 }
 
 func createSegment(path string) (*segmentWriter, error) {
@@ -237,6 +248,7 @@ func (s *segmentWriter) Write(p []byte) (int, error) {
 		s.mem = append(s.mem, p[:n]...)
 	}
 	if err != nil {
+		s.failed = true
 		err = fmt.Errorf("write segment: %w", err)
 	}
 	return n, err

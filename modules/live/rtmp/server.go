@@ -71,6 +71,7 @@ type Server struct {
 	listeners map[net.Listener]struct{}
 	conns     map[*conn]struct{}
 	closed    bool
+	draining  bool // CloseListeners: no new connections
 	wg        sync.WaitGroup
 	epoch     time.Time
 	adm       admission
@@ -130,7 +131,7 @@ func (s *Server) Serve(ln net.Listener) error {
 		nc, err := ln.Accept()
 		if err != nil {
 			s.mu.Lock()
-			closed := s.closed
+			closed := s.closed || s.draining
 			s.mu.Unlock()
 			if closed {
 				return ErrServerClosed
@@ -213,6 +214,21 @@ func (s *Server) Close() error {
 	}
 	s.mu.Unlock()
 	s.wg.Wait()
+	return err
+}
+
+// CloseListeners stops accepting connections; those open carry on (a
+// publisher keeps streaming) until Close. Serve returns ErrServerClosed.
+func (s *Server) CloseListeners() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.draining = true
+	var err error
+	for ln := range s.listeners {
+		if e := ln.Close(); e != nil && err == nil {
+			err = e
+		}
+	}
 	return err
 }
 

@@ -321,6 +321,39 @@ func TestCloseClosesSinks(t *testing.T) {
 	}
 }
 
+// CloseListeners refuses new connections while a publisher keeps
+// streaming, until Close.
+func TestCloseListenersKeepsPublishers(t *testing.T) {
+	h := &testHandler{}
+	s, addr := startServer(t, h, nil)
+	c := dialClient(t, addr)
+	if code := c.publish("live", "good"); code != "NetStream.Publish.Start" {
+		t.Fatal(code)
+	}
+	_, sink := h.last()
+	if err := s.CloseListeners(); err != nil {
+		t.Fatal(err)
+	}
+	if nc, err := net.DialTimeout("tcp", addr, testload.Patience); err == nil {
+		nc.Close()
+		t.Fatal("a new connection was accepted after CloseListeners")
+	}
+	c.media(TypeAudio, 1, []byte{0xAF, 1})
+	c.media(TypeAudio, 24, []byte{0xAF, 1})
+	testload.Poll(t, "audio after CloseListeners", func() error {
+		sink.mu.Lock()
+		defer sink.mu.Unlock()
+		if len(sink.audio) < 2 {
+			return fmt.Errorf("%d audio messages", len(sink.audio))
+		}
+		return nil
+	})
+	s.Close()
+	if err := sink.waitClosed(t); !errors.Is(err, ErrServerClosed) {
+		t.Fatalf("sink closed with %v", err)
+	}
+}
+
 func TestIdleTimeout(t *testing.T) {
 	h := &testHandler{}
 	_, addr := startServer(t, h, func(s *Server) { s.IdleTimeout = 3 * time.Second })

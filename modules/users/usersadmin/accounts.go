@@ -36,6 +36,9 @@ func (m *Module) editProfile(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	if err := m.mayChange(c, u, "edit the profile of"); err != nil {
+		return err
+	}
 	before := profileOf(u)
 	name, loc, bio := c.FormValue("name"), c.FormValue("location"), c.FormValue("description")
 	u, err = m.users.UpdateProfile(c.UserContext(), u.ID, users.ProfileInput{Name: &name, Location: &loc, Description: &bio})
@@ -76,10 +79,8 @@ func (m *Module) suspend(c *fiber.Ctx) error {
 	if u.ID == p.UserID {
 		return app.Conflict("you cannot suspend yourself")
 	}
-	if u.Role != "" {
-		if err := m.authz.Can(p, "users", "set_role"); err != nil {
-			return app.Forbidden("only an admin may suspend staff")
-		}
+	if err := m.mayChange(c, u, "suspend"); err != nil {
+		return err
 	}
 	before := suspendState{Suspended: u.SuspendedAt != nil}
 	if u, err = m.users.SetSuspended(c.UserContext(), u.ID, on); err != nil {
@@ -139,10 +140,8 @@ func (m *Module) resetLink(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	if u.Role != "" && u.ID != p.UserID {
-		if err := m.authz.Can(p, "users", "set_role"); err != nil {
-			return app.Forbidden("only an admin may reset the password of another staff member")
-		}
+	if err := m.mayChange(c, u, "make a reset link for"); err != nil {
+		return err
 	}
 	plain, err := m.users.IssueReset(c.UserContext(), u.ID)
 	if err != nil {

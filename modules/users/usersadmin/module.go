@@ -72,7 +72,7 @@ func (m *Module) AdminPages() []app.AdminPage {
 			r.Post("/:id/reset", m.resetLink)
 			r.Post("/:id/delete", m.deleteUser)
 			r.Post("/:id/tokens", m.issueToken)
-			r.Post("/:id/tokens/:token/revoke", m.revokeToken)
+			r.Post("/:id/tokens/:token_id/revoke", m.revokeToken)
 		}},
 	}
 }
@@ -92,6 +92,21 @@ func (m *Module) AdminWidgets(ctx context.Context) ([]app.AdminWidget, error) {
 		{Label: "Users", Value: strconv.Itoa(all), Link: "/users", Order: 30},
 		{Label: "Radio requests", Value: strconv.Itoa(waiting), Link: "/radio", Order: 35},
 	}, nil
+}
+
+// mayChange is the staff rank rule of every console action on a user: a
+// moderator changes plain users and themselves, never another staff
+// member (an admin above all); an admin changes anyone. what completes
+// "only an admin may … another staff member".
+func (m *Module) mayChange(c *fiber.Ctx, u *users.User, what string) error {
+	p := admin.Principal(c)
+	if u.Role == "" || u.ID == p.UserID {
+		return nil
+	}
+	if err := m.authz.Can(p, "users", "set_role"); err != nil {
+		return app.Forbidden("only an admin may " + what + " another staff member")
+	}
+	return nil
 }
 
 // user loads the :id user; a missing one is 404.

@@ -44,6 +44,9 @@ func (m *Module) decideRadio(c *fiber.Ctx, approve bool) error {
 	if err != nil {
 		return err
 	}
+	if err := m.mayChange(c, u, "approve or revoke the radio of"); err != nil {
+		return err
+	}
 	before := radioState{u.Radio, u.RadioRequested}
 	u, err = m.users.SetRadio(c.UserContext(), u.ID, approve)
 	if err != nil {

@@ -117,6 +117,9 @@ func (m *Module) setFlags(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	if err := m.mayChange(c, u, "set the marks of"); err != nil {
+		return err
+	}
 	before := flagsOf(u)
 	dj, producer, featured := admin.Checked(c, "dj"), admin.Checked(c, "producer"), admin.Checked(c, "featured")
 	u, err = m.users.SetFlags(c.UserContext(), u.ID, users.Flags{DJ: &dj, Producer: &producer, Featured: &featured})
@@ -207,7 +210,7 @@ func (m *Module) revokeToken(c *fiber.Ctx) error {
 	if err := m.mayManageTokens(c, u); err != nil {
 		return err
 	}
-	tid, err := admin.IDParam(c, "token")
+	tid, err := admin.IDParam(c, "token_id")
 	if err != nil {
 		return err
 	}
