@@ -283,10 +283,7 @@ func (m *Module) left(s *stream, reason error) {
 	m.mu.Unlock()
 	if claimed && !errors.Is(reason, errReplaced) {
 		m.endPeak(s.showID)
-		ctx, cancel := m.opContext(showsCallWait)
-		err := m.shows.PublisherLeft(ctx, s.showID)
-		cancel()
-		if err != nil {
+		if err := m.untilStored("publisher left", s.showID, func(ctx context.Context) error { return m.shows.PublisherLeft(ctx, s.showID) }); err != nil {
 			m.core.Log.Error("live: publisher left", "show", s.showID, "err", err)
 		}
 	}
@@ -401,11 +398,17 @@ func (m *Module) archive(showID int64) (failed bool) {
 func (m *Module) archiveOnce(showID int64) (retry bool) {
 	m.mediaMu.Lock()
 	defer m.mediaMu.Unlock()
-	getCtx, cancel := m.opContext(showsCallWait)
-	sh, err := m.shows.Get(getCtx, showID)
-	cancel()
-	if err != nil {
+	var sh *shows.Show
+	err := m.untilStored("archive", showID, func(ctx context.Context) (err error) {
+		sh, err = m.shows.Get(ctx, showID)
+		return err
+	})
+	if errors.Is(err, shows.ErrNotFound) {
 		return false // deleted since it stopped: its media is going away
+	}
+	if err != nil {
+		m.core.Log.Error("live: archive: read the show", "show", showID, "err", err)
+		return true
 	}
 	if sh.Archive {
 		return false // another node was first
@@ -455,10 +458,10 @@ func (m *Module) archiveOnce(showID int64) (retry bool) {
 		a := m.mediaURL(showID, hls.ArchiveMasterAudio)
 		media.AudioURL = &a
 	}
-	archiveCtx, cancel := m.opContext(showsCallWait)
-	_, err = m.shows.Archive(archiveCtx, showID, media)
-	cancel()
-	if err != nil {
+	if err := m.untilStored("archive", showID, func(ctx context.Context) error {
+		_, err := m.shows.Archive(ctx, showID, media)
+		return err
+	}); err != nil {
 		m.core.Log.Error("live: archive", "show", showID, "err", err)
 		return false
 	}
