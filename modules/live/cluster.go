@@ -40,8 +40,14 @@ import (
 //     window; the shows janitor ends it; the archive then runs once, on the
 //     node that wins {prefix}live:archiving:{show}.
 type cluster struct {
-	m      *Module
-	rdb    *redis.Client
+	// host is this node's publishers (the module): the cluster cuts one
+	// off when another node takes its show over.
+	host    clusterHost
+	shows   *shows.Service
+	viewers *viewers
+	rdb     *redis.Client
+	// redis says whether Redis is away (app.RedisState).
+	redis  interface{ Down() bool }
 	log    *slog.Logger
 	prefix string
 	id     string // this node's id
@@ -131,10 +137,19 @@ type command struct {
 	From string `json:"from"`
 }
 
+// clusterHost is what the cluster asks of this node's publishers.
+type clusterHost interface {
+	// ingests reports whether a publisher streams the show here.
+	ingests(show int64) bool
+	// replaced cuts off the show's publisher here because another node
+	// takes the show over; it reports whether there was one.
+	replaced(show int64) bool
+}
+
 // newCluster prepares the node's part of the cluster (nothing runs before
 // start).
-func newCluster(m *Module, rdb *redis.Client) (*cluster, error) {
-	base, err := nodeURL(app.Get[string](m.core.Config, SettingNodeURL), m.core.Config.HTTPAddr)
+func newCluster(core *app.Core, sh *shows.Service, v *viewers, host clusterHost, rdb *redis.Client) (*cluster, error) {
+	base, err := nodeURL(app.Get[string](core.Config, SettingNodeURL), core.Config.HTTPAddr)
 	if err != nil {
 		return nil, err
 	}
@@ -142,10 +157,10 @@ func newCluster(m *Module, rdb *redis.Client) (*cluster, error) {
 	if _, err := rand.Read(id); err != nil {
 		return nil, fmt.Errorf("live: node id: %w", err)
 	}
-	c := &cluster{m: m, rdb: rdb, prefix: m.core.Config.RedisPrefix, id: hex.EncodeToString(id), url: base,
+	c := &cluster{host: host, shows: sh, viewers: v, rdb: rdb, redis: core.RedisState, prefix: core.Config.RedisPrefix, id: hex.EncodeToString(id), url: base,
 		leaseTTL: leaseTTL, every: leaseEvery,
 		leases: map[int64]struct{}{}, orphans: map[int64]time.Time{}}
-	c.log = m.core.Log.With("node", c.id)
+	c.log = core.Log.With("node", c.id)
 	c.owners.entries = map[int64]ownerEntry{}
 	c.proxy = newProxier(c)
 	c.orphaned = prometheus.NewCounter(prometheus.CounterOpts{Name: "onair_live_orphaned_total",
@@ -275,7 +290,7 @@ func (c *cluster) heartbeat(ctx context.Context) {
 			c.mu.Lock()
 			delete(c.leases, id)
 			c.mu.Unlock()
-			c.m.replaced(id)
+			c.host.replaced(id)
 		}
 	}
 }
@@ -412,7 +427,7 @@ func (c *cluster) commands() {
 		switch cmd.Op {
 		case "replace":
 			c.log.Info("live: another node takes the show over", "show", cmd.Show, "by", cmd.From)
-			if !c.m.replaced(cmd.Show) {
+			if !c.host.replaced(cmd.Show) {
 				// No local stream holds the lease (a release that failed):
 				// let it go now, if it is this node's.
 				rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -428,7 +443,7 @@ func (c *cluster) commands() {
 // longer than a lease period (the lease of a crashed node lapses).
 func (c *cluster) janitor(ctx context.Context) {
 	var ids []int64
-	err := c.m.shows.DB().NewSelect().Model((*shows.Show)(nil)).Column("id").
+	err := c.shows.DB().NewSelect().Model((*shows.Show)(nil)).Column("id").
 		Where("live = ?", true).Where("disconnected_at IS NULL").Scan(ctx, &ids)
 	if err != nil {
 		if ctx.Err() == nil {
@@ -478,7 +493,7 @@ func (c *cluster) janitor(ctx context.Context) {
 	}
 	c.mu.Unlock()
 	for _, id := range gone {
-		if err := c.m.shows.PublisherLeft(ctx, id); err != nil {
+		if err := c.shows.PublisherLeft(ctx, id); err != nil {
 			c.log.Error("live: publisher left", "show", id, "err", err)
 			continue
 		}
@@ -579,7 +594,7 @@ func (c *cluster) ownerURL(ctx context.Context, show int64) string {
 	if u, ok := c.owners.get(show, now); ok {
 		return u
 	}
-	if c.m.core.RedisState.Down() {
+	if c.redis.Down() {
 		// Redis is away: the request stays here (store or local files)
 		// rather than wait for it (docs/operations.md, "Redis away").
 		return ""
