@@ -10,6 +10,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/onair/onair/internal/svgchart"
 	"github.com/onair/onair/migrations"
 )
 
@@ -146,6 +147,20 @@ type AdminWidget struct {
 	// Link is a path under /admin ("/shows?state=live"); empty: no link.
 	Link string
 	// Order sorts the cards, lowest first.
+	Order int
+}
+
+// AdminCharter contributes charts to the console's dashboard (viewers
+// over time, sign-ups per day), drawn below the cards. Like the widgets
+// it is called on every dashboard view: keep it to a few indexed reads.
+type AdminCharter interface {
+	AdminCharts(ctx context.Context) ([]AdminChart, error)
+}
+
+// AdminChart is one chart of the console's dashboard.
+type AdminChart struct {
+	Chart svgchart.Chart
+	// Order sorts the charts, lowest first.
 	Order int
 }
 

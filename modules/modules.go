@@ -10,6 +10,7 @@ import (
 	_ "github.com/onair/onair/modules/live"
 	_ "github.com/onair/onair/modules/pages"
 	_ "github.com/onair/onair/modules/shows"
+	_ "github.com/onair/onair/modules/stats"
 	_ "github.com/onair/onair/modules/users"
 	_ "github.com/onair/onair/modules/users/usersadmin"
 	_ "github.com/onair/onair/modules/webhooks"

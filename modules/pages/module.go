@@ -23,6 +23,7 @@ import (
 	"github.com/onair/onair/internal/csrf"
 	"github.com/onair/onair/modules/chat"
 	"github.com/onair/onair/modules/shows"
+	"github.com/onair/onair/modules/stats"
 	"github.com/onair/onair/modules/users"
 	"github.com/onair/onair/modules/webhooks"
 )
@@ -43,6 +44,8 @@ type Module struct {
 	webhooks *webhooks.Module
 	// healthOf is a show's stream health (shows.Module.HealthOf).
 	healthOf func(sh *shows.Show) shows.Health
+	// stats charts a show in the studio (stats.go); nil without it.
+	stats *stats.Module
 }
 
 var (
@@ -79,6 +82,7 @@ func (m *Module) Provision(core *app.Core) error {
 	}
 	m.assets, m.public, m.rtmp, m.log = assets, core.Config.PublicURL, app.Get[string](core.Config, shows.SettingRTMPURL), core.Log
 	m.webhooks, _ = app.Lookup[*webhooks.Module](core)
+	m.stats, _ = app.Lookup[*stats.Module](core)
 	return nil
 }
 
@@ -124,6 +128,7 @@ func (m *Module) PublicRoutes(r fiber.Router) {
 	r.Get("/studio/shows/:id/delete", m.page(m.deleteShowConfirm))
 	r.Post("/studio/shows/:id/delete", m.page(m.deleteShowForm))
 	r.Get("/studio/shows/:id/health", m.page(m.health))
+	r.Get("/studio/shows/:id/stats", m.page(m.showStats))
 	r.Post("/studio/shows/:id/key", m.page(m.studioKey))
 	r.Post("/studio/shows/:id/key/regenerate", m.page(m.studioRegenerate))
 

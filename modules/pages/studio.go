@@ -66,6 +66,7 @@ type studioShowData struct {
 	Saved, KeyNew                                                            bool
 	Form                                                                     studioForm
 	Health                                                                   healthView
+	Stats                                                                    *statsView
 }
 
 // studio is GET /studio: the visitor's shows, live first, then upcoming
@@ -306,6 +307,9 @@ func (m *Module) renderStudioShow(c *fiber.Ctx, v *visitor, sh *shows.Show, f st
 		ID: id, Name: sh.Name, Path: row.Path, CSRF: v.csrf(), StreamURL: m.rtmp, Key: key, KeyNew: keyNew,
 		Viewers: row.Viewers, Peak: row.Peak, Duration: row.Duration, Recording: row.Recording, State: row.State, Start: sh.Start, EndsAt: sh.EndsAt,
 		Saved: c.Query("saved") == "1" && status == fiber.StatusOK, Form: f, Health: viewHealth(m.healthOf(sh).WithSchedule(sh, app.Now())),
+	}
+	if d.Stats, err = m.statsOf(c.UserContext(), sh); err != nil {
+		return err
 	}
 	noStore(c)
 	return m.render(c, status, studioShowPage(m.layout(c, v, sh.Name+" · Studio", ""), d))

@@ -89,6 +89,25 @@
     };
   }
 
+  // A live show's statistics in the studio: the panel is fetched anew
+  // every sampling interval until the show ends (the new panel has no
+  // data-refresh then).
+  (function refreshStats() {
+    var box = $('stats');
+    if (!box || !box.getAttribute('data-refresh') || !window.fetch) return;
+    var every = Math.max(1000, parseInt(box.getAttribute('data-every'), 10) || 10000);
+    setTimeout(function () {
+      fetch(box.getAttribute('data-refresh'), { credentials: 'same-origin', cache: 'no-store' })
+        .then(function (r) { return r.ok ? r.text() : Promise.reject(r.status); })
+        .then(function (html) {
+          var next = new DOMParser().parseFromString(html, 'text/html').getElementById('stats');
+          if (next) box.replaceWith(document.importNode(next, true));
+        })
+        .catch(function () {})
+        .then(refreshStats);
+    }, every);
+  })();
+
   // ---- Player -----------------------------------------------------------
 
   function notice(text) {
