@@ -7,6 +7,7 @@ package modules
 import (
 	_ "github.com/onair/onair/admin"
 	_ "github.com/onair/onair/modules/chat"
+	_ "github.com/onair/onair/modules/downloads"
 	_ "github.com/onair/onair/modules/live"
 	_ "github.com/onair/onair/modules/pages"
 	_ "github.com/onair/onair/modules/shows"
