@@ -9,6 +9,7 @@ import (
 	_ "github.com/onair/onair/modules/chat"
 	_ "github.com/onair/onair/modules/downloads"
 	_ "github.com/onair/onair/modules/live"
+	_ "github.com/onair/onair/modules/notify"
 	_ "github.com/onair/onair/modules/pages"
 	_ "github.com/onair/onair/modules/shows"
 	_ "github.com/onair/onair/modules/users"
