@@ -11,6 +11,7 @@ import (
 	_ "github.com/onair/onair/modules/live"
 	_ "github.com/onair/onair/modules/notify"
 	_ "github.com/onair/onair/modules/pages"
+	_ "github.com/onair/onair/modules/podcast"
 	_ "github.com/onair/onair/modules/shows"
 	_ "github.com/onair/onair/modules/users"
 	_ "github.com/onair/onair/modules/users/usersadmin"

@@ -301,9 +301,15 @@ func (m *Module) remux(ctx context.Context, id int64, in, out string, maps ...st
 	return fi.Size(), nil
 }
 
+// AudioType and VideoType are the files' media types.
+const (
+	AudioType = "audio/mp4"
+	VideoType = "video/mp4"
+)
+
 func contentType(name string) string {
 	if name == VideoFile {
-		return "video/mp4"
+		return VideoType
 	}
-	return "audio/mp4"
+	return AudioType
 }

@@ -199,3 +199,6 @@ func (m *Module) answerUnsubscribe(c *fiber.Ctx, do bool) error {
 		"Done": do, "DJ": dj.Name, "Account": m.core.Config.PublicURL + "/account",
 	})
 }
+
+// Mails tells whether go-live mails are sent (ONAIR_SMTP_URL is set).
+func (m *Module) Mails() bool { return m.mail }

@@ -22,6 +22,7 @@ import (
 	"github.com/onair/onair/app"
 	"github.com/onair/onair/internal/csrf"
 	"github.com/onair/onair/modules/chat"
+	"github.com/onair/onair/modules/notify"
 	"github.com/onair/onair/modules/shows"
 	"github.com/onair/onair/modules/users"
 	"github.com/onair/onair/modules/webhooks"
@@ -41,6 +42,7 @@ type Module struct {
 	log    *slog.Logger
 	// webhooks manages the account's webhooks (/account/webhooks).
 	webhooks *webhooks.Module
+	notify   *notify.Module // go-live mails; nil without the module
 	// healthOf is a show's stream health (shows.Module.HealthOf).
 	healthOf func(sh *shows.Show) shows.Health
 }
@@ -79,6 +81,7 @@ func (m *Module) Provision(core *app.Core) error {
 	}
 	m.assets, m.public, m.rtmp, m.log = assets, core.Config.PublicURL, app.Get[string](core.Config, shows.SettingRTMPURL), core.Log
 	m.webhooks, _ = app.Lookup[*webhooks.Module](core)
+	m.notify, _ = app.Lookup[*notify.Module](core)
 	return nil
 }
 
@@ -101,6 +104,7 @@ func (m *Module) PublicRoutes(r fiber.Router) {
 
 	r.Get("/account", m.page(m.account))
 	r.Post("/account/tokens", m.page(m.createToken))
+	r.Post("/account/notifications", m.page(m.setNotifications))
 	r.Post("/account/tokens/:id/revoke", m.page(m.revokeToken))
 	r.Post("/account/shows/:id/key", m.page(m.revealKey))
 	r.Post("/account/shows/:id/key/regenerate", m.page(m.regenerateKey))
