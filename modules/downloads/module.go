@@ -147,7 +147,7 @@ func (m *Module) Ready(ctx context.Context, ids []int64) (map[int64]File, error)
 		return out, nil
 	}
 	var list []File
-	if err := m.core.DB.NewSelect().Model(&list).Where("show_id IN (?)", bun.In(ids)).Where("ready = ?", true).Scan(ctx); err != nil {
+	if err := m.core.DB.NewSelect().Model(&list).Where("show_id IN (?)", bun.List(ids)).Where("ready = ?", true).Scan(ctx); err != nil {
 		return nil, fmt.Errorf("downloads: files: %w", err)
 	}
 	for _, f := range list {
