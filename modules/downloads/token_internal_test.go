@@ -34,4 +34,3 @@ func FuzzDownloadToken(f *testing.F) {
 		}
 	})
 }
-
