@@ -192,8 +192,9 @@ func TestDisposition(t *testing.T) {
 	for _, tc := range []struct{ name, want string }{
 		{"Night Drive", `attachment; filename="Night Drive.m4a"`},
 		{`a/b\c:"d"`, `attachment; filename="a b c d.m4a"`},
-		{"...", `attachment; filename=show-7.m4a`},
-		{"Ünï", `attachment; filename*=utf-8''%C3%9Cn%C3%AF.m4a`},
+		{"...", `attachment; filename="show-7.m4a"`},
+		{"Café (live), 1=1", `attachment; filename="Caf_ (live), 1=1.m4a"; filename*=UTF-8''Caf%C3%A9%20%28live%29%2C%201%3D1.m4a`},
+		{"Ünï set", `attachment; filename="_n_ set.m4a"; filename*=UTF-8''%C3%9Cn%C3%AF%20set.m4a`},
 	} {
 		if got := downloads.Disposition(tc.name, 7, downloads.AudioFile); got != tc.want {
 			t.Errorf("Disposition(%q) = %q, want %q", tc.name, got, tc.want)

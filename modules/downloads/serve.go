@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"mime"
 	"strconv"
 	"strings"
 	"time"
@@ -141,7 +140,7 @@ func (m *Module) serve(c *fiber.Ctx, signed bool) error {
 
 // Disposition is the Content-Disposition of a show's file: an attachment
 // named after the show (characters a file system refuses replaced), with
-// the file's extension; RFC 2231 encoding for a name beyond ASCII.
+// the file's extension; beyond ASCII, also the UTF-8 name (RFC 6266).
 func Disposition(showName string, id int64, file string) string {
 	var b strings.Builder
 	for _, r := range showName {
@@ -164,8 +163,34 @@ func Disposition(showName string, id int64, file string) string {
 	if file == VideoFile {
 		ext = ".mp4"
 	}
-	if d := mime.FormatMediaType("attachment", map[string]string{"filename": name + ext}); d != "" {
-		return d
+	name += ext
+	ascii := strings.Map(func(r rune) rune {
+		if r < 0x20 || r > 0x7e {
+			return '_'
+		}
+		return r
+	}, name)
+	d := `attachment; filename="` + ascii + `"`
+	if ascii != name {
+		// RFC 6266: the UTF-8 name for clients that read it, the ASCII
+		// one for the others.
+		d += "; filename*=UTF-8''" + extValue(name)
 	}
-	return `attachment; filename="show-` + strconv.FormatInt(id, 10) + ext + `"`
+	return d
+}
+
+// extValue percent-encodes s as an RFC 8187 value: every byte but the
+// attr-chars.
+func extValue(s string) string {
+	const attr = "!#$&+-.^_`|~"
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte(attr, c) >= 0 {
+			b.WriteByte(c)
+		} else {
+			fmt.Fprintf(&b, "%%%02X", c)
+		}
+	}
+	return b.String()
 }
