@@ -2,6 +2,7 @@ package podcast_test
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"image"
 	_ "image/png"
@@ -19,7 +20,9 @@ import (
 	"github.com/onair/onair/internal/broadcasttest"
 	"github.com/onair/onair/internal/onairtest"
 	"github.com/onair/onair/internal/testload"
+	"github.com/onair/onair/modules/downloads"
 	"github.com/onair/onair/modules/podcast"
+	"github.com/onair/onair/modules/shows"
 )
 
 func get(t *testing.T, url string, header http.Header) (*http.Response, []byte) {
@@ -175,5 +178,42 @@ func TestFeedNotFound(t *testing.T) {
 	}
 	if _, err := gofeed.NewParser().Parse(bytes.NewReader(body)); err != nil {
 		t.Errorf("an empty feed does not parse: %v", err)
+	}
+}
+
+// TestFeedKeepsTheNewest: a feed lists at most podcast.MaxEpisodes
+// episodes, the newest.
+func TestFeedKeepsTheNewest(t *testing.T) {
+	env := onairtest.New(t, onairtest.Options{})
+	u, _ := env.CreateUser("Prolific")
+	ctx := context.Background()
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	n := podcast.MaxEpisodes + 5
+	list := make([]shows.Show, n)
+	for i := range list {
+		d := 60
+		at := start.Add(time.Duration(i) * time.Hour)
+		list[i] = shows.Show{UserID: u.ID, Slug: fmt.Sprintf("set-%d", i), Name: fmt.Sprintf("Set %d", i), Description: "d",
+			Start: at, CreatedAt: at, UpdatedAt: at, Duration: &d, Complete: true, Archive: true,
+			ThumbnailLabel: "00:01:00", StreamKey: fmt.Sprintf("sk_%d_x", i)}
+	}
+	if _, err := env.Core.DB.NewInsert().Model(&list).Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+	files := make([]downloads.File, n)
+	for i := range list {
+		files[i] = downloads.File{ShowID: list[i].ID, Ready: true, AudioSize: 1000 + int64(i), UpdatedAt: start}
+	}
+	if _, err := env.Core.DB.NewInsert().Model(&files).Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+	_, raw := get(t, podcast.FeedURL(env.URL, u.ID), nil)
+	feed, err := gofeed.NewParser().Parse(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(feed.Items) != podcast.MaxEpisodes || feed.Items[0].Title != fmt.Sprintf("Set %d", n-1) ||
+		feed.Items[len(feed.Items)-1].Title != fmt.Sprintf("Set %d", n-podcast.MaxEpisodes) {
+		t.Errorf("%d items from %q to %q", len(feed.Items), feed.Items[0].Title, feed.Items[len(feed.Items)-1].Title)
 	}
 }
