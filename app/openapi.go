@@ -96,7 +96,8 @@ var (
 )
 
 // BuildOpenAPI merges the kernel's base document with every module's
-// fragment. A path or component defined twice is an error.
+// fragment. An operation (a path's method) or a component defined twice
+// is an error.
 func BuildOpenAPI(core *Core) ([]byte, error) {
 	var doc map[string]any
 	if err := json.Unmarshal([]byte(openAPIBase), &doc); err != nil {
@@ -197,11 +198,21 @@ func mergeInto(doc, frag map[string]any, _ string, module string) error {
 		}
 		dst, _ := doc[top].(map[string]any)
 		if top == "paths" {
+			// Two modules may document one path (users' POST and
+			// notify's PUT of /v1/users/{id}/follow), never one operation.
 			for k, v := range src {
-				if _, dup := dst[k]; dup {
-					return fmt.Errorf("openapi: module %s: path %s documented twice", module, k)
+				have, dup := dst[k].(map[string]any)
+				if !dup {
+					dst[k] = v
+					continue
 				}
-				dst[k] = v
+				ops, _ := v.(map[string]any)
+				for method, op := range ops {
+					if _, twice := have[method]; twice {
+						return fmt.Errorf("openapi: module %s: %s %s documented twice", module, method, k)
+					}
+					have[method] = op
+				}
 			}
 			continue
 		}

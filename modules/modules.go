@@ -7,8 +7,11 @@ package modules
 import (
 	_ "github.com/onair/onair/admin"
 	_ "github.com/onair/onair/modules/chat"
+	_ "github.com/onair/onair/modules/downloads"
 	_ "github.com/onair/onair/modules/live"
+	_ "github.com/onair/onair/modules/notify"
 	_ "github.com/onair/onair/modules/pages"
+	_ "github.com/onair/onair/modules/podcast"
 	_ "github.com/onair/onair/modules/shows"
 	_ "github.com/onair/onair/modules/stats"
 	_ "github.com/onair/onair/modules/users"

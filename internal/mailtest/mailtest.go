@@ -205,3 +205,17 @@ func (s *session) Reset()        { s.msg = Message{} }
 func (s *session) Logout() error { return nil }
 
 func quotedPrintable(b []byte) io.Reader { return quotedprintable.NewReader(bytes.NewReader(b)) }
+
+// Waiting returns the messages the server has taken and the test has not
+// read yet, without waiting for more.
+func (s *Server) Waiting() []Message {
+	var out []Message
+	for {
+		select {
+		case m := <-s.messages:
+			out = append(out, m)
+		default:
+			return out
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/onair/onair/app"
+	"github.com/onair/onair/modules/podcast"
 	"github.com/onair/onair/modules/shows"
 	"github.com/onair/onair/modules/users"
 	"github.com/onair/onair/modules/webhooks"
@@ -21,6 +22,10 @@ type accountData struct {
 	Shows                                                    []accountShow
 	Tokens                                                   []accountToken
 	Webhooks                                                 []accountWebhook
+	// Feed is the user's podcast feed; Mails tells whether go-live mails
+	// are sent at all (ONAIR_SMTP_URL), GoLiveMail the account's switch.
+	Feed              string
+	Mails, GoLiveMail bool
 }
 
 // accountWebhook is one of the user's webhooks with its state in words
@@ -55,6 +60,14 @@ func (m *Module) renderAccount(c *fiber.Ctx, v *visitor, newToken string, keyOf 
 		Name: v.user.Name, Email: v.user.Email, UserPath: "/" + v.user.Slug, CSRF: v.csrf(),
 		StreamURL: m.rtmp, APIURL: m.public + "/v1", NewToken: newToken,
 		Radio: v.user.Radio, RadioRequested: v.user.RadioRequested,
+		Feed: podcast.FeedURL(m.public, v.user.ID),
+	}
+	if m.notify != nil && m.notify.Mails() {
+		on, err := m.notify.AccountNotify(c.UserContext(), v.user.ID)
+		if err != nil {
+			return err
+		}
+		d.Mails, d.GoLiveMail = true, on
 	}
 	list, _, err := m.shows.List(c.UserContext(), shows.ListQuery{Viewer: v.p, UserID: v.user.ID, Page: app.Page{Number: 1, Size: accountShows}})
 	if err != nil {
@@ -116,6 +129,22 @@ func (m *Module) createToken(c *fiber.Ctx, v *visitor) error {
 		return err
 	}
 	return m.renderAccount(c, v, plain, 0, "")
+}
+
+// setNotifications is POST /account/notifications (go_live_mail=1 or
+// 0): the account's switch of go-live mails.
+func (m *Module) setNotifications(c *fiber.Ctx, v *visitor) error {
+	if err := m.signedInPost(c, v); err != nil {
+		return err
+	}
+	if m.notify == nil {
+		return app.NotFound("notifications")
+	}
+	on := c.FormValue("go_live_mail") == "1"
+	if err := m.notify.SetAccountNotify(c.UserContext(), v.user.ID, on); err != nil {
+		return err
+	}
+	return redirect(c, "/account#listening")
 }
 
 // revokeToken is POST /account/tokens/:id/revoke.

@@ -27,6 +27,8 @@ type layout struct {
 	UserName  string
 	UserPath  string
 	CSRF      string
+	// Feed, when set, is the page's podcast feed (<link rel="alternate">).
+	Feed, FeedTitle string
 }
 
 func (m *Module) layout(c *fiber.Ctx, v *visitor, title, description string) layout {

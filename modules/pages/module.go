@@ -22,6 +22,7 @@ import (
 	"github.com/onair/onair/app"
 	"github.com/onair/onair/internal/csrf"
 	"github.com/onair/onair/modules/chat"
+	"github.com/onair/onair/modules/notify"
 	"github.com/onair/onair/modules/shows"
 	"github.com/onair/onair/modules/stats"
 	"github.com/onair/onair/modules/users"
@@ -42,6 +43,7 @@ type Module struct {
 	log    *slog.Logger
 	// webhooks manages the account's webhooks (/account/webhooks).
 	webhooks *webhooks.Module
+	notify   *notify.Module // go-live mails; nil without the module
 	// healthOf is a show's stream health (shows.Module.HealthOf).
 	healthOf func(sh *shows.Show) shows.Health
 	// stats charts a show in the studio (stats.go); nil without it.
@@ -83,6 +85,7 @@ func (m *Module) Provision(core *app.Core) error {
 	m.assets, m.public, m.rtmp, m.log = assets, core.Config.PublicURL, app.Get[string](core.Config, shows.SettingRTMPURL), core.Log
 	m.webhooks, _ = app.Lookup[*webhooks.Module](core)
 	m.stats, _ = app.Lookup[*stats.Module](core)
+	m.notify, _ = app.Lookup[*notify.Module](core)
 	return nil
 }
 
@@ -105,6 +108,7 @@ func (m *Module) PublicRoutes(r fiber.Router) {
 
 	r.Get("/account", m.page(m.account))
 	r.Post("/account/tokens", m.page(m.createToken))
+	r.Post("/account/notifications", m.page(m.setNotifications))
 	r.Post("/account/tokens/:id/revoke", m.page(m.revokeToken))
 	r.Post("/account/shows/:id/key", m.page(m.revealKey))
 	r.Post("/account/shows/:id/key/regenerate", m.page(m.regenerateKey))

@@ -48,6 +48,7 @@ type studioForm struct {
 	Name, Description, Tags                         string
 	StartsAt, StartUTC, EndsAt, EndUTC, TZ          string
 	Private, Radio, Headline, AudioOnly, ChatOn     bool
+	Downloadable                                    bool
 	CanRadio, StartLocked, RadioLocked, AudioLocked bool
 	// Image is the show's image_url now (edit), shown beside the file
 	// input "image"; MaxImageKB the upload limit.
@@ -156,7 +157,7 @@ func (m *Module) newShowForm(c *fiber.Ctx, v *visitor) error {
 	if !v.signedIn() {
 		return redirect(c, "/signin?next=/studio/shows/new")
 	}
-	f := studioForm{Action: "/studio/shows", Submit: "Create the show", CSRF: v.csrf(), TZ: "UTC", CanRadio: v.user.Radio, ChatOn: true, MaxImageKB: m.maxImageKB()}
+	f := studioForm{Action: "/studio/shows", Submit: "Create the show", CSRF: v.csrf(), TZ: "UTC", CanRadio: v.user.Radio, ChatOn: true, Downloadable: true, MaxImageKB: m.maxImageKB()}
 	return m.render(c, fiber.StatusOK, studioNewPage(m.layout(c, v, "New show", ""), f))
 }
 
@@ -331,7 +332,8 @@ func (m *Module) formOf(v *visitor, sh *shows.Show) studioForm {
 		CSRF: v.csrf(), Name: sh.Name, Description: sh.Description, TZ: "UTC",
 		StartsAt: sh.Start.UTC().Format(datetimeLocal), StartUTC: iso(sh.Start),
 		Private: sh.Private, Radio: sh.Radio, Headline: sh.Headline, AudioOnly: sh.AudioOnly, ChatOn: !sh.ChatDisabled,
-		CanRadio: v.user.Radio || sh.Radio, StartLocked: ran(sh), RadioLocked: ran(sh), AudioLocked: ran(sh),
+		Downloadable: !sh.DownloadsOff,
+		CanRadio:     v.user.Radio || sh.Radio, StartLocked: ran(sh), RadioLocked: ran(sh), AudioLocked: ran(sh),
 		MaxImageKB: m.maxImageKB(),
 	}
 	if sh.EndsAt != nil {
@@ -352,7 +354,8 @@ func (m *Module) formFrom(c *fiber.Ctx, v *visitor) studioForm {
 		StartsAt: strings.TrimSpace(c.FormValue("starts_at")), EndsAt: strings.TrimSpace(c.FormValue("ends_at")), TZ: c.FormValue("tz"),
 		Private: checked(c, "private"), Radio: checked(c, "radio"), Headline: checked(c, "headline"),
 		AudioOnly: checked(c, "audio_only"), ChatOn: checked(c, "chat_enabled"),
-		CanRadio: v.user.Radio, MaxImageKB: m.maxImageKB(), Errors: map[string]string{},
+		Downloadable: checked(c, "downloadable"),
+		CanRadio:     v.user.Radio, MaxImageKB: m.maxImageKB(), Errors: map[string]string{},
 	}
 }
 
@@ -386,7 +389,7 @@ func (f *studioForm) input(sh *shows.Show) (shows.Input, bool) {
 		f.Errors = map[string]string{}
 	}
 	tags := splitTags(f.Tags)
-	in := shows.Input{Name: &f.Name, Description: &f.Description, Private: &f.Private, Headline: &f.Headline, Tags: &tags, ChatEnabled: &f.ChatOn}
+	in := shows.Input{Name: &f.Name, Description: &f.Description, Private: &f.Private, Headline: &f.Headline, Tags: &tags, ChatEnabled: &f.ChatOn, Downloadable: &f.Downloadable}
 	if !f.AudioLocked {
 		in.AudioOnly = &f.AudioOnly
 	}

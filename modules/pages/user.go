@@ -7,6 +7,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/onair/onair/app"
+	"github.com/onair/onair/modules/podcast"
 	"github.com/onair/onair/modules/shows"
 	"github.com/onair/onair/modules/users"
 )
@@ -17,6 +18,7 @@ type userData struct {
 	FollowersWord, Website, WebsiteLabel                 string
 	CanFollow, Following                                 bool
 	FollowPath, CSRF, SignInPath                         string
+	Feed                                                 string // the podcast feed
 	Headline                                             *card
 	Live, Upcoming, Past                                 []card
 }
@@ -86,6 +88,8 @@ func (m *Module) userPage(c *fiber.Ctx, v *visitor) error {
 	}
 	l := m.layout(c, v, u.Name, excerpt(d.Description, 160))
 	l.Canonical = view.URL
+	d.Feed = podcast.FeedURL(m.public, u.ID)
+	l.Feed, l.FeedTitle = d.Feed, u.Name+" (podcast)"
 	return m.render(c, fiber.StatusOK, userPageView(l, d))
 }
 

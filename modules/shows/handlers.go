@@ -275,7 +275,7 @@ func readInput(c *fiber.Ctx, svc *Service) (Input, error) {
 	for _, f := range []struct {
 		name string
 		dst  **bool
-	}{{"private", &in.Private}, {"headline", &in.Headline}, {"radio", &in.Radio}, {"audio_only", &in.AudioOnly}, {"chat_enabled", &in.ChatEnabled}} {
+	}{{"private", &in.Private}, {"headline", &in.Headline}, {"radio", &in.Radio}, {"audio_only", &in.AudioOnly}, {"chat_enabled", &in.ChatEnabled}, {"downloadable", &in.Downloadable}} {
 		name, dst := f.name, f.dst
 		v, ok, err := body.Bool(name)
 		if err != nil {

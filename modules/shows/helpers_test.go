@@ -112,7 +112,7 @@ var (
 
 var showKeys = []string{"id", "url", "object_url", "slug", "name", "description", "start", "created_at", "duration",
 	"live", "complete", "archive", "featured", "upload", "private", "radio", "off", "ends_at", "audio_only", "chat_enabled",
-	"comments_count", "favorites_count", "thumbnail_label", "video_url", "audio_url", "image_url", "gif_url", "embed_code", "tags", "user"}
+	"downloadable", "downloads", "comments_count", "favorites_count", "thumbnail_label", "video_url", "audio_url", "image_url", "gif_url", "embed_code", "tags", "user"}
 
 var userKeys = []string{"id", "url", "object_url", "slug", "name", "location", "description", "created_at", "dj",
 	"producer", "featured", "image_url", "cover_url"}
@@ -170,7 +170,7 @@ func (f *fixture) checkShow(t *testing.T, sh map[string]any, write bool) {
 	for k, typ := range map[string]string{"id": "int", "url": "url", "object_url": "url", "slug": "string", "name": "string",
 		"description": "string", "start": "timestamp", "created_at": "timestamp", "live": "bool", "complete": "bool",
 		"archive": "bool", "featured": "bool", "upload": "bool", "private": "bool", "radio": "bool", "off": "bool",
-		"audio_only": "bool", "chat_enabled": "bool", "comments_count": "int", "favorites_count": "int", "thumbnail_label": "string", "image_url": "url", "embed_code": "string"} {
+		"audio_only": "bool", "chat_enabled": "bool", "downloadable": "bool", "comments_count": "int", "favorites_count": "int", "thumbnail_label": "string", "image_url": "url", "embed_code": "string"} {
 		isType(k, typ, sh[k])
 	}
 	if sh["duration"] != nil {
@@ -178,6 +178,15 @@ func (f *fixture) checkShow(t *testing.T, sh map[string]any, write bool) {
 	}
 	if sh["ends_at"] != nil {
 		isType("ends_at", "timestamp", sh["ends_at"])
+	}
+	// downloads (extension, modules/downloads): null, or the files of an
+	// archived show.
+	if d := sh["downloads"]; d != nil {
+		files, ok := d.(map[string]any)
+		if !ok || sh["archive"] != true {
+			t.Fatalf("downloads = %#v on a show with archive %v", d, sh["archive"])
+		}
+		isType("downloads.audio", "url", files["audio"])
 	}
 	for _, k := range []string{"video_url", "audio_url", "gif_url"} {
 		if s, ok := sh[k].(string); sh[k] != nil && (!ok || !(strings.HasPrefix(s, "http://") || strings.HasPrefix(s, "https://"))) {

@@ -51,6 +51,10 @@ type Show struct {
 	// staff toggle it at any time. Stored inverted so that the zero value
 	// is the default: Bun writes DEFAULT for a zero field with a default.
 	ChatDisabled bool `bun:"chat_disabled,notnull,default:false"`
+	// DownloadsOff is the API's downloadable=false (extension): the
+	// archive offers no audio and video files to download
+	// (modules/downloads). Stored inverted like ChatDisabled.
+	DownloadsOff bool `bun:"downloads_off,notnull,default:false"`
 
 	CommentsCount  int `bun:"comments_count,notnull,default:0"`
 	FavoritesCount int `bun:"favorites_count,notnull,default:0"`

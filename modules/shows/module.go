@@ -159,6 +159,8 @@ func (*Module) Migrations() []migrations.Migration {
 			}
 			return fillTagIDs(ctx, db)
 		}},
+		// The owner's switch of the archive's downloads (Show.DownloadsOff).
+		migrations.Migration{ID: "0041_downloads_off", Up: migrations.AddColumns((*Show)(nil), "downloads_off")},
 	)...)
 }
 

@@ -59,6 +59,8 @@ type Service struct {
 	// signMedia, set by the live module, turns the media URLs of a private
 	// show into signed, expiring ones.
 	signMedia func(sh *Show, url string) string
+	// downloads gives an archived show's download URLs (SetDownloads).
+	downloads func(sh *Show) *Downloads
 }
 
 // maxCachedTags bounds the tag cache: 100,000 tags of at most 30
@@ -203,7 +205,10 @@ type Input struct {
 	Radio       *bool
 	AudioOnly   *bool
 	ChatEnabled *bool
-	Tags        *[]string
+	// Downloadable (extension) offers the archive's files to download;
+	// on unless false (modules/downloads).
+	Downloadable *bool
+	Tags         *[]string
 	// Image is an uploaded image file (multipart field "image"), nil
 	// for no change (image.go).
 	Image []byte
@@ -367,6 +372,7 @@ func (s *Service) Create(ctx context.Context, by *app.Principal, in Input) (*Sho
 		Start: now, EndsAt: c.end, CreatedAt: now, UpdatedAt: now,
 		Private: deref(in.Private), Radio: deref(in.Radio), Headline: deref(in.Headline),
 		AudioOnly: deref(in.AudioOnly), ChatDisabled: in.ChatEnabled != nil && !*in.ChatEnabled,
+		DownloadsOff:   in.Downloadable != nil && !*in.Downloadable,
 		ThumbnailLabel: LabelStartingSoon,
 	}
 	if c.start != nil {
@@ -543,6 +549,10 @@ func (s *Service) update(ctx context.Context, id int64, by *app.Principal, in In
 		if in.ChatEnabled != nil {
 			sh.ChatDisabled = !*in.ChatEnabled
 			cols = append(cols, "chat_disabled")
+		}
+		if in.Downloadable != nil {
+			sh.DownloadsOff = !*in.Downloadable
+			cols = append(cols, "downloads_off")
 		}
 		if c.endsAt {
 			sh.EndsAt = c.end

@@ -12,36 +12,40 @@ import (
 // View is the API form of a Show, fields in the spec's order. StreamURL
 // and StreamKey appear only in write responses (POST, PUT, stop).
 type View struct {
-	ID             int64          `json:"id"`
-	URL            string         `json:"url"`
-	ObjectURL      string         `json:"object_url"`
-	Slug           string         `json:"slug"`
-	Name           string         `json:"name"`
-	Description    string         `json:"description"`
-	Start          app.Timestamp  `json:"start"`
-	CreatedAt      app.Timestamp  `json:"created_at"`
-	Duration       *int           `json:"duration"`
-	Live           bool           `json:"live"`
-	Complete       bool           `json:"complete"`
-	Archive        bool           `json:"archive"`
-	Featured       bool           `json:"featured"`
-	Upload         bool           `json:"upload"`
-	Private        bool           `json:"private"`
-	Radio          bool           `json:"radio"`
-	Off            bool           `json:"off"`
-	EndsAt         *app.Timestamp `json:"ends_at"`
-	AudioOnly      bool           `json:"audio_only"`
-	ChatEnabled    bool           `json:"chat_enabled"`
-	CommentsCount  int            `json:"comments_count"`
-	FavoritesCount int            `json:"favorites_count"`
-	ThumbnailLabel string         `json:"thumbnail_label"`
-	VideoURL       *string        `json:"video_url"`
-	AudioURL       *string        `json:"audio_url"`
-	ImageURL       string         `json:"image_url"`
-	GifURL         *string        `json:"gif_url"`
-	EmbedCode      string         `json:"embed_code"`
-	StreamURL      *string        `json:"stream_url,omitempty"`
-	StreamKey      *string        `json:"stream_key,omitempty"`
+	ID           int64          `json:"id"`
+	URL          string         `json:"url"`
+	ObjectURL    string         `json:"object_url"`
+	Slug         string         `json:"slug"`
+	Name         string         `json:"name"`
+	Description  string         `json:"description"`
+	Start        app.Timestamp  `json:"start"`
+	CreatedAt    app.Timestamp  `json:"created_at"`
+	Duration     *int           `json:"duration"`
+	Live         bool           `json:"live"`
+	Complete     bool           `json:"complete"`
+	Archive      bool           `json:"archive"`
+	Featured     bool           `json:"featured"`
+	Upload       bool           `json:"upload"`
+	Private      bool           `json:"private"`
+	Radio        bool           `json:"radio"`
+	Off          bool           `json:"off"`
+	EndsAt       *app.Timestamp `json:"ends_at"`
+	AudioOnly    bool           `json:"audio_only"`
+	ChatEnabled  bool           `json:"chat_enabled"`
+	Downloadable bool           `json:"downloadable"`
+	// Downloads (extension) are the archive's files, when its owner
+	// allows it and the downloads module offers them; null otherwise.
+	Downloads      *Downloads `json:"downloads"`
+	CommentsCount  int        `json:"comments_count"`
+	FavoritesCount int        `json:"favorites_count"`
+	ThumbnailLabel string     `json:"thumbnail_label"`
+	VideoURL       *string    `json:"video_url"`
+	AudioURL       *string    `json:"audio_url"`
+	ImageURL       string     `json:"image_url"`
+	GifURL         *string    `json:"gif_url"`
+	EmbedCode      string     `json:"embed_code"`
+	StreamURL      *string    `json:"stream_url,omitempty"`
+	StreamKey      *string    `json:"stream_key,omitempty"`
 	// PeakViewers is for the owner and staff only (ViewFor).
 	PeakViewers *int            `json:"peak_viewers,omitempty"`
 	Tags        []users.TagView `json:"tags"`
@@ -78,6 +82,7 @@ func (s *Service) view(sh *Show, write bool, owner *users.View) *View {
 		Off:            sh.Off,
 		AudioOnly:      sh.AudioOnly,
 		ChatEnabled:    !sh.ChatDisabled,
+		Downloadable:   !sh.DownloadsOff,
 		CommentsCount:  sh.CommentsCount,
 		FavoritesCount: sh.FavoritesCount,
 		ThumbnailLabel: sh.ThumbnailLabel,
@@ -87,6 +92,9 @@ func (s *Service) view(sh *Show, write bool, owner *users.View) *View {
 		EmbedCode: `<iframe src="` + html.EscapeString(s.public+"/embed/"+id) +
 			`" width="640" height="360" frameborder="0" allow="autoplay; fullscreen" allowfullscreen></iframe>`,
 		Tags: users.TagViews(sh.Tags),
+	}
+	if sh.Archive && !sh.DownloadsOff && s.downloads != nil {
+		v.Downloads = s.downloads(sh)
 	}
 	if sh.EndsAt != nil {
 		end := app.Timestamp(*sh.EndsAt)
@@ -167,6 +175,19 @@ func (s *Service) media(sh *Show, u *string) *string {
 // SetMediaSigner installs the function that signs the media URLs of
 // private shows. The live module, which serves the media, provides it.
 func (s *Service) SetMediaSigner(sign func(sh *Show, url string) string) { s.signMedia = sign }
+
+// Downloads are the URLs of an archived show's files (extension): the
+// audio as M4A and, for a show with video, the video as MP4.
+type Downloads struct {
+	Audio string  `json:"audio"`
+	Video *string `json:"video,omitempty"`
+}
+
+// SetDownloads installs the function that gives an archived show's
+// download URLs (signed for a private show), or nil when it has none. The
+// downloads module, which makes and serves the files, provides it; View
+// asks it only for archived shows whose owner allows downloads.
+func (s *Service) SetDownloads(fn func(sh *Show) *Downloads) { s.downloads = fn }
 
 // absolute makes a stored media URL absolute on the public base.
 func (s *Service) absolute(u *string) *string {

@@ -153,8 +153,9 @@ func (m *mailer) enqueue(job func(context.Context)) bool {
 	}
 }
 
-// send delivers one plain-text message.
-func (m *mailer) send(ctx context.Context, to, subject, body string) error {
+// send delivers one plain-text message; headers are added to it as they
+// are (names and values must be ASCII without line breaks).
+func (m *mailer) send(ctx context.Context, to, subject, body string, headers ...[2]string) error {
 	ctx, cancel := context.WithTimeout(ctx, mailTimeout)
 	defer cancel()
 	host, port := m.server.Hostname(), m.server.Port()
@@ -207,7 +208,7 @@ func (m *mailer) send(ctx context.Context, to, subject, body string) error {
 	if err != nil {
 		return fmt.Errorf("users: mail: data: %w", err)
 	}
-	if _, err := w.Write(m.message(to, subject, body)); err != nil {
+	if _, err := w.Write(m.message(to, subject, body, headers...)); err != nil {
 		return fmt.Errorf("users: mail: data: %w", err)
 	}
 	if err := w.Close(); err != nil {
@@ -217,13 +218,16 @@ func (m *mailer) send(ctx context.Context, to, subject, body string) error {
 }
 
 // message is the RFC 5322 message: UTF-8 text, quoted-printable.
-func (m *mailer) message(to, subject, body string) []byte {
+func (m *mailer) message(to, subject, body string, headers ...[2]string) []byte {
 	id := make([]byte, 12)
 	rand.Read(id)
 	domain := m.from.Address[strings.LastIndex(m.from.Address, "@")+1:]
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "From: %s\r\nTo: %s\r\nSubject: %s\r\nDate: %s\r\nMessage-ID: <%s@%s>\r\n",
 		m.from.String(), to, mime.QEncoding.Encode("utf-8", subject), time.Now().Format(time.RFC1123Z), hex.EncodeToString(id), domain)
+	for _, h := range headers {
+		fmt.Fprintf(&b, "%s: %s\r\n", h[0], h[1])
+	}
 	b.WriteString("MIME-Version: 1.0\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Transfer-Encoding: quoted-printable\r\n\r\n")
 	qp := quotedprintable.NewWriter(&b)
 	qp.Write([]byte(strings.ReplaceAll(body, "\n", "\r\n")))
@@ -234,6 +238,22 @@ func (m *mailer) message(to, subject, body string) []byte {
 // MailsResets tells whether the service mails reset links (ONAIR_SMTP_URL
 // is set); without it the forgot page sends people to staff.
 func (s *Service) MailsResets() bool { return s.mail != nil }
+
+// SendMail delivers one plain-text message through ONAIR_SMTP_URL for
+// another module (the go-live mails of modules/notify), with extra
+// headers (List-Unsubscribe...: ASCII, no line breaks). ErrNoMail without
+// ONAIR_SMTP_URL.
+func (s *Service) SendMail(ctx context.Context, to, subject, body string, headers ...[2]string) error {
+	if s.mail == nil {
+		return ErrNoMail
+	}
+	for _, h := range headers {
+		if strings.ContainsAny(h[0]+h[1], "\r\n") {
+			return fmt.Errorf("users: mail header %q has a line break", h[0])
+		}
+	}
+	return s.mail.send(ctx, to, subject, body, headers...)
+}
 
 // ErrNoMail: RequestReset without ONAIR_SMTP_URL.
 var ErrNoMail = app.NotFound("password reset by email")

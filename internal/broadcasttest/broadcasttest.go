@@ -1,0 +1,133 @@
+// Package broadcasttest runs real broadcasts against a test OnAir: a show
+// created through the API, ffmpeg publishing test video and tone to it
+// over RTMP, the stop and the archive. The tests of the modules that act
+// on live and archived shows (downloads, podcast, notify) share it.
+package broadcasttest
+
+import (
+	"fmt"
+	"net/http"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/onair/onair/internal/onairtest"
+	"github.com/onair/onair/internal/testload"
+	"github.com/onair/onair/modules/live"
+)
+
+// Require skips the test when ffmpeg or ffprobe is missing (fails under
+// CI), then waits for the machine's turn of the heavy tests.
+func Require(t *testing.T) {
+	t.Helper()
+	for _, tool := range []string{"ffmpeg", "ffprobe"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			testload.Skip(t, "%s not on PATH", tool)
+		}
+	}
+	testload.Heavy(t)
+}
+
+// Show is a show created through the API.
+type Show struct {
+	Env   *onairtest.Env
+	Token string
+	ID    int64
+	Key   string
+}
+
+// Create makes a show owned by token's user; extra adds fields to the
+// POST body.
+func Create(t *testing.T, env *onairtest.Env, token string, extra map[string]any) *Show {
+	t.Helper()
+	body := map[string]any{"name": "Set " + strconv.FormatInt(time.Now().UnixNano()%1e6, 10), "description": "test broadcast"}
+	for k, v := range extra {
+		body[k] = v
+	}
+	r := env.Do("POST", "/v1/shows", token, body)
+	if r.Status/100 != 2 {
+		t.Fatalf("create show: %d %s", r.Status, r.Body)
+	}
+	s := r.JSON(t)["show"].(map[string]any)
+	return &Show{Env: env, Token: token, ID: int64(s["id"].(float64)), Key: s["stream_key"].(string)}
+}
+
+// Get reads the show as its owner.
+func (s *Show) Get(t *testing.T) map[string]any {
+	t.Helper()
+	return s.Env.Do("GET", fmt.Sprintf("/v1/shows/%d", s.ID), s.Token, nil).Expect(t, http.StatusOK).JSON(t)["show"].(map[string]any)
+}
+
+// Await polls the show until cond holds (testload.Patience bounds a hang).
+func (s *Show) Await(t *testing.T, what string, cond func(map[string]any) bool) map[string]any {
+	t.Helper()
+	var got map[string]any
+	testload.Poll(t, "show "+what, func() error {
+		if got = s.Get(t); !cond(got) {
+			return fmt.Errorf("show is %v", got)
+		}
+		return nil
+	})
+	return got
+}
+
+// Publish starts ffmpeg sending seconds of test video (unless audioOnly)
+// and a tone to the show; the channel gets its exit error.
+func (s *Show) Publish(t *testing.T, seconds int, audioOnly bool) <-chan error {
+	t.Helper()
+	m, ok := onairtest.Module[*live.Module](s.Env)
+	if !ok {
+		t.Fatal("live module not booted")
+	}
+	args := []string{"-hide_banner", "-loglevel", "error", "-re"}
+	if !audioOnly {
+		args = append(args, "-f", "lavfi", "-i", fmt.Sprintf("testsrc=size=320x240:rate=25:duration=%d", seconds))
+	}
+	args = append(args, "-f", "lavfi", "-i", fmt.Sprintf("sine=frequency=440:sample_rate=44100:duration=%d", seconds))
+	if !audioOnly {
+		args = append(args, "-c:v", "libx264", "-preset", "ultrafast", "-tune", "zerolatency", "-pix_fmt", "yuv420p", "-g", "50")
+	}
+	args = append(args, "-c:a", "aac", "-b:a", "96k", "-f", "flv", "rtmp://"+m.RTMPAddr()+"/live/"+s.Key)
+	cmd := exec.Command("ffmpeg", args...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		err := cmd.Wait()
+		if err != nil {
+			err = fmt.Errorf("%w: %s", err, stderr.String())
+		}
+		done <- err
+	}()
+	t.Cleanup(func() { cmd.Process.Kill() })
+	return done
+}
+
+// Wait waits for a publisher's exit and fails the test on an error.
+func Wait(t *testing.T, done <-chan error) {
+	t.Helper()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("ffmpeg: %v", err)
+		}
+	case <-time.After(testload.Patience):
+		t.Fatalf("ffmpeg still running after %s", testload.Patience)
+	}
+}
+
+// Archive publishes seconds of media, stops the show and waits for its
+// archive; it returns the archived show.
+func (s *Show) Archive(t *testing.T, seconds int, audioOnly bool) map[string]any {
+	t.Helper()
+	done := s.Publish(t, seconds, audioOnly)
+	s.Await(t, "live", func(m map[string]any) bool { return m["live"] == true })
+	Wait(t, done)
+	s.Env.Do("POST", fmt.Sprintf("/v1/shows/%d/stop", s.ID), s.Token, nil).Expect(t, http.StatusOK)
+	return s.Await(t, "archived", func(m map[string]any) bool { return m["archive"] == true })
+}

@@ -1,0 +1,193 @@
+// Package httprange answers GET and HEAD with a seekable body the way
+// players and download managers expect: ETag and Last-Modified,
+// If-None-Match (304), one byte Range (206, 416 past the end) under
+// If-Range. A file is handed to fasthttp so it goes out with sendfile(2),
+// ranges included.
+//
+// It is the live module's media answer (modules/live/serve.go) made
+// shareable; the downloads module serves its files with it.
+package httprange
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+)
+
+// Send answers GET and HEAD with body (size bytes). It closes body, now or
+// once fasthttp has sent it.
+func Send(c *fiber.Ctx, body io.ReadSeekCloser, size int64, mod time.Time, etag string) error {
+	if etag != "" && !strings.HasPrefix(etag, `"`) && !strings.HasPrefix(etag, "W/") {
+		etag = `"` + etag + `"`
+	}
+	h := &c.Response().Header
+	if etag != "" {
+		h.Set(fiber.HeaderETag, etag)
+	}
+	if !mod.IsZero() {
+		h.Set(fiber.HeaderLastModified, mod.UTC().Format(http.TimeFormat))
+	}
+	h.Set(fiber.HeaderAcceptRanges, "bytes")
+	start, length, answered := negotiate(c, size, etag)
+	if answered || c.Method() == fiber.MethodHead {
+		body.Close()
+		return nil
+	}
+	if start > 0 {
+		if _, err := body.Seek(start, io.SeekStart); err != nil {
+			body.Close()
+			return fmt.Errorf("httprange: seek: %w", err)
+		}
+	}
+	if f, ok := body.(*os.File); ok {
+		if length == size {
+			c.Response().SetBodyStream(f, int(size)) // sendfile, closed by fasthttp once sent
+		} else {
+			c.Response().SetBodyStream(&fileRange{f: f, n: length}, int(length))
+		}
+		return nil
+	}
+	c.Response().SetBodyStream(&limitedBody{Reader: io.LimitReader(body, length), c: body}, int(length))
+	return nil
+}
+
+// negotiate applies If-None-Match, Range and If-Range and sets the
+// status. answered is true when nothing more is to be sent (304, 416).
+func negotiate(c *fiber.Ctx, size int64, etag string) (start, length int64, answered bool) {
+	if etag != "" && MatchETag(c.Get(fiber.HeaderIfNoneMatch), etag) {
+		_ = c.SendStatus(fiber.StatusNotModified)
+		return 0, 0, true
+	}
+	start, length, status := int64(0), size, fiber.StatusOK
+	if r := c.Get(fiber.HeaderRange); r != "" && ifRange(c.Get(fiber.HeaderIfRange), etag) {
+		s, l, ok, satisfiable := Parse(r, size)
+		switch {
+		case !satisfiable:
+			c.Set(fiber.HeaderContentRange, "bytes */"+strconv.FormatInt(size, 10))
+			_ = c.SendStatus(fiber.StatusRequestedRangeNotSatisfiable)
+			return 0, 0, true
+		case ok:
+			start, length, status = s, l, fiber.StatusPartialContent
+			c.Set(fiber.HeaderContentRange, fmt.Sprintf("bytes %d-%d/%d", s, s+l-1, size))
+		}
+	}
+	c.Status(status)
+	if c.Method() == fiber.MethodHead {
+		c.Response().Header.SetContentLength(int(length))
+		c.Response().SkipBody = true
+	}
+	return start, length, false
+}
+
+// Parse reads a Range header of one byte range against size. ok is false
+// for a header to ignore (malformed, or several ranges: the whole body is
+// sent); satisfiable is false when the range starts past the end.
+func Parse(h string, size int64) (start, length int64, ok, satisfiable bool) {
+	spec, found := strings.CutPrefix(h, "bytes=")
+	if !found || strings.Contains(spec, ",") {
+		return 0, 0, false, true
+	}
+	first, last, found := strings.Cut(strings.TrimSpace(spec), "-")
+	if !found {
+		return 0, 0, false, true
+	}
+	if first == "" { // the last n bytes
+		n, err := strconv.ParseInt(last, 10, 64)
+		if err != nil || n < 0 {
+			return 0, 0, false, true
+		}
+		if n == 0 || size == 0 {
+			return 0, 0, false, false
+		}
+		n = min(n, size)
+		return size - n, n, true, true
+	}
+	s, err := strconv.ParseInt(first, 10, 64)
+	if err != nil || s < 0 {
+		return 0, 0, false, true
+	}
+	e := size - 1
+	if last != "" {
+		if e, err = strconv.ParseInt(last, 10, 64); err != nil || e < s {
+			return 0, 0, false, true
+		}
+		e = min(e, size-1)
+	}
+	if s >= size {
+		return 0, 0, false, false
+	}
+	return s, e - s + 1, true, true
+}
+
+// MatchETag tells whether an If-None-Match header names etag (weak
+// comparison, as RFC 9110 asks for it).
+func MatchETag(header, etag string) bool {
+	if header == "" {
+		return false
+	}
+	if strings.TrimSpace(header) == "*" {
+		return true
+	}
+	want := strings.TrimPrefix(etag, "W/")
+	for _, t := range strings.Split(header, ",") {
+		if strings.TrimPrefix(strings.TrimSpace(t), "W/") == want {
+			return true
+		}
+	}
+	return false
+}
+
+// ifRange tells whether a Range applies under an If-Range header: only
+// when the header is absent or names the current (strong) ETag.
+func ifRange(header, etag string) bool {
+	return header == "" || (etag != "" && !strings.HasPrefix(etag, "W/") && header == etag)
+}
+
+// fileRange sends part of a file with sendfile(2): fasthttp hands an
+// io.WriterTo its buffered connection writer, whose ReadFrom passes an
+// *io.LimitedReader of an *os.File to the socket's sendfile path.
+type fileRange struct {
+	f *os.File
+	n int64
+}
+
+func (r *fileRange) Read(p []byte) (int, error) {
+	if r.n <= 0 {
+		return 0, io.EOF
+	}
+	if int64(len(p)) > r.n {
+		p = p[:r.n]
+	}
+	n, err := r.f.Read(p)
+	r.n -= int64(n)
+	return n, err
+}
+
+func (r *fileRange) WriteTo(w io.Writer) (int64, error) {
+	if bw, ok := w.(*bufio.Writer); ok {
+		if err := bw.Flush(); err != nil {
+			return 0, err
+		}
+	}
+	lr := &io.LimitedReader{R: r.f, N: r.n}
+	n, err := io.Copy(w, lr)
+	r.n = lr.N
+	return n, err
+}
+
+func (r *fileRange) Close() error { return r.f.Close() }
+
+// limitedBody is a part of a stored object, closed with it.
+type limitedBody struct {
+	io.Reader
+	c io.Closer
+}
+
+func (b *limitedBody) Close() error { return b.c.Close() }

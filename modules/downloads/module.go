@@ -1,0 +1,157 @@
+// Package downloads is the downloads module: once a show is archived it
+// makes the archive into files a listener keeps (the audio as M4A, the
+// video as MP4; streams copied by ffmpeg, no transcoding), keeps them in
+// the media store, offers them on the show as downloads (an extension of
+// the Show resource, when the owner allows it) and serves them with Range
+// and a Content-Disposition named after the show.
+package downloads
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"sync"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/uptrace/bun"
+
+	"github.com/onair/onair/app"
+	"github.com/onair/onair/migrations"
+	"github.com/onair/onair/modules/shows"
+)
+
+func init() { app.Register(&Module{}) }
+
+// Module is the downloads module.
+type Module struct {
+	core   *app.Core
+	shows  *shows.Service
+	ffmpeg string // "" when ffmpeg is not on PATH: no downloads are made or offered
+	signer signer
+
+	jobs   chan int64 // shows to make files of, from this node's archived events
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+var (
+	_ app.Modeler      = (*Module)(nil)
+	_ app.Migrator     = (*Module)(nil)
+	_ app.Provisioner  = (*Module)(nil)
+	_ app.PublicRouter = (*Module)(nil)
+	_ app.Service      = (*Module)(nil)
+)
+
+func (*Module) Name() string { return "downloads" }
+
+func (*Module) Models() []any { return []any{(*File)(nil)} }
+
+func (*Module) Migrations() []migrations.Migration {
+	return []migrations.Migration{
+		{ID: "0001_create_files", Up: migrations.CreateTables((*File)(nil))},
+	}
+}
+
+// signingSecret names the key of the private shows' download links among
+// the install's secrets, so every node agrees on it.
+const signingSecret = "downloads.signing"
+
+func (m *Module) Provision(core *app.Core) error {
+	m.core = core
+	m.shows = shows.From(core)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	key, err := core.Secret(ctx, signingSecret)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("downloads: signing key: %w", err)
+	}
+	m.signer = signer{key: key}
+	m.jobs = make(chan int64, jobQueue)
+	m.ctx, m.cancel = context.WithCancel(context.Background())
+	if m.ffmpeg, err = exec.LookPath("ffmpeg"); err != nil {
+		m.ffmpeg = ""
+		core.Log.Info("ffmpeg not on PATH: archived shows offer no downloads")
+		return nil
+	}
+	m.shows.SetDownloads(m.links)
+	m.shows.Subscribe(m.onShowEvent)
+	return nil
+}
+
+// PublicRoutes serve the files: public shows' at a plain URL, any show's
+// with a signed one (what a private show's downloads carry).
+func (m *Module) PublicRoutes(r fiber.Router) {
+	r.Get("/downloads/shows/:id/t/:token/:file", m.serveSigned)
+	r.Get("/downloads/shows/:id/:file", m.servePublic)
+}
+
+// Start runs the worker: it makes the files of the shows archived on this
+// node as their events come, and of archived shows that have none yet
+// (archived before this module, or while the node was down).
+func (m *Module) Start(context.Context) error {
+	if m.ffmpeg == "" {
+		return nil
+	}
+	m.wg.Add(1)
+	go func() { defer m.wg.Done(); m.run(m.ctx) }()
+	return nil
+}
+
+// Stop ends the worker; a file being made is abandoned and made again by
+// the next start's sweep.
+func (m *Module) Stop(ctx context.Context) error {
+	m.cancel()
+	done := make(chan struct{})
+	go func() { m.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// From returns the provisioned downloads module of a booted core (the
+// podcast feed reads the files' sizes through it).
+func From(core *app.Core) *Module {
+	m, ok := app.Lookup[*Module](core)
+	if !ok {
+		panic("downloads: module not provisioned (is modules/downloads imported?)")
+	}
+	return m
+}
+
+// File records the downloads made of an archived show. A row with Ready
+// false records failed attempts.
+type File struct {
+	bun.BaseModel `bun:"table:show_downloads,alias:sd"`
+
+	ShowID int64       `bun:"show_id,pk"`
+	Show   *shows.Show `bun:"rel:belongs-to,join:show_id=id,on_delete:CASCADE"`
+	Ready  bool        `bun:"ready,notnull,default:false"`
+	// AudioSize and VideoSize are the files' lengths in bytes; VideoSize
+	// is 0 for a show without video.
+	AudioSize int64 `bun:"audio_size,notnull,default:0"`
+	VideoSize int64 `bun:"video_size,notnull,default:0"`
+	// Attempts counts failed makes; past maxAttempts the sweep gives up.
+	Attempts  int       `bun:"attempts,notnull,default:0"`
+	UpdatedAt time.Time `bun:"updated_at,notnull"`
+}
+
+// Ready returns the made files of the shows ids, by show id.
+func (m *Module) Ready(ctx context.Context, ids []int64) (map[int64]File, error) {
+	out := make(map[int64]File, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	var list []File
+	if err := m.core.DB.NewSelect().Model(&list).Where("show_id IN (?)", bun.List(ids)).Where("ready = ?", true).Scan(ctx); err != nil {
+		return nil, fmt.Errorf("downloads: files: %w", err)
+	}
+	for _, f := range list {
+		out[f.ShowID] = f
+	}
+	return out, nil
+}

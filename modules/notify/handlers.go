@@ -1,0 +1,204 @@
+package notify
+
+import (
+	"context"
+	"errors"
+	"html/template"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/onair/onair/app"
+	"github.com/onair/onair/modules/users"
+)
+
+type handlers struct{ m *Module }
+
+// FollowView is a follow as GET and PUT /v1/users/:id/follow answer it.
+type FollowView struct {
+	UserID int64 `json:"user_id"`
+	Notify bool  `json:"notify"`
+}
+
+// follow resolves :id to a user the caller follows; 404 when the user
+// does not exist or is not followed.
+func (h *handlers) follow(c *fiber.Ctx) (follower, followed int64, err error) {
+	id, err := users.UserIDParam(c, "id")
+	if err != nil {
+		return 0, 0, err
+	}
+	ctx := c.UserContext()
+	if _, err := h.m.users.Get(ctx, id); errors.Is(err, users.ErrNotFound) {
+		return 0, 0, app.NotFound("user")
+	} else if err != nil {
+		return 0, 0, err
+	}
+	me := app.CurrentPrincipal(c).UserID
+	ok, err := h.m.core.DB.NewSelect().Model((*users.Follow)(nil)).Where("follower_id = ? AND followed_id = ?", me, id).Exists(ctx)
+	if err != nil {
+		return 0, 0, err
+	}
+	if !ok {
+		return 0, 0, app.NotFound("follow")
+	}
+	return me, id, nil
+}
+
+// getFollow is GET /v1/users/:id/follow: whether the caller's follow of
+// the user mails them when the user goes live.
+func (h *handlers) getFollow(c *fiber.Ctx) error {
+	follower, followed, err := h.follow(c)
+	if err != nil {
+		return err
+	}
+	return h.answerFollow(c, follower, followed)
+}
+
+// putFollow is PUT /v1/users/:id/follow {"notify": false}: the follow's
+// switch of go-live mails.
+func (h *handlers) putFollow(c *fiber.Ctx) error {
+	in, err := app.ReadInput(c)
+	if err != nil {
+		return err
+	}
+	notify, ok, err := in.Bool("notify")
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return app.Validation{"notify": "is required"}.Err()
+	}
+	follower, followed, err := h.follow(c)
+	if err != nil {
+		return err
+	}
+	if err := h.m.SetFollowNotify(c.UserContext(), follower, followed, notify); err != nil {
+		return err
+	}
+	return h.answerFollow(c, follower, followed)
+}
+
+func (h *handlers) answerFollow(c *fiber.Ctx, follower, followed int64) error {
+	muted, err := h.m.core.DB.NewSelect().Model((*Mute)(nil)).Where("follower_id = ? AND followed_id = ?", follower, followed).Exists(c.UserContext())
+	if err != nil {
+		return err
+	}
+	return c.JSON(fiber.Map{"follow": FollowView{UserID: followed, Notify: !muted}})
+}
+
+// AccountView is the account's switch as /v1/notifications answers it.
+type AccountView struct {
+	GoLiveMail bool `json:"go_live_mail"`
+}
+
+// getAccount is GET /v1/notifications.
+func (h *handlers) getAccount(c *fiber.Ctx) error {
+	on, err := h.m.AccountNotify(c.UserContext(), app.CurrentPrincipal(c).UserID)
+	if err != nil {
+		return err
+	}
+	return c.JSON(fiber.Map{"notifications": AccountView{GoLiveMail: on}})
+}
+
+// putAccount is PUT /v1/notifications {"go_live_mail": false}.
+func (h *handlers) putAccount(c *fiber.Ctx) error {
+	in, err := app.ReadInput(c)
+	if err != nil {
+		return err
+	}
+	on, ok, err := in.Bool("go_live_mail")
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return app.Validation{"go_live_mail": "is required"}.Err()
+	}
+	me := app.CurrentPrincipal(c).UserID
+	if err := h.m.SetAccountNotify(c.UserContext(), me, on); err != nil {
+		return err
+	}
+	return c.JSON(fiber.Map{"notifications": AccountView{GoLiveMail: on}})
+}
+
+// SetFollowNotify turns the go-live mails of one follow on or off.
+func (m *Module) SetFollowNotify(ctx context.Context, follower, followed int64, on bool) error {
+	var err error
+	if on {
+		_, err = m.core.DB.NewDelete().Model((*Mute)(nil)).Where("follower_id = ? AND followed_id = ?", follower, followed).Exec(ctx)
+	} else {
+		_, err = m.core.DB.NewInsert().Model(&Mute{FollowerID: follower, FollowedID: followed, CreatedAt: app.Now()}).Ignore().Exec(ctx)
+	}
+	return err
+}
+
+// AccountNotify tells whether the user's account takes go-live mails.
+func (m *Module) AccountNotify(ctx context.Context, userID int64) (bool, error) {
+	off, err := m.core.DB.NewSelect().Model((*AccountMute)(nil)).Where("user_id = ?", userID).Exists(ctx)
+	return !off, err
+}
+
+// SetAccountNotify turns every go-live mail of the user on or off.
+func (m *Module) SetAccountNotify(ctx context.Context, userID int64, on bool) error {
+	var err error
+	if on {
+		_, err = m.core.DB.NewDelete().Model((*AccountMute)(nil)).Where("user_id = ?", userID).Exec(ctx)
+	} else {
+		_, err = m.core.DB.NewInsert().Model(&AccountMute{UserID: userID, CreatedAt: app.Now()}).Ignore().Exec(ctx)
+	}
+	return err
+}
+
+var unsubscribePage = template.Must(template.New("unsubscribe").Parse(`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="robots" content="noindex"><title>Go-live mails · OnAir</title>
+<style>body{font:16px/1.5 system-ui,sans-serif;max-width:32rem;margin:4rem auto;padding:0 1rem}button{font:inherit;padding:.5rem 1rem}</style>
+</head><body>
+{{if .Done}}<h1>Unsubscribed</h1>
+<p>You will no longer get a mail when {{.DJ}} goes live. You still follow {{.DJ}}; turn the mails back on from their page or the API.</p>
+{{else}}<h1>Stop go-live mails?</h1>
+<p>You get a mail each time {{.DJ}} goes live on OnAir.</p>
+<form method="post"><input type="hidden" name="List-Unsubscribe" value="One-Click"><button type="submit">Stop mails about {{.DJ}}</button></form>
+{{end}}<p><a href="{{.Account}}">Your account</a></p>
+</body></html>`))
+
+// unsubscribePage is GET /unsubscribe/:token: a page with the button that
+// POSTs the unsubscribe (a GET never changes anything: mail scanners open
+// links).
+func (m *Module) unsubscribePage(c *fiber.Ctx) error {
+	return m.answerUnsubscribe(c, false)
+}
+
+// unsubscribe is POST /unsubscribe/:token, the RFC 8058 one-click
+// endpoint (List-Unsubscribe=One-Click in the body, no session, no CSRF
+// token: the signed link is the credential): it turns off the follow's
+// go-live mails.
+func (m *Module) unsubscribe(c *fiber.Ctx) error {
+	return m.answerUnsubscribe(c, true)
+}
+
+func (m *Module) answerUnsubscribe(c *fiber.Ctx, do bool) error {
+	follower, followed, ok := m.signer.parse(c.Params("token"))
+	if !ok {
+		return app.NotFound("unsubscribe link")
+	}
+	ctx := c.UserContext()
+	dj, err := m.users.Get(ctx, followed)
+	if errors.Is(err, users.ErrNotFound) {
+		return app.NotFound("unsubscribe link")
+	}
+	if err != nil {
+		return err
+	}
+	if do {
+		if err := m.SetFollowNotify(ctx, follower, followed, false); err != nil {
+			return err
+		}
+	}
+	c.Set(fiber.HeaderContentType, fiber.MIMETextHTMLCharsetUTF8)
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	return unsubscribePage.Execute(c.Response().BodyWriter(), map[string]any{
+		"Done": do, "DJ": dj.Name, "Account": m.core.Config.PublicURL + "/account",
+	})
+}
+
+// Mails tells whether go-live mails are sent (ONAIR_SMTP_URL is set).
+func (m *Module) Mails() bool { return m.mail }
