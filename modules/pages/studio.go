@@ -383,7 +383,8 @@ func (f *studioForm) input(sh *shows.Show) (shows.Input, bool) {
 		f.Errors = map[string]string{}
 	}
 	tags := splitTags(f.Tags)
-	in := shows.Input{Name: &f.Name, Description: &f.Description, Private: &f.Private, Headline: &f.Headline, Tags: &tags, ChatEnabled: &f.ChatOn}
+	in := shows.Input{Name: &f.Name, Description: &f.Description, Private: &f.Private, Headline: &f.Headline, Tags: &tags, ChatEnabled: &f.ChatOn,
+		DescriptionOptional: true}
 	if !f.AudioLocked {
 		in.AudioOnly = &f.AudioOnly
 	}
