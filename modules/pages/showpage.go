@@ -34,6 +34,9 @@ type chatData struct {
 	// ChatOff: the show's chat takes no messages (chat_enabled=false);
 	// "the chat is off" replaces the input, the history stays.
 	ChatOff bool
+	// Audience is what the people present do: "listening" on an
+	// audio-only show, "watching" on any other.
+	Audience string
 }
 
 // showData is the show page.
@@ -158,7 +161,10 @@ func (m *Module) playerFor(sh *shows.Show, view *shows.View, listen bool) player
 func (m *Module) chatFor(c *fiber.Ctx, v *visitor, sh *shows.Show, st state, canPost bool) (chatData, error) {
 	id := strconv.FormatInt(sh.ID, 10)
 	d := chatData{ShowID: id, WS: "/ws/shows/" + id, Mode: "live", ReplayURL: "/chat/" + id + "/replay", OwnerID: strconv.FormatInt(sh.UserID, 10),
-		ChatOff: sh.ChatDisabled}
+		ChatOff: sh.ChatDisabled, Audience: "watching"}
+	if sh.AudioOnly {
+		d.Audience = "listening"
+	}
 	d.Moderate = canPost && v.signedIn() && (v.user.ID == sh.UserID || v.p.IsStaff())
 	if d.Moderate {
 		d.CSRF = v.csrf()

@@ -151,3 +151,35 @@ func TestSignInLink(t *testing.T) {
 		}
 	}
 }
+
+// TestAudioOnlyPage: an audio-only show's page plays one way, so it has
+// no "Listen (audio only)" toggle standing alone, and its chat counts the
+// people listening; a video show keeps the choice and "watching".
+func TestAudioOnlyPage(t *testing.T) {
+	t.Parallel()
+	env := onairtest.New(t, onairtest.Options{})
+	dj := newPerson(t, env, "Radio Head")
+	audio, _, _ := createShow(t, env, dj, map[string]any{"name": "Talk Hour", "audio_only": true})
+	video, _, _ := createShow(t, env, dj, map[string]any{"name": "Visual Set"})
+	anon := newVisitor(t, env)
+	for _, live := range []bool{false, true} {
+		if live {
+			for _, id := range []int64{audio, video} {
+				if _, err := shows.From(env.Core).GoLive(context.Background(), id, shows.Media{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		a := anon.get(showURL(t, env, dj, audio)).body
+		if strings.Contains(a, `aria-label="Player mode"`) || strings.Contains(a, "Listen (audio only)") {
+			t.Errorf("live %v: the audio-only show's page has a mode toggle", live)
+		}
+		if !regexp.MustCompile(`<span id="presence">\d+</span> listening</span>`).MatchString(a) {
+			t.Errorf("live %v: the audio-only show's chat does not count listeners", live)
+		}
+		v := anon.get(showURL(t, env, dj, video)).body
+		if !strings.Contains(v, `aria-label="Player mode"`) || !regexp.MustCompile(`<span id="presence">\d+</span> watching</span>`).MatchString(v) {
+			t.Errorf("live %v: the video show's page lost its mode toggle or its watchers", live)
+		}
+	}
+}
