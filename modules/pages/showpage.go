@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -131,6 +132,11 @@ func (m *Module) playerFor(sh *shows.Show, view *shows.View, listen bool) player
 	p := playerData{ShowID: strconv.FormatInt(sh.ID, 10), Kind: "video", HLS: m.assets.URL("hls.light.min.js"), Image: view.ImageURL, Name: sh.Name}
 	if listen {
 		p.Kind = "audio"
+		// The artwork beside the audio controls is no button: the
+		// placeholder comes without its play mark.
+		if strings.HasSuffix(p.Image, "/placeholder.svg") {
+			p.Image += "?mark=none"
+		}
 	}
 	st := stateOf(sh)
 	switch {

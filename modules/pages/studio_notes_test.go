@@ -177,7 +177,22 @@ func TestAudioOnlyPage(t *testing.T) {
 		if !regexp.MustCompile(`<span id="presence">\d+</span> listening</span>`).MatchString(a) {
 			t.Errorf("live %v: the audio-only show's chat does not count listeners", live)
 		}
+		// The artwork beside the audio controls is no play button.
+		art := regexp.MustCompile(`<div class="player audio"[^>]*>\s*<img src="([^"]+)"`).FindStringSubmatch(a)
+		if art == nil {
+			t.Fatalf("live %v: the audio-only show's player has no artwork", live)
+		}
+		u, _ := url.Parse(art[1])
+		svg := env.Do("GET", u.RequestURI(), "", nil).Expect(t, http.StatusOK)
+		if strings.Contains(string(svg.Body), "<path") {
+			t.Errorf("live %v: the audio player's artwork %s has a play mark", live, art[1])
+		}
 		v := anon.get(showURL(t, env, dj, video)).body
+		if poster := regexp.MustCompile(`poster="([^"]+placeholder\.svg)"`).FindStringSubmatch(v); poster == nil {
+			t.Errorf("live %v: the video show's poster is not the placeholder", live)
+		} else if u, _ := url.Parse(poster[1]); !strings.Contains(string(env.Do("GET", u.RequestURI(), "", nil).Expect(t, http.StatusOK).Body), "<path") {
+			t.Errorf("live %v: the video placeholder lost its play mark", live)
+		}
 		if !strings.Contains(v, `aria-label="Player mode"`) || !regexp.MustCompile(`<span id="presence">\d+</span> watching</span>`).MatchString(v) {
 			t.Errorf("live %v: the video show's page lost its mode toggle or its watchers", live)
 		}
