@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/onair/onair/admin/admintest"
 	"github.com/onair/onair/internal/onairtest"
 	"github.com/onair/onair/internal/testload"
 )
@@ -89,10 +90,24 @@ func TestNewUserPath(t *testing.T) {
 			Email string `json:"email"`
 		} `json:"user"`
 	}
-	if err := json.Unmarshal([]byte(run("users", "create", "--name", "Nina New", "--email", "nina@example.com")), &created); err != nil || created.User.ID == 0 {
+	// The README's own line, as a reader pastes it, and the banner's.
+	readmeArgs := readmeQuickStart(t)
+	if banner := "onair " + strings.Join(quoteArgs(readmeArgs), " "); !strings.Contains(serverErr.String(), banner) {
+		t.Errorf("the README's quick start runs %q, which the first-run hint does not:\n%s", banner, serverErr.String())
+	}
+	if err := json.Unmarshal([]byte(run(readmeArgs...)), &created); err != nil || created.User.ID == 0 {
 		t.Fatalf("users create: %v %+v", err, created)
 	}
-	token := strings.TrimSuffix(run("tokens", "create", "--user", "nina@example.com"), "\n")
+	token := strings.TrimSuffix(run("tokens", "create", "--user", created.User.Email), "\n")
+
+	// That user opens the staff console.
+	console := admintest.New(t, &onairtest.Env{T: t, URL: base, Client: &http.Client{Timeout: testload.Patience}})
+	if r := console.SignIn(created.User.Email, readmeFlag(readmeArgs, "--password")); r.Status != http.StatusSeeOther {
+		t.Fatalf("the README's user signing in to the console: %d %s", r.Status, r.Body)
+	}
+	if r := console.Get("/admin"); r.Status != http.StatusOK {
+		t.Errorf("the README's user opening /admin: %d", r.Status)
+	}
 
 	req, _ := http.NewRequest("GET", base+"/v1/users/me", nil)
 	req.Header.Set("Authorization", "Bearer "+token)
@@ -108,7 +123,7 @@ func TestNewUserPath(t *testing.T) {
 			Name string `json:"name"`
 		} `json:"user"`
 	}
-	if resp.StatusCode != 200 || json.Unmarshal(body, &me) != nil || me.User.ID != created.User.ID || me.User.Name != "Nina New" {
+	if resp.StatusCode != 200 || json.Unmarshal(body, &me) != nil || me.User.ID != created.User.ID || me.User.Name != readmeFlag(readmeArgs, "--name") {
 		t.Fatalf("GET /v1/users/me: %d %s", resp.StatusCode, body)
 	}
 
@@ -121,4 +136,78 @@ func TestNewUserPath(t *testing.T) {
 	case <-time.After(testload.Patience):
 		t.Fatalf("onair did not stop on SIGTERM within %s:\n%s", testload.Patience, serverErr.String())
 	}
+}
+
+// readmeQuickStart is the `go run . users create` line of README.md's
+// quick start, split as a shell would (it quotes with ' and ").
+func readmeQuickStart(t *testing.T) []string {
+	t.Helper()
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(readme), "\n") {
+		if rest, ok := strings.CutPrefix(line, "go run . users create "); ok {
+			return append([]string{"users", "create"}, shellWords(t, rest)...)
+		}
+	}
+	t.Fatal("README.md has no `go run . users create` line")
+	return nil
+}
+
+func shellWords(t *testing.T, s string) []string {
+	var words []string
+	var cur strings.Builder
+	var quote rune
+	inWord := false
+	for _, r := range s {
+		switch {
+		case quote != 0 && r == quote:
+			quote = 0
+		case quote != 0:
+			cur.WriteRune(r)
+		case r == '\'' || r == '"':
+			quote, inWord = r, true
+		case r == ' ':
+			if inWord {
+				words, inWord = append(words, cur.String()), false
+				cur.Reset()
+			}
+		default:
+			cur.WriteRune(r)
+			inWord = true
+		}
+	}
+	if quote != 0 {
+		t.Fatalf("unclosed quote in %q", s)
+	}
+	if inWord {
+		words = append(words, cur.String())
+	}
+	return words
+}
+
+// quoteArgs writes arguments back as the README and the hint do.
+func quoteArgs(args []string) []string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		switch {
+		case !strings.Contains(a, " "):
+			out[i] = a
+		case strings.HasPrefix(args[max(i-1, 0)], "--password"):
+			out[i] = "'" + a + "'"
+		default:
+			out[i] = `"` + a + `"`
+		}
+	}
+	return out
+}
+
+func readmeFlag(args []string, name string) string {
+	for i, a := range args {
+		if a == name && i+1 < len(args) {
+			return args[i+1]
+		}
+	}
+	return ""
 }

@@ -54,6 +54,10 @@ func (m *Module) login(c *fiber.Ctx) error {
 		view.Error = "Wrong email or password."
 		return RenderStatus(c, fiber.StatusUnauthorized, loginPage(view))
 	}
+	if errors.Is(err, users.ErrSuspended) {
+		view.Error = "This account is suspended."
+		return RenderStatus(c, fiber.StatusForbidden, loginPage(view))
+	}
 	if err != nil {
 		return err
 	}

@@ -49,33 +49,50 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		fmt.Fprintf(stdout, "onair %s\n", Version)
 		return 0
 	}
-	if len(args) > 0 && (args[0] == "help" || args[0] == "-h" || args[0] == "--help") {
-		usage(stderr)
+	if len(args) > 0 && (args[0] == "help" || isHelpFlag(args[0])) {
+		if args[0] == "help" && len(args) > 1 {
+			// "onair help users create" is "onair users create -h".
+			return Run(ctx, append(args[1:len(args):len(args)], "-h"), stdout, stderr, getenv)
+		}
+		usage(stdout)
 		return 0
 	}
 	cmd, rest, err := findCommand(args)
 	if err != nil {
+		// A first word of commands ("users"), alone or with -h, lists them.
+		if group := commandsUnder(args[0]); len(group) > 0 && (len(args) == 1 || isHelpFlag(args[1])) {
+			w, code := stderr, 2
+			if len(args) > 1 {
+				w, code = stdout, 0
+			}
+			groupUsage(w, args[0], group)
+			return code
+		}
 		fmt.Fprintf(stderr, "onair: %v\n\n", err)
 		usage(stderr)
 		return 2
 	}
 	fs := flag.NewFlagSet("onair "+cmd.Name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: onair %s [flags]\n  %s\n\nflags:\n", cmd.Name, cmd.Usage)
-		fs.PrintDefaults()
-	}
+	fs.SetOutput(io.Discard) // Run says what went wrong, naming the command
 	run := cmd.Flags(fs)
+	own := map[string]bool{}
+	fs.VisitAll(func(f *flag.Flag) { own[f.Name] = true })
 	cfg, err := LoadConfig(fs, rest, getenv)
 	if errors.Is(err, flag.ErrHelp) {
+		commandUsage(stdout, cmd, fs, own)
 		return 0
+	}
+	var flagErr *FlagError
+	if errors.As(err, &flagErr) {
+		fmt.Fprintf(stderr, "onair %s: %v\nrun 'onair %s -h' for its flags\n", cmd.Name, flagErr.Err, cmd.Name)
+		return 2
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "onair: %v\n", err)
 		return 2
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "onair %s: unexpected argument %q\n", cmd.Name, fs.Arg(0))
+		fmt.Fprintf(stderr, "onair %s: unexpected argument %q\nrun 'onair %s -h' for its flags\n", cmd.Name, fs.Arg(0), cmd.Name)
 		return 2
 	}
 	core, err := Boot(ctx, cfg, BootOptions{SkipMigrations: cmd.Name == "migrate", Log: NewLogger(stderr, cfg), Stderr: stderr})
@@ -128,6 +145,49 @@ func findCommand(args []string) (Command, []string, error) {
 		}
 	}
 	return Command{}, nil, fmt.Errorf("unknown command %q", strings.Join(args[:min(2, len(args))], " "))
+}
+
+func isHelpFlag(arg string) bool { return arg == "-h" || arg == "--help" || arg == "-help" }
+
+// commandsUnder are the two-word commands whose first word is word.
+func commandsUnder(word string) []Command {
+	var out []Command
+	for _, c := range allCommands() {
+		if first, _, two := strings.Cut(c.Name, " "); two && first == word {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func groupUsage(w io.Writer, word string, group []Command) {
+	fmt.Fprintf(w, "usage: onair %s <command> [flags]\n\ncommands:\n", word)
+	for _, c := range group {
+		fmt.Fprintf(w, "  %-16s %s\n", c.Name, c.Usage)
+	}
+	fmt.Fprintf(w, "\n'onair %s -h' lists a command's flags.\n", group[0].Name)
+}
+
+// commandUsage is one command's help: what it does and its own flags. The
+// settings every command accepts as flags too are only named, since they
+// would bury the command's own (onair help lists them).
+func commandUsage(w io.Writer, cmd Command, fs *flag.FlagSet, own map[string]bool) {
+	fmt.Fprintf(w, "usage: onair %s [flags]\n  %s\n\n", cmd.Name, cmd.Usage)
+	mine := flag.NewFlagSet(cmd.Name, flag.ContinueOnError)
+	fs.VisitAll(func(f *flag.Flag) {
+		if own[f.Name] {
+			mine.Var(f.Value, f.Name, f.Usage)
+			mine.Lookup(f.Name).DefValue = f.DefValue
+		}
+	})
+	if len(own) == 0 {
+		fmt.Fprintf(w, "flags: none of its own.\n")
+	} else {
+		fmt.Fprintf(w, "flags:\n")
+		mine.SetOutput(w)
+		mine.PrintDefaults()
+	}
+	fmt.Fprintf(w, "\nIt also takes every setting as a flag (-database-url, -data-dir, ...) or its\nONAIR_* variable; 'onair help' lists them.\n")
 }
 
 func usage(w io.Writer) {

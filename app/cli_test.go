@@ -111,7 +111,10 @@ func TestCLI(t *testing.T) {
 			{"token without --user", []string{"tokens", "create"}, 1, "--user is required"},
 			{"unknown command", []string{"users", "explode"}, 2, "unknown command"},
 			{"stray argument", []string{"migrate", "now"}, 2, `unexpected argument "now"`},
-			{"unknown flag", []string{"users", "create", "--colour", "red"}, 2, "flag provided but not defined"},
+			{"unknown flag", []string{"users", "create", "--colour", "red"}, 2, "onair users create: flag provided but not defined: -colour"},
+			{"unknown flag of tokens create", []string{"tokens", "create", "--user", "1", "--name", "x"}, 2, "onair tokens create: flag provided but not defined: -name"},
+			{"flag without its value", []string{"users", "create", "--email"}, 2, "onair users create: flag needs an argument: -email"},
+			{"a first word alone", []string{"users"}, 2, "users create"},
 		}
 		for _, f := range failures {
 			t.Run(f.name, func(t *testing.T) {
@@ -181,11 +184,47 @@ func TestCLISettings(t *testing.T) {
 	t.Run("help lists every setting", func(t *testing.T) {
 		r := cli(nil, "help")
 		for _, want := range []string{"ONAIR_HTTP_ADDR", "ONAIR_DATABASE_URL", "ONAIR_REDIS_URL", "users create", "tokens create", "migrate", "version"} {
-			if !strings.Contains(r.stderr, want) {
-				t.Errorf("help lacks %s", want)
+			if r.code != 0 || !strings.Contains(r.stdout, want) {
+				t.Errorf("help (exit %d) lacks %s", r.code, want)
 			}
 		}
 	})
+}
+
+// A command's help is that command's own flags, on stdout, exit 0, however
+// it is asked for; the settings every command takes are only mentioned.
+func TestCLICommandHelp(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		args      []string
+		want, not []string
+	}{
+		{[]string{"users", "create", "--help"}, []string{"usage: onair users create", "-email string", "-role string", "-password string", "-dj\n"}, []string{"ONAIR_HTTP_ADDR", "-token", "-label"}},
+		{[]string{"users", "create", "-h"}, []string{"usage: onair users create", "-name string"}, []string{"-http-addr string"}},
+		{[]string{"help", "users", "create"}, []string{"usage: onair users create", "-name string"}, nil},
+		{[]string{"tokens", "create", "--help"}, []string{"usage: onair tokens create", "-user string", "-label string", `(default "cli")`}, []string{"-email string"}},
+		{[]string{"users", "create", "--name", "Ann", "-h"}, []string{"-name string"}, []string{`(default "Ann")`}},
+		{[]string{"migrate", "-h"}, []string{"usage: onair migrate", "none of its own"}, []string{"-email"}},
+		{[]string{"users", "--help"}, []string{"usage: onair users <command>", "users create"}, []string{"tokens create"}},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			r := cli(map[string]string{"ONAIR_DATA_DIR": t.TempDir()}, tt.args...)
+			if r.code != 0 || r.stderr != "" {
+				t.Fatalf("exit %d, stderr %q; want 0 and help on stdout", r.code, r.stderr)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(r.stdout, w) {
+					t.Errorf("help lacks %q:\n%s", w, r.stdout)
+				}
+			}
+			for _, n := range tt.not {
+				if strings.Contains(r.stdout, n) {
+					t.Errorf("help has %q:\n%s", n, r.stdout)
+				}
+			}
+		})
+	}
 }
 
 // serve, run as the binary runs it: it logs where it listens, prints the

@@ -234,6 +234,14 @@ func settingsOf(modules []Module) ([]Setting, error) {
 	return all, nil
 }
 
+// FlagError is a command line LoadConfig could not parse: an unknown
+// flag, a flag without its value, or -h (flag.ErrHelp, which errors.Is
+// finds through it).
+type FlagError struct{ Err error }
+
+func (e *FlagError) Error() string { return e.Err.Error() }
+func (e *FlagError) Unwrap() error { return e.Err }
+
 // LoadConfig reads the ONAIR_* variables, then the flags in args (which win).
 // A bad value is an error that names the variable or flag.
 func LoadConfig(fs *flag.FlagSet, args []string, getenv func(string) string) (*Config, error) {
@@ -250,7 +258,7 @@ func LoadConfig(fs *flag.FlagSet, args []string, getenv func(string) string) (*C
 		values[s.Env] = fs.String(s.Flag, def, s.Help+" ("+s.Env+")")
 	}
 	if err := fs.Parse(args); err != nil {
-		return nil, err
+		return nil, &FlagError{Err: err}
 	}
 	explicit := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { explicit[f.Name] = true })

@@ -87,6 +87,10 @@ func (m *Module) signIn(c *fiber.Ctx, v *visitor) error {
 		f.Error = "That email and password do not match an account."
 		return m.authPage(c, v, fiber.StatusUnauthorized, f)
 	}
+	if errors.Is(err, users.ErrSuspended) {
+		f.Error = "This account is suspended: its shows, tokens and sign-in are stopped until the staff lift the suspension. Ask them why."
+		return m.authPage(c, v, fiber.StatusForbidden, f)
+	}
 	if err != nil {
 		return err
 	}

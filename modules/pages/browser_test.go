@@ -398,6 +398,11 @@ window.addEventListener('message', e => {
 		}
 		do(t, listener, chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`document.getElementById('media').currentTime = %f`, pos+0.5)))
 		waitFor(t, listener, "the message once playback passes its position", visible+` > 0`)
+		// Stamped with its time in the show, not "2 min ago".
+		want := fmt.Sprintf("%d:%02d", int(pos)/60, int(pos)%60)
+		if stamp := eval[string](t, listener, `document.querySelector('#messages li[data-pos]:not([hidden]) time').textContent`); stamp != want {
+			t.Errorf("the replayed message is stamped %q, want %q, its time in the show", stamp, want)
+		}
 		do(t, listener, chromedp.Evaluate[chromedp.Void](`document.getElementById('media').currentTime = 0`))
 		waitFor(t, listener, "the message hidden again after seeking back", visible+` === 0`)
 	})

@@ -23,10 +23,13 @@ type layout struct {
 	CSS, JS   string
 	BodyClass string
 	Path      string // the request path, for "sign in and come back"
-	SignedIn  bool
-	UserName  string
-	UserPath  string
-	CSRF      string
+	// SignIn is the header's sign-in link: back to this page afterwards,
+	// or, on the sign-in and sign-up pages, to where they lead.
+	SignIn   string
+	SignedIn bool
+	UserName string
+	UserPath string
+	CSRF     string
 	// Feed, when set, is the page's podcast feed (<link rel="alternate">).
 	Feed, FeedTitle string
 }
@@ -36,6 +39,16 @@ func (m *Module) layout(c *fiber.Ctx, v *visitor, title, description string) lay
 		Title: title, Description: description,
 		CSS: m.assets.URL("onair.css"), JS: m.assets.URL("onair.js"),
 		Path: string(c.Request().URI().RequestURI()),
+	}
+	l.SignIn = "/signin?next=" + queryEscape(l.Path)
+	switch c.Path() {
+	case "/signin", "/signup":
+		l.SignIn = "/signin"
+		if next := safeNext(c.Query("next")); next != "" {
+			l.SignIn += "?next=" + queryEscape(next)
+		}
+	case "/":
+		l.SignIn = "/signin"
 	}
 	if v != nil && v.signedIn() {
 		l.SignedIn, l.UserName, l.UserPath, l.CSRF = true, v.user.Name, "/"+v.user.Slug, v.csrf()

@@ -95,6 +95,7 @@ func (m *Module) PublicRoutes(r fiber.Router) {
 
 	r.Get("/", m.page(m.home))
 	r.Get("/embed/:id", m.page(m.embed))
+	r.Get("/docs", m.page(m.docs))
 
 	r.Get("/signup", m.page(m.signUpForm))
 	r.Post("/signup", m.page(m.signUp))

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -34,6 +35,9 @@ type chatData struct {
 	// ChatOff: the show's chat takes no messages (chat_enabled=false);
 	// "the chat is off" replaces the input, the history stays.
 	ChatOff bool
+	// Audience is what the people present do: "listening" on an
+	// audio-only show, "watching" on any other.
+	Audience string
 }
 
 // showData is the show page.
@@ -43,8 +47,8 @@ type showData struct {
 	Tags                                                                []string
 	State                                                               state
 	Private, Off, IsOwner, Listen, HasVideo, HasAudio, AudioOnly        bool
-	// EndsAt is the scheduled end, nil when none was set.
-	EndsAt *time.Time
+	// End is when it ends or ended (endOf).
+	End    showEnd
 	Player playerData
 	Chat   chatData
 }
@@ -97,7 +101,7 @@ func (m *Module) showPage(c *fiber.Ctx, v *visitor) error {
 		Start:      sh.Start, State: st, Private: sh.Private, Off: sh.Off,
 		IsOwner: v.signedIn() && v.user.ID == sh.UserID, Listen: listen,
 		HasVideo: view.VideoURL != nil || (!st.live && !st.archive && !sh.AudioOnly), HasAudio: view.AudioURL != nil,
-		AudioOnly: sh.AudioOnly, EndsAt: sh.EndsAt,
+		AudioOnly: sh.AudioOnly, End: endOf(sh, app.Now()),
 	}
 	for _, t := range sh.Tags {
 		d.Tags = append(d.Tags, t.Name)
@@ -128,6 +132,11 @@ func (m *Module) playerFor(sh *shows.Show, view *shows.View, listen bool) player
 	p := playerData{ShowID: strconv.FormatInt(sh.ID, 10), Kind: "video", HLS: m.assets.URL("hls.light.min.js"), Image: view.ImageURL, Name: sh.Name}
 	if listen {
 		p.Kind = "audio"
+		// The artwork beside the audio controls is no button: the
+		// placeholder comes without its play mark.
+		if strings.HasSuffix(p.Image, "/placeholder.svg") {
+			p.Image += "?mark=none"
+		}
 	}
 	st := stateOf(sh)
 	switch {
@@ -158,7 +167,10 @@ func (m *Module) playerFor(sh *shows.Show, view *shows.View, listen bool) player
 func (m *Module) chatFor(c *fiber.Ctx, v *visitor, sh *shows.Show, st state, canPost bool) (chatData, error) {
 	id := strconv.FormatInt(sh.ID, 10)
 	d := chatData{ShowID: id, WS: "/ws/shows/" + id, Mode: "live", ReplayURL: "/chat/" + id + "/replay", OwnerID: strconv.FormatInt(sh.UserID, 10),
-		ChatOff: sh.ChatDisabled}
+		ChatOff: sh.ChatDisabled, Audience: "watching"}
+	if sh.AudioOnly {
+		d.Audience = "listening"
+	}
 	d.Moderate = canPost && v.signedIn() && (v.user.ID == sh.UserID || v.p.IsStaff())
 	if d.Moderate {
 		d.CSRF = v.csrf()
@@ -191,19 +203,51 @@ func (m *Module) chatFor(c *fiber.Ctx, v *visitor, sh *shows.Show, st state, can
 	return d, nil
 }
 
-// planned is the length a scheduled end gives a show: "2 h 30 min
-// planned". A show that went live after its planned end says so.
-func planned(start, end time.Time) string {
-	d := end.Sub(start).Round(time.Minute)
-	if d <= 0 {
-		return "it went live after that"
+// showEnd is how a show's end reads: Label, the time At, and a Note in
+// brackets ("" for none).
+type showEnd struct {
+	Label, Note string
+	At          *time.Time
+}
+
+// endOf says when a show ends. A show to come ends at its planned end,
+// with the length that plans ("1 h 57 min planned"). A live show's start
+// is when it went live, which may be an hour early, so its note is the
+// time left, never a length counted from the start. A show that ran ended
+// at its start plus its duration, whatever was planned. nil At: nothing
+// to say.
+func endOf(sh *shows.Show, now time.Time) showEnd {
+	switch {
+	case sh.Complete:
+		if sh.Duration == nil {
+			return showEnd{}
+		}
+		end := sh.Start.Add(time.Duration(*sh.Duration) * time.Second)
+		return showEnd{Label: "ended at", At: &end}
+	case sh.EndsAt == nil:
+		return showEnd{}
+	case sh.Live:
+		if left := sh.EndsAt.Sub(now); left >= 30*time.Second {
+			return showEnd{Label: "ends at", At: sh.EndsAt, Note: length(left) + " left"}
+		}
+		return showEnd{Label: "planned to end at", At: sh.EndsAt, Note: "running past it"}
 	}
+	d := sh.EndsAt.Sub(sh.Start)
+	if d < 30*time.Second {
+		return showEnd{Label: "planned to end at", At: sh.EndsAt, Note: "before its start"}
+	}
+	return showEnd{Label: "ends at", At: sh.EndsAt, Note: length(d) + " planned"}
+}
+
+// length is a duration for people, to the minute: "2 h 5 min", "45 min".
+func length(d time.Duration) string {
+	d = d.Round(time.Minute)
 	h, m := int(d/time.Hour), int(d%time.Hour/time.Minute)
 	switch {
 	case h == 0:
-		return fmt.Sprintf("%d min planned", m)
+		return fmt.Sprintf("%d min", m)
 	case m == 0:
-		return fmt.Sprintf("%d h planned", h)
+		return fmt.Sprintf("%d h", h)
 	}
-	return fmt.Sprintf("%d h %d min planned", h, m)
+	return fmt.Sprintf("%d h %d min", h, m)
 }

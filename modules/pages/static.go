@@ -11,22 +11,42 @@ import (
 	"mime"
 	"path"
 	"strings"
+	"sync"
 
 	"github.com/gofiber/fiber/v2"
 )
 
-// staticFiles are the pages' own stylesheet and script and the vendored
-// hls.js (see docs/pages.md and static/update-hlsjs.sh). They are part of
-// the binary, so `go run .` needs no build step.
+// staticFiles are the pages' own stylesheet and scripts, the vendored
+// hls.js and the vendored Redoc of /docs (see docs/pages.md,
+// static/update-hlsjs.sh and static/update-redoc.sh). They are part of the
+// binary, so `go run .` needs no build step.
 //
-//go:embed static/*.css static/*.js static/hls.js.LICENSE
+//go:embed static/*.css static/*.js static/*.LICENSE
 var staticFiles embed.FS
 
 // asset is one embedded file, ready to serve: its bytes, a gzip copy when
-// that is smaller, and a content hash that versions its URL.
+// that is smaller (made on the first request that accepts gzip: Redoc's
+// 2 MB would cost every start-up, and every test's, a quarter second), and
+// a content hash that versions its URL.
 type asset struct {
 	name, contentType, etag string
-	body, gz                []byte
+	body                    []byte
+	gzOnce                  sync.Once
+	gz                      []byte
+}
+
+// gzipped is the gzip copy of the body, or nil when it is no smaller.
+func (a *asset) gzipped() []byte {
+	a.gzOnce.Do(func() {
+		var buf bytes.Buffer
+		zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
+		zw.Write(a.body)
+		zw.Close()
+		if buf.Len() < len(a.body) {
+			a.gz = buf.Bytes()
+		}
+	})
+	return a.gz
 }
 
 // assets holds every embedded file by name.
@@ -52,13 +72,6 @@ func loadAssets() (assets, error) {
 			a.contentType = "text/css; charset=utf-8"
 		case a.contentType == "":
 			a.contentType = "text/plain; charset=utf-8"
-		}
-		var buf bytes.Buffer
-		zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
-		zw.Write(body)
-		zw.Close()
-		if buf.Len() < len(body) {
-			a.gz = buf.Bytes()
 		}
 		out[a.name] = a
 		return nil
@@ -97,9 +110,11 @@ func (as assets) serve(c *fiber.Ctx) error {
 	if c.Get(fiber.HeaderIfNoneMatch) == `"`+a.etag+`"` {
 		return c.SendStatus(fiber.StatusNotModified)
 	}
-	if a.gz != nil && strings.Contains(c.Get(fiber.HeaderAcceptEncoding), "gzip") {
-		c.Set(fiber.HeaderContentEncoding, "gzip")
-		return c.Send(a.gz)
+	if strings.Contains(c.Get(fiber.HeaderAcceptEncoding), "gzip") {
+		if gz := a.gzipped(); gz != nil {
+			c.Set(fiber.HeaderContentEncoding, "gzip")
+			return c.Send(gz)
+		}
 	}
 	return c.Send(a.body)
 }

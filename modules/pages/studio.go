@@ -27,6 +27,7 @@ const studioShows = 200
 // studioData is GET /studio.
 type studioData struct {
 	SignedIn             bool
+	Deleted              bool // just after a delete (?deleted=1)
 	Live, Upcoming, Past []studioRow
 	StreamURL            string
 }
@@ -35,7 +36,7 @@ type studioData struct {
 type studioRow struct {
 	ID, Name, Path, Studio, Viewers, Peak, Duration, Recording string
 	Start                                                      time.Time
-	EndsAt                                                     *time.Time // the planned end, nil when none
+	End                                                        showEnd
 	State                                                      state
 	Private, Off, AudioOnly, ChatOff                           bool
 }
@@ -63,7 +64,7 @@ type studioShowData struct {
 	ID, Name, Path, CSRF, StreamURL, Key, Viewers, Peak, Duration, Recording string
 	State                                                                    state
 	Start                                                                    time.Time
-	EndsAt                                                                   *time.Time
+	End                                                                      showEnd
 	Saved, KeyNew                                                            bool
 	Form                                                                     studioForm
 	Health                                                                   healthView
@@ -74,7 +75,7 @@ type studioShowData struct {
 // (soonest first), then past (newest first). Signed out, it says how to
 // get in.
 func (m *Module) studio(c *fiber.Ctx, v *visitor) error {
-	d := studioData{SignedIn: v.signedIn(), StreamURL: m.rtmp}
+	d := studioData{SignedIn: v.signedIn(), StreamURL: m.rtmp, Deleted: c.Query("deleted") == "1"}
 	if v.signedIn() {
 		list, _, err := m.shows.List(c.UserContext(), shows.ListQuery{Viewer: v.p, UserID: v.user.ID, Page: app.Page{Number: 1, Size: studioShows}})
 		if err != nil {
@@ -105,7 +106,7 @@ func (m *Module) studioRow(c *fiber.Ctx, sh *shows.Show) (studioRow, error) {
 	id := strconv.FormatInt(sh.ID, 10)
 	row := studioRow{
 		ID: id, Name: sh.Name, Studio: "/studio/shows/" + id, Start: sh.Start, State: stateOf(sh),
-		Private: sh.Private, Off: sh.Off, Recording: recording(sh), EndsAt: sh.EndsAt,
+		Private: sh.Private, Off: sh.Off, Recording: recording(sh), End: endOf(sh, app.Now()),
 		AudioOnly: sh.AudioOnly, ChatOff: sh.ChatDisabled,
 	}
 	if sh.User != nil {
@@ -306,7 +307,7 @@ func (m *Module) renderStudioShow(c *fiber.Ctx, v *visitor, sh *shows.Show, f st
 	f.Image = m.shows.View(sh, false).ImageURL
 	d := studioShowData{
 		ID: id, Name: sh.Name, Path: row.Path, CSRF: v.csrf(), StreamURL: m.rtmp, Key: key, KeyNew: keyNew,
-		Viewers: row.Viewers, Peak: row.Peak, Duration: row.Duration, Recording: row.Recording, State: row.State, Start: sh.Start, EndsAt: sh.EndsAt,
+		Viewers: row.Viewers, Peak: row.Peak, Duration: row.Duration, Recording: row.Recording, State: row.State, Start: sh.Start, End: row.End,
 		Saved: c.Query("saved") == "1" && status == fiber.StatusOK, Form: f, Health: viewHealth(m.healthOf(sh).WithSchedule(sh, app.Now())),
 	}
 	if d.Stats, err = m.statsOf(c.UserContext(), sh); err != nil {
@@ -389,7 +390,8 @@ func (f *studioForm) input(sh *shows.Show) (shows.Input, bool) {
 		f.Errors = map[string]string{}
 	}
 	tags := splitTags(f.Tags)
-	in := shows.Input{Name: &f.Name, Description: &f.Description, Private: &f.Private, Headline: &f.Headline, Tags: &tags, ChatEnabled: &f.ChatOn, Downloadable: &f.Downloadable}
+	in := shows.Input{Name: &f.Name, Description: &f.Description, Private: &f.Private, Headline: &f.Headline, Tags: &tags, ChatEnabled: &f.ChatOn,
+		Downloadable: &f.Downloadable, DescriptionOptional: true}
 	if !f.AudioLocked {
 		in.AudioOnly = &f.AudioOnly
 	}

@@ -79,9 +79,9 @@ func TestStudioImage(t *testing.T) {
 		copy(big, testPNG(t, 10, 10))
 		beside(me.postMultipart("/studio/shows", fields(), map[string][]byte{"image": []byte("not a picture")}), "Image must be a JPEG, PNG, GIF or WebP image")
 		beside(me.postMultipart("/studio/shows", fields(), map[string][]byte{"image": big}), "Image must be at most 300 KB")
-		p := me.postMultipart("/studio/shows", fields("description", ""), map[string][]byte{"image": []byte("GIF89a...")})
+		p := me.postMultipart("/studio/shows", fields("name", " "), map[string][]byte{"image": []byte("GIF89a...")})
 		beside(p, "Image must be")
-		if !strings.Contains(p.body, "Description is required") {
+		if !strings.Contains(p.body, "Name is required") {
 			t.Error("a bad image hides the other fields' problems")
 		}
 		if n := len(env.Do("GET", "/v1/users/me/shows?scheduled=true", dj.token, nil).Expect(t, 200).JSON(t)["shows"].([]any)); n != 0 {

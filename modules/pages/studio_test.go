@@ -131,7 +131,7 @@ func TestStudioForm(t *testing.T) {
 	}{
 		{"name missing", studioForm(me.csrf, "name", " "), "err-name", "Name is required"},
 		{"name too long", studioForm(me.csrf, "name", longName), "err-name", "Name must be at most 100 characters"},
-		{"description missing", studioForm(me.csrf, "description", ""), "err-description", "Description is required"},
+		{"description too long", studioForm(me.csrf, "description", strings.Repeat("d", 5001)), "err-description", "Description must be at most 5000 characters"},
 		{"start in the past", studioForm(me.csrf, "starts_at", "2001-01-01T10:00"), "err-starts_at", "Start must be in the future"},
 		{"start not a time", studioForm(me.csrf, "starts_at", "next friday"), "err-starts_at", "Start must be a date and time"},
 		{"start in an unknown zone", studioForm(me.csrf, "starts_at", future.Format("2006-01-02T15:04"), "tz", "Mars/Olympus"), "err-starts_at", "Start must be a date and time"},
@@ -184,9 +184,18 @@ func TestStudioForm(t *testing.T) {
 	if sh["name"] != "Renamed Set" || sh["private"] != false || len(sh["tags"].([]any)) != 0 || sh["start"] != future.Format("2006-01-02 15:04:05") {
 		t.Errorf("edited show: %v", sh)
 	}
-	if p := me.post(show, studioForm(me.csrf, "description", "")); p.status != 422 || !strings.Contains(p.body, "Description is required") {
-		t.Errorf("edit with no description: %d", p.status)
+	// The description is optional in the studio (the API requires one,
+	// as the v1 spec does): emptied, it is saved empty.
+	if p := me.post(show, studioForm(me.csrf, "name", "Renamed Set", "description", "")); p.status != 303 {
+		t.Errorf("edit with no description: %d\n%s", p.status, p.body)
+	} else if d := apiShow(t, env, dj.token, id)["description"]; d != "" {
+		t.Errorf("the emptied description reads %q", d)
 	}
+	if p := me.post("/studio/shows", studioForm(me.csrf, "name", "Name Only", "description", "")); p.status != 303 {
+		t.Errorf("create without a description: %d\n%s", p.status, p.body)
+	}
+	env.Do("POST", "/v1/shows", dj.token, map[string]any{"name": "API Without"}).Expect(t, http.StatusUnprocessableEntity)
+	env.Do("POST", "/v1/shows", dj.token, map[string]any{"name": "API Blank", "description": " "}).Expect(t, http.StatusUnprocessableEntity)
 
 	// Stop a show that is not live: the API's 409, as a page.
 	if p := me.post(show+"/stop", url.Values{"csrf": {me.csrf}}); p.status != 409 {

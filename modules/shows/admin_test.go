@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"testing"
 
@@ -276,6 +277,19 @@ func TestConsoleShowPages(t *testing.T) {
 	env.Do("PUT", fmt.Sprintf("/v1/shows/%d", live), modTok, map[string]any{"name": "Nope"}).Expect(t, http.StatusForbidden)
 	detail := mod.Get(fmt.Sprintf("/admin/shows/%d", live)).Expect(t, http.StatusOK)
 	detail.Contains(t, "Night Owls Live", "Open the player", env.URL+"/", env.URL+video, "Stop the broadcast", "Take off (stops it)", "Feature", "Delete")
+	// The stream key stays its owner's, as docs/admin.md says: staff see
+	// neither it nor a way to reveal it.
+	liveShow, err := svc.Get(ctx, live)
+	if err != nil {
+		t.Fatal(err)
+	}
+	detail.Contains(t, "only its owner sees it")
+	if liveShow.StreamKey == "" || strings.Contains(detail.Body, liveShow.StreamKey) {
+		t.Error("the console's show page shows the stream key")
+	}
+	if doc, err := os.ReadFile("../../docs/admin.md"); err != nil || !strings.Contains(string(doc), "the stream key is not shown: only its owner sees it") {
+		t.Errorf("docs/admin.md does not say the console keeps the stream key from staff (%v)", err)
+	}
 	mod.Get(fmt.Sprintf("/admin/shows/%d", off)).Expect(t, http.StatusOK).Contains(t, "Restore")
 	mod.Get(fmt.Sprintf("/admin/shows/%d", featured)).Expect(t, http.StatusOK).Contains(t, "Unfeature")
 	mod.Get(fmt.Sprintf("/admin/shows/%d", radio)).Expect(t, http.StatusOK).Contains(t, "radio")

@@ -212,6 +212,10 @@ type Input struct {
 	// Image is an uploaded image file (multipart field "image"), nil
 	// for no change (image.go).
 	Image []byte
+	// DescriptionOptional lets the description be empty or left out: the
+	// studio's form, where a show may start as a name alone. The v1 API
+	// never sets it, since the spec requires a description.
+	DescriptionOptional bool
 }
 
 // Limits of product-decisions.md, and of the extensions
@@ -257,7 +261,7 @@ func (in *Input) validate(cur *Show, now time.Time) (checked, error) {
 			v.Add("name", fmt.Sprintf("must be at most %d characters", MaxName))
 		}
 	}
-	if in.Description == nil && creating {
+	if in.Description == nil && creating && !in.DescriptionOptional {
 		v.Add("description", "is required")
 	}
 	if in.Description != nil {
@@ -265,7 +269,7 @@ func (in *Input) validate(cur *Show, now time.Time) (checked, error) {
 		switch {
 		case !validText(d, true):
 			v.Add("description", "must be valid UTF-8 text")
-		case strings.TrimSpace(d) == "":
+		case strings.TrimSpace(d) == "" && !in.DescriptionOptional:
 			v.Add("description", "is required")
 		case runeLen(d) > MaxDescription:
 			v.Add("description", fmt.Sprintf("must be at most %d characters", MaxDescription))
@@ -368,7 +372,7 @@ func (s *Service) Create(ctx context.Context, by *app.Principal, in Input) (*Sho
 		return nil, err
 	}
 	sh := &Show{
-		UserID: by.UserID, Name: *in.Name, Description: *in.Description,
+		UserID: by.UserID, Name: *in.Name, Description: derefString(in.Description),
 		Start: now, EndsAt: c.end, CreatedAt: now, UpdatedAt: now,
 		Private: deref(in.Private), Radio: deref(in.Radio), Headline: deref(in.Headline),
 		AudioOnly: deref(in.AudioOnly), ChatDisabled: in.ChatEnabled != nil && !*in.ChatEnabled,
@@ -781,5 +785,12 @@ func wrap(op string, id int64, err error) error {
 }
 
 func deref(b *bool) bool { return b != nil && *b }
+
+func derefString(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
 
 func runeLen(s string) int { return len([]rune(s)) }

@@ -73,6 +73,9 @@ func (s *Service) DB() *bun.DB { return s.db }
 // ErrNotFound is returned when a user or token does not exist.
 var ErrNotFound = errors.New("users: not found")
 
+// ErrSuspended is the sign-in of a suspended user with the right password.
+var ErrSuspended = errors.New("users: suspended")
+
 // NewUser is the input of Create.
 type NewUser struct {
 	Name, Email, Password string
@@ -209,7 +212,8 @@ func (s *Service) ReservedSlug(slug string) bool { return s.reserved(slug) }
 // ReserveFrom makes the service keep the slugs the booted core reserves.
 func (s *Service) ReserveFrom(core *app.Core) { s.reserved = core.ReservedSlug }
 
-// CheckPassword returns the user with that email when the password matches.
+// CheckPassword returns the user with that email when the password
+// matches; ErrSuspended when it matches a suspended user's.
 func (s *Service) CheckPassword(ctx context.Context, email, password string) (*User, error) {
 	u := new(User)
 	err := s.db.NewSelect().Model(u).Where("email = ?", strings.ToLower(strings.TrimSpace(email))).Scan(ctx)
@@ -219,8 +223,12 @@ func (s *Service) CheckPassword(ctx context.Context, email, password string) (*U
 		_ = bcrypt.CompareHashAndPassword([]byte("$2a$10$7EqJtq98hPqEX7fNZaFWoOhi5BWX4Z2ZbFZZ8z5wZ0y3oQeQ6/6nK"), []byte(password))
 		return nil, ErrNotFound
 	}
-	if bcrypt.CompareHashAndPassword([]byte(u.PasswordHash), []byte(password)) != nil || u.SuspendedAt != nil {
+	if bcrypt.CompareHashAndPassword([]byte(u.PasswordHash), []byte(password)) != nil {
 		return nil, ErrNotFound
+	}
+	if u.SuspendedAt != nil {
+		// Only the right password learns of the suspension.
+		return nil, ErrSuspended
 	}
 	return u, nil
 }

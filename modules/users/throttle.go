@@ -159,7 +159,8 @@ const (
 
 // SignIn checks an email and password for a client address, counting
 // failures: a wrong pair is ErrNotFound, a blocked one a 429 with
-// Retry-After. A right pair clears the count.
+// Retry-After, a suspended user's right pair ErrSuspended (counted as no
+// failure: it is no guess). A right pair clears the count.
 func (s *Service) SignIn(ctx context.Context, email, password, ip string) (*User, error) {
 	key := strings.ToLower(strings.TrimSpace(email)) + "|" + ip
 	if wait, err := s.throttle.blocked(ctx, key); err != nil {

@@ -291,6 +291,11 @@
     t.textContent = s < 60 ? 'just now' : s < 3600 ? Math.floor(s / 60) + ' min ago' : s < 86400 ? Math.floor(s / 3600) + ' h ago' : d.toLocaleDateString();
     t.title = d.toLocaleString();
   }
+  // inShow is a position in the show, in seconds, as M:SS or H:MM:SS.
+  function inShow(pos) {
+    var s = Math.max(0, Math.floor(Number(pos) || 0)), h = Math.floor(s / 3600), m = Math.floor(s / 60) % 60, x = s % 60;
+    return (h ? h + ':' + (m < 10 ? '0' : '') : '') + m + ':' + (x < 10 ? '0' : '') + x;
+  }
   function refreshTimes() { Array.prototype.forEach.call(list.querySelectorAll('time[data-ago]'), ago); }
   refreshTimes();
   setInterval(refreshTimes, 30000);
@@ -345,8 +350,16 @@
     if (m.created_at) {
       var t = document.createElement('time');
       t.setAttribute('datetime', m.created_at.replace(' ', 'T') + 'Z');
-      t.setAttribute('data-ago', '');
-      ago(t);
+      if (replay && !live) {
+        // A replayed message is stamped with its time in the show, where
+        // playback shows it; "2 min ago" would be when this page loaded.
+        t.className = 'in-show';
+        t.textContent = inShow(m.position);
+        t.title = new Date(t.getAttribute('datetime')).toLocaleString();
+      } else {
+        t.setAttribute('data-ago', '');
+        ago(t);
+      }
       li.appendChild(document.createTextNode(' ')); li.appendChild(t);
     }
     var text = document.createElement('span');
@@ -415,7 +428,7 @@
       var rec = player.getAttribute('data-kind') === 'audio' ? (sh.audio_url || sh.video_url) : (sh.video_url || sh.audio_url);
       if (rec && rec !== player.getAttribute('data-src')) {
         switchTo(rec);
-        notice('The recording is ready: press play to watch from the start.');
+        notice('The recording is ready: press play to ' + (player.getAttribute('data-kind') === 'audio' ? 'listen' : 'watch') + ' from the start.');
         if (media) media.hidden = false;
       }
     }

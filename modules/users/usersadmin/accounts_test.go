@@ -68,8 +68,15 @@ func TestConsoleAccounts(t *testing.T) {
 		djWeb.Get("/account").Expect(t, http.StatusSeeOther)
 		again := admintest.New(t, env)
 		again.Get("/signin")
-		if r := again.Post("/signin", url.Values{"email": {dj.Email}, "password": {admintest.Password}}); r.Status == http.StatusSeeOther {
-			t.Error("a suspended user signed in")
+		if r := again.Post("/signin", url.Values{"email": {dj.Email}, "password": {admintest.Password}}); r.Status != http.StatusForbidden || !strings.Contains(r.Body, "This account is suspended") || strings.Contains(r.Body, "do not match") {
+			t.Errorf("a suspended user signing in with the right password: %d %s", r.Status, r.Body)
+		}
+		// A wrong password learns nothing of the suspension.
+		if r := again.Post("/signin", url.Values{"email": {dj.Email}, "password": {"not the password"}}); r.Status != http.StatusUnauthorized || strings.Contains(r.Body, "suspended") {
+			t.Errorf("a wrong password for a suspended user: %d", r.Status)
+		}
+		if r := admintest.New(t, env).SignIn(dj.Email, admintest.Password); r.Status != http.StatusForbidden || !strings.Contains(r.Body, "This account is suspended") {
+			t.Errorf("a suspended user signing in to the console: %d %s", r.Status, r.Body)
 		}
 		if sh, _ := svc.Get(context.Background(), id); sh.Live || !sh.Complete {
 			t.Errorf("the suspended user's show: live %v complete %v", sh.Live, sh.Complete)
