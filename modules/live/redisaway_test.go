@@ -294,6 +294,11 @@ func TestRedisAwayMidShow(t *testing.T) {
 		}
 		return nil
 	})
+	select {
+	case err := <-done:
+		t.Errorf("show one's publisher on node A ended after Redis returned: %v", err)
+	default:
+	}
 	for _, sh := range []*broadcast{one, two} {
 		if s := sh.show(t); s["live"] != true {
 			t.Errorf("show %d after Redis returned: %v", sh.id, s)
