@@ -73,6 +73,11 @@ func NewServer(core *Core) (*Server, error) {
 		// ReadBufferSize bytes. docs/benchmarks.md, "Chat fan-out".
 		ReduceMemoryUsage: true,
 	})
+	// A hijacked connection (chat's WebSockets) is closed by its own code,
+	// not when the hijack handler returns: a socket's handler returns once
+	// the socket runs, giving back the upgrade request's context and its
+	// goroutine (modules/chat, serveSocket).
+	app.Server().KeepHijackedConns = true
 	s.App = app
 	var err error
 	if s.conns, err = newConnGuard(core.Config, core.Log, core.Metrics); err != nil {

@@ -32,7 +32,13 @@ type buckets struct {
 // a core on either side).
 type serverTimes struct {
 	handler, delivery buckets
+	// mem is the server's Go memory at the reading: heap in use, goroutine
+	// stacks (bytes) and goroutines (go_memstats_heap_inuse_bytes,
+	// go_memstats_stack_inuse_bytes, go_goroutines).
+	mem memory
 }
+
+type memory struct{ heap, stack, goroutines float64 }
 
 // readServerTimes reads them from the server's /metrics.
 func readServerTimes(ctx context.Context, srv *benchkit.Server) (serverTimes, error) {
@@ -62,6 +68,13 @@ func readServerTimes(ctx context.Context, srv *benchkit.Server) (serverTimes, er
 	for _, m := range families["onair_chat_delivery_seconds"].GetMetric() {
 		t.delivery = histogram(m)
 	}
+	gauge := func(name string) float64 {
+		for _, m := range families[name].GetMetric() {
+			return m.GetGauge().GetValue()
+		}
+		return 0
+	}
+	t.mem = memory{heap: gauge("go_memstats_heap_inuse_bytes"), stack: gauge("go_memstats_stack_inuse_bytes"), goroutines: gauge("go_goroutines")}
 	return t, nil
 }
 

@@ -131,8 +131,9 @@ type phase struct {
 	presenceEvents      int64
 	settled             bool
 	rssBefore, rssAfter int64
-	posted              int // messages the server stored
-	ok, limited, failed int // POST answers: 201, 429, other or none
+	memBefore, memAfter memory // the server's Go heap and stacks, without and with the crowd
+	posted              int    // messages the server stored
+	ok, limited, failed int    // POST answers: 201, 429, other or none
 	postP50, postP99    time.Duration
 	postsOver50         int         // POSTs whose round trip took over 50 ms
 	server              serverTimes // what the server measured of the phase
@@ -144,6 +145,19 @@ type phase struct {
 	droppedByServer     int // ... by the end of the phase
 	slowDrops           int
 	loadDuring          string
+	maxConns            int // ONAIR_MAX_CONNS the server ran with (0: derived)
+	// CPU time from the first POST to the last delivery: the server's, and
+	// this process's (the viewers reading), over the wall time between.
+	cpuServer, cpuViewers, cpuWall time.Duration
+}
+
+// nofile is this process's descriptor limit (the server inherits the hard one).
+func nofile() (soft, hard uint64) {
+	var rl syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil {
+		return 0, 0
+	}
+	return rl.Cur, rl.Max
 }
 
 func run(ctx context.Context, o options) error {
@@ -217,6 +231,16 @@ func run(ctx context.Context, o options) error {
 // configured time and measures what reached them.
 func runPhase(ctx context.Context, srv *benchkit.Server, tokens []string, n int, mode string, o options) (phase, error) {
 	p := phase{viewers: n, mode: mode}
+	// The server's connection cap is derived from its descriptor limit
+	// (ONAIR_MAX_CONNS=0: the limit less an eighth). Where the hard limit
+	// cannot be raised (run.sh tries) and the crowd does not fit under that
+	// cap, the cap is set as an operator would for a server of sockets
+	// alone: the limit less 64 descriptors for its files and the POSTs.
+	delete(srv.Env, "ONAIR_MAX_CONNS")
+	if _, hard := nofile(); n+256 > int(hard-max(128, hard/8)) {
+		p.maxConns = int(hard) - 64
+		srv.Env["ONAIR_MAX_CONNS"] = strconv.Itoa(p.maxConns)
+	}
 	if err := srv.Start(); err != nil {
 		return p, err
 	}
@@ -234,6 +258,11 @@ func runPhase(ctx context.Context, srv *benchkit.Server, tokens []string, n int,
 	if p.rssBefore, err = benchkit.RSS(srv.PID()); err != nil {
 		return p, err
 	}
+	idle, err := readServerTimes(ctx, srv)
+	if err != nil {
+		return p, err
+	}
+	p.memBefore = idle.mem
 
 	fmt.Fprintf(os.Stderr, "%d viewers, %s ids: connecting...\n", n, mode)
 	wsURL := fmt.Sprintf("ws://%s/ws/shows/%d", srv.HTTPAddr, show.ID)
@@ -276,12 +305,30 @@ func runPhase(ctx context.Context, srv *benchkit.Server, tokens []string, n int,
 	if err != nil {
 		return p, err
 	}
+	p.memAfter = server0.mem
+	cpu0, err := benchkit.ReadCPU(srv.PID())
+	if err != nil {
+		return p, err
+	}
+	self0, err := benchkit.ReadCPU(os.Getpid())
+	if err != nil {
+		return p, err
+	}
 	posts, err := postApart(ctx, srv, tokens, show.ID, o.rate, o.seconds)
 	if err != nil {
 		return p, err
 	}
 	p.loadDuring = benchkit.LoadAvg()
 	_, lastEvent := c.settle(3*time.Second, time.Minute)
+	if cpu1, err := benchkit.ReadCPU(srv.PID()); err == nil {
+		p.cpuServer = cpu1.Own - cpu0.Own
+	}
+	if self1, err := benchkit.ReadCPU(os.Getpid()); err == nil {
+		p.cpuViewers = self1.Own - self0.Own
+	}
+	// The settling's quiet seconds after the last delivery are not counted
+	// as wall time, though their little CPU is.
+	p.cpuWall = lastEvent.Sub(posts.start)
 	server1, err := readServerTimes(ctx, srv)
 	if err != nil {
 		return p, err

@@ -20,24 +20,30 @@ func ms(d time.Duration) string { return fmt.Sprintf("%.1f", float64(d)/float64(
 
 func (r *report) table() string {
 	var b strings.Builder
-	b.WriteString("| Viewer ids | Viewers (connected) | connect all | presence events received | delivery p50 (ms) | p99 (ms) | max (ms) | POST p50 / p99 (ms) | server: POST handler p99 / delivery p99 (ms) | delivered/s | ÷ ideal (viewers × rate) | sockets dropped by server (before posting / in all) | RSS per viewer | load (1/5/15 min) |\n")
-	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
+	b.WriteString("| Viewer ids | Viewers (connected) | connect all | presence events received | delivery p50 (ms) | p99 (ms) | max (ms) | POST p50 / p99 (ms) | server: POST handler p99 / delivery p99 (ms) | delivered/s | ÷ ideal (viewers × rate) | sockets dropped by server (before posting / in all) | RSS per viewer (Go heap in use, stacks; goroutines) | CPU from the first POST to the last delivery: server / viewers / wall (s) | load (1/5/15 min) |\n")
+	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
 	for _, p := range r.phases {
 		perViewer := "–"
 		if p.connected > 0 {
-			perViewer = fmt.Sprintf("%.1f KB", float64(p.rssAfter-p.rssBefore)/float64(p.connected)/1024)
+			n := float64(p.connected)
+			perViewer = fmt.Sprintf("%.1f KB (heap %.1f, stacks %.1f KB; %.2f goroutines)", float64(p.rssAfter-p.rssBefore)/n/1024,
+				(p.memAfter.heap-p.memBefore.heap)/n/1024, (p.memAfter.stack-p.memBefore.stack)/n/1024, (p.memAfter.goroutines-p.memBefore.goroutines)/n)
 		}
 		p50, p99, pmax := ms(p.p50), ms(p.p99), ms(p.max)
 		if p.samples == 0 {
 			p50, p99, pmax = "–", "–", "–" // nothing reached a sampled socket
 		}
-		fmt.Fprintf(&b, "| %s | %d (%d) | %.1f s | %d | %s | %s | %s | %s / %s | %s | %.0f | %.3f | %d / %d | %s | %s |\n",
+		fmt.Fprintf(&b, "| %s | %d (%d) | %.1f s | %d | %s | %s | %s | %s / %s | %s | %.0f | %.3f | %d / %d | %s | %.1f / %.1f / %.1f | %s |\n",
 			p.mode, p.viewers, p.connected, p.connectTime.Seconds(), p.presenceEvents,
 			p50, p99, pmax, ms(p.postP50), ms(p.postP99), bucket(p.server.handler.quantile(0.99))+" / "+bucket(p.server.delivery.quantile(0.99)),
-			p.perSecond(), p.fraction(), p.droppedBefore, p.droppedByServer, perViewer, p.loadDuring)
+			p.perSecond(), p.fraction(), p.droppedBefore, p.droppedByServer, perViewer,
+			p.cpuServer.Seconds(), p.cpuViewers.Seconds(), p.cpuWall.Seconds(), p.loadDuring)
 	}
 	for _, p := range r.phases {
 		var notes []string
+		if p.maxConns > 0 {
+			notes = append(notes, fmt.Sprintf("the descriptor limit (%d) could not be raised, so the server ran with ONAIR_MAX_CONNS=%d", p.maxConns+64, p.maxConns))
+		}
 		if p.dialFailures != "" {
 			notes = append(notes, "sockets that failed to open: "+p.dialFailures)
 		}

@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/gofiber/contrib/websocket"
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
@@ -190,11 +189,11 @@ func (m *Module) APIRoutes(r fiber.Router) {
 	r.Get("/shows/:show_id/chats/:id", h.get)
 	r.Delete("/shows/:show_id/chats/:id", h.remove)
 	r.Get("/shows/:id/chat_users", h.chatUsers)
-	r.Get("/shows/:id/chat/socket", m.apiSocket, websocket.New(m.serveSocket, socketConfig))
+	r.Get("/shows/:id/chat/socket", m.apiSocket, m.upgrade)
 }
 
 func (m *Module) PublicRoutes(r fiber.Router) {
-	r.Get("/ws/shows/:id", m.webSocket, websocket.New(m.serveSocket, socketConfig))
+	r.Get("/ws/shows/:id", m.webSocket, m.upgrade)
 }
 
 //go:embed openapi.json

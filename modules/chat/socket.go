@@ -1,16 +1,20 @@
 package chat
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"net"
 	"net/url"
+	"reflect"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/gofiber/contrib/websocket"
+	"github.com/fasthttp/websocket"
 	"github.com/gofiber/fiber/v2"
+	"github.com/valyala/fasthttp"
 
 	"github.com/onair/onair/app"
 )
@@ -22,18 +26,24 @@ var (
 	pongWait  = 60 * time.Second
 	writeWait = 10 * time.Second
 	readLimit = int64(4096)
-	viewerKey = "onair.chat.viewer"
-	showIDKey = "onair.chat.show"
-	whoKey    = "onair.chat.who"
 )
 
 // A socket's place under ONAIR_MAX_SOCKETS_PER_IP is taken before the
-// upgrade and kept in the request's locals under slotKey; unless its
-// socket starts within slotGrace, it is given back.
+// upgrade and kept, with who joins which room, in the request's locals
+// under startKey; unless its socket starts within slotGrace, the place is
+// given back.
 const (
-	slotKey   = "onair.chat.slot"
+	startKey  = "onair.chat.socket"
 	slotGrace = 30 * time.Second
 )
+
+// socketStart is what prepareSocket found out for the socket it upgrades.
+type socketStart struct {
+	slot   *socketSlot
+	viewer Viewer
+	showID int64
+	who    *app.Principal
+}
 
 // apiSocket prepares GET /v1/shows/:id/chat/socket: the Bearer-token
 // client joins as its user.
@@ -88,7 +98,7 @@ func (m *Module) webSocket(c *fiber.Ctx) error {
 // prepareSocket takes the socket's place under the per-address cap and
 // checks the show is visible to the viewer before upgrading.
 func (m *Module) prepareSocket(c *fiber.Ctx, p *app.Principal, viewer func(showID int64) (Viewer, error)) (err error) {
-	if !websocket.IsWebSocketUpgrade(c) {
+	if !websocket.FastHTTPIsWebSocketUpgrade(c.Context()) {
 		return &app.Error{Status: fiber.StatusUpgradeRequired, Code: "upgrade_required", Message: "this route speaks WebSocket"}
 	}
 	// Through a trusted proxy the socket also counts for its client under
@@ -121,11 +131,48 @@ func (m *Module) prepareSocket(c *fiber.Ctx, p *app.Principal, viewer func(showI
 	if err != nil {
 		return err
 	}
-	c.Locals(viewerKey, v)
-	c.Locals(showIDKey, showID)
-	c.Locals(whoKey, p)
-	c.Locals(slotKey, slot)
+	c.Locals(startKey, &socketStart{slot: slot, viewer: v, showID: showID, who: p})
 	return c.Next()
+}
+
+// upgrader answers a room's upgrade. Origins are checked before
+// (webSocket); the socket's own buffers are small: it reads only control
+// frames, and its frames are written without the library's write buffer,
+// which is borrowed from a pool for the rare write that does use it.
+var upgrader = websocket.FastHTTPUpgrader{
+	ReadBufferSize:  256,
+	WriteBufferSize: 256,
+	WriteBufferPool: &sync.Pool{},
+	CheckOrigin:     func(*fasthttp.RequestCtx) bool { return true },
+}
+
+// upgrade answers the upgrade prepareSocket let through and starts the
+// socket. It uses the WebSocket library's upgrader itself, not a
+// middleware that copies every header, cookie and local of the request
+// into maps the socket keeps for its whole life (a viewer's memory:
+// docs/benchmarks.md, "Chat fan-out").
+func (m *Module) upgrade(c *fiber.Ctx) error {
+	start, _ := c.Locals(startKey).(*socketStart)
+	if start == nil {
+		return fiber.ErrUpgradeRequired
+	}
+	err := upgrader.Upgrade(c.Context(), func(conn *websocket.Conn) {
+		defer m.recoverSocket(conn)
+		m.serveSocket(conn, start)
+	})
+	if err != nil {
+		return fiber.ErrUpgradeRequired
+	}
+	return nil
+}
+
+// recoverSocket logs a socket's panic and closes its connection (the
+// server keeps hijacked connections open: app.NewServer).
+func (m *Module) recoverSocket(conn *websocket.Conn) {
+	if r := recover(); r != nil {
+		m.core.Log.Error("chat: socket panicked", "panic", r, "stack", string(debug.Stack()))
+		conn.Close()
+	}
 }
 
 func (m *Module) tooManySockets() *app.Error {
@@ -133,23 +180,25 @@ func (m *Module) tooManySockets() *app.Error {
 		Message: fmt.Sprintf("at most %d chat sockets per client address", m.maxSockets)}
 }
 
-// serveSocket runs one socket: it joins the room, writes the room's events
-// and heartbeats, and reads only to notice the peer leaving.
-func (m *Module) serveSocket(conn *websocket.Conn) {
+// serveSocket starts one socket: it joins the room, whose fan-out writes
+// the room's events and heartbeats, then reads only to notice the peer
+// leaving. The reading runs on a goroutine of its own and serveSocket
+// returns (when the connection allows: detachable), so that fasthttp's
+// hijack goroutine ends and gives back the upgrade request's context (its
+// headers, a few KB a socket), and the reader's stack holds the read loop
+// alone.
+func (m *Module) serveSocket(conn *websocket.Conn, start *socketStart) {
 	// The place prepareSocket took is held for as long as the socket
 	// lives. (It is gone only if the socket started more than slotGrace
 	// after its upgrade was answered.)
-	slot, _ := conn.Locals(slotKey).(*socketSlot)
+	slot := start.slot
 	if slot == nil || !slot.claim() {
 		conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseTryAgainLater, "try again"), time.Now().Add(writeWait))
 		conn.Close()
 		return
 	}
-	defer slot.release()
-	v, _ := conn.Locals(viewerKey).(Viewer)
-	showID, _ := conn.Locals(showIDKey).(int64)
+	v, showID, who := start.viewer, start.showID, start.who
 	ctx := m.ctx
-	who, _ := conn.Locals(whoKey).(*app.Principal)
 	if who == nil {
 		who = &app.Principal{}
 	}
@@ -163,7 +212,6 @@ func (m *Module) serveSocket(conn *websocket.Conn) {
 		raw = u.UnsafeConn()
 	}
 	cl := m.hub.join(ctx, showID, v, who, raw)
-	defer m.hub.leave(ctx, showID, cl)
 
 	// Every write to the connection is the hub's (a frame the library
 	// wrote could land inside a frame a fan-out worker has half written):
@@ -186,6 +234,23 @@ func (m *Module) serveSocket(conn *websocket.Conn) {
 	silence := m.hub.silence()
 	conn.SetReadDeadline(time.Now().Add(silence))
 	conn.SetPongHandler(func(string) error { return conn.SetReadDeadline(time.Now().Add(silence)) })
+	if !detachable(conn.NetConn()) {
+		m.readSocket(conn, cl, slot, showID)
+		return
+	}
+	go func() {
+		defer m.recoverSocket(conn)
+		m.readSocket(conn, cl, slot, showID)
+	}()
+}
+
+// readSocket reads the socket until the peer leaves or goes silent, then
+// ends it: the client's writer closes the connection, the socket leaves
+// the room and gives its place back.
+func (m *Module) readSocket(conn *websocket.Conn, cl *client, slot *socketSlot, showID int64) {
+	defer slot.release()
+	defer m.hub.leave(m.ctx, showID, cl)
+	silence := m.hub.silence()
 	var err error
 	for {
 		if _, _, err = conn.ReadMessage(); err != nil {
@@ -201,6 +266,27 @@ func (m *Module) serveSocket(conn *websocket.Conn) {
 	}
 	cl.drop(farewell)
 	<-cl.stopped
+}
+
+// detachable tells whether the socket may still be read after the hijack
+// handler returned. fasthttp gives back then the request's reader that
+// the hijacked connection reads through when it has one: a client that
+// sent bytes behind its upgrade request before the answer (with
+// ReduceMemoryUsage, app.NewServer, it has none otherwise). That reader
+// is not exported, so its type is looked at through reflect; should
+// fasthttp's hijacked connection change shape, nothing is detachable and
+// every socket reads on the hijack goroutine as before.
+func detachable(c net.Conn) bool {
+	v := reflect.ValueOf(c)
+	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
+		return false
+	}
+	r := v.Elem().FieldByName("r")
+	if !r.IsValid() || r.Kind() != reflect.Interface || r.IsNil() {
+		return false
+	}
+	_, raw := v.Elem().Type().FieldByName("Conn")
+	return raw && r.Elem().Type() != reflect.TypeFor[*bufio.Reader]()
 }
 
 // sameOrigin tells whether an Origin header names the site of publicURL.
@@ -302,10 +388,3 @@ func (s *socketSlot) unhold() {
 		s.hold()
 	}
 }
-
-// socketConfig keeps a socket's own buffers small: a room's socket reads
-// only control frames (its reads pass through the 16 KB buffer fasthttp
-// keeps for a hijacked connection anyway), and its frames are written
-// without the library's write buffer, which is borrowed from a pool for
-// the rare write that does use it.
-var socketConfig = websocket.Config{ReadBufferSize: 256, WriteBufferSize: 256, WriteBufferPool: &sync.Pool{}}

@@ -50,7 +50,7 @@ func (c *cluster) viewersKey(show int64) string {
 // shareViewers sends this node's new sightings and trims the stale ones.
 func (c *cluster) shareViewers(ctx context.Context) {
 	now := time.Now()
-	batch := c.m.viewers.unshared(now)
+	batch := c.viewers.unshared(now)
 	if len(batch) == 0 {
 		return
 	}

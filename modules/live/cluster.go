@@ -45,8 +45,14 @@ import (
 //     and leases again at the first heartbeat after Redis returns
 //     (docs/operations.md, "Redis away").
 type cluster struct {
-	m      *Module
-	rdb    *redis.Client
+	// host is this node's publishers (the module): the cluster cuts one
+	// off when another node takes its show over.
+	host    clusterHost
+	shows   *shows.Service
+	viewers *viewers
+	rdb     *redis.Client
+	// redis says whether Redis is away (app.RedisState).
+	redis  interface{ Down() bool }
 	log    *slog.Logger
 	prefix string
 	id     string // this node's id
@@ -143,10 +149,19 @@ type command struct {
 	From string `json:"from"`
 }
 
+// clusterHost is what the cluster asks of this node's publishers.
+type clusterHost interface {
+	// ingests reports whether a publisher streams the show here.
+	ingests(show int64) bool
+	// replaced cuts off the show's publisher here because another node
+	// takes the show over; it reports whether there was one.
+	replaced(show int64) bool
+}
+
 // newCluster prepares the node's part of the cluster (nothing runs before
 // start).
-func newCluster(m *Module, rdb *redis.Client) (*cluster, error) {
-	base, err := nodeURL(app.Get[string](m.core.Config, SettingNodeURL), m.core.Config.HTTPAddr)
+func newCluster(core *app.Core, sh *shows.Service, v *viewers, host clusterHost, rdb *redis.Client) (*cluster, error) {
+	base, err := nodeURL(app.Get[string](core.Config, SettingNodeURL), core.Config.HTTPAddr)
 	if err != nil {
 		return nil, err
 	}
@@ -154,10 +169,10 @@ func newCluster(m *Module, rdb *redis.Client) (*cluster, error) {
 	if _, err := rand.Read(id); err != nil {
 		return nil, fmt.Errorf("live: node id: %w", err)
 	}
-	c := &cluster{m: m, rdb: rdb, prefix: m.core.Config.RedisPrefix, id: hex.EncodeToString(id), url: base,
+	c := &cluster{host: host, shows: sh, viewers: v, rdb: rdb, redis: core.RedisState, prefix: core.Config.RedisPrefix, id: hex.EncodeToString(id), url: base,
 		leaseTTL: leaseTTL, every: leaseEvery,
 		leases: map[int64]struct{}{}, letGo: map[int64]time.Time{}, orphans: map[int64]time.Time{}}
-	c.log = m.core.Log.With("node", c.id)
+	c.log = core.Log.With("node", c.id)
 	c.owners.entries = map[int64]ownerEntry{}
 	c.proxy = newProxier(c)
 	c.orphaned = prometheus.NewCounter(prometheus.CounterOpts{Name: "onair_live_orphaned_total",
@@ -295,7 +310,7 @@ func (c *cluster) heartbeat(ctx context.Context) {
 			c.mu.Lock()
 			delete(c.leases, id)
 			c.mu.Unlock()
-			c.m.replaced(id)
+			c.host.replaced(id)
 		}
 	}
 }
@@ -305,7 +320,7 @@ func (c *cluster) heartbeat(ctx context.Context) {
 // on the holder's channel any more: it is gone) and waits for it until
 // deadline. While Redis is away the database decides (acquireAlone).
 func (c *cluster) acquire(ctx context.Context, show int64, deadline <-chan time.Time) error {
-	if c.m.core.RedisState.Down() {
+	if c.redis.Down() {
 		return c.acquireAlone(ctx, show)
 	}
 	key := c.leaseKey(show)
@@ -387,7 +402,7 @@ var errBusyElsewhere = &rtmp.StatusError{Code: "NetStream.Publish.Rejected",
 // to write keeps it and the other's publisher is cut off.
 func (c *cluster) acquireAlone(ctx context.Context, show int64) error {
 	sh := &shows.Show{ID: show}
-	if err := c.m.shows.DB().NewSelect().Model(sh).Column("live", "disconnected_at").WherePK().Scan(ctx); err != nil {
+	if err := c.shows.DB().NewSelect().Model(sh).Column("live", "disconnected_at").WherePK().Scan(ctx); err != nil {
 		return &rtmp.StatusError{Code: "NetStream.Publish.Rejected", Description: "The server could not check the show; try again.",
 			Err: fmt.Errorf("live: show %d: Redis is away and the database did not answer: %w", show, err)}
 	}
@@ -480,7 +495,7 @@ func (c *cluster) commands() {
 		switch cmd.Op {
 		case "replace":
 			c.log.Info("live: another node takes the show over", "show", cmd.Show, "by", cmd.From)
-			if !c.m.replaced(cmd.Show) {
+			if !c.host.replaced(cmd.Show) {
 				// No local stream holds the lease (a release that failed):
 				// let it go now, if it is this node's.
 				rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -496,11 +511,11 @@ func (c *cluster) commands() {
 // longer than a lease period (the lease of a crashed node lapses). While
 // Redis is away it cannot tell, and waits.
 func (c *cluster) janitor(ctx context.Context) {
-	if c.m.core.RedisState.Down() {
+	if c.redis.Down() {
 		return
 	}
 	var ids []int64
-	err := c.m.shows.DB().NewSelect().Model((*shows.Show)(nil)).Column("id").
+	err := c.shows.DB().NewSelect().Model((*shows.Show)(nil)).Column("id").
 		Where("live = ?", true).Where("disconnected_at IS NULL").Scan(ctx, &ids)
 	if err != nil {
 		if ctx.Err() == nil {
@@ -550,7 +565,7 @@ func (c *cluster) janitor(ctx context.Context) {
 	}
 	c.mu.Unlock()
 	for _, id := range gone {
-		if err := c.m.shows.PublisherLeft(ctx, id); err != nil {
+		if err := c.shows.PublisherLeft(ctx, id); err != nil {
 			c.log.Error("live: publisher left", "show", id, "err", err)
 			continue
 		}
@@ -651,7 +666,7 @@ func (c *cluster) ownerURL(ctx context.Context, show int64) string {
 	if u, ok := c.owners.get(show, now); ok {
 		return u
 	}
-	if c.m.core.RedisState.Down() {
+	if c.redis.Down() {
 		// Redis is away: the request stays here (store or local files)
 		// rather than wait for it (docs/operations.md, "Redis away").
 		return ""

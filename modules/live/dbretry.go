@@ -23,7 +23,7 @@ const (
 // written or the module stops. A publisher is never cut off because the
 // database is away: its segments go on being written, and the show's
 // state catches up in order when the database returns (going live before
-// the publisher left, as the stream's worker runs them). The wait is
+// the publisher left, as the announcer's worker runs them: followers.go). The wait is
 // logged once when it starts and once when it ends.
 func (m *Module) untilStored(what string, showID int64, write func(ctx context.Context) error) error {
 	pause, waited := dbRetryFirst, time.Time{}

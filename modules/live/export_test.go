@@ -36,6 +36,18 @@ func (m *Module) SetMediaLimits(max, perShow int64) {
 	m.media.mu.Unlock()
 }
 
+// ParsedTags counts the FLV tags the show's publisher on this node has had
+// parsed into access units; ok is false without one.
+func (m *Module) ParsedTags(showID int64) (n uint64, ok bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := m.streams[showID]
+	if s == nil {
+		return 0, false
+	}
+	return s.demux.Parsed(), true
+}
+
 // OpenLive makes the show's live state on this node, as a publication's
 // start does (before any playlist), so blocking requests wait for it.
 func (m *Module) OpenLive(showID int64) { m.liveFor(showID) }

@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"github.com/onair/onair/modules/live/hls"
 	"github.com/onair/onair/modules/live/rtmp"
+	"github.com/onair/onair/modules/live/streamcore"
 	"github.com/onair/onair/modules/shows"
 )
 
@@ -35,47 +38,39 @@ const authorizeWait = 15 * time.Second
 // time left 56 of 300 shows not live after 2 minutes).
 const goingLive = 8
 
-// announceAudioAfter is how many audio segments a show waits for its
-// video to become playable before it goes live with audio alone.
-const announceAudioAfter = 3
-
-// thumbEvery is how often a live show's thumbnail is refreshed.
-const thumbEvery = 60 * time.Second
-
-// stream is one accepted publication of a show. It is the rtmp.Sink:
-// until its tracks are decided it buffers in a trackProbe and touches
-// nothing; then it takes the show's slot and media goes straight into the
-// HLS packager on the connection's goroutine, while slower work (going
-// live, thumbnails) runs on the stream's own worker.
+// stream is one accepted publication of a show: the RTMP source of the
+// stream core. It is the rtmp.Sink: each FLV tag is parsed once, into
+// units (streamcore.FLV), and written to the core, which decides the
+// tracks before anything is touched, measures the publication and feeds
+// its readers (the HLS packager, followers.go). What the stream needs of
+// the module it asks through publications, set in wiring.
 type stream struct {
-	m      *Module
+	pubs   publications
+	log    *slog.Logger
 	showID int64
 	dir    string
 	req    rtmp.PublishRequest
 	// ctx is the publisher's connection: it ends when the connection does.
 	ctx    context.Context
 	closed chan struct{}
-	stats  *streamStats // what the publication sends (stats.go)
-	// audioOnly: the show is an audio show (as it was when the publisher
-	// was accepted; it cannot change while the show is live). Its video
-	// is dropped unread, and only the audio rendition is packaged.
-	audioOnly bool
+	core   *streamcore.Stream
+	// refusals counts publications refused for their codec (the
+	// module's metric).
+	refusals *atomic.Uint64
 
 	// Touched only on the connection's goroutine.
-	probe    *trackProbe // until the tracks are decided, then nil
-	err      error       // what ended the publication; a refusal from onMetaData is returned at the next tag
-	pkg      *hls.Packager
-	up       *uploader // copies the recording to the store (nil: the store is the working dir)
-	jobs     chan func()
-	worked   chan struct{} // closed when the worker has run every job
-	replayAt time.Time     // arrival of the buffered tag being replayed
-	leased   bool          // holds the show's cluster lease (cluster.go)
-	// Inside OnSegment: which tracks have a playable segment, what the
-	// show has been told, and when the thumbnail was refreshed.
-	videoPlayable, audioPlayable    bool
-	audioSegments                   int
-	announced, sentVideo, sentAudio bool
-	lastThumb                       time.Time
+	demux  streamcore.FLV
+	err    error // what ended the publication; a refusal from onMetaData is returned at the next tag
+	leased bool  // holds the show's cluster lease (cluster.go)
+}
+
+// publications is what a stream asks of the module (ingest.go): to make
+// it the show's publisher once its tracks are decided (claim the show,
+// open the packager, register its readers and followers), and to let go
+// of the show when it leaves.
+type publications interface {
+	decided(s *stream, t streamcore.Tracks) error
+	left(s *stream, reason error)
 }
 
 // publish is the rtmp.Handler: it checks the key against the shows and
@@ -102,8 +97,10 @@ func (m *Module) publish(ctx context.Context, req rtmp.PublishRequest) (rtmp.Sin
 	if err := m.checkRoom(sh.ID, req.RemoteAddr.String()); err != nil {
 		return nil, err
 	}
-	s := &stream{m: m, showID: sh.ID, dir: m.showDir(sh.ID), req: req, ctx: ctx, closed: make(chan struct{}),
-		probe: newTrackProbe(m.trackWait, sh.AudioOnly), stats: newStreamStats(time.Now()), audioOnly: sh.AudioOnly}
+	s := &stream{pubs: m, log: m.core.Log, showID: sh.ID, dir: m.showDir(sh.ID), req: req, ctx: ctx,
+		closed: make(chan struct{}), refusals: &m.codecRefusals}
+	s.core = streamcore.New(time.Now(), streamcore.Options{TrackWait: m.trackWait, AudioOnly: sh.AudioOnly,
+		Decided: func(t streamcore.Tracks) error { return s.pubs.decided(s, t) }})
 	m.mu.Lock()
 	m.probing[s] = struct{}{}
 	m.mu.Unlock()
@@ -112,13 +109,9 @@ func (m *Module) publish(ctx context.Context, req rtmp.PublishRequest) (rtmp.Sin
 }
 
 // Metadata takes the encoder's announcement of its tracks while they are
-// being decided; later ones change nothing.
+// being decided; later ones change nothing but the picture size.
 func (s *stream) Metadata(meta map[string]any) {
-	s.stats.metadata(meta)
-	if s.probe == nil || s.err != nil {
-		return
-	}
-	if err := s.probe.metadata(meta); err != nil {
+	if err := s.core.Metadata(meta); err != nil && s.err == nil {
 		s.err = s.refuse(err)
 	}
 }
@@ -126,119 +119,106 @@ func (s *stream) Metadata(meta map[string]any) {
 func (s *stream) Video(ts int64, body []byte) error { return s.media(true, ts, body) }
 func (s *stream) Audio(ts int64, body []byte) error { return s.media(false, ts, body) }
 
+// media parses a tag, once, and writes it to the core. An audio-only
+// show's video is dropped unread.
 func (s *stream) media(video bool, ts int64, body []byte) error {
 	if s.err != nil {
 		return s.err
 	}
-	if video && s.audioOnly {
-		s.stats.ignoredVideo(len(body), time.Now())
-		if s.probe != nil && s.probe.silent(ts) {
-			s.err = errNoAudio
-		}
-		return s.err
-	}
-	keep, header, err := classify(video, body)
-	if err == nil && keep {
-		s.stats.tag(video, ts, body, header, time.Now())
-	}
+	now := time.Now()
+	var (
+		u   streamcore.Unit
+		ok  bool
+		err error
+	)
 	switch {
-	case err != nil:
+	case video && s.core.AudioOnly():
+		err = s.core.IgnoreVideo(ts, len(body), now)
+	case video:
+		u, ok, err = s.demux.Video(ts, body, now)
+	default:
+		u, ok, err = s.demux.Audio(ts, body, now)
+	}
+	if err == nil && ok {
+		err = s.core.Write(u)
+	}
+	if err != nil {
 		s.err = s.refuse(err)
-	case !keep:
-	case s.pkg != nil:
-		s.err = s.feed(video, ts, body)
-	case s.probe.add(video, ts, body, header, time.Now()):
-		s.err = s.start()
 	}
 	return s.err
 }
 
-// refuse logs a codec refusal, naming the codec, and counts it.
+// refuse turns the core's refusals into RTMP ones: a codec refusal is
+// logged, naming the codec, and counted.
 func (s *stream) refuse(err error) error {
-	var ce codecError
-	if errors.As(err, &ce) {
-		s.m.codecRefusals.Add(1)
-		s.m.core.Log.Warn("publish refused: unsupported codec", "show", s.showID, "codec", ce.codec.String(),
+	var ce streamcore.CodecError
+	switch {
+	case errors.As(err, &ce):
+		s.refusals.Add(1)
+		s.log.Warn("publish refused: unsupported codec", "show", s.showID, "codec", ce.Codec.String(),
 			"remote", s.req.RemoteAddr.String())
+		return unsupportedCodec(ce.Codec)
+	case errors.Is(err, streamcore.ErrNoAudio):
+		return errNoAudio
+	}
+	var re *streamcore.ReaderError
+	if errors.As(err, &re) {
+		return re.Err // the packager's own words (a full disk: hlsReader)
 	}
 	return err
 }
 
-func (s *stream) feed(video bool, ts int64, body []byte) error {
-	var err error
-	if video {
-		err = s.pkg.Video(ts, body)
-	} else {
-		err = s.pkg.Audio(ts, body)
-	}
-	if err != nil && diskFull(err) {
-		// The segment being written is dropped when the packager closes;
-		// the show waits in the reconnect window, where a publisher is
-		// refused until the disk has room again.
-		s.m.core.Log.Error("live: media disk full; the publication ends", "show", s.showID, "dir", s.dir, "err", err)
-		return &rtmp.StatusError{Code: errDiskFullFailed.Code, Description: errDiskFullFailed.Description, Err: err}
-	}
-	return err
+// Close is called once when the publisher leaves or is cut off.
+func (s *stream) Close(reason error) {
+	s.pubs.left(s, reason)
+	s.log.Info("publisher left", "show", s.showID, "reason", fmt.Sprint(reason))
+	close(s.closed)
 }
 
-// now is the packager's clock: while buffered tags are replayed, the time
-// they arrived.
-func (s *stream) now() time.Time {
-	if !s.replayAt.IsZero() {
-		return s.replayAt
-	}
-	return time.Now()
-}
-
-// start runs once the tracks are decided: it takes the show's slot (a
-// publisher already there, a half-open earlier connection or one racing
-// this one, is cut off, and this one waits until it has let go of the
-// files), opens the packager and replays what was buffered.
-func (s *stream) start() error {
-	probe := s.probe
-	s.probe = nil
-	if err := s.m.claim(s); err != nil {
+// decided runs once the tracks are decided, on the connection's
+// goroutine: it takes the show's slot (a publisher already there, a
+// half-open earlier connection or one racing this one, is cut off, and
+// this one waits until it has let go of the files), opens the packager and
+// subscribes it to the stream with the segment's followers.
+func (m *Module) decided(s *stream, t streamcore.Tracks) error {
+	if err := m.claim(s); err != nil {
 		return err
 	}
-	if s.m.mirror {
-		archived, err := s.m.restoreDir(s.ctx, s.showID, s.dir)
+	var up *uploader
+	if m.mirror {
+		archived, err := m.restoreDir(s.ctx, s.showID, s.dir)
 		if err != nil {
 			if !fileExists(filepath.Join(s.dir, hls.IndexFile)) {
 				// Without the stored index the numbering would start
 				// over and overwrite stored segments: the encoder retries.
 				return fmt.Errorf("live: show %d: media store: %w", s.showID, err)
 			}
-			s.m.core.Log.Warn("live: media store unreachable; the recording continues from this node's files", "show", s.showID, "err", err)
+			m.core.Log.Warn("live: media store unreachable; the recording continues from this node's files", "show", s.showID, "err", err)
 		}
-		s.up = s.m.newUploader(s.showID, s.dir, archived)
-		s.up.start()
+		up = m.newUploader(s.showID, s.dir, archived)
+		up.start()
 	}
-	var err error
-	part := s.m.partDuration
+	part := m.partDuration
 	if part == 0 {
 		part = -1 // LL-HLS off
 	}
-	opts := hls.Options{Logger: s.m.core.Log.With("show", s.showID), OnSegment: s.onSegment,
-		Now: s.now, ProbeDuration: s.m.trackWait, PartDuration: part, Live: s.m.liveFor(s.showID), AudioOnly: s.audioOnly}
-	if files := s.m.media.start(s.showID); files != nil {
+	r := &hlsReader{showID: s.showID, dir: s.dir, log: m.core.Log}
+	opts := hls.Options{Logger: m.core.Log.With("show", s.showID), OnSegment: r.segment,
+		PartDuration: part, Live: m.liveFor(s.showID), AudioOnly: s.core.AudioOnly()}
+	if files := m.media.start(s.showID); files != nil {
 		opts.Files = files
 	}
-	s.pkg, err = hls.Open(s.dir, opts)
+	pkg, err := hls.Open(s.dir, opts)
 	if err != nil {
+		if up != nil {
+			up.finish()
+		}
 		return fmt.Errorf("live: show %d: %w", s.showID, err)
 	}
-	s.jobs, s.worked = make(chan func(), 16), make(chan struct{})
-	go s.work()
-	hints := probe.hints()
-	s.m.core.Log.Info("publisher tracks decided", "show", s.showID, "video", hints["videocodecid"] != nil, "audio", hints["audiocodecid"] != nil)
-	s.pkg.Metadata(hints)
-	defer func() { s.replayAt = time.Time{} }()
-	for _, t := range probe.replay() {
-		s.replayAt = t.at
-		if err := s.feed(t.video, t.ts, t.body); err != nil {
-			return err
-		}
-	}
+	r.pkg = pkg
+	r.followers = m.followers(s, up)
+	m.core.Log.Info("publisher tracks decided", "show", s.showID, "video", t.Video != nil, "audio", t.Audio != nil)
+	s.core.AddReader(r, streamcore.ReaderOptions{Name: "hls", Essential: true})
 	return nil
 }
 
@@ -295,98 +275,14 @@ func (m *Module) claimLocal(s *stream, deadline <-chan time.Time) error {
 	}
 }
 
-// onSegment runs on the connection's goroutine after each finished
-// segment; it only hands work to the stream's worker. The show goes live
-// once every track it has can be played (the A/V playlist has a segment
-// with video, the audio playlist one with audio); a track that joins later
-// gets its URL with its first segment.
-func (s *stream) onSegment(seg hls.Segment) {
-	if s.up != nil {
-		s.up.notify()
-	}
-	switch {
-	case seg.Rendition == hls.RenditionAV && s.pkg.HasVideo():
-		s.videoPlayable = true
-	case seg.Rendition == hls.RenditionAudio:
-		s.audioPlayable = true
-		s.audioSegments++
-	}
-	video := s.videoPlayable && !s.sentVideo
-	audio := s.audioPlayable && !s.sentAudio
-	// Wait for the other track, unless video that never becomes playable
-	// (no keyframe) would hold back audio that is.
-	waiting := s.pkg.HasVideo() && !s.videoPlayable && s.audioSegments < announceAudioAfter ||
-		s.pkg.HasAudio() && !s.audioPlayable
-	if !s.announced && waiting {
-		video, audio = false, false
-	}
-	if video || audio {
-		// The show starts with its first media sample; a resume keeps it.
-		start := s.pkg.Start()
-		media := shows.Media{Start: &start}
-		// The URLs are master playlists (codecs, bandwidth, the audio-only
-		// alternative), written before this hook runs.
-		if video {
-			v := s.m.mediaURL(s.showID, hls.MasterAV)
-			media.VideoURL = &v
-		}
-		if audio {
-			a := s.m.mediaURL(s.showID, hls.MasterAudio)
-			media.AudioURL = &a
-		}
-		s.announced, s.sentVideo, s.sentAudio = true, s.sentVideo || video, s.sentAudio || audio
-		s.enqueue(func() { s.goLive(media) })
-	}
-	if s.m.thumbs != nil && seg.Rendition == hls.RenditionAV && time.Since(s.lastThumb) >= thumbEvery {
-		s.lastThumb = time.Now()
-		file := filepath.Join(s.dir, seg.File)
-		s.enqueue(func() {
-			s.m.thumbs.request(thumbJob{showID: s.showID, dir: s.dir, segment: file, done: s.m.thumbnailed})
-		})
-	}
-}
-
-func (s *stream) enqueue(job func()) {
-	select {
-	case s.jobs <- job:
-	default:
-		s.m.core.Log.Warn("live: stream worker busy, job dropped", "show", s.showID)
-	}
-}
-
-// work runs the stream's jobs until the publisher is gone.
-func (s *stream) work() {
-	defer close(s.worked)
-	for job := range s.jobs {
-		job()
-	}
-}
-
-func (s *stream) goLive(media shows.Media) {
-	select {
-	case s.m.liveSlots <- struct{}{}:
-		defer func() { <-s.m.liveSlots }()
-	case <-s.m.ctx.Done():
-		return
-	}
-	err := s.m.untilStored("go live", s.showID, func(ctx context.Context) error {
-		_, err := s.m.shows.GoLive(ctx, s.showID, media)
-		return err
-	})
-	if err != nil {
-		s.m.core.Log.Error("live: go live", "show", s.showID, "err", err)
-		s.req.Disconnect(err)
-	}
-}
-
-// Close is called once when the publisher leaves or is cut off. A stream
-// that never claimed the show (refused, or gone before its tracks were
-// decided) leaves it unchanged. Otherwise the packager finishes its
-// segments, the worker its jobs (going live among them), and the show
-// waits in the reconnect window (unless it was stopped, which made it not
-// live already).
-func (s *stream) Close(reason error) {
-	m := s.m
+// left lets go of the show when its publisher leaves. A stream that never
+// claimed the show (refused, or gone before its tracks were decided)
+// leaves it unchanged. Otherwise the core closes its readers (the packager
+// finishes its segments, then the followers: the uploader puts the rest
+// in the store, the announcer finishes going live), and the show waits in
+// the reconnect window (unless it was stopped, which made it not live
+// already).
+func (m *Module) left(s *stream, reason error) {
 	m.mu.Lock()
 	claimed := m.streams[s.showID] == s
 	if claimed {
@@ -395,23 +291,12 @@ func (s *stream) Close(reason error) {
 	}
 	delete(m.probing, s)
 	m.mu.Unlock()
-	if s.pkg != nil {
-		if err := s.pkg.Close(); err != nil {
-			m.core.Log.Error("live: close packager", "show", s.showID, "err", err)
-		}
-		close(s.jobs)
-	}
-	if s.up != nil {
-		s.up.finish() // the store has the recording before the show is let go
-	}
+	s.core.Close()
 	m.mu.Lock()
 	if m.leaving[s.showID] == s {
 		delete(m.leaving, s.showID)
 	}
 	m.mu.Unlock()
-	if s.pkg != nil {
-		<-s.worked // going live comes before leaving
-	}
 	if claimed && !errors.Is(reason, errReplaced) {
 		m.endPeak(s.showID)
 		if err := m.untilStored("publisher left", s.showID, func(ctx context.Context) error { return m.shows.PublisherLeft(ctx, s.showID) }); err != nil {
@@ -420,12 +305,10 @@ func (s *stream) Close(reason error) {
 	}
 	if s.leased {
 		// Last: a node taking the show over finds everything in place.
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		ctx, cancel := m.opContext(5 * time.Second)
 		m.cluster.release(ctx, s.showID)
 		cancel()
 	}
-	m.core.Log.Info("publisher left", "show", s.showID, "reason", fmt.Sprint(reason))
-	close(s.closed)
 }
 
 // onShowEvent reacts to the lifecycle: a stopped show loses its publisher
@@ -613,7 +496,7 @@ func (m *Module) archiveOnce(showID int64) (retry bool) {
 func (m *Module) removeMedia(id int64) {
 	m.mediaMu.Lock()
 	defer m.mediaMu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := m.opContext(time.Minute)
 	defer cancel()
 	if err := m.core.Store.DeletePrefix(ctx, mediaPrefix(id)); err != nil {
 		m.core.Log.Error("live: remove stored media", "show", id, "err", err)

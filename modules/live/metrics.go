@@ -1,6 +1,12 @@
 package live
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/onair/onair/modules/live/rtmp"
+)
 
 // The RTMP admission counters, read from the server when scraped.
 var (
@@ -18,7 +24,10 @@ var (
 
 // admissionCollector exposes the admission counters of the module's RTMP
 // server and its codec refusals.
-type admissionCollector struct{ m *Module }
+type admissionCollector struct {
+	server interface{ Stats() rtmp.Stats }
+	codec  *atomic.Uint64
+}
 
 func (c admissionCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descRefused, descEvicted, descTimedOut, descThrottled} {
@@ -27,13 +36,13 @@ func (c admissionCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c admissionCollector) Collect(ch chan<- prometheus.Metric) {
-	st := c.m.rtmp.Stats()
+	st := c.server.Stats()
 	counter := func(d *prometheus.Desc, v uint64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
 	}
 	counter(descRefused, st.RefusedFull, "full")
 	counter(descRefused, st.RefusedPublishers, "publishers_per_ip")
-	counter(descRefused, c.m.codecRefusals.Load(), "codec")
+	counter(descRefused, c.codec.Load(), "codec")
 	counter(descEvicted, st.Evicted)
 	counter(descTimedOut, st.TimedOut)
 	counter(descThrottled, st.Throttled)

@@ -239,7 +239,7 @@ func (m *Module) Provision(core *app.Core) error {
 	}
 	m.viewers = newViewers(viewerWindow)
 	if core.Redis != nil {
-		if m.cluster, err = newCluster(m, core.Redis); err != nil {
+		if m.cluster, err = newCluster(core, m.shows, m.viewers, m, core.Redis); err != nil {
 			return err
 		}
 	}
@@ -259,7 +259,7 @@ func (m *Module) registerMetrics(reg prometheus.Registerer) error {
 			Name: "onair_hls_viewers",
 			Help: "Client addresses that fetched a live playlist from this node in the last 30 seconds.",
 		}, func() float64 { return float64(m.viewers.total(time.Now())) }),
-		admissionCollector{m},
+		admissionCollector{server: m.rtmp, codec: &m.codecRefusals},
 		blockingCollector{&m.waiting},
 	} {
 		if err := reg.Register(g); err != nil {
@@ -360,6 +360,16 @@ func (m *Module) Stop(ctx context.Context) error {
 		m.thumbs.wait()
 	}
 	return nil
+}
+
+// showsCallWait bounds one call the module makes to the shows service on
+// its own behalf (a publisher left, a show archived or gone live).
+const showsCallWait = 30 * time.Second
+
+// opContext is the context of a piece of the module's own work, owned by
+// its lifecycle: it ends when the module stops, or after d.
+func (m *Module) opContext(d time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(m.ctx, d)
 }
 
 // RTMPAddr is the address the ingest server listens on (tests use it).

@@ -59,7 +59,7 @@ func newProxier(c *cluster) *proxier {
 // does, the request was forwarded already, or the owner did not answer
 // (then the store or the local files answer).
 func (p *proxier) forward(c *fiber.Ctx, show int64) bool {
-	if c.Get(headerProxied) != "" || p.c.m.ingests(show) {
+	if c.Get(headerProxied) != "" || p.c.host.ingests(show) {
 		return false
 	}
 	base := p.c.ownerURL(c.UserContext(), show)

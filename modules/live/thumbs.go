@@ -109,11 +109,13 @@ func (m *Module) thumbnailed(showID int64) {
 		}
 	}
 	image, gif := m.mediaURL(showID, thumbFile), m.mediaURL(showID, gifFile)
-	sh, err := m.shows.Get(m.ctx, showID)
+	ctx, cancel := m.opContext(showsCallWait)
+	defer cancel()
+	sh, err := m.shows.Get(ctx, showID)
 	if err != nil || (sh.ImageURL != nil && *sh.ImageURL == image) {
 		return
 	}
-	if err := m.shows.SetThumbnails(m.ctx, showID, &image, &gif); err != nil {
+	if err := m.shows.SetThumbnails(ctx, showID, &image, &gif); err != nil {
 		m.core.Log.Error("live: set thumbnails", "show", showID, "err", err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"os"
 	"testing"
+	"time"
 )
 
 // FuzzPackager feeds arbitrary tags to a Packager: it may refuse them, but
@@ -34,10 +35,11 @@ func FuzzPackager(f *testing.F) {
 			t.Fatal(err)
 		}
 		defer os.RemoveAll(dir)
-		p, err := Open(dir, Options{Logger: slog.New(slog.DiscardHandler), ProbeDuration: 100e6, noSync: true})
+		pkg, err := Open(dir, Options{Logger: slog.New(slog.DiscardHandler), noSync: true})
 		if err != nil {
 			t.Fatal(err)
 		}
+		p := NewFLVFeed(pkg, 100*time.Millisecond)
 		var ts int64
 		for len(in) >= 3 {
 			kind, dt, n := in[0], in[1], int(in[2])

@@ -118,10 +118,12 @@ func BenchmarkIngest(b *testing.B) {
 				n++
 				dir := b.TempDir()
 				before := cpuTime(b)
-				p, err := Open(dir, Options{PartDuration: c.part, Files: c.files, noSync: strings.HasSuffix(c.name, "nosync"), Logger: slog.New(slog.DiscardHandler)})
+				pkg, err := Open(dir, Options{PartDuration: c.part, Files: c.files, noSync: strings.HasSuffix(c.name, "nosync"), Logger: slog.New(slog.DiscardHandler)})
 				if err != nil {
 					b.Fatal(err)
 				}
+				p := NewFLVFeed(pkg, 0)
+				p.Async = true
 				cr := rtmp.NewChunkReader(bufio.NewReaderSize(bytes.NewReader(raw), 64<<10), rtmp.Limits{})
 				for {
 					m, err := cr.ReadMessage()

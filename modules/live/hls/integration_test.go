@@ -26,14 +26,17 @@ import (
 	"github.com/onair/onair/modules/live/rtmp"
 )
 
-// packagerSink forwards a publication to an HLS packager.
+// packagerSink forwards a publication to an HLS packager, through the
+// stream core.
 type packagerSink struct {
-	*hls.Packager
+	*hls.FLVFeed
 	closed chan error
 }
 
+func (s *packagerSink) Metadata(meta map[string]any) { s.FLVFeed.Metadata(meta) }
+
 func (s *packagerSink) Close(err error) {
-	if cerr := s.Packager.Close(); cerr != nil {
+	if cerr := s.FLVFeed.Close(); cerr != nil {
 		err = errors.Join(err, cerr)
 	}
 	s.closed <- err
@@ -69,7 +72,9 @@ func newHarness(t *testing.T) *harness {
 			if err != nil {
 				return nil, err
 			}
-			s := &packagerSink{Packager: p, closed: make(chan error, 1)}
+			f := hls.NewFLVFeed(p, 0)
+			f.Async = true
+			s := &packagerSink{FLVFeed: f, closed: make(chan error, 1)}
 			h.mu.Lock()
 			h.sinks = append(h.sinks, s)
 			h.mu.Unlock()

@@ -10,11 +10,8 @@ import (
 	"time"
 
 	"github.com/onair/onair/modules/live/flv"
+	"github.com/onair/onair/modules/live/streamcore"
 )
-
-// ErrUnsupportedCodec is returned for audio or video that is not AAC or
-// H.264; the publisher should be told to change its encoder settings.
-var ErrUnsupportedCodec = errors.New("hls: unsupported codec")
 
 // ErrClosed is returned by a Packager used after Close.
 var ErrClosed = errors.New("hls: packager closed")
@@ -59,10 +56,8 @@ type Options struct {
 	// leaves only while the rest still last this long. It is never below
 	// three target durations, the least RFC 8216 (6.2.2) allows.
 	Window time.Duration
-	// ProbeDuration bounds how long the packager waits, in media time,
-	// to learn which tracks exist when onMetaData does not say.
-	ProbeDuration time.Duration
-	// Now returns the wall-clock time used for EXT-X-PROGRAM-DATE-TIME.
+	// Now is the wall clock of a unit without an arrival time (the first
+	// unit's arrival is the first EXT-X-PROGRAM-DATE-TIME).
 	Now func() time.Time
 	// Logger receives notices about the stream; slog.Default() when nil.
 	Logger *slog.Logger
@@ -95,7 +90,6 @@ type Options struct {
 const (
 	DefaultSegmentDuration = 2 * time.Second
 	DefaultWindow          = 12 * time.Second
-	DefaultProbeDuration   = 2 * time.Second
 )
 
 func (o Options) withDefaults() Options {
@@ -122,9 +116,6 @@ func (o Options) withDefaults() Options {
 			o.PartDuration = d
 		}
 	}
-	if o.ProbeDuration <= 0 {
-		o.ProbeDuration = DefaultProbeDuration
-	}
 	if o.Now == nil {
 		o.Now = time.Now
 	}
@@ -134,14 +125,12 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// maxPending caps the bytes buffered while probing for tracks.
-const maxPending = 16 << 20
-
-// Packager turns one publisher session's FLV audio and video into HLS in a
-// directory: an A/V rendition (PlaylistAV) and an audio-only rendition
-// (PlaylistAudio) from the same input. Its methods match rtmp.Sink's media
-// methods so a Sink can forward to it directly. It is not safe for
-// concurrent use.
+// Packager turns one publication's access units into HLS in a directory:
+// an A/V rendition (PlaylistAV) and an audio-only rendition
+// (PlaylistAudio) from the same input. It is a reader of the stream core
+// (streamcore.Reader, but for Close's error): the core decides the tracks
+// and hands it their configurations (Tracks) before the first unit. It is
+// not safe for concurrent use.
 //
 // A Packager opened on a directory that already holds segments (the same
 // stream after the publisher reconnected) continues their numbering and
@@ -151,15 +140,10 @@ type Packager struct {
 	opts Options
 	log  *slog.Logger
 
-	avc        *flv.AVCConfig
-	asc        *flv.AudioSpecificConfig
-	hintVideo  *bool
-	hintAudio  *bool
-	prior      []Segment
-	probing    bool
-	pending    []pendingTag
-	pendingLen int
-	firstWall  time.Time
+	avc     *flv.AVCConfig
+	asc     *flv.AudioSpecificConfig
+	prior   []Segment
+	started bool // the first unit came: the renditions exist
 
 	clock    clock
 	av, aud  *rendition
@@ -177,16 +161,9 @@ type Packager struct {
 	// What the master playlists announce, and what they said last.
 	statsAV, statsAudio variantStats
 	masters             map[string][]variant // as last written
-	nalus               [][]byte
 	annexB              []byte
 	adts                []byte
 	err                 error
-}
-
-type pendingTag struct {
-	video bool
-	ts    int64
-	body  []byte
 }
 
 // Open prepares a Packager writing into dir, creating it if needed.
@@ -204,176 +181,72 @@ func Open(dir string, opts Options) (*Packager, error) {
 		opts:     o,
 		log:      o.Logger.With("dir", dir),
 		prior:    prior,
-		probing:  true,
 		frameDur: 40 * 90,
 	}, nil
 }
 
-// Metadata takes track hints from onMetaData: encoders list videocodecid
-// and audiocodecid for the tracks they will send, which lets packaging
-// start without waiting for ProbeDuration.
-func (p *Packager) Metadata(meta map[string]any) {
-	_, v := meta["videocodecid"]
-	v = v && !p.opts.AudioOnly
-	_, a := meta["audiocodecid"]
-	if v || a {
-		p.hintVideo, p.hintAudio = &v, &a
-	}
-}
-
-// Video takes an FLV video tag body with its timestamp in milliseconds.
-// With AudioOnly it is dropped.
-func (p *Packager) Video(ts int64, body []byte) error {
-	if p.err != nil || p.opts.AudioOnly {
-		return p.err
-	}
-	if err := p.video(ts, body); err != nil {
-		p.err = err
-		return err
-	}
-	return nil
-}
-
-// Audio takes an FLV audio tag body with its timestamp in milliseconds.
-func (p *Packager) Audio(ts int64, body []byte) error {
+// Tracks takes the stream's decided tracks: before the first unit, and
+// again when a configuration changes or a track joins late (the A/V
+// rendition then continues after a discontinuity, see addTrack). With
+// AudioOnly the video track is ignored.
+func (p *Packager) Tracks(t streamcore.Tracks) error {
 	if p.err != nil {
 		return p.err
 	}
-	if err := p.audio(ts, body); err != nil {
+	if p.opts.AudioOnly {
+		t.Video = nil
+	}
+	p.avc, p.asc = t.Video, t.Audio
+	if !p.started || (p.avc == nil || p.hasVideo) && (p.asc == nil || p.hasAudio) {
+		return nil
+	}
+	kind := "video"
+	if p.asc != nil && !p.hasAudio {
+		kind = "audio"
+	}
+	if err := p.addTrack(kind); err != nil {
 		p.err = err
-		return err
 	}
-	return nil
+	return p.err
 }
 
-func (p *Packager) video(ts int64, body []byte) error {
-	tag, err := flv.ParseVideoTag(body)
+// Unit packages one access unit. The first one starts the renditions and
+// anchors the playlists' clock (its arrival is the first program date
+// time). A unit of a track without configuration is dropped.
+func (p *Packager) Unit(u *streamcore.Unit) error {
+	if p.err != nil {
+		return p.err
+	}
+	if u.Video && p.avc == nil || !u.Video && p.asc == nil {
+		return nil
+	}
+	var err error
+	if !p.started {
+		err = p.startOutput(u)
+	}
+	if err == nil {
+		if u.Video {
+			err = p.writeVideo(u)
+		} else {
+			err = p.writeAudio(u.DTS, u.AAC)
+		}
+	}
 	if err != nil {
-		return fmt.Errorf("video tag: %w", err)
+		p.err = err
 	}
-	if tag.FrameType == flv.FrameInfoCommand {
-		return nil
-	}
-	if tag.CodecID != flv.CodecAVC {
-		return fmt.Errorf("video codec %s: %w (use H.264)", codecName(tag.FourCC, tag.CodecID), ErrUnsupportedCodec)
-	}
-	switch tag.PacketType {
-	case flv.AVCSequenceHeader:
-		cfg, err := flv.ParseAVCConfig(tag.Data)
-		if err != nil {
-			return fmt.Errorf("avc sequence header: %w", err)
-		}
-		if len(cfg.SPS) == 0 || len(cfg.PPS) == 0 {
-			return errors.New("hls: avc sequence header without sps or pps")
-		}
-		cfg.SPS, cfg.PPS = cloneAll(cfg.SPS), cloneAll(cfg.PPS)
-		p.avc = &cfg
-		if !p.probing && !p.hasVideo {
-			return p.addTrack("video")
-		}
-		return p.probe()
-	case flv.AVCNALU:
-		if p.avc == nil {
-			return nil // no decoder configuration yet: undecodable
-		}
-		if p.probing {
-			return p.buffer(true, ts, body)
-		}
-		return p.writeVideo(ts, tag)
-	default:
-		return nil
-	}
+	return err
 }
 
-func (p *Packager) audio(ts int64, body []byte) error {
-	tag, err := flv.ParseAudioTag(body)
-	if err != nil {
-		return fmt.Errorf("audio tag: %w", err)
-	}
-	if tag.SoundFormat != flv.SoundFormatAAC {
-		return fmt.Errorf("audio codec %s: %w (use AAC)", codecName(tag.FourCC, tag.SoundFormat), ErrUnsupportedCodec)
-	}
-	switch tag.PacketType {
-	case flv.AACSequenceHeader:
-		cfg, err := flv.ParseAudioSpecificConfig(tag.Data)
-		if err != nil {
-			return fmt.Errorf("aac sequence header: %w", err)
-		}
-		if _, err := cfg.AppendADTS(nil, 0); err != nil {
-			return fmt.Errorf("aac configuration: %w", err)
-		}
-		p.asc = &cfg
-		if !p.probing && !p.hasAudio {
-			return p.addTrack("audio")
-		}
-		return p.probe()
-	case flv.AACRaw:
-		if p.asc == nil || len(tag.Data) == 0 {
-			return nil
-		}
-		if p.probing {
-			return p.buffer(false, ts, body)
-		}
-		return p.writeAudio(ts, tag.Data)
-	default:
-		return nil
-	}
-}
-
-func codecName(fourCC string, id uint8) string {
-	if fourCC != "" {
-		return fmt.Sprintf("%q", fourCC)
-	}
-	return fmt.Sprintf("id %d", id)
-}
-
-func cloneAll(in [][]byte) [][]byte {
-	out := make([][]byte, len(in))
-	for i, b := range in {
-		out[i] = append([]byte(nil), b...)
-	}
-	return out
-}
-
-// buffer holds a tag while the track set is unknown.
-func (p *Packager) buffer(video bool, ts int64, body []byte) error {
-	if len(p.pending) == 0 {
-		p.firstWall = p.opts.Now()
-	}
-	p.pending = append(p.pending, pendingTag{video: video, ts: ts, body: append([]byte(nil), body...)})
-	p.pendingLen += len(body)
-	return p.probe()
-}
-
-// probe decides which tracks the stream has, as soon as it can: when both
-// configurations are known, when those announced by onMetaData are, or
-// when ProbeDuration of media (or maxPending bytes) has been buffered.
-func (p *Packager) probe() error {
-	if !p.probing || (p.avc == nil && p.asc == nil) {
-		return nil
-	}
-	ready := p.avc != nil && p.asc != nil
-	if p.hintVideo != nil && (!*p.hintVideo || p.avc != nil) && (!*p.hintAudio || p.asc != nil) {
-		ready = true
-	}
-	if n := len(p.pending); n > 0 {
-		span := p.pending[n-1].ts - p.pending[0].ts
-		if span >= p.opts.ProbeDuration.Milliseconds() || span < 0 || p.pendingLen > maxPending {
-			ready = true
-		}
-	}
-	if !ready || len(p.pending) == 0 {
-		return nil
-	}
-	return p.startOutput()
-}
-
-// startOutput creates the renditions and replays the buffered tags.
-func (p *Packager) startOutput() error {
-	p.probing = false
+// startOutput creates the renditions at the first unit.
+func (p *Packager) startOutput(first *streamcore.Unit) error {
+	p.started = true
 	p.hasVideo = p.avc != nil
 	p.hasAudio = p.asc != nil
-	p.clock = clock{media: p.pending[0].ts, wall: p.firstWall}
+	wall := first.At
+	if wall.IsZero() {
+		wall = p.opts.Now()
+	}
+	p.clock = clock{media: first.DTS, wall: wall}
 	priorAV, priorAudio := splitRenditions(p.prior)
 	if !p.opts.AudioOnly {
 		p.av = newRendition(RenditionAV, PlaylistAV, p.dir, p.hasVideo, p.hasAudio, p.opts, &p.clock, priorAV)
@@ -394,19 +267,6 @@ func (p *Packager) startOutput() error {
 		removeParts(p.dir, r.Rendition, r.Sequence) // left by the previous publication
 	}
 	p.log.Info("hls packaging started", "video", p.hasVideo, "audio", p.hasAudio)
-	pending := p.pending
-	p.pending, p.pendingLen = nil, 0
-	for _, t := range pending {
-		var err error
-		if t.video {
-			err = p.video(t.ts, t.body)
-		} else {
-			err = p.audio(t.ts, t.body)
-		}
-		if err != nil {
-			return err
-		}
-	}
 	return nil
 }
 
@@ -451,19 +311,11 @@ func (p *Packager) addTrack(kind string) error {
 	return nil
 }
 
-func (p *Packager) writeVideo(dts int64, tag flv.VideoTag) error {
-	var err error
-	p.nalus, err = flv.AppendNALUs(p.nalus[:0], tag.Data, p.avc.NALULengthSize)
-	if err != nil {
-		return fmt.Errorf("video frame: %w", err)
-	}
-	if len(p.nalus) == 0 {
-		return nil
-	}
+func (p *Packager) writeVideo(u *streamcore.Unit) error {
 	var idr bool
-	p.annexB, idr = appendAnnexB(p.annexB[:0], p.nalus, p.avc)
-	t := p.clock.t(dts)
-	pts := t + int64(tag.CompositionTime)*90
+	p.annexB, idr = appendAnnexB(p.annexB[:0], u.NALUs, p.avc)
+	t := p.clock.t(u.DTS)
+	pts := t + int64(u.CTS)*90
 	if p.sawVideo && t <= p.lastDTS {
 		// Decoding times must increase; nudge a repeated one forward.
 		t = p.lastDTS + 1
@@ -511,9 +363,6 @@ func (p *Packager) Close() error {
 		return nil
 	}
 	var errs []error
-	if p.probing && len(p.pending) > 0 && (p.avc != nil || p.asc != nil) {
-		errs = append(errs, p.startOutput())
-	}
 	for _, r := range []*rendition{p.av, p.aud} {
 		if r != nil {
 			errs = append(errs, r.close())

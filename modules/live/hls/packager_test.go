@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/onair/onair/modules/live/streamcore"
 )
 
 var avcRecord = []byte{
@@ -37,7 +39,7 @@ func aacFrame() []byte { return []byte{0xAF, 1, 0x21, 0x10, 0x05, 0x00} }
 // feed sends ms of synthetic media starting at start: 25 fps video with a
 // keyframe every gop ms (no video when gop is 0) and 44.1 kHz AAC audio
 // (none when audio is false), interleaved by timestamp.
-func feed(t *testing.T, p *Packager, start, ms, gop int64, audio bool) {
+func feed(t *testing.T, p *FLVFeed, start, ms, gop int64, audio bool) {
 	t.Helper()
 	if gop > 0 {
 		if err := p.Video(start, videoSeqHeader()); err != nil {
@@ -72,7 +74,7 @@ func feed(t *testing.T, p *Packager, start, ms, gop int64, audio bool) {
 
 var testEpoch = time.Date(2025, 3, 1, 20, 0, 0, 0, time.UTC)
 
-func openTest(t *testing.T, dir string, o Options) *Packager {
+func openTest(t *testing.T, dir string, o Options) *FLVFeed {
 	t.Helper()
 	o.Now = func() time.Time { return testEpoch }
 	o.Logger = slog.New(slog.DiscardHandler)
@@ -81,7 +83,7 @@ func openTest(t *testing.T, dir string, o Options) *Packager {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return p
+	return NewFLVFeed(p, 0)
 }
 
 func segmentsOf(t *testing.T, dir, rendition string) []Segment {
@@ -326,14 +328,14 @@ func TestFinalizeAfterCrash(t *testing.T) {
 
 func TestPackagerUnsupportedCodecs(t *testing.T) {
 	p := openTest(t, t.TempDir(), Options{})
-	if err := p.Video(0, []byte{0x90, 'h', 'v', 'c', '1', 0, 1}); !errors.Is(err, ErrUnsupportedCodec) {
+	if err := p.Video(0, []byte{0x90, 'h', 'v', 'c', '1', 0, 1}); !errors.As(err, new(streamcore.CodecError)) {
 		t.Fatalf("hevc: %v", err)
 	}
 	p = openTest(t, t.TempDir(), Options{})
-	if err := p.Audio(0, []byte{0x2F, 0xFF, 0xFB}); !errors.Is(err, ErrUnsupportedCodec) {
+	if err := p.Audio(0, []byte{0x2F, 0xFF, 0xFB}); !errors.As(err, new(streamcore.CodecError)) {
 		t.Fatalf("mp3: %v", err)
 	}
-	if err := p.Audio(0, aacSeqHeader); !errors.Is(err, ErrUnsupportedCodec) {
+	if err := p.Audio(0, aacSeqHeader); !errors.As(err, new(streamcore.CodecError)) {
 		t.Fatal("errors must be sticky")
 	}
 }

@@ -1,0 +1,194 @@
+package streamcore
+
+import (
+	"sync"
+	"sync/atomic"
+)
+
+// Reader consumes a stream. Its methods are called on a goroutine of its
+// own, one at a time, in the stream's order: Tracks before the first unit
+// (and again when a track joins late or a configuration changes), then the
+// units, then Close once.
+type Reader interface {
+	// Tracks tells the decided tracks and their configurations.
+	Tracks(t Tracks) error
+	// Unit takes one access unit, valid during the call. Its bytes are
+	// shared with the other readers and never modified: read them, never
+	// write them; they may be kept.
+	Unit(u *Unit) error
+	// Close is called once, after the last unit or after the reader
+	// failed, when the stream ends.
+	Close()
+}
+
+// ReaderOptions tune how a reader is fed.
+type ReaderOptions struct {
+	// Name is the reader's name in errors ("hls").
+	Name string
+	// Queue caps the units waiting for the reader (DefaultQueue). When it
+	// is full the reader skips: the units that do not fit are dropped up
+	// to the next keyframe (the next unit, for a stream without video).
+	Queue int
+	// Essential readers end the stream when they fail: the source gets a
+	// *ReaderError from its next Write. Others are dropped alone.
+	Essential bool
+}
+
+// DefaultQueue holds about 12 s of 30 fps video with AAC audio.
+const DefaultQueue = 1024
+
+type item struct {
+	tracks *Tracks
+	unit   Unit // by value: no allocation per unit and reader
+	flush  chan struct{}
+}
+
+// reader is a subscribed Reader with its queue and goroutine. The queue
+// is a slice the goroutine takes whole: it is woken when the queue goes
+// from empty to not, so units that come while it works (a socket read's
+// worth) cost no wake-up each.
+type reader struct {
+	r      Reader
+	opts   ReaderOptions
+	s      *Stream
+	wake   chan struct{} // of one: the queue has items, or was closed
+	done   chan struct{}
+	failed atomic.Bool
+
+	mu      sync.Mutex
+	queue   []item
+	units   int // in queue
+	stopped bool
+
+	// Source's goroutine only.
+	skipping bool
+	// Skipped counts the units dropped because the reader fell behind.
+	skipped atomic.Uint64
+}
+
+func newReader(r Reader, o ReaderOptions, s *Stream) *reader {
+	if o.Queue <= 0 {
+		o.Queue = DefaultQueue
+	}
+	rd := &reader{r: r, opts: o, s: s, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	go rd.run()
+	return rd
+}
+
+// push queues an item unless the queue is stopped, and wakes the reader
+// when it was idle. A unit is refused when Queue units wait.
+func (rd *reader) push(it item, unit bool) bool {
+	rd.mu.Lock()
+	if rd.stopped || unit && rd.units >= rd.opts.Queue {
+		rd.mu.Unlock()
+		return false
+	}
+	rd.queue = append(rd.queue, it)
+	if unit {
+		rd.units++
+	}
+	idle := len(rd.queue) == 1
+	rd.mu.Unlock()
+	if idle {
+		select {
+		case rd.wake <- struct{}{}:
+		default:
+		}
+	}
+	return true
+}
+
+// unit queues a media unit, or drops it while the reader is behind: past
+// Queue units it skips up to the next keyframe (the next unit without
+// video) once half the queue is free.
+func (rd *reader) unit(u *Unit, hasVideo bool) {
+	if rd.failed.Load() {
+		return
+	}
+	if rd.skipping && (u.Video && u.Key || !hasVideo) && rd.queued() < rd.opts.Queue/2 {
+		rd.skipping = false
+	}
+	if !rd.skipping && !rd.push(item{unit: *u}, true) {
+		rd.skipping = true
+	}
+	if rd.skipping {
+		rd.skipped.Add(1)
+	}
+}
+
+func (rd *reader) queued() int {
+	rd.mu.Lock()
+	defer rd.mu.Unlock()
+	return rd.units
+}
+
+// send queues tracks or a flush, which are never skipped.
+func (rd *reader) send(it item) {
+	if (rd.failed.Load() || !rd.push(it, false)) && it.flush != nil {
+		close(it.flush)
+	}
+}
+
+func (rd *reader) flush() {
+	ch := make(chan struct{})
+	rd.send(item{flush: ch})
+	<-ch
+}
+
+func (rd *reader) fail(err error) {
+	if rd.failed.CompareAndSwap(false, true) && rd.opts.Essential {
+		rd.s.fail(rd.opts.Name, err)
+	}
+}
+
+// stop ends the queue; the goroutine closes the reader after the rest.
+func (rd *reader) stop() {
+	rd.mu.Lock()
+	rd.stopped = true
+	rd.mu.Unlock()
+	select {
+	case rd.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (rd *reader) run() {
+	defer close(rd.done)
+	defer rd.r.Close()
+	var (
+		batch []item
+		u     Unit // the unit handed over, reused: one allocation per reader
+	)
+	for {
+		rd.mu.Lock()
+		batch, rd.queue = rd.queue, batch[:0]
+		rd.units = 0
+		stopped := rd.stopped
+		rd.mu.Unlock()
+		if len(batch) == 0 {
+			if stopped {
+				return
+			}
+			<-rd.wake
+			continue
+		}
+		for i := range batch {
+			it := &batch[i]
+			var err error
+			switch {
+			case it.flush != nil:
+				close(it.flush)
+			case rd.failed.Load():
+			case it.tracks != nil:
+				err = rd.r.Tracks(*it.tracks)
+			default:
+				u = it.unit
+				err = rd.r.Unit(&u)
+			}
+			if err != nil {
+				rd.fail(err)
+			}
+			*it = item{} // let the bytes go
+		}
+	}
+}
