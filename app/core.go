@@ -129,6 +129,7 @@ func Boot(ctx context.Context, cfg *Config, opts BootOptions) (*Core, error) {
 		if err != nil {
 			return fail(fmt.Errorf("config: ONAIR_REDIS_URL: %w", err))
 		}
+		redis.SetLogger(redisLogger{log})
 		core.Redis = redis.NewClient(ropts)
 		core.RedisState = newRedisState(log)
 		core.Redis.AddHook(core.RedisState)

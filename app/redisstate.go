@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"sync/atomic"
@@ -22,6 +23,28 @@ func IsRedisOutage(err error) bool {
 	}
 	var reply redis.Error
 	return !errors.As(err, &reply)
+}
+
+// RedisLevel is the level to log a failed Redis command at: level, or
+// debug when Redis could not be reached. RedisState says that once for
+// the whole node; a loop that keeps asking (a heartbeat, a pub/sub, a
+// presence refresh) would otherwise repeat it every beat of the outage.
+func RedisLevel(err error, level slog.Level) slog.Level {
+	if IsRedisOutage(err) {
+		return slog.LevelDebug
+	}
+	return level
+}
+
+// redisLogger takes go-redis's own messages (a pool that cannot dial, a
+// pub/sub reconnecting) into the node's log at debug: while Redis is away
+// they would repeat, on stderr and every few seconds, what RedisState says
+// once. go-redis has one logger per process (redis.SetLogger): the last
+// node built in a process has them.
+type redisLogger struct{ log *slog.Logger }
+
+func (l redisLogger) Printf(ctx context.Context, format string, v ...any) {
+	l.log.DebugContext(ctx, "redis client: "+fmt.Sprintf(format, v...))
 }
 
 // RedisState watches every command of the shared Redis client (it is a

@@ -2,11 +2,14 @@ package live
 
 import (
 	"context"
+	"log/slog"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/onair/onair/app"
 )
 
 // The audience of a live show: how many watch it now (viewers.go counts the
@@ -64,7 +67,7 @@ func (c *cluster) shareViewers(ctx context.Context) {
 		pipe.PExpire(ctx, key, 2*viewerWindow)
 	}
 	if _, err := pipe.Exec(ctx); err != nil && ctx.Err() == nil {
-		c.log.Warn("live: share viewers", "err", err)
+		c.log.Log(ctx, app.RedisLevel(err, slog.LevelWarn), "live: share viewers", "err", err)
 	}
 }
 
@@ -81,7 +84,7 @@ func (c *cluster) countViewers(show int64) (int, error) {
 // deleted).
 func (c *cluster) forgetViewers(ctx context.Context, show int64) {
 	if err := c.rdb.Del(ctx, c.viewersKey(show)).Err(); err != nil {
-		c.log.Warn("live: forget viewers", "show", show, "err", err)
+		c.log.Log(ctx, app.RedisLevel(err, slog.LevelWarn), "live: forget viewers", "show", show, "err", err)
 	}
 }
 
@@ -94,7 +97,7 @@ func (m *Module) Viewers(showID int64) int {
 	if m.cluster != nil {
 		shared, err := m.cluster.countViewers(showID)
 		if err != nil {
-			m.core.Log.Warn("live: count viewers", "show", showID, "err", err)
+			m.core.Log.Log(context.Background(), app.RedisLevel(err, slog.LevelWarn), "live: count viewers", "show", showID, "err", err)
 		}
 		n = max(n, shared)
 	}

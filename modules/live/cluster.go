@@ -19,6 +19,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/onair/onair/app"
+	"github.com/onair/onair/modules/live/rtmp"
 	"github.com/onair/onair/modules/shows"
 )
 
@@ -39,6 +40,10 @@ import (
 //     lease for longer than a lease period) and starts their reconnect
 //     window; the shows janitor ends it; the archive then runs once, on the
 //     node that wins {prefix}live:archiving:{show}.
+//   - Redis away: each node keeps the shows it ingests, takes a publisher
+//     on the database's word (acquireAlone), and writes its registration
+//     and leases again at the first heartbeat after Redis returns
+//     (docs/operations.md, "Redis away").
 type cluster struct {
 	// host is this node's publishers (the module): the cluster cuts one
 	// off when another node takes its show over.
@@ -59,6 +64,10 @@ type cluster struct {
 
 	mu     sync.Mutex
 	leases map[int64]struct{} // shows whose lease this node holds
+	// letGo holds when this node last let go of a show's lease (for a
+	// lease period): a publisher of it while Redis is away may take it
+	// back here (acquireAlone).
+	letGo map[int64]time.Time
 	// orphans holds when the janitor first saw a live, connected show
 	// without an owner.
 	orphans map[int64]time.Time
@@ -91,8 +100,10 @@ const SettingNodeURL = "ONAIR_NODE_URL"
 
 // Lua scripts: each runs atomically in Redis.
 var (
-	// renewLease extends the lease when this node holds it, takes it again
-	// when it lapsed (a Redis hiccup longer than the TTL), and reports 0
+	// renewLease extends the lease (KEYS[1]) when this node holds it,
+	// takes it again when it lapsed (a Redis outage longer than the TTL,
+	// or a Redis that came back empty) and then notes the node as the
+	// last to ingest the show (KEYS[2], for ARGV[3] ms), and reports 0
 	// when another node holds it now.
 	renewLease = redis.NewScript(`
 local v = redis.call('GET', KEYS[1])
@@ -101,6 +112,7 @@ if v == ARGV[1] then
   return 1
 elseif not v then
   redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+  redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[3])
   return 1
 end
 return 0`)
@@ -159,7 +171,7 @@ func newCluster(core *app.Core, sh *shows.Service, v *viewers, host clusterHost,
 	}
 	c := &cluster{host: host, shows: sh, viewers: v, rdb: rdb, redis: core.RedisState, prefix: core.Config.RedisPrefix, id: hex.EncodeToString(id), url: base,
 		leaseTTL: leaseTTL, every: leaseEvery,
-		leases: map[int64]struct{}{}, orphans: map[int64]time.Time{}}
+		leases: map[int64]struct{}{}, letGo: map[int64]time.Time{}, orphans: map[int64]time.Time{}}
 	c.log = core.Log.With("node", c.id)
 	c.owners.entries = map[int64]ownerEntry{}
 	c.proxy = newProxier(c)
@@ -267,10 +279,17 @@ func (c *cluster) stop() {
 
 // heartbeat refreshes the node's registration and renews its leases; a
 // lease another node holds now (it took over a stream this node lost
-// touch with) cuts the local publisher off.
+// touch with) cuts the local publisher off. While Redis is away it keeps
+// its leases (and logs at debug: RedisState says it once); the first beat
+// after Redis returns registers the node and takes its leases again.
 func (c *cluster) heartbeat(ctx context.Context) {
-	if err := c.rdb.Set(ctx, c.nodeKey(c.id), c.url, c.leaseTTL).Err(); err != nil && ctx.Err() == nil {
-		c.log.Warn("live: node heartbeat", "err", err)
+	if err := c.rdb.Set(ctx, c.nodeKey(c.id), c.url, c.leaseTTL).Err(); err != nil {
+		if ctx.Err() == nil {
+			c.log.Log(ctx, app.RedisLevel(err, slog.LevelWarn), "live: node heartbeat", "err", err)
+		}
+		if app.IsRedisOutage(err) {
+			return
+		}
 	}
 	c.mu.Lock()
 	held := make([]int64, 0, len(c.leases))
@@ -279,11 +298,12 @@ func (c *cluster) heartbeat(ctx context.Context) {
 	}
 	c.mu.Unlock()
 	for _, id := range held {
-		ok, err := renewLease.Run(ctx, c.rdb, []string{c.leaseKey(id)}, c.id, c.leaseTTL.Milliseconds()).Int()
+		ok, err := renewLease.Run(ctx, c.rdb, []string{c.leaseKey(id), c.lastKey(id)}, c.id,
+			c.leaseTTL.Milliseconds(), lastIngestTTL.Milliseconds()).Int()
 		switch {
 		case err != nil:
 			if ctx.Err() == nil {
-				c.log.Warn("live: renew lease", "show", id, "err", err)
+				c.log.Log(ctx, app.RedisLevel(err, slog.LevelWarn), "live: renew lease", "show", id, "err", err)
 			}
 		case ok == 0:
 			c.log.Warn("live: another node took the show over", "show", id)
@@ -298,8 +318,11 @@ func (c *cluster) heartbeat(ctx context.Context) {
 // acquire takes the show's lease for this node. Held by another node, it
 // asks that node to let go (or takes the lease at once when no node listens
 // on the holder's channel any more: it is gone) and waits for it until
-// deadline.
+// deadline. While Redis is away the database decides (acquireAlone).
 func (c *cluster) acquire(ctx context.Context, show int64, deadline <-chan time.Time) error {
+	if c.redis.Down() {
+		return c.acquireAlone(ctx, show)
+	}
 	key := c.leaseKey(show)
 	var asked time.Time
 	for {
@@ -307,6 +330,9 @@ func (c *cluster) acquire(ctx context.Context, show int64, deadline <-chan time.
 		if err != nil {
 			if cause := context.Cause(ctx); cause != nil {
 				return cause
+			}
+			if app.IsRedisOutage(err) {
+				return c.acquireAlone(ctx, show)
 			}
 			return fmt.Errorf("live: show %d: take the live lease: %w", show, err)
 		}
@@ -359,13 +385,46 @@ func (c *cluster) acquire(ctx context.Context, show int64, deadline <-chan time.
 	}
 }
 
+// errBusyElsewhere refuses a publisher while Redis, which says which node
+// ingests a show, is away and the database says a publisher is connected
+// to the show (on another node, as far as this one can tell).
+var errBusyElsewhere = &rtmp.StatusError{Code: "NetStream.Publish.Rejected",
+	Description: "Another server is receiving this show and the cluster cannot hand it over now; try again in a minute."}
+
+// acquireAlone decides, while Redis is away, whether this node may ingest
+// the show (docs/operations.md, "Redis away"): yes when the database says
+// no publisher is connected to it (it is not live, or its publisher left
+// and the reconnect window runs) or when this node let go of it within a
+// lease period (an encoder reconnecting here); no when a publisher is
+// connected, which may be on another node: two nodes would each record
+// half of the show. Taken here, the lease is written to Redis when it
+// returns (heartbeat); if another node took the show meanwhile, the first
+// to write keeps it and the other's publisher is cut off.
+func (c *cluster) acquireAlone(ctx context.Context, show int64) error {
+	sh := &shows.Show{ID: show}
+	if err := c.shows.DB().NewSelect().Model(sh).Column("live", "disconnected_at").WherePK().Scan(ctx); err != nil {
+		return &rtmp.StatusError{Code: "NetStream.Publish.Rejected", Description: "The server could not check the show; try again.",
+			Err: fmt.Errorf("live: show %d: Redis is away and the database did not answer: %w", show, err)}
+	}
+	c.mu.Lock()
+	lately := time.Since(c.letGo[show]) < c.leaseTTL
+	c.mu.Unlock()
+	if sh.Live && sh.DisconnectedAt == nil && !lately {
+		return &rtmp.StatusError{Code: errBusyElsewhere.Code, Description: errBusyElsewhere.Description,
+			Err: fmt.Errorf("live: show %d: Redis is away and a publisher is connected to the show, maybe on another node", show)}
+	}
+	c.hold(show)
+	c.log.Info("live: Redis is away; this node takes the show on its own (no publisher is connected elsewhere as far as the database knows)", "show", show)
+	return nil
+}
+
 // took records a lease this node has just taken: it holds it, and it is
 // the last node to ingest the show (its working files will hold the end of
 // the recording; takeArchive).
 func (c *cluster) took(ctx context.Context, show int64) {
 	c.hold(show)
 	if err := c.rdb.Set(ctx, c.lastKey(show), c.id, lastIngestTTL).Err(); err != nil {
-		c.log.Warn("live: note the last node to ingest", "show", show, "err", err)
+		c.log.Log(ctx, app.RedisLevel(err, slog.LevelWarn), "live: note the last node to ingest", "show", show, "err", err)
 	}
 }
 
@@ -393,17 +452,26 @@ func (c *cluster) holds(show int64) bool {
 
 // release lets go of the show's lease, if this node still holds it.
 func (c *cluster) release(ctx context.Context, show int64) {
+	now := time.Now()
 	c.mu.Lock()
+	if _, ok := c.leases[show]; ok {
+		c.letGo[show] = now
+	}
 	delete(c.leases, show)
+	for id, at := range c.letGo {
+		if now.Sub(at) >= c.leaseTTL {
+			delete(c.letGo, id)
+		}
+	}
 	c.mu.Unlock()
 	// Refresh the note that this node ingested the show last (its TTL
 	// counts from the end of the stream) before the lease goes, so no
 	// moment shows neither: unless another node took the show meanwhile.
 	if err := noteLast.Run(ctx, c.rdb, []string{c.lastKey(show)}, c.id, lastIngestTTL.Milliseconds()).Err(); err != nil {
-		c.log.Warn("live: note the last node to ingest", "show", show, "err", err)
+		c.log.Log(ctx, app.RedisLevel(err, slog.LevelWarn), "live: note the last node to ingest", "show", show, "err", err)
 	}
 	if err := releaseLease.Run(ctx, c.rdb, []string{c.leaseKey(show)}, c.id).Err(); err != nil {
-		c.log.Warn("live: release lease", "show", show, "err", err)
+		c.log.Log(ctx, app.RedisLevel(err, slog.LevelWarn), "live: release lease", "show", show, "err", err)
 	}
 }
 
@@ -440,8 +508,12 @@ func (c *cluster) commands() {
 
 // janitor starts the reconnect window of live shows whose owner is gone:
 // live, with a publisher as far as the database knows, and no lease for
-// longer than a lease period (the lease of a crashed node lapses).
+// longer than a lease period (the lease of a crashed node lapses). While
+// Redis is away it cannot tell, and waits.
 func (c *cluster) janitor(ctx context.Context) {
+	if c.redis.Down() {
+		return
+	}
 	var ids []int64
 	err := c.shows.DB().NewSelect().Model((*shows.Show)(nil)).Column("id").
 		Where("live = ?", true).Where("disconnected_at IS NULL").Scan(ctx, &ids)
@@ -459,7 +531,7 @@ func (c *cluster) janitor(ctx context.Context) {
 	if len(ids) > 0 {
 		if _, err := pipe.Exec(ctx); err != nil {
 			if ctx.Err() == nil {
-				c.log.Warn("live: cluster janitor", "err", err)
+				c.log.Log(ctx, app.RedisLevel(err, slog.LevelWarn), "live: cluster janitor", "err", err)
 			}
 			return
 		}
@@ -511,7 +583,7 @@ func (c *cluster) takeArchive(ctx context.Context, show int64, owner bool) bool 
 	if !owner {
 		holder, err := c.owner(ctx, show)
 		if err != nil {
-			c.log.Warn("live: archive: read the live lease", "show", show, "err", err)
+			c.log.Log(ctx, app.RedisLevel(err, slog.LevelWarn), "live: archive: read the live lease", "show", show, "err", err)
 			return false
 		}
 		if holder != "" && holder != c.id {
@@ -608,7 +680,7 @@ func (c *cluster) ownerURL(ctx context.Context, show int64) string {
 		}
 	}
 	if err != nil {
-		c.log.Warn("live: look up the show's node", "show", show, "err", err)
+		c.log.Log(ctx, app.RedisLevel(err, slog.LevelWarn), "live: look up the show's node", "show", show, "err", err)
 		return ""
 	}
 	c.owners.put(show, u, now)

@@ -6,6 +6,8 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"errors"
+	"fmt"
+	"log/slog"
 	"strconv"
 	"sync"
 	"time"
@@ -122,7 +124,7 @@ func (r *relay) position(ctx context.Context) {
 	msgs, err := r.rdb.XRevRangeN(ctx, r.stream, "+", "-", 1).Result()
 	switch {
 	case err != nil:
-		r.svc.log.Error("shows: read the events stream position", "err", err)
+		r.svc.log.Log(ctx, app.RedisLevel(err, slog.LevelError), "shows: read the events stream position", "err", err)
 	case len(msgs) == 0:
 		r.last = "0-0"
 	default:
@@ -138,7 +140,11 @@ func (r *relay) run(ctx context.Context) {
 	go func() { defer wg.Done(); r.readLoop(ctx) }()
 	app.Every(ctx, relayEvery, func(ctx context.Context) {
 		if _, err := r.sweep(ctx); err != nil && ctx.Err() == nil {
-			r.svc.log.Error("shows: outbox sweep", "err", err)
+			level := slog.LevelError
+			if errors.Is(err, errSweepPublish) {
+				level = app.RedisLevel(err, level) // the kernel logs Redis away once
+			}
+			r.svc.log.Log(ctx, level, "shows: outbox sweep", "err", err)
 		}
 	})
 	wg.Wait()
@@ -178,7 +184,7 @@ func (r *relay) relayCommitted(ctx context.Context, evs []Event) {
 	}
 	if err := r.publish(ctx, rows, "commit"); err != nil {
 		if ctx.Err() == nil {
-			r.svc.log.Warn("shows: relay events; the outbox sweep will retry", "err", err)
+			r.svc.log.Log(ctx, app.RedisLevel(err, slog.LevelWarn), "shows: relay events; the outbox sweep will retry", "err", err)
 		}
 		return
 	}
@@ -228,6 +234,10 @@ func markRelayed(ctx context.Context, db bun.IDB, rows []OutboxRow) error {
 	return err
 }
 
+// errSweepPublish marks a sweep that could not add its rows to the events
+// stream (Redis), rather than read or mark them (the database).
+var errSweepPublish = errors.New("add to the events stream")
+
 // sweep relays the rows left unrelayed for longer than relayGrace, oldest
 // first, a batch per transaction; the rows are locked until they are
 // marked, and rows another node holds are skipped. It first counts the
@@ -261,7 +271,7 @@ func (r *relay) sweep(ctx context.Context) (int, error) {
 				return err
 			}
 			if err := r.publish(ctx, rows, "sweep"); err != nil {
-				return err
+				return fmt.Errorf("%w: %w", errSweepPublish, err)
 			}
 			return markRelayed(ctx, tx, rows)
 		})
@@ -289,7 +299,7 @@ func (r *relay) readLoop(ctx context.Context) {
 			if ctx.Err() != nil {
 				return
 			}
-			r.svc.log.Error("shows: read the events stream", "err", err)
+			r.svc.log.Log(ctx, app.RedisLevel(err, slog.LevelError), "shows: read the events stream", "err", err)
 			select {
 			case <-ctx.Done():
 			case <-time.After(relayEvery):

@@ -161,7 +161,7 @@ func (c *tokenCache) invalidate(ctx context.Context, tokenID, userID int64) {
 		msg = "u:" + strconv.FormatInt(userID, 10)
 	}
 	if err := c.rdb.Publish(ctx, c.channel, msg).Err(); err != nil && c.log != nil {
-		c.log.Warn("users: token cache: publish failed; other nodes see the change within the cache's ttl", "err", err)
+		c.log.Log(ctx, app.RedisLevel(err, slog.LevelWarn), "users: token cache: publish failed; other nodes see the change within the cache's ttl", "err", err)
 	}
 }
 
@@ -171,7 +171,7 @@ func (c *tokenCache) listen(ctx context.Context, ready chan<- struct{}) {
 	sub := c.rdb.Subscribe(ctx, c.channel)
 	defer sub.Close()
 	if _, err := sub.Receive(ctx); err != nil && ctx.Err() == nil && c.log != nil {
-		c.log.Warn("users: token cache: subscribe failed", "err", err)
+		c.log.Log(ctx, app.RedisLevel(err, slog.LevelWarn), "users: token cache: subscribe failed", "err", err)
 	}
 	close(ready)
 	ch := sub.Channel()
