@@ -56,6 +56,9 @@ type Service struct {
 	// signMedia, set by the live module, turns the media URLs of a private
 	// show into signed, expiring ones.
 	signMedia func(sh *Show, url string) string
+	// ingest, set by the live module, lists the addresses a stream key
+	// publishes to (View's ingest).
+	ingest func(key string) Ingest
 }
 
 // maxCachedTags bounds the tag cache: 100,000 tags of at most 30

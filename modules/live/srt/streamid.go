@@ -2,6 +2,7 @@ package srt
 
 import (
 	"errors"
+	"net/url"
 	"strings"
 )
 
@@ -29,10 +30,18 @@ const accessControlPrefix = "#!::"
 // the stream key; "m" (the mode), when given, must be "publish"; "t" (the
 // type), when given, must be "stream"; "u" (the user), "s" (the session)
 // and any others are ignored. A bare key is printable ASCII without
-// spaces, '#' or ','.
+// spaces, '#', ',' or '%'. The access control form escaped as in a URL
+// ("%23%21%3A%3Ar%3D…") is unescaped first.
 func ParseStreamID(id string) (string, error) {
 	if len(id) > MaxStreamID {
 		return "", ErrBadStreamID
+	}
+	if len(id) >= 6 && strings.EqualFold(id[:6], "%23%21") {
+		// The access control form escaped as in a URL, which some
+		// encoders pass on undecoded.
+		if un, err := url.QueryUnescape(id); err == nil {
+			id = un
+		}
 	}
 	rest, ok := strings.CutPrefix(id, accessControlPrefix)
 	if !ok {
@@ -78,7 +87,7 @@ func ParseStreamID(id string) (string, error) {
 func bareKey(s string) bool {
 	for i := 0; i < len(s); i++ {
 		c := s[i]
-		if c <= ' ' || c >= 0x7f || c == '#' || c == ',' {
+		if c <= ' ' || c >= 0x7f || c == '#' || c == ',' || c == '%' {
 			return false
 		}
 	}
