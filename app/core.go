@@ -24,13 +24,15 @@ var Version = "dev"
 // Core is what the kernel hands every module in Provision: the shared
 // dependencies, passed explicitly.
 type Core struct {
-	Config  *Config
-	DB      *bun.DB
-	Log     *slog.Logger
-	Authz   *Authz
-	Redis   *redis.Client // nil unless ONAIR_REDIS_URL is set
-	Modules []Module
-	Auth    Authenticator
+	Config *Config
+	DB     *bun.DB
+	Log    *slog.Logger
+	Authz  *Authz
+	Redis  *redis.Client // nil unless ONAIR_REDIS_URL is set
+	// RedisState says whether Redis is away (nil without Redis).
+	RedisState *RedisState
+	Modules    []Module
+	Auth       Authenticator
 	// Store keeps media objects (recordings, thumbnails, images): files
 	// in the data dir, or the store ONAIR_STORAGE_URL names.
 	Store store.Store
@@ -128,6 +130,8 @@ func Boot(ctx context.Context, cfg *Config, opts BootOptions) (*Core, error) {
 			return fail(fmt.Errorf("config: ONAIR_REDIS_URL: %w", err))
 		}
 		core.Redis = redis.NewClient(ropts)
+		core.RedisState = newRedisState(log)
+		core.Redis.AddHook(core.RedisState)
 		if err := core.Redis.Ping(ctx).Err(); err != nil {
 			return fail(fmt.Errorf("redis: %s does not answer: %w", ropts.Addr, err))
 		}

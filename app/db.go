@@ -3,12 +3,16 @@ package app
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
@@ -58,6 +62,10 @@ func ParseDatabaseURL(raw string) (driver, dsn string, err error) {
 	cfg.DBName = db
 	cfg.ParseTime = true
 	cfg.Loc = time.UTC
+	// A server that is down refuses at once; one that is unreachable
+	// (a dropped route) is given up on after dialTimeout, not the
+	// kernel's minutes, so a request answers 503 within its deadline.
+	cfg.Timeout = dialTimeout
 	cfg.Params = map[string]string{"charset": "utf8mb4"}
 	cfg.Collation = "utf8mb4_unicode_ci"
 	for k, v := range u.Query() {
@@ -121,6 +129,9 @@ func sqlitePath(raw string) string {
 	return p
 }
 
+// dialTimeout bounds a new MySQL connection's dial.
+const dialTimeout = 5 * time.Second
+
 // IsMySQL tells whether db speaks the MySQL dialect.
 func IsMySQL(db bun.IDB) bool { return db.Dialect().Name() == dialect.MySQL }
 
@@ -148,6 +159,46 @@ func IsDuplicate(err error) bool {
 		return lite.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE || lite.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY
 	}
 	return false
+}
+
+// MySQL errors that mean the server is going away or cannot take the
+// connection, not that the statement is wrong.
+var mysqlUnavailable = map[uint16]bool{
+	1040: true, // ER_CON_COUNT_ERROR: too many connections
+	1053: true, // ER_SERVER_SHUTDOWN: shutdown in progress
+	1077: true, // ER_NORMAL_SHUTDOWN
+	1152: true, // ER_ABORTING_CONNECTION
+	1927: true, // ER_CONNECTION_KILLED
+	4031: true, // ER_CLIENT_INTERACTION_TIMEOUT
+}
+
+// IsUnavailable tells whether err means the database could not be reached
+// or could not take the statement now, so the same request may succeed
+// later: a refused or broken connection (the server is down or
+// restarting), MySQL's shutdown and connection errors, SQLite's
+// SQLITE_BUSY and SQLITE_LOCKED (another process holds the file past the
+// busy timeout). The API answers these 503 with Retry-After rather than
+// 500, and the live module retries its state writes.
+func IsUnavailable(err error) bool {
+	if err == nil {
+		return false
+	}
+	if errors.Is(err, driver.ErrBadConn) || errors.Is(err, mysql.ErrInvalidConn) || errors.Is(err, sql.ErrConnDone) ||
+		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, syscall.EPIPE) {
+		return true
+	}
+	var my *mysql.MySQLError
+	if errors.As(err, &my) {
+		return mysqlUnavailable[my.Number]
+	}
+	var lite *sqlite.Error
+	if errors.As(err, &lite) {
+		base := lite.Code() & 0xff // the primary code of an extended one
+		return base == sqlite3.SQLITE_BUSY || base == sqlite3.SQLITE_LOCKED
+	}
+	var op *net.OpError
+	return errors.As(err, &op)
 }
 
 // IsDeadlock tells whether err is MySQL's ER_LOCK_DEADLOCK (1213): InnoDB

@@ -51,6 +51,18 @@ func TooManyRequests(msg string, retryAfter int) *Error {
 	return &Error{Status: http.StatusTooManyRequests, Code: "rate_limited", Message: msg, RetryAfter: retryAfter}
 }
 
+// unavailableRetry is the Retry-After of an answer given while the
+// database does not answer: long enough for a restart to progress, short
+// enough that a client notices its end soon.
+const unavailableRetry = 5
+
+// Unavailable is the 503 of a request whose database (or another service
+// it needs) does not answer now.
+func Unavailable() *Error {
+	return &Error{Status: http.StatusServiceUnavailable, Code: "unavailable",
+		Message: "a service this request needs (the database) does not answer; retry later", RetryAfter: unavailableRetry}
+}
+
 // Validation collects field errors; an empty one is no error.
 type Validation map[string]string
 
@@ -72,7 +84,10 @@ func (v Validation) Err() error {
 // ErrorHandler renders every error a handler returns in the API's shape.
 // Fiber's own errors (404 route, 405, 413 body too large...) keep their
 // status; anything else is a real fault and answers 500 without details.
-func ErrorHandler(log interface{ Error(string, ...any) }) fiber.ErrorHandler {
+func ErrorHandler(log interface {
+	Error(string, ...any)
+	Warn(string, ...any)
+}) fiber.ErrorHandler {
 	return func(c *fiber.Ctx, err error) error {
 		var apiErr *Error
 		var fe *fiber.Error
@@ -80,6 +95,11 @@ func ErrorHandler(log interface{ Error(string, ...any) }) fiber.ErrorHandler {
 		case errors.As(err, &apiErr):
 		case errors.As(err, &fe):
 			apiErr = &Error{Status: fe.Code, Code: codeFor(fe.Code), Message: fe.Message}
+		case IsUnavailable(err):
+			// The database (or another service the request needs) is
+			// down, restarting or locked: the client may try again.
+			log.Warn("request failed: a dependency is unavailable", "method", c.Method(), "path", c.Path(), "request_id", RequestID(c), "err", err)
+			apiErr = Unavailable()
 		case errors.Is(err, context.DeadlineExceeded) || errors.Is(c.UserContext().Err(), context.DeadlineExceeded):
 			// The request outlived ONAIR_REQUEST_TIMEOUT (requestDeadline).
 			log.Error("request timed out", "method", c.Method(), "path", LogPath(c), "request_id", RequestID(c), "err", err)

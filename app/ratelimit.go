@@ -114,8 +114,11 @@ type redisLimiter struct {
 	rdb          *redis.Client
 	key          func(c *fiber.Ctx) string
 	limitReached fiber.Handler
-	log          *slog.Logger
-	lastWarn     atomic.Int64 // unix seconds of the last "Redis unreachable" warning
+	// local counts while Redis is away: each node then applies the
+	// limit on its own.
+	local *memoryLimiter
+	state *RedisState
+	log   *slog.Logger
 }
 
 // limitScript counts a request in KEYS[1]: the first of a window starts
@@ -143,18 +146,22 @@ func (l *redisLimiter) hit(ctx context.Context, key string) (remaining int, rese
 	return l.max - int(res[0]), uint32((res[1] + 999) / 1000), nil
 }
 
-// handler lets a request through, without the X-RateLimit-* headers, when
-// Redis does not answer: the limit protects the service, and an outage of
-// Redis is not the client's doing. The outage is logged, at most every
-// ten seconds.
+// handler counts in Redis; when Redis does not answer, the node counts on
+// its own (memoryLimiter), so the limit still protects the service while
+// Redis is away, per node rather than shared (RedisState logs the outage
+// once). A reply that is not an outage is a fault of the script: the
+// request passes, and the fault is logged.
 func (l *redisLimiter) handler(c *fiber.Ctx) error {
+	if l.state.Down() {
+		return l.local.handler(c)
+	}
 	remaining, reset, err := l.hit(c.UserContext(), l.key(c))
 	if err != nil {
-		if now := time.Now().Unix(); now-l.lastWarn.Load() >= 10 {
-			l.lastWarn.Store(now)
-			l.log.Warn("rate limit: Redis did not answer; requests pass unlimited", "err", err)
+		if !IsRedisOutage(err) {
+			l.log.Error("rate limit: Redis refused the count; the request passes", "err", err)
+			return c.Next()
 		}
-		return c.Next()
+		return l.local.handler(c)
 	}
 	return limited(c, l.max, remaining, reset, l.limitReached)
 }

@@ -158,10 +158,12 @@ func (s *Server) rateLimiter() fiber.Handler {
 		c.Set("X-RateLimit-Reset", strconv.Itoa(retry))
 		return TooManyRequests("rate limit of the token exceeded", retry)
 	}
+	local := newMemoryLimiter(s.core.Config.RateLimit, uint32(rateWindow/time.Second), key, limitReached)
 	if s.core.Redis == nil {
-		return newMemoryLimiter(s.core.Config.RateLimit, uint32(rateWindow/time.Second), key, limitReached).handler
+		return local.handler
 	}
-	rl := &redisLimiter{max: s.core.Config.RateLimit, window: rateWindow, rdb: s.core.Redis, key: key, limitReached: limitReached, log: s.core.Log}
+	rl := &redisLimiter{max: s.core.Config.RateLimit, window: rateWindow, rdb: s.core.Redis, key: key, limitReached: limitReached,
+		local: local, state: s.core.RedisState, log: s.core.Log}
 	return rl.handler
 }
 

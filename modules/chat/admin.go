@@ -222,6 +222,13 @@ func (h *adminHandlers) banTarget(c *fiber.Ctx) (*users.User, int64, error) {
 			return nil, 0, app.Validation{"show": "no such show"}.Err()
 		}
 	}
+	// The console's staff rank rule (docs/admin.md): a moderator bans or
+	// lifts the ban of plain users, never another staff member.
+	if p := admin.Principal(c); u.Role != "" && u.ID != p.UserID {
+		if err := h.m.core.Authz.Can(p, "users", "set_role"); err != nil {
+			return nil, 0, app.Forbidden("only an admin may ban another staff member")
+		}
+	}
 	return u, showID, nil
 }
 

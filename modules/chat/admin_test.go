@@ -216,3 +216,22 @@ func TestConsoleChatPage(t *testing.T) {
 	mod.Post("/admin/chat/messages/999999/delete", nil).Expect(t, http.StatusNotFound)
 	mod.Get("/admin").Expect(t, http.StatusOK).Contains(t, `<div class="value">2</div><div class="label">Chat messages today</div>`)
 }
+
+// TestConsoleChatBanRank: a moderator bans no other staff member (the
+// console's rank rule); an admin bans a moderator.
+func TestConsoleChatBanRank(t *testing.T) {
+	env := admintest.NewEnv(t, "sqlite")
+	boss, adm := admintest.Staff(t, env, "Ada Admin", "admin")
+	mo, mod := admintest.Staff(t, env, "Mo", "moderator")
+	other, _ := admintest.Staff(t, env, "Olga", "moderator")
+	for _, target := range []string{boss.Email, other.Email} {
+		mod.Post("/admin/chat/bans", url.Values{"user": {target}}).Expect(t, http.StatusForbidden)
+	}
+	if n := admintest.AuditCount(t, env, "chat.ban"); n != 0 {
+		t.Errorf("refused bans wrote %d audit entries", n)
+	}
+	adm.Post("/admin/chat/bans", url.Values{"user": {mo.Email}}).Expect(t, http.StatusSeeOther)
+	mod.Post("/admin/chat/bans/delete", url.Values{"user": {mo.Email}, "show": {"0"}}).Expect(t, http.StatusSeeOther)
+	adm.Post("/admin/chat/bans", url.Values{"user": {mo.Email}}).Expect(t, http.StatusSeeOther)
+	mod.Post("/admin/chat/bans/delete", url.Values{"user": {boss.Email}, "show": {"0"}}).Expect(t, http.StatusForbidden)
+}

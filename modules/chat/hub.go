@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"github.com/onair/onair/app"
 	"log/slog"
 	"net"
@@ -187,7 +188,11 @@ func flushEvery(sockets int) time.Duration {
 type Hub struct {
 	bus      Bus
 	presence Presence
-	log      *slog.Logger
+	// shared: bus and presence are Redis, which may be away; away
+	// tells when it is (app.RedisState.Down).
+	shared bool
+	away   func() bool
+	log    *slog.Logger
 
 	mu    sync.RWMutex
 	rooms map[int64]*room
@@ -223,7 +228,7 @@ func NewLocalHub(log *slog.Logger) *Hub {
 // NewSharedHub is the hub of one node among several: events and presence
 // go through bus and presence (Redis).
 func NewSharedHub(bus Bus, presence Presence, log *slog.Logger) *Hub {
-	return &Hub{bus: bus, presence: presence, log: log, rooms: map[int64]*room{}, pending: map[int64]*presenceBatch{}, writeWait: writeWait}
+	return &Hub{bus: bus, presence: presence, shared: true, log: log, rooms: map[int64]*room{}, pending: map[int64]*presenceBatch{}, writeWait: writeWait}
 }
 
 // Publish sends an event to the show's room on every node.
@@ -234,9 +239,36 @@ func (h *Hub) Publish(ctx context.Context, showID int64, ev Event) {
 		h.log.Error("chat: encode event", "err", err)
 		return
 	}
+	if h.isAway() {
+		// Redis is away: the room's sockets on this node still get the
+		// event (the kernel logs the outage once).
+		h.deliver(showID, payload)
+		return
+	}
 	if err := h.bus.Publish(ctx, showID, payload); err != nil {
+		if h.shared && app.IsRedisOutage(err) {
+			h.deliver(showID, payload)
+			return
+		}
 		h.log.Error("chat: publish event", "show", showID, "type", ev.Type, "err", err)
 	}
+}
+
+// isAway tells whether the hub's Redis is away (never for a local hub).
+func (h *Hub) isAway() bool { return h.away != nil && h.away() }
+
+// errRedisAway stands for a presence count not asked of Redis while it is
+// away.
+var errRedisAway = errors.New("chat: redis is away")
+
+// redisTrouble logs a failed presence command: at debug level when Redis
+// is away (the kernel's RedisState logs that once), else as an error.
+func (h *Hub) redisTrouble(what string, err error) {
+	if app.IsRedisOutage(err) {
+		h.log.Debug(what, "err", err)
+		return
+	}
+	h.log.Error(what, "err", err)
 }
 
 // deliver hands a payload to every local socket of the room without
@@ -389,8 +421,10 @@ func (h *Hub) join(ctx context.Context, showID int64, v Viewer, who *app.Princip
 	first := r.viewers[v.Key()] == 1
 	h.mu.Unlock()
 	if first {
-		if err := h.presence.Join(ctx, showID, v.Key()); err != nil {
-			h.log.Error("chat: presence join", "err", err)
+		if h.isAway() {
+			// Refresh adds the viewer once Redis is back.
+		} else if err := h.presence.Join(ctx, showID, v.Key()); err != nil {
+			h.redisTrouble("chat: presence join", err)
 		}
 		h.presenceChanged(showID, &v, nil)
 	}
@@ -444,8 +478,10 @@ func (h *Hub) leave(ctx context.Context, showID int64, c *client) {
 	h.mu.Unlock()
 	c.drop(nil)
 	if last {
-		if err := h.presence.Leave(ctx, showID, c.viewer.Key()); err != nil {
-			h.log.Error("chat: presence leave", "err", err)
+		if h.isAway() {
+			// The entry expires (presenceTTL) without Refresh.
+		} else if err := h.presence.Leave(ctx, showID, c.viewer.Key()); err != nil {
+			h.redisTrouble("chat: presence leave", err)
 		}
 		v := c.viewer
 		h.presenceChanged(showID, nil, &v)
@@ -507,14 +543,22 @@ func (h *Hub) flushPresence(showID int64) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	keys, err := h.presence.Keys(ctx, showID)
-	if err != nil {
+	var keys []string
+	err := errRedisAway
+	if !h.isAway() {
+		keys, err = h.presence.Keys(ctx, showID)
+	}
+	if err != nil && err != errRedisAway && !(h.shared && app.IsRedisOutage(err)) {
 		h.log.Error("chat: presence keys", "err", err)
 		return
 	}
 	n := len(keys)
 	h.mu.Lock()
 	if r := h.rooms[showID]; r != nil {
+		if err != nil {
+			// Redis is away: the count is this node's viewers.
+			n = len(r.viewers)
+		}
 		r.count = n
 	}
 	h.mu.Unlock()
@@ -582,7 +626,7 @@ func (h *Hub) run(ctx context.Context, refreshEvery time.Duration) {
 	go app.Every(ctx, pingEvery, func(context.Context) { h.pingAll() })
 	app.Every(ctx, refreshEvery, func(ctx context.Context) {
 		if err := h.presence.Refresh(ctx, h.localKeys()); err != nil && ctx.Err() == nil {
-			h.log.Error("chat: presence refresh", "err", err)
+			h.redisTrouble("chat: presence refresh", err)
 		}
 	})
 	h.each(func(c *client) { c.drop(goingAwayFrame) })

@@ -107,7 +107,8 @@ func (m *Module) Provision(core *app.Core) error {
 			&redisBus{rdb: core.Redis, channel: core.Config.RedisPrefix + "chat:events"},
 			&redisPresence{rdb: core.Redis, prefix: core.Config.RedisPrefix + "chat:", node: node},
 			core.Log)
-		rate = &redisGate{rdb: core.Redis, prefix: core.Config.RedisPrefix + "chat:"}
+		m.hub.away = core.RedisState.Down
+		rate = &redisGate{rdb: core.Redis, prefix: core.Config.RedisPrefix + "chat:", local: newMemoryGate(), away: core.RedisState.Down}
 	} else {
 		m.hub = NewLocalHub(core.Log)
 	}

@@ -43,17 +43,23 @@ func (g *memoryGate) Allow(_ context.Context, key string, window time.Duration) 
 }
 
 // redisGate is the shared RateGate: SET NX with the window as expiry.
+// While Redis does not answer, the node's own gate decides (the chat
+// stays rate limited, per node; docs/operations.md).
 type redisGate struct {
 	rdb    *redis.Client
 	prefix string
+	local  *memoryGate
+	away   func() bool // app.RedisState.Down
 }
 
 func (g *redisGate) Allow(ctx context.Context, key string, window time.Duration) (bool, time.Duration) {
+	if g.away() {
+		return g.local.Allow(ctx, key, window)
+	}
 	k := g.prefix + "rate:" + key
 	ok, err := g.rdb.SetNX(ctx, k, 1, window).Result()
 	if err != nil {
-		// Redis trouble must not silence the chat; let the post through.
-		return true, 0
+		return g.local.Allow(ctx, key, window)
 	}
 	if ok {
 		return true, 0

@@ -46,10 +46,12 @@ type cluster struct {
 	shows   *shows.Service
 	viewers *viewers
 	rdb     *redis.Client
-	log     *slog.Logger
-	prefix  string
-	id      string // this node's id
-	url     string // this node's internal base URL
+	// redis says whether Redis is away (app.RedisState).
+	redis  interface{ Down() bool }
+	log    *slog.Logger
+	prefix string
+	id     string // this node's id
+	url    string // this node's internal base URL
 
 	// Timings (leaseTTL > 2 × every, so one missed beat loses nothing).
 	leaseTTL time.Duration // of a node's registration and of a live lease
@@ -155,7 +157,7 @@ func newCluster(core *app.Core, sh *shows.Service, v *viewers, host clusterHost,
 	if _, err := rand.Read(id); err != nil {
 		return nil, fmt.Errorf("live: node id: %w", err)
 	}
-	c := &cluster{host: host, shows: sh, viewers: v, rdb: rdb, prefix: core.Config.RedisPrefix, id: hex.EncodeToString(id), url: base,
+	c := &cluster{host: host, shows: sh, viewers: v, rdb: rdb, redis: core.RedisState, prefix: core.Config.RedisPrefix, id: hex.EncodeToString(id), url: base,
 		leaseTTL: leaseTTL, every: leaseEvery,
 		leases: map[int64]struct{}{}, orphans: map[int64]time.Time{}}
 	c.log = core.Log.With("node", c.id)
@@ -591,6 +593,11 @@ func (c *cluster) ownerURL(ctx context.Context, show int64) string {
 	now := time.Now()
 	if u, ok := c.owners.get(show, now); ok {
 		return u
+	}
+	if c.redis.Down() {
+		// Redis is away: the request stays here (store or local files)
+		// rather than wait for it (docs/operations.md, "Redis away").
+		return ""
 	}
 	u := ""
 	holder, err := c.owner(ctx, show)

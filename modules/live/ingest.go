@@ -27,6 +27,18 @@ var (
 // replaces to let go of the show's files.
 const replaceWait = 5 * time.Second
 
+// authorizeWait bounds the stream key check of a publish.
+const authorizeWait = 15 * time.Second
+
+// goingLive is how many shows ingested here go live at once. Going live is
+// a transaction (the show, its counts, the outbox and the hooks of other
+// modules); after a node restart hundreds of publishers get there within
+// seconds, and queueing them here leaves the database's connections to
+// the key checks of those still connecting. Eight keep MariaDB's group
+// commit busy (a transaction took up to 2 s on a loaded server; two at a
+// time left 56 of 300 shows not live after 2 minutes).
+const goingLive = 8
+
 // stream is one accepted publication of a show: the RTMP source of the
 // stream core. It is the rtmp.Sink: each FLV tag is parsed once, into
 // units (streamcore.FLV), and written to the core, which decides the
@@ -83,7 +95,11 @@ func (m *Module) publishOver(ctx context.Context, proto string, req rtmp.Publish
 // proto that decides the tracks before it claims the show. Every source
 // comes here: req describes its publisher (an SRT one has no App).
 func (m *Module) newStream(ctx context.Context, proto string, req rtmp.PublishRequest) (*stream, error) {
-	sh, err := m.shows.Authorize(ctx, req.Key)
+	// The admission deadline does not run meanwhile (rtmp.Handler): the
+	// check has its own bound.
+	actx, cancel := context.WithTimeout(ctx, authorizeWait)
+	sh, err := m.shows.Authorize(actx, req.Key)
+	cancel()
 	if err != nil {
 		m.core.Log.Warn("publish refused", "protocol", proto, "remote", req.RemoteAddr.String(), "reason", err)
 		if !errors.Is(err, shows.ErrRefused) {
@@ -93,6 +109,9 @@ func (m *Module) newStream(ctx context.Context, proto string, req rtmp.PublishRe
 				Description: "The server could not check the stream key; try again.", Err: err}
 		}
 		return nil, fmt.Errorf("%w: %v", rtmp.ErrUnauthorized, err)
+	}
+	if err := m.checkRoom(sh.ID, req.RemoteAddr.String()); err != nil {
+		return nil, err
 	}
 	refusals := m.codecRefusalsBy[proto]
 	if refusals == nil {
@@ -300,10 +319,7 @@ func (m *Module) left(s *stream, reason error) {
 	m.mu.Unlock()
 	if claimed && !errors.Is(reason, errReplaced) {
 		m.endPeak(s.showID)
-		ctx, cancel := m.opContext(showsCallWait)
-		err := m.shows.PublisherLeft(ctx, s.showID)
-		cancel()
-		if err != nil {
+		if err := m.untilStored("publisher left", s.showID, func(ctx context.Context) error { return m.shows.PublisherLeft(ctx, s.showID) }); err != nil {
 			m.core.Log.Error("live: publisher left", "show", s.showID, "err", err)
 		}
 	}
@@ -418,11 +434,17 @@ func (m *Module) archive(showID int64) (failed bool) {
 func (m *Module) archiveOnce(showID int64) (retry bool) {
 	m.mediaMu.Lock()
 	defer m.mediaMu.Unlock()
-	getCtx, cancel := m.opContext(showsCallWait)
-	sh, err := m.shows.Get(getCtx, showID)
-	cancel()
-	if err != nil {
+	var sh *shows.Show
+	err := m.untilStored("archive", showID, func(ctx context.Context) (err error) {
+		sh, err = m.shows.Get(ctx, showID)
+		return err
+	})
+	if errors.Is(err, shows.ErrNotFound) {
 		return false // deleted since it stopped: its media is going away
+	}
+	if err != nil {
+		m.core.Log.Error("live: archive: read the show", "show", showID, "err", err)
+		return true
 	}
 	if sh.Archive {
 		return false // another node was first
@@ -472,10 +494,10 @@ func (m *Module) archiveOnce(showID int64) (retry bool) {
 		a := m.mediaURL(showID, hls.ArchiveMasterAudio)
 		media.AudioURL = &a
 	}
-	archiveCtx, cancel := m.opContext(showsCallWait)
-	_, err = m.shows.Archive(archiveCtx, showID, media)
-	cancel()
-	if err != nil {
+	if err := m.untilStored("archive", showID, func(ctx context.Context) error {
+		_, err := m.shows.Archive(ctx, showID, media)
+		return err
+	}); err != nil {
 		m.core.Log.Error("live: archive", "show", showID, "err", err)
 		return false
 	}

@@ -165,6 +165,10 @@ func (v *visibility) state(ctx context.Context, id int64) (exists, public bool, 
 	switch {
 	case errors.Is(err, shows.ErrNotFound):
 		e = visEntry{at: time.Now()}
+	case err != nil && ok:
+		// The database does not answer: what it last said serves
+		// until it does, so that playback goes on.
+		return e.exists, e.public, nil
 	case err != nil:
 		return false, false, err
 	default:

@@ -83,6 +83,9 @@ type Module struct {
 	// disk (disk.go); 0 checks nothing.
 	minFree uint64
 
+	// liveSlots holds the shows going live now (goingLive at most).
+	liveSlots chan struct{}
+
 	mu      sync.Mutex
 	streams map[int64]*stream // the publisher of each show
 	// leaving holds a show's publisher from the moment its connection is
@@ -110,7 +113,8 @@ var (
 const (
 	// SettingRTMPAddr is where the RTMP ingest server listens.
 	SettingRTMPAddr = "ONAIR_RTMP_ADDR"
-	// SettingRTMPAdmissionTimeout bounds handshake, connect and publish.
+	// SettingRTMPAdmissionTimeout bounds handshake, connect and publish
+	// (not the server's check of the key).
 	SettingRTMPAdmissionTimeout = "ONAIR_RTMP_ADMISSION_TIMEOUT"
 	// SettingRTMPMaxConns caps RTMP connections.
 	SettingRTMPMaxConns = "ONAIR_RTMP_MAX_CONNS"
@@ -141,8 +145,8 @@ func (*Module) Settings() []app.Setting {
 	return append([]app.Setting{
 		{Env: SettingRTMPAddr, Flag: "rtmp-addr", Default: ":1935", Help: "address the RTMP ingest server listens on", Parse: app.ParseAddr},
 		{Env: SettingRTMPAdmissionTimeout, Flag: "rtmp-admission-timeout", Default: "5s",
-			Help: "time a new RTMP connection has for handshake, connect and an accepted publish", Parse: parsePositiveDuration},
-		{Env: SettingRTMPMaxConns, Flag: "rtmp-max-conns", Default: "256",
+			Help: "time a new RTMP connection has for handshake, connect and publish (the stream key check does not count)", Parse: parsePositiveDuration},
+		{Env: SettingRTMPMaxConns, Flag: "rtmp-max-conns", Default: "512",
 			Help: "RTMP connections, publishing or not", Parse: app.ParsePositiveInt},
 		{Env: SettingRTMPMaxPending, Flag: "rtmp-max-pending", Default: "64",
 			Help: "RTMP connections not yet publishing; when full, the oldest is dropped", Parse: app.ParsePositiveInt},
@@ -188,6 +192,7 @@ func (m *Module) Provision(core *app.Core) error {
 	m.streams = map[int64]*stream{}
 	m.leaving = map[int64]*stream{}
 	m.probing = map[*stream]struct{}{}
+	m.liveSlots = make(chan struct{}, goingLive)
 	m.lives = map[int64]*hls.Live{}
 	m.root = filepath.Join(core.Config.DataDir, "media", "shows")
 	if err := os.MkdirAll(m.root, 0o755); err != nil {

@@ -42,13 +42,24 @@ type rtmpPublisher struct {
 // returning the publisher and the server's answer to publish.
 func dialPublisher(t *testing.T, base, key string) (*rtmpPublisher, map[string]any) {
 	t.Helper()
-	u, err := url.Parse(base)
+	p, answer, err := connectPublisher(t, base, key)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return p, answer
+}
+
+// connectPublisher is dialPublisher for goroutines other than the test's:
+// it reports failures instead of ending the test. The connection is
+// closed when the test ends.
+func connectPublisher(t *testing.T, base, key string) (*rtmpPublisher, map[string]any, error) {
+	u, err := url.Parse(base)
+	if err != nil {
+		return nil, nil, err
+	}
 	nc, err := net.DialTimeout("tcp", u.Host, 10*time.Second)
 	if err != nil {
-		t.Fatal(err)
+		return nil, nil, err
 	}
 	t.Cleanup(func() { nc.Close() })
 	nc.SetDeadline(time.Now().Add(30 * time.Second))
@@ -59,25 +70,25 @@ func dialPublisher(t *testing.T, base, key string) (*rtmpPublisher, map[string]a
 	rand.Read(c0c1[9:])
 	s := make([]byte, 3073)
 	if _, err := nc.Write(c0c1); err != nil {
-		t.Fatal(err)
+		return nil, nil, err
 	}
 	if _, err := io.ReadFull(br, s); err != nil {
-		t.Fatalf("handshake: %v", err)
+		return nil, nil, fmt.Errorf("handshake: %w", err)
 	}
 	if _, err := nc.Write(s[1:1537]); err != nil {
-		t.Fatal(err)
+		return nil, nil, err
 	}
 	p := &rtmpPublisher{t: t, nc: nc, cw: rtmp.NewChunkWriter(bw), bw: bw, statuses: make(chan map[string]any, 8)}
 	if err := p.send(rtmp.SetChunkSizeMessage(4096)); err != nil {
-		t.Fatal(err)
+		return nil, nil, err
 	}
 	p.cw.SetChunkSize(4096)
 	cr := rtmp.NewChunkReader(br, rtmp.Limits{})
-	expect := func(name string) map[string]any {
+	expect := func(name string) (map[string]any, error) {
 		for {
 			m, err := cr.ReadMessage()
 			if err != nil {
-				t.Fatalf("waiting for %s: %v", name, err)
+				return nil, fmt.Errorf("waiting for %s: %w", name, err)
 			}
 			if m.Type != rtmp.TypeCommandAMF0 {
 				continue
@@ -85,17 +96,30 @@ func dialPublisher(t *testing.T, base, key string) (*rtmpPublisher, map[string]a
 			vals, _ := amf0.DecodeAll(m.Payload)
 			if len(vals) > 0 && vals[0] == name {
 				obj, _ := vals[len(vals)-1].(map[string]any)
-				return obj
+				return obj, nil
 			}
 		}
 	}
 	app := strings.Trim(u.Path, "/")
-	p.call(0, "connect", 1, map[string]any{"app": app, "tcUrl": base, "type": "nonprivate"})
-	expect("_result")
-	p.call(0, "createStream", 2, nil)
-	expect("_result")
-	p.call(1, "publish", 3, nil, key, "live")
-	answer := expect("onStatus")
+	steps := []struct {
+		streamID uint32
+		name     string
+		args     []any
+		answer   string
+	}{
+		{0, "connect", []any{map[string]any{"app": app, "tcUrl": base, "type": "nonprivate"}}, "_result"},
+		{0, "createStream", []any{nil}, "_result"},
+		{1, "publish", []any{nil, key, "live"}, "onStatus"},
+	}
+	var answer map[string]any
+	for i, st := range steps {
+		if err := p.command(st.streamID, st.name, float64(i+1), st.args...); err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", st.name, err)
+		}
+		if answer, err = expect(st.answer); err != nil {
+			return nil, nil, err
+		}
+	}
 	nc.SetDeadline(time.Time{})
 	go func() {
 		defer close(p.statuses)
@@ -113,7 +137,7 @@ func dialPublisher(t *testing.T, base, key string) (*rtmpPublisher, map[string]a
 			}
 		}
 	}()
-	return p, answer
+	return p, answer, nil
 }
 
 func (p *rtmpPublisher) send(m *rtmp.Message) error {
@@ -124,15 +148,13 @@ func (p *rtmpPublisher) send(m *rtmp.Message) error {
 	return p.cw.Flush()
 }
 
-func (p *rtmpPublisher) call(streamID uint32, name string, txn float64, args ...any) {
-	p.t.Helper()
+// command sends an AMF0 command.
+func (p *rtmpPublisher) command(streamID uint32, name string, txn float64, args ...any) error {
 	b, err := amf0.Encode(nil, append([]any{name, txn}, args...)...)
 	if err != nil {
-		p.t.Fatal(err)
+		return err
 	}
-	if err := p.send(&rtmp.Message{ChunkStreamID: 3, Type: rtmp.TypeCommandAMF0, StreamID: streamID, Payload: b}); err != nil {
-		p.t.Fatal(err)
-	}
+	return p.send(&rtmp.Message{ChunkStreamID: 3, Type: rtmp.TypeCommandAMF0, StreamID: streamID, Payload: b})
 }
 
 // metadata sends @setDataFrame onMetaData, as encoders do.

@@ -2,7 +2,6 @@ package shows
 
 import (
 	"context"
-	"crypto/subtle"
 	"errors"
 	"fmt"
 	"time"
@@ -48,30 +47,6 @@ type Media struct {
 	// Duration, given to Archive, is the recording's duration measured on
 	// the media; it replaces the run length Stop recorded.
 	Duration *time.Duration
-}
-
-// Authorize checks a stream key in constant time and returns its show. A
-// key that is malformed, wrong, or of a complete, deleted or off show is
-// ErrRefused.
-func (s *Service) Authorize(ctx context.Context, streamKey string) (*Show, error) {
-	id, ok := keyShowID(streamKey)
-	if !ok {
-		return nil, ErrRefused
-	}
-	sh := new(Show)
-	if err := s.db.NewSelect().Model(sh).Where("s.id = ?", id).Scan(ctx); err != nil {
-		if isNoRows(err) {
-			return nil, ErrRefused
-		}
-		return nil, fmt.Errorf("shows: authorize: %w", err)
-	}
-	if subtle.ConstantTimeCompare([]byte(sh.StreamKey), []byte(streamKey)) != 1 {
-		return nil, ErrRefused
-	}
-	if sh.Complete || sh.Off {
-		return nil, ErrRefused
-	}
-	return sh, nil
 }
 
 // GoLive is called by the live module when a publisher is accepted. The

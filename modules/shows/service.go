@@ -37,6 +37,9 @@ type Service struct {
 	// nil without Redis.
 	relay *relay
 
+	// keys batches the stream key checks (keys.go).
+	keys keyLoader
+
 	// pages remembers deep pages' boundaries (keyset.go).
 	pages pageCache
 	// matches keeps name filters' public matches (matches.go).
@@ -773,5 +776,3 @@ func wrap(op string, id int64, err error) error {
 func deref(b *bool) bool { return b != nil && *b }
 
 func runeLen(s string) int { return len([]rune(s)) }
-
-func isNoRows(err error) bool { return errors.Is(err, sql.ErrNoRows) }

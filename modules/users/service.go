@@ -498,8 +498,12 @@ func (s *Service) lookupToken(ctx context.Context, sum [sha256.Size]byte) (*app.
 	}
 	now := app.Now()
 	if t.LastUsedAt == nil || now.Sub(*t.LastUsedAt) >= lastUsedEvery {
+		// Bookkeeping only: a database that reads but cannot write now
+		// (SQLite locked by another process) does not refuse the token.
 		if _, err := s.db.NewUpdate().Model((*Token)(nil)).Set("last_used_at = ?", now).Where("id = ?", t.ID).Exec(ctx); err != nil {
-			return nil, fmt.Errorf("users: token last used: %w", err)
+			if !app.IsUnavailable(err) && !errors.Is(err, context.DeadlineExceeded) {
+				return nil, fmt.Errorf("users: token last used: %w", err)
+			}
 		}
 	}
 	return PrincipalOf(t.User, t.ID), nil

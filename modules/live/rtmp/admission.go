@@ -15,10 +15,15 @@ import (
 //
 // A connection is pending from accept until its publish is accepted by the
 // Handler; then it is a publisher. Pending connections have
-// AdmissionTimeout to get there, and are few: at most MaxPendingPerAddr
-// from one address and MaxPending in all. When either pool is full, the
-// oldest pending connection of that pool is dropped to make room, one
-// that has not completed the handshake first, so idle sockets can delay a
+// AdmissionTimeout to handshake, connect and publish, and are few: at most
+// MaxPendingPerAddr from one address and MaxPending in all. The deadline
+// bounds what the client does, not the server's own work: it stops while
+// the Handler decides on a publish (a stream key check that waits for the
+// database when hundreds of encoders reconnect at once), which the
+// Handler bounds itself. When either pool is full, the oldest pending
+// connection of that pool is dropped to make room: one that has not
+// completed the handshake first, then one that has not yet published, and
+// one whose publish is being decided last; so idle sockets can delay a
 // real encoder by a moment but never lock it out. A publisher is never
 // dropped to admit anyone. When MaxConnections are all publishers, new
 // connections are closed at once.
@@ -163,7 +168,7 @@ func (s *Server) admit(nc net.Conn) *conn {
 	ac.pending++
 	c.admTimer = time.AfterFunc(durationOr(s.AdmissionTimeout, DefaultAdmissionTimeout), func() {
 		s.mu.Lock()
-		late := c.adm == admPending
+		late := c.adm == admPending && !c.deciding
 		if late {
 			s.leavePending(c)
 		}
@@ -177,8 +182,9 @@ func (s *Server) admit(nc net.Conn) *conn {
 }
 
 // evictOldest drops the oldest pending connection (of addr, if not
-// empty), preferring one that has not completed the handshake. It reports
-// whether it dropped one. s.mu is held.
+// empty), preferring one that has not completed the handshake, then one
+// whose publish is not being decided. It reports whether it dropped one.
+// s.mu is held.
 func (s *Server) evictOldest(addr string) bool {
 	var victim *conn
 	for e := s.adm.pending.Front(); e != nil; e = e.Next() {
@@ -186,12 +192,12 @@ func (s *Server) evictOldest(addr string) bool {
 		if addr != "" && c.addr != addr {
 			continue
 		}
-		if victim == nil {
-			victim = c
-		}
 		if !c.handshook.Load() {
 			victim = c
 			break
+		}
+		if victim == nil || victim.deciding && !c.deciding {
+			victim = c
 		}
 	}
 	if victim == nil {
@@ -241,6 +247,19 @@ func (s *Server) release(c *conn, err error) {
 
 // errTooManyPublishers refuses a publish from an address at its cap.
 var errTooManyPublishers = &StatusError{Code: "NetStream.Publish.Rejected", Description: "Too many publishers from your address."}
+
+// deciding stops c's admission deadline while the Handler decides on its
+// publish. It reports false when c was dropped already.
+func (s *Server) deciding(c *conn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c.adm != admPending {
+		return false
+	}
+	c.deciding = true
+	c.admTimer.Stop()
+	return true
+}
 
 // publisherRoom reports whether c's address may add a publisher.
 func (s *Server) publisherRoom(c *conn) error {

@@ -343,3 +343,75 @@ func TestAddrKey(t *testing.T) {
 		}
 	}
 }
+
+// slowHandler is testHandler taking its time to decide: each Publish
+// reports its key on entered and waits for release (or the connection's
+// end).
+type slowHandler struct {
+	testHandler
+	entered chan string
+	release chan struct{}
+}
+
+func (h *slowHandler) Publish(ctx context.Context, req PublishRequest) (Sink, error) {
+	h.entered <- req.Key
+	select {
+	case <-h.release:
+	case <-ctx.Done():
+		return nil, context.Cause(ctx)
+	}
+	return h.testHandler.Publish(ctx, req)
+}
+
+// The admission deadline bounds what the client does, not the server's
+// own check: a publish whose key check takes longer than the deadline (a
+// lookup queued behind a reconnect storm) is accepted, not cut off.
+func TestDeadlineStopsWhileDeciding(t *testing.T) {
+	h := &slowHandler{entered: make(chan string, 1), release: make(chan struct{})}
+	s, addr := startServer(t, h, func(s *Server) { s.AdmissionTimeout = 300 * time.Millisecond })
+	go func() {
+		<-h.entered
+		time.Sleep(time.Second) // the check takes three deadlines
+		close(h.release)
+	}()
+	if st := dialClient(t, addr).publishStatus("good"); st["code"] != "NetStream.Publish.Start" {
+		t.Fatalf("publish answered %v", st)
+	}
+	if n := s.Stats().TimedOut; n != 0 {
+		t.Errorf("%d connections timed out", n)
+	}
+}
+
+// When the pending pool is full, a connection whose publish is being
+// decided is dropped after those that have not published yet.
+func TestDecidingEvictedLast(t *testing.T) {
+	h := &slowHandler{entered: make(chan string, 1), release: make(chan struct{})}
+	s, addr := startServer(t, h, func(s *Server) { s.MaxPending, s.MaxPendingPerAddr = 2, 2 })
+	deciding := dialClient(t, addr)
+	deciding.call(0, "connect", 1, map[string]any{"app": "live"})
+	if _, err := deciding.expect("_result"); err != nil {
+		t.Fatal(err)
+	}
+	deciding.call(0, "createStream", 2, nil)
+	if _, err := deciding.expect("_result"); err != nil {
+		t.Fatal(err)
+	}
+	deciding.call(1, "publish", 3, nil, "good", "live")
+	<-h.entered
+	idle := dialClient(t, addr) // handshaken, not publishing: older than the next one
+	idle.call(0, "connect", 1, map[string]any{"app": "live"})
+	if _, err := idle.expect("_result"); err != nil {
+		t.Fatal(err)
+	}
+	dialClient(t, addr) // the pool is full: one must go
+	if !closedWithin(idle.nc, 15*time.Second) {
+		t.Fatal("the connection that had not published was kept")
+	}
+	close(h.release)
+	if vals, err := deciding.expect("onStatus"); err != nil || statusCode(vals) != "NetStream.Publish.Start" {
+		t.Fatalf("the publish being decided answered %v %v", vals, err)
+	}
+	if n := s.Stats().Evicted; n != 1 {
+		t.Errorf("%d evicted, want 1", n)
+	}
+}

@@ -12,7 +12,8 @@ type Handler interface {
 	// Publish is asked when a client publishes; an error refuses it and
 	// the connection is closed. It runs on the connection's goroutine, so
 	// a slow answer delays only that publisher; ctx is cancelled if the
-	// connection ends meanwhile. A *StatusError is reported to the client
+	// connection ends meanwhile. The admission deadline does not run
+	// while Publish decides: Publish bounds its own work. A *StatusError is reported to the client
 	// as it says; other errors wrapping ErrUnauthorized as
 	// NetStream.Publish.Unauthorized (and counted by the stream key
 	// throttle), all others as NetStream.Publish.BadName. The text of an

@@ -166,6 +166,13 @@ func (c *conn) publish(streamID uint32, txn float64, args []any) error {
 			c.kill(reason)
 		},
 	}
+	if !c.srv.deciding(c) {
+		// Dropped meanwhile (evicted, or the deadline passed).
+		if err := context.Cause(c.ctx); err != nil {
+			return err
+		}
+		return ErrAdmissionTimeout
+	}
 	sink, err := c.srv.Handler.Publish(c.ctx, req)
 	if err == nil && sink == nil {
 		err = errors.New("rtmp: handler returned no sink")

@@ -51,6 +51,7 @@ type conn struct {
 	adm       admState
 	elem      *list.Element // in the pending pool
 	admTimer  *time.Timer
+	deciding  bool // the Handler is deciding on its publish: no deadline
 	handshook atomic.Bool
 }
 

@@ -17,7 +17,9 @@ const (
 	DefaultIdleTimeout      = 30 * time.Second
 	DefaultWriteTimeout     = 10 * time.Second
 	DefaultMaxByteRate      = 50_000_000 / 8 // 50 Mbit/s, several times a 1080p60 stream
-	DefaultMaxConnections   = 256
+	// DefaultMaxConnections leaves room for every encoder of a node with
+	// 300 live shows to reconnect at once after a restart.
+	DefaultMaxConnections = 512
 )
 
 // Server accepts RTMP publishers. Set the fields before calling Serve; the

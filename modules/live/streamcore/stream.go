@@ -157,7 +157,7 @@ func (s *Stream) broadcastTracks() {
 // Err is what ended the stream, if anything: a refusal, Decided's error,
 // an essential reader's failure, or ErrClosed.
 func (s *Stream) Err() error {
-	if s.err == nil {
+	if s.err == nil || s.err == ErrClosed {
 		if e := s.failed.Load(); e != nil {
 			return e
 		}
