@@ -230,12 +230,10 @@ func TestSRTThroughLossyLink(t *testing.T) {
 	if d, _ := s["duration"].(float64); math.Abs(d-seconds) > 1 {
 		t.Errorf("archived duration %v s, published %d s", s["duration"], seconds)
 	}
-	status, _, vod := fetch(t, s["video_url"].(string))
-	if status != http.StatusOK {
-		t.Fatalf("archive %s: %d %s", s["video_url"], status, vod)
+	status, _, media := fetch(t, s["video_url"].(string)) // its first variant
+	if status != http.StatusOK || !strings.Contains(media, "#EXT-X-ENDLIST") {
+		t.Fatalf("archive %s: %d %s", s["video_url"], status, media)
 	}
-	variant := firstVariant(t, s["video_url"].(string), vod)
-	_, _, media := fetch(t, variant)
 	if d := playlistSeconds(media); math.Abs(d-seconds) > 1 {
 		t.Errorf("archive lasts %.2f s, published %d s", d, seconds)
 	}
@@ -433,5 +431,68 @@ func TestSRTRefusals(t *testing.T) {
 	}
 	if h := b.health(t); h["protocol"] != "" || h["receiving"] != false {
 		t.Errorf("health of an unpublished show %v", h)
+	}
+}
+
+// GStreamer's srtsink publishes too, its streamid in SRT's access control
+// form and a latency of its own.
+func TestGStreamerSRT(t *testing.T) {
+	requireTools(t, "gst-launch-1.0", "ffprobe")
+	env := onairtest.New(t, withSRT(nil))
+	_, token := env.CreateUser("Gee Srt")
+	b := newBroadcast(t, env, token, nil)
+	m, _ := onairtest.Module[*live.Module](env)
+	pipeline := fmt.Sprintf("videotestsrc is-live=true num-buffers=250 ! video/x-raw,width=320,height=240,framerate=25/1 ! "+
+		"x264enc key-int-max=50 tune=zerolatency speed-preset=ultrafast ! h264parse ! mpegtsmux name=m alignment=7 ! "+
+		"srtsink uri=srt://%s latency=300 streamid=#!::r=%s,m=publish "+
+		"audiotestsrc is-live=true num-buffers=430 ! audioconvert ! avenc_aac ! aacparse ! m.", m.SRTAddr(), b.key)
+	done := runTool(t, "gst-launch-1.0", append([]string{"-q"}, strings.Fields(pipeline)...)...)
+	s := b.await(t, "live", isLive)
+	awaitSegments(t, s["video_url"].(string), 1)
+	if got := ffprobe(t, s["video_url"].(string)); got != "aac,h264" {
+		t.Errorf("video_url streams %q", got)
+	}
+	if h := b.health(t); h["protocol"] != "srt" {
+		t.Errorf("health %v", h)
+	}
+	if err := exited(t, "gst-launch-1.0", done); err != nil {
+		t.Fatalf("gst-launch-1.0: %v", err)
+	}
+}
+
+// An SRT publisher takes a show over from an RTMP one (a broadcaster
+// switching to a better uplink): the RTMP connection is cut off, the show
+// stays live and its health names the new protocol.
+func TestSRTTakesOverFromRTMP(t *testing.T) {
+	requireTools(t, "ffmpeg")
+	env := onairtest.New(t, withSRT(nil))
+	_, token := env.CreateUser("Switcher")
+	b := newBroadcast(t, env, token, nil)
+	m, _ := onairtest.Module[*live.Module](env)
+	_, rtmpDone := publish(t, b.rtmp+"/"+b.key, 60, false)
+	b.await(t, "live over RTMP", isLive)
+	if h := b.health(t); h["protocol"] != "rtmp" {
+		t.Fatalf("health %v", h)
+	}
+	srtDone := publishTS(t, "srt://"+m.SRTAddr()+"?streamid="+b.key, 8)
+	testload.Poll(t, "the SRT publisher on air", func() error {
+		if h := b.health(t); h["protocol"] != "srt" || h["receiving"] != true {
+			return fmt.Errorf("health %v", h)
+		}
+		return nil
+	})
+	select {
+	case err := <-rtmpDone:
+		if err == nil {
+			t.Fatal("the RTMP publisher ended cleanly; it should have been cut off")
+		}
+	case <-time.After(testload.Patience):
+		t.Fatal("the RTMP publisher is still connected")
+	}
+	if s := b.show(t); !isLive(s) {
+		t.Fatalf("show %v", s)
+	}
+	if err := exited(t, "ffmpeg over SRT", srtDone); err != nil {
+		t.Fatalf("ffmpeg over SRT: %v", err)
 	}
 }
