@@ -50,10 +50,15 @@ func ensureInput(cacheDir string, seconds int) (string, error) {
 	return path, os.Rename(tmp, path)
 }
 
-// publishArgs copy the input to an RTMP URL at its own pace.
+// publishArgs copy the input to an RTMP URL at its own pace; to an srt://
+// URL as MPEG-TS.
 func publishArgs(input, url string, seconds int) []string {
+	format := "flv"
+	if strings.HasPrefix(url, "srt://") {
+		format = "mpegts"
+	}
 	return []string{"-hide_banner", "-loglevel", "error", "-nostdin", "-re", "-i", input,
-		"-t", fmt.Sprint(seconds), "-c", "copy", "-f", "flv", url}
+		"-t", fmt.Sprint(seconds), "-c", "copy", "-f", format, url}
 }
 
 // target is a server under test during an ingest run.
@@ -238,14 +243,14 @@ func measureIdle(ctx context.Context, groups [][]int, d time.Duration) ([]time.D
 // nginx and OnAir's audio-only shows, in that order in the table.
 type ingestSet struct {
 	publishers int
-	runs       [][3]ingestResult
+	runs       [][4]ingestResult // OnAir, nginx, OnAir audio-only, OnAir over SRT
 }
 
 // ingestRound runs n publishers against OnAir's shows, nginx and OnAir's
-// audio-only shows. Every other round nginx goes first, so neither server
+// audio-only shows, and with -srt OnAir's shows over SRT. Every other round nginx goes first, so neither server
 // always has the first run after a pause.
-func ingestRound(ctx context.Context, o options, srv *benchkit.Server, ngx *nginx, n, round int, list, audio []benchkit.Show, input string) ([3]ingestResult, error) {
-	var runs [3]ingestResult
+func ingestRound(ctx context.Context, o options, srv *benchkit.Server, ngx *nginx, n, round int, list, audio, overSRT []benchkit.Show, input string) ([4]ingestResult, error) {
+	var runs [4]ingestResult
 	onair := target{
 		name:     "OnAir",
 		pids:     func() []int { return []int{srv.PID()} },
@@ -275,8 +280,21 @@ func ingestRound(ctx context.Context, o options, srv *benchkit.Server, ngx *ngin
 				fmt.Sprintf("%s/media/shows/%d/audio.m3u8", srv.URL, audio[i].ID)
 		},
 	}
-	targets := []target{onair, nginxT, onairAudio}
+	onairSRT := target{
+		name:     "OnAir SRT",
+		pids:     onair.pids,
+		children: true,
+		idle:     onair.idle,
+		urls: func(i int) (string, string) {
+			return "srt://" + srv.Env["ONAIR_SRT_ADDR"] + "?streamid=" + overSRT[i].StreamKey,
+				fmt.Sprintf("%s/media/shows/%d/index.m3u8", srv.URL, overSRT[i].ID)
+		},
+	}
+	targets := []target{onair, nginxT, onairAudio, onairSRT}
 	order := []int{0, 1, 2}
+	if o.srt {
+		order = append(order, 3)
+	}
 	switch {
 	case o.serveOnly:
 		order = order[:1] // only to have live media to serve

@@ -61,6 +61,7 @@ type options struct {
 	latencyOnly  bool
 	serveOnly    bool
 	ingestOnly   bool
+	srt          bool
 	partDuration string
 }
 
@@ -84,6 +85,7 @@ func main() {
 	flag.IntVar(&o.latency, "latency-seconds", 40, "seconds of glass-to-glass latency measurement per server with hls.js in headless Chromium (0: skip)")
 	flag.BoolVar(&o.latencyOnly, "latency-only", false, "measure only the glass-to-glass latency (no ingest CPU, no wrk)")
 	flag.BoolVar(&o.serveOnly, "serve-only", false, "measure only HLS serving: one publisher streams -seconds to OnAir (not measured), then wrk; the docs get the serving table in its own block")
+	flag.BoolVar(&o.srt, "srt", os.Getenv("ONAIR_BENCH_SRT") == "1", "also publish the same input over SRT (MPEG-TS, -c copy) to OnAir's SRT listener, beside RTMP and nginx-rtmp ($ONAIR_BENCH_SRT=1)")
 	flag.BoolVar(&o.ingestOnly, "ingest-only", false, "measure only the ingest CPU (no latency, no wrk); the figures go to their own generated block of the docs section")
 	flag.StringVar(&o.partDuration, "part-duration", "", "OnAir's ONAIR_HLS_PART_DURATION for the run (default: OnAir's own; 0 turns LL-HLS parts off)")
 	flag.Parse()
@@ -183,6 +185,11 @@ func run(ctx context.Context, o options) error {
 			return err
 		}
 	}
+	if o.srt {
+		if env["ONAIR_SRT_ADDR"], err = benchkit.FreeAddr(); err != nil { // a free TCP port; UDP's is as free
+			return err
+		}
+	}
 	srv, err := benchkit.NewServer(bin, dataDir, env)
 	if err != nil {
 		return err
@@ -197,7 +204,7 @@ func run(ctx context.Context, o options) error {
 	defer srv.Stop()
 	// Every round of every publisher count has shows of its own, so each
 	// run is a show going live, never one resuming.
-	shows, audioShows := map[int][]benchkit.Show{}, map[int][]benchkit.Show{}
+	shows, audioShows, srtShows := map[int][]benchkit.Show{}, map[int][]benchkit.Show{}, map[int][]benchkit.Show{}
 	for _, n := range o.publishers {
 		for i := range n * o.rounds {
 			sh, err := srv.CreateShow(ctx, token, fmt.Sprintf("Bench %d publishers #%d", n, i+1))
@@ -210,6 +217,12 @@ func run(ctx context.Context, o options) error {
 				return err
 			}
 			audioShows[n] = append(audioShows[n], sh)
+			if o.srt {
+				if sh, err = srv.CreateShow(ctx, token, fmt.Sprintf("Bench %d publishers SRT #%d", n, i+1)); err != nil {
+					return err
+				}
+				srtShows[n] = append(srtShows[n], sh)
+			}
 		}
 	}
 	ngx, err := startNginx(filepath.Join(tmp, "nginx"), o.nginxModule, o.nginxWorkers)
@@ -262,7 +275,11 @@ func run(ctx context.Context, o options) error {
 		for round := range o.rounds {
 			list := shows[n][round*n : (round+1)*n]
 			audio := audioShows[n][round*n : (round+1)*n]
-			runs, err := ingestRound(ctx, o, srv, ngx, n, round, list, audio, input)
+			var overSRT []benchkit.Show
+			if o.srt {
+				overSRT = srtShows[n][round*n : (round+1)*n]
+			}
+			runs, err := ingestRound(ctx, o, srv, ngx, n, round, list, audio, overSRT, input)
 			if err != nil {
 				return err
 			}

@@ -52,17 +52,23 @@ func (r *report) tables() string {
 // figure is the median of the rounds followed by every round's.
 func (r *report) ingestTable() string {
 	var b strings.Builder
-	b.WriteString("| Publishers | OnAir CPU s/stream | nginx CPU s/stream | CPU OnAir ÷ nginx | OnAir first segment p50 (max) | nginx first segment p50 (max) | first segment OnAir ÷ nginx | OnAir audio-only show CPU s/stream | CPU audio-only ÷ A/V show | load (1/5/15 min) |\n")
-	b.WriteString("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
+	b.WriteString("| Publishers | OnAir CPU s/stream | nginx CPU s/stream | CPU OnAir ÷ nginx | OnAir first segment p50 (max) | nginx first segment p50 (max) | first segment OnAir ÷ nginx | OnAir audio-only show CPU s/stream | CPU audio-only ÷ A/V show | OnAir SRT CPU s/stream | CPU SRT ÷ RTMP | SRT first segment p50 (max) | load (1/5/15 min) |\n")
+	b.WriteString("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
 	for _, set := range r.ingest {
-		var cpu [3][]float64
-		var cpuRatio, audioRatio []float64
+		var cpu [4][]float64
+		var cpuRatio, audioRatio, srtRatio []float64
+		var overSRT ingestResult
 		var first [2]ingestResult // every round's first segments, OnAir and nginx
 		var loads []string
 		for _, run := range set.runs {
 			for j := range run {
 				cpu[j] = append(cpu[j], run[j].cpu.Seconds())
 			}
+			if !r.o.srt {
+				cpu[3][len(cpu[3])-1] = math.NaN()
+			}
+			srtRatio = append(srtRatio, quotient(cpu[3][len(cpu[3])-1], run[0].cpu.Seconds()))
+			overSRT.first = append(overSRT.first, run[3].first...)
 			cpuRatio = append(cpuRatio, quotient(run[0].cpu.Seconds(), run[1].cpu.Seconds()))
 			audioRatio = append(audioRatio, quotient(run[2].cpu.Seconds(), run[0].cpu.Seconds()))
 			for j := range first {
@@ -70,11 +76,16 @@ func (r *report) ingestTable() string {
 			}
 			loads = append(loads, run[1].load)
 		}
-		fmt.Fprintf(&b, "| %d | %s | %s | %s | %s s (%s) | %s s (%s) | %s | %s | %s | %s |\n",
+		srtFirst := "–"
+		if r.o.srt {
+			srtFirst = fmt.Sprintf("%s s (%s)", secs(overSRT.firstMedian()), secs(overSRT.firstMax()))
+		}
+		fmt.Fprintf(&b, "| %d | %s | %s | %s | %s s (%s) | %s s (%s) | %s | %s | %s | %s | %s | %s | %s |\n",
 			set.publishers, rounds(cpu[0], "%.2f"), rounds(cpu[1], "%.2f"), rounds(cpuRatio, "%.2f×"),
 			secs(first[0].firstMedian()), secs(first[0].firstMax()), secs(first[1].firstMedian()), secs(first[1].firstMax()),
 			ratio(first[0].firstMedian().Seconds(), first[1].firstMedian().Seconds()),
-			rounds(cpu[2], "%.2f"), rounds(audioRatio, "%.2f×"), strings.Join(loads, "; "))
+			rounds(cpu[2], "%.2f"), rounds(audioRatio, "%.2f×"), rounds(cpu[3], "%.2f"), rounds(srtRatio, "%.2f×"), srtFirst,
+			strings.Join(loads, "; "))
 	}
 	return b.String()
 }

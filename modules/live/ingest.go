@@ -12,6 +12,7 @@ import (
 
 	"github.com/onair/onair/modules/live/hls"
 	"github.com/onair/onair/modules/live/rtmp"
+	"github.com/onair/onair/modules/live/srt"
 	"github.com/onair/onair/modules/live/streamcore"
 	"github.com/onair/onair/modules/shows"
 )
@@ -57,6 +58,10 @@ type stream struct {
 	// refusals counts publications refused for their codec (the
 	// module's metric).
 	refusals *atomic.Uint64
+	// protocol is the source's: rtmp, rtmps or srt (sources.go); link,
+	// for SRT, measures the connection.
+	protocol string
+	link     func() srt.LinkStats
 
 	// Touched only on the connection's goroutine.
 	demux  streamcore.FLV
@@ -73,19 +78,30 @@ type publications interface {
 	left(s *stream, reason error)
 }
 
-// publish is the rtmp.Handler: it checks the key against the shows and
-// returns a stream that decides the tracks before it claims the show.
+// publish is the rtmp.Handler of the plain RTMP listener.
 func (m *Module) publish(ctx context.Context, req rtmp.PublishRequest) (rtmp.Sink, error) {
+	return m.publishOver(ctx, protoRTMP, req)
+}
+
+// publishOver is the rtmp.Handler of a listener of proto (RTMP, RTMPS).
+func (m *Module) publishOver(ctx context.Context, proto string, req rtmp.PublishRequest) (rtmp.Sink, error) {
 	if m.app != "" && req.App != m.app {
 		return nil, fmt.Errorf("live: unknown application %q", req.App)
 	}
+	return m.newStream(ctx, proto, req)
+}
+
+// newStream checks the key against the shows and returns a stream of
+// proto that decides the tracks before it claims the show. Every source
+// comes here: req describes its publisher (an SRT one has no App).
+func (m *Module) newStream(ctx context.Context, proto string, req rtmp.PublishRequest) (*stream, error) {
 	// The admission deadline does not run meanwhile (rtmp.Handler): the
 	// check has its own bound.
 	actx, cancel := context.WithTimeout(ctx, authorizeWait)
 	sh, err := m.shows.Authorize(actx, req.Key)
 	cancel()
 	if err != nil {
-		m.core.Log.Warn("publish refused", "remote", req.RemoteAddr.String(), "reason", err)
+		m.core.Log.Warn("publish refused", "protocol", proto, "remote", req.RemoteAddr.String(), "reason", err)
 		if !errors.Is(err, shows.ErrRefused) {
 			// Not the key's fault: neither "unauthorized" nor counted by
 			// the stream key throttle.
@@ -97,14 +113,18 @@ func (m *Module) publish(ctx context.Context, req rtmp.PublishRequest) (rtmp.Sin
 	if err := m.checkRoom(sh.ID, req.RemoteAddr.String()); err != nil {
 		return nil, err
 	}
+	refusals := m.codecRefusalsBy[proto]
+	if refusals == nil {
+		refusals = &m.codecRefusals
+	}
 	s := &stream{pubs: m, log: m.core.Log, showID: sh.ID, dir: m.showDir(sh.ID), req: req, ctx: ctx,
-		closed: make(chan struct{}), refusals: &m.codecRefusals}
+		closed: make(chan struct{}), refusals: refusals, protocol: proto}
 	s.core = streamcore.New(time.Now(), streamcore.Options{TrackWait: m.trackWait, AudioOnly: sh.AudioOnly,
 		Decided: func(t streamcore.Tracks) error { return s.pubs.decided(s, t) }})
 	m.mu.Lock()
 	m.probing[s] = struct{}{}
 	m.mu.Unlock()
-	m.core.Log.Info("publisher connected", "show", sh.ID, "remote", req.RemoteAddr.String())
+	m.core.Log.Info("publisher connected", "show", sh.ID, "protocol", proto, "remote", req.RemoteAddr.String())
 	return s, nil
 }
 

@@ -29,6 +29,7 @@ import (
 	"github.com/onair/onair/internal/store"
 	"github.com/onair/onair/modules/live/hls"
 	"github.com/onair/onair/modules/live/rtmp"
+	"github.com/onair/onair/modules/live/srt"
 	"github.com/onair/onair/modules/shows"
 )
 
@@ -36,15 +37,20 @@ func init() { app.Register(&Module{}) }
 
 // Module is the live-media module.
 type Module struct {
-	core   *app.Core
-	shows  *shows.Service
-	rtmp   *rtmp.Server
-	ln     net.Listener
-	app    string // the RTMP application name of ONAIR_RTMP_URL ("live")
-	root   string // media directory: <data dir>/media/shows
-	signer *signer
-	thumbs *thumbnailer
-	vis    *visibility
+	core  *app.Core
+	shows *shows.Service
+	rtmp  *rtmp.Server
+	ln    net.Listener
+	// rtmps and srt are the other sources (sources.go); nil when off.
+	rtmps    *rtmp.Server
+	rtmpsLn  net.Listener
+	tlsCerts *certFiles
+	srt      *srt.Server
+	app      string // the RTMP application name of ONAIR_RTMP_URL ("live")
+	root     string // media directory: <data dir>/media/shows
+	signer   *signer
+	thumbs   *thumbnailer
+	vis      *visibility
 	// mirror is set when the media store is not the working directory
 	// (an S3 bucket): recordings and thumbnails are uploaded, and media
 	// this node does not have is served from the store (see storage.go).
@@ -63,8 +69,10 @@ type Module struct {
 
 	// trackWait bounds how long a publication waits for a missing track.
 	trackWait time.Duration
-	// codecRefusals counts publications refused for their codec.
-	codecRefusals atomic.Uint64
+	// codecRefusals counts publications refused for their codec (RTMP);
+	// codecRefusalsBy those of every protocol.
+	codecRefusals   atomic.Uint64
+	codecRefusalsBy map[string]*atomic.Uint64
 	// partDuration is the LL-HLS part length (0: parts off).
 	partDuration time.Duration
 	// waiting caps the LL-HLS requests held at once.
@@ -134,7 +142,7 @@ const (
 )
 
 func (*Module) Settings() []app.Setting {
-	return []app.Setting{
+	return append([]app.Setting{
 		{Env: SettingRTMPAddr, Flag: "rtmp-addr", Default: ":1935", Help: "address the RTMP ingest server listens on", Parse: app.ParseAddr},
 		{Env: SettingRTMPAdmissionTimeout, Flag: "rtmp-admission-timeout", Default: "5s",
 			Help: "time a new RTMP connection has for handshake, connect and publish (the stream key check does not count)", Parse: parsePositiveDuration},
@@ -164,7 +172,7 @@ func (*Module) Settings() []app.Setting {
 			Help: "MiB of that memory one show may hold; past it its oldest segments are served from disk", Parse: app.ParsePositiveInt},
 		{Env: SettingMediaMinFree, Flag: "media-min-free-mb", Default: "256",
 			Help: "MiB that must be free on the disk of the media working directory for a publish to be accepted; 0 checks nothing", Parse: app.ParseNonNegativeInt},
-	}
+	}, sourceSettings()...)
 }
 
 // parsePositiveDuration accepts a Go duration above zero.
@@ -237,6 +245,9 @@ func (m *Module) Provision(core *app.Core) error {
 		MaxPublishersPerAddr: app.Get[int](cfg, SettingRTMPMaxPublishersPerIP),
 		KeyThrottle:          app.Get[time.Duration](cfg, SettingRTMPKeyThrottle),
 	}
+	if err := m.provisionSources(cfg); err != nil {
+		return err
+	}
 	m.viewers = newViewers(viewerWindow)
 	if core.Redis != nil {
 		if m.cluster, err = newCluster(core, m.shows, m.viewers, m, core.Redis); err != nil {
@@ -260,6 +271,7 @@ func (m *Module) registerMetrics(reg prometheus.Registerer) error {
 			Help: "Client addresses that fetched a live playlist from this node in the last 30 seconds.",
 		}, func() float64 { return float64(m.viewers.total(time.Now())) }),
 		admissionCollector{server: m.rtmp, codec: &m.codecRefusals},
+		ingestCollector{m},
 		blockingCollector{&m.waiting},
 	} {
 		if err := reg.Register(g); err != nil {
@@ -304,6 +316,9 @@ func (m *Module) Start(ctx context.Context) error {
 		}
 	}()
 	m.core.Log.Info("rtmp ingest listening", "addr", ln.Addr().String(), "stream_url", app.Get[string](m.core.Config, shows.SettingRTMPURL))
+	if err := m.startSources(); err != nil {
+		return err
+	}
 	if m.thumbs != nil {
 		m.thumbs.start(m.ctx)
 	}
@@ -322,6 +337,7 @@ func (m *Module) Drain() {
 	if m.rtmp != nil {
 		m.rtmp.CloseListeners()
 	}
+	m.drainSources()
 }
 
 // Stop closes the RTMP server (publishers are cut off and their shows wait
@@ -330,6 +346,7 @@ func (m *Module) Stop(ctx context.Context) error {
 	if m.rtmp != nil {
 		m.rtmp.Close()
 	}
+	m.closeSources()
 	done := make(chan struct{})
 	go func() {
 		m.mu.Lock()

@@ -2,8 +2,10 @@ package live
 
 import (
 	"fmt"
+	"math"
 	"time"
 
+	"github.com/onair/onair/modules/live/srt"
 	"github.com/onair/onair/modules/live/streamcore"
 	"github.com/onair/onair/modules/shows"
 )
@@ -23,7 +25,8 @@ const (
 	highVideoBitrate    = 8000 // kb/s
 	lowVideoBitrate     = 300  // kb/s
 	lowFPS              = 20.0
-	lowAudioBitrate     = 64 // kb/s
+	lowAudioBitrate     = 64    // kb/s
+	maxSRTDropped       = 0.001 // share of SRT packets lost for good
 )
 
 // warn puts the problems of a health into words a broadcaster can act on.
@@ -86,6 +89,13 @@ func (m *Module) Health(showID int64) (shows.Health, bool) {
 		KeyframeInterval: st.KeyframeInterval, BehindSeconds: st.BehindSeconds, TimestampGaps: st.TimestampGaps,
 		Warnings: []string{},
 	}
+	h.Protocol = s.protocol
+	if s.link != nil {
+		h.SRT = srtHealth(s.link())
+		if d := h.SRT.PacketsDropped; h.Receiving && d > 0 && float64(d) >= maxSRTDropped*float64(h.SRT.PacketsReceived) {
+			h.Warnings = append(h.Warnings, fmt.Sprintf("SRT could not recover %d packets in time: the picture breaks up. Raise the latency in the encoder's SRT settings (4 × the round trip of %g ms or more) or lower the bitrate.", d, h.SRT.RTTMillis))
+		}
+	}
 	h.Viewers = m.Viewers(showID)
 	h.PeakViewers, _ = m.peaks.observe(showID, h.Viewers, now)
 	warn(&h, st.Since, now)
@@ -93,4 +103,15 @@ func (m *Module) Health(showID int64) (shows.Health, bool) {
 		h.Warnings = append(h.Warnings, fmt.Sprintf("This show is audio only: the video you send (%d kb/s) is ignored. Turn video off in OBS to save upload.", kb))
 	}
 	return h, true
+}
+
+// srtHealth is an SRT connection's state in the API's terms.
+func srtHealth(l srt.LinkStats) *shows.SRTHealth {
+	h := &shows.SRTHealth{RTTMillis: math.Round(float64(l.RTT.Microseconds())/100) / 10,
+		PacketsReceived: l.Received, PacketsLost: l.Lost, PacketsRetransmitted: l.Retransmitted, PacketsDropped: l.Dropped}
+	// The originals sent: those that came, and those found missing.
+	if sent := l.Received - min(l.Retransmitted, l.Received) + l.Lost; sent > 0 {
+		h.LossPercent = math.Round(float64(l.Lost)/float64(sent)*1000) / 10
+	}
+	return h
 }

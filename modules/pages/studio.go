@@ -69,6 +69,32 @@ type studioShowData struct {
 	Form                                                                     studioForm
 	Health                                                                   healthView
 	Stats                                                                    *statsView
+	// Ingest lists every address the show may be published to.
+	Ingest []ingestRow
+}
+
+// ingestRow is one ingest address with the OBS settings for it.
+type ingestRow struct{ Protocol, Name, Server, OBS string }
+
+// ingestRows lists the server's ingest addresses for key ("" while the
+// key is hidden: the SRT URL then names it instead of carrying it).
+func (m *Module) ingestRows(key string) []ingestRow {
+	in := m.shows.IngestOf(key)
+	rows := []ingestRow{{Protocol: "rtmp", Name: "RTMP", Server: in.RTMP,
+		OBS: "OBS: Settings → Stream → Service: Custom…; Server: this address; Stream Key: your stream key."}}
+	if in.RTMPS != "" {
+		rows = append(rows, ingestRow{Protocol: "rtmps", Name: "RTMPS (encrypted)", Server: in.RTMPS,
+			OBS: "OBS: Service: Custom…; Server: this address; Stream Key: your stream key. The key crosses the internet encrypted."})
+	}
+	if in.SRT != "" {
+		server := in.SRT
+		if key == "" {
+			server += "(your stream key)"
+		}
+		rows = append(rows, ingestRow{Protocol: "srt", Name: "SRT (recovers lost packets)", Server: server,
+			OBS: "OBS: Service: Custom…; Server: this whole address, key included; Stream Key: empty. Add &latency=2000000 (microseconds: 2 s) on a bad uplink; add &passphrase=… if your operator set one. Output: keyframe interval 2 s."})
+	}
+	return rows
 }
 
 // studio is GET /studio: the visitor's shows, live first, then upcoming
@@ -309,6 +335,7 @@ func (m *Module) renderStudioShow(c *fiber.Ctx, v *visitor, sh *shows.Show, f st
 		ID: id, Name: sh.Name, Path: row.Path, CSRF: v.csrf(), StreamURL: m.rtmp, Key: key, KeyNew: keyNew,
 		Viewers: row.Viewers, Peak: row.Peak, Duration: row.Duration, Recording: row.Recording, State: row.State, Start: sh.Start, End: row.End,
 		Saved: c.Query("saved") == "1" && status == fiber.StatusOK, Form: f, Health: viewHealth(m.healthOf(sh).WithSchedule(sh, app.Now())),
+		Ingest: m.ingestRows(key),
 	}
 	if d.Stats, err = m.statsOf(c.UserContext(), sh); err != nil {
 		return err

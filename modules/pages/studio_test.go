@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/onair/onair/app"
 	"github.com/onair/onair/internal/onairtest"
 )
 
@@ -211,5 +212,26 @@ func TestStudioForm(t *testing.T) {
 	env.Do("GET", path("/v1/shows/%d", id), dj.token, nil).Expect(t, 404)
 	if p := me.get(show); p.status != 404 {
 		t.Errorf("the studio page of a deleted show: %d", p.status)
+	}
+}
+
+// TestStudioListsEveryIngestAddress: with the SRT listener on, a show's
+// studio page lists RTMP and SRT with OBS settings for each; the SRT URL
+// carries the key only once the owner reveals it.
+func TestStudioListsEveryIngestAddress(t *testing.T) {
+	t.Parallel()
+	env := onairtest.New(t, onairtest.Options{Configure: func(c *app.Config) { c.Set("ONAIR_SRT_ADDR", "127.0.0.1:0") }})
+	owner := newPerson(t, env, "Many Ways")
+	id, _, key := createShow(t, env, owner, map[string]any{"name": "Any Protocol"})
+	me := owner.signedIn(t, env)
+	show := path("/studio/shows/%d", id)
+	p := me.get(show)
+	if p.status != 200 || !strings.Contains(p.body, `id="ingest-rtmp"`) || !strings.Contains(p.body, `id="ingest-srt"`) ||
+		!strings.Contains(p.body, "?streamid=(your stream key)") || strings.Contains(p.body, key) || strings.Contains(p.body, `id="ingest-rtmps"`) {
+		t.Fatalf("studio page %d:\n%s", p.status, p.body)
+	}
+	p = me.post(show+"/key", url.Values{"csrf": {me.csrf}})
+	if p.status != 200 || !strings.Contains(p.body, "?streamid="+key) || !strings.Contains(p.body, "Stream Key: empty") {
+		t.Fatalf("studio page with the key shown %d:\n%s", p.status, p.body)
 	}
 }

@@ -21,16 +21,21 @@ import (
 // began (nil when nobody publishes). Zero values are unknown: an encoder
 // that announces no size leaves Width and Height 0.
 type Health struct {
-	Receiving        bool    `json:"receiving"`
-	VideoCodec       string  `json:"video_codec"`
-	AudioCodec       string  `json:"audio_codec"`
-	Width            int     `json:"width"`
-	Height           int     `json:"height"`
-	FPS              float64 `json:"fps"`
-	VideoBitrate     int     `json:"video_bitrate"`
-	AudioBitrate     int     `json:"audio_bitrate"`
-	KeyframeInterval float64 `json:"keyframe_interval"`
-	Viewers          int     `json:"viewers"`
+	Receiving bool `json:"receiving"`
+	// Protocol is the publisher's: "rtmp", "rtmps" or "srt"; "" when
+	// nobody publishes.
+	Protocol string `json:"protocol"`
+	// SRT is the SRT connection's state, for an SRT publisher only.
+	SRT              *SRTHealth `json:"srt,omitempty"`
+	VideoCodec       string     `json:"video_codec"`
+	AudioCodec       string     `json:"audio_codec"`
+	Width            int        `json:"width"`
+	Height           int        `json:"height"`
+	FPS              float64    `json:"fps"`
+	VideoBitrate     int        `json:"video_bitrate"`
+	AudioBitrate     int        `json:"audio_bitrate"`
+	KeyframeInterval float64    `json:"keyframe_interval"`
+	Viewers          int        `json:"viewers"`
 	// PeakViewers is the most viewers at once since the show went live.
 	PeakViewers int `json:"peak_viewers"`
 	// BehindSeconds is how far the media has fallen behind the wall
@@ -42,6 +47,24 @@ type Health struct {
 	TimestampGaps int            `json:"timestamp_gaps"`
 	Since         *app.Timestamp `json:"since"`
 	Warnings      []string       `json:"warnings"`
+}
+
+// SRTHealth is the state of an SRT publisher's connection: what SRT had
+// to recover, and what it could not.
+type SRTHealth struct {
+	// RTTMillis is the smoothed round-trip time, in milliseconds.
+	RTTMillis float64 `json:"rtt_ms"`
+	// PacketsReceived counts the data packets received, retransmissions
+	// included; PacketsLost those found missing (then asked again);
+	// PacketsRetransmitted the retransmissions received; PacketsDropped
+	// those that never came in time (lost for good).
+	PacketsReceived      uint64 `json:"packets_received"`
+	PacketsLost          uint64 `json:"packets_lost"`
+	PacketsRetransmitted uint64 `json:"packets_retransmitted"`
+	PacketsDropped       uint64 `json:"packets_dropped"`
+	// LossPercent is the share of the packets sent that the network lost
+	// (found missing, whether recovered or not), in percent.
+	LossPercent float64 `json:"loss_percent"`
 }
 
 // HealthReporter is a module that measures publications (the live

@@ -125,7 +125,7 @@ func (f *fixture) checkShow(t *testing.T, sh map[string]any, write bool) {
 	want := append([]string(nil), showKeys...)
 	wantUser := append([]string(nil), userKeys...)
 	if write {
-		want = append(want, "stream_url", "stream_key")
+		want = append(want, "stream_url", "stream_key", "ingest")
 		wantUser = append(wantUser, "email", "radio")
 	}
 	// peak_viewers is an extension for the owner and staff (the reader is
@@ -220,6 +220,11 @@ func (f *fixture) checkShow(t *testing.T, sh map[string]any, write bool) {
 		}
 		if k, _ := sh["stream_key"].(string); !streamKeyRE.MatchString(k) || !strings.HasPrefix(k, fmt.Sprintf("sk_%d_", n)) {
 			t.Fatalf("stream_key = %v", sh["stream_key"])
+		}
+		// The extension lists the RTMP address (the only listener the
+		// tests run by default: RTMPS and SRT are off).
+		if in, _ := sh["ingest"].(map[string]any); in == nil || in["rtmp"] != sh["stream_url"] {
+			t.Fatalf("ingest = %v", sh["ingest"])
 		}
 		isType("user.email", "string", user["email"])
 		isType("user.radio", "bool", user["radio"])

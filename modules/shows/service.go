@@ -61,6 +61,9 @@ type Service struct {
 	signMedia func(sh *Show, url string) string
 	// downloads gives an archived show's download URLs (SetDownloads).
 	downloads func(sh *Show) *Downloads
+	// ingest, set by the live module, lists the addresses a stream key
+	// publishes to (View's ingest).
+	ingest func(key string) Ingest
 }
 
 // maxCachedTags bounds the tag cache: 100,000 tags of at most 30

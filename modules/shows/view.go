@@ -46,6 +46,9 @@ type View struct {
 	EmbedCode      string     `json:"embed_code"`
 	StreamURL      *string    `json:"stream_url,omitempty"`
 	StreamKey      *string    `json:"stream_key,omitempty"`
+	// Ingest (an extension) lists every ingest address of the key, in
+	// write responses only.
+	Ingest *Ingest `json:"ingest,omitempty"`
 	// PeakViewers is for the owner and staff only (ViewFor).
 	PeakViewers *int            `json:"peak_viewers,omitempty"`
 	Tags        []users.TagView `json:"tags"`
@@ -117,6 +120,8 @@ func (s *Service) view(sh *Show, write bool, owner *users.View) *View {
 		opts = users.ForShowWrite
 		rtmp, key := s.rtmp, sh.StreamKey
 		v.StreamURL, v.StreamKey = &rtmp, &key
+		in := s.IngestOf(key)
+		v.Ingest = &in
 	}
 	if sh.User != nil {
 		if owner == nil {
@@ -170,6 +175,28 @@ func (s *Service) media(sh *Show, u *string) *string {
 	}
 	signed := s.signMedia(sh, *abs)
 	return &signed
+}
+
+// Ingest lists the addresses a broadcaster may publish a stream key to,
+// one per configured listener ("" when off): the RTMP and RTMPS server
+// URLs (the key goes apart, as stream_key), and the SRT URL, which
+// carries the key in its streamid.
+type Ingest struct {
+	RTMP  string `json:"rtmp"`
+	RTMPS string `json:"rtmps,omitempty"`
+	SRT   string `json:"srt,omitempty"`
+}
+
+// SetIngest installs the function that lists a key's ingest addresses.
+// The live module, which runs the listeners, provides it.
+func (s *Service) SetIngest(list func(key string) Ingest) { s.ingest = list }
+
+// IngestOf lists the ingest addresses of key (the studio shows them).
+func (s *Service) IngestOf(key string) Ingest {
+	if s.ingest == nil {
+		return Ingest{RTMP: s.rtmp}
+	}
+	return s.ingest(key)
 }
 
 // SetMediaSigner installs the function that signs the media URLs of

@@ -1,0 +1,288 @@
+package srt
+
+import (
+	"container/list"
+	"context"
+	"crypto/sha256"
+	"net"
+	"net/netip"
+	"sync/atomic"
+	"time"
+
+	gosrt "github.com/datarhei/gosrt"
+
+	"github.com/onair/onair/modules/live/rtmp"
+)
+
+// Admission: the RTMP server's rules (rtmp/admission.go), for SRT. A
+// caller is pending from its handshake request until its program map has
+// been read (it is sending media); then it is a publisher. Pending callers
+// have AdmissionTimeout to get there, and are few: MaxPendingPerAddr from
+// one address, MaxPending in all; a full pool drops its oldest to admit a
+// newcomer. MaxConnections caps callers in all (a full server refuses with
+// REJX_OVERLOAD), MaxPublishersPerAddr the publishers of one address. The
+// stream key throttle refuses a key from an address after three
+// unauthorised tries within KeyThrottle, for KeyThrottle, without asking
+// the Handler. Addresses are compared by IPv4 address or IPv6 /64.
+
+type admState uint8
+
+const (
+	admPending admState = iota
+	admPublisher
+	admGone
+)
+
+type pendingElem = list.Element
+
+type admission struct {
+	pending    list.List // *conn, oldest first
+	publishers int
+	addrs      map[string]*addrCount
+	throttle   map[throttleKey]*keyFailures
+}
+
+type addrCount struct{ pending, publishers int }
+
+type throttleKey struct {
+	addr string
+	key  [sha256.Size]byte
+}
+
+type keyFailures struct {
+	first time.Time
+	count int
+	until time.Time
+}
+
+const (
+	keyFailureLimit    = 3
+	maxThrottleEntries = 4096
+)
+
+type counters struct {
+	refusedFull, refusedPublishers, evicted, timedOut, throttled atomic.Uint64
+}
+
+// Stats are the admission counters, in the RTMP server's form.
+func (s *Server) Stats() rtmp.Stats {
+	return rtmp.Stats{
+		RefusedFull:       s.counts.refusedFull.Load(),
+		RefusedPublishers: s.counts.refusedPublishers.Load(),
+		Evicted:           s.counts.evicted.Load(),
+		TimedOut:          s.counts.timedOut.Load(),
+		Throttled:         s.counts.throttled.Load(),
+	}
+}
+
+func limitOr(n, def int) int {
+	if n > 0 {
+		return n
+	}
+	return def
+}
+
+// addrKey is the address a caller is counted under.
+func addrKey(a net.Addr) string {
+	ap, err := netip.ParseAddrPort(a.String())
+	if err != nil {
+		return a.String()
+	}
+	ip := ap.Addr().Unmap()
+	if ip.Is4() {
+		return ip.String()
+	}
+	p, _ := ip.Prefix(64)
+	return p.String()
+}
+
+// admitRequest decides a handshake request before anything is asked of
+// the Handler: the streamid, the throttle, the pools. It returns the new
+// pending conn, or nil and the rejection.
+func (s *Server) admitRequest(req gosrt.ConnRequest) (*conn, gosrt.RejectionReason) {
+	remote := req.RemoteAddr()
+	if remote == nil {
+		return nil, gosrt.REJ_ROGUE
+	}
+	key, err := ParseStreamID(req.StreamId())
+	switch err {
+	case nil:
+	case ErrNotPublish:
+		return nil, gosrt.REJX_BAD_MODE
+	default:
+		return nil, gosrt.REJX_BAD_REQUEST
+	}
+	addr := addrKey(remote)
+	now := time.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed || s.draining {
+		return nil, gosrt.REJX_DOWN
+	}
+	if s.throttledLocked(addr, key, now) {
+		s.counts.throttled.Add(1)
+		return nil, gosrt.REJX_UNAUTHORIZED
+	}
+	a := &s.adm
+	if a.addrs == nil {
+		a.addrs = map[string]*addrCount{}
+	}
+	ac := a.addrs[addr]
+	if ac != nil && ac.pending >= limitOr(s.MaxPendingPerAddr, rtmp.DefaultMaxPendingPerAddr) {
+		s.evictOldest(addr)
+	}
+	if a.pending.Len() >= limitOr(s.MaxPending, rtmp.DefaultMaxPending) {
+		s.evictOldest("")
+	}
+	if a.pending.Len()+a.publishers >= limitOr(s.MaxConnections, rtmp.DefaultMaxConnections) && !s.evictOldest("") {
+		s.counts.refusedFull.Add(1)
+		return nil, gosrt.REJX_OVERLOAD
+	}
+	if ac = a.addrs[addr]; ac == nil {
+		ac = &addrCount{}
+		a.addrs[addr] = ac
+	}
+	c := &conn{s: s, addr: addr, key: key, remote: remote}
+	c.ctx, c.cancel = context.WithCancelCause(context.Background())
+	c.pendingE = a.pending.PushBack(c)
+	ac.pending++
+	s.conns[c] = struct{}{}
+	c.timer = time.AfterFunc(durationOr(s.AdmissionTimeout, rtmp.DefaultAdmissionTimeout), func() {
+		s.mu.Lock()
+		late := c.state == admPending
+		if late {
+			s.leavePending(c)
+		}
+		s.mu.Unlock()
+		if late {
+			s.counts.timedOut.Add(1)
+			c.kill(rtmp.ErrAdmissionTimeout)
+		}
+	})
+	return c, 0
+}
+
+// evictOldest drops the oldest pending caller (of addr, if not empty).
+// s.mu is held.
+func (s *Server) evictOldest(addr string) bool {
+	for e := s.adm.pending.Front(); e != nil; e = e.Next() {
+		c := e.Value.(*conn)
+		if addr != "" && c.addr != addr {
+			continue
+		}
+		s.leavePending(c)
+		s.counts.evicted.Add(1)
+		c.kill(rtmp.ErrEvicted)
+		return true
+	}
+	return false
+}
+
+// leavePending takes a pending caller out of the pools. s.mu is held.
+func (s *Server) leavePending(c *conn) {
+	s.adm.pending.Remove(c.pendingE)
+	c.pendingE = nil
+	c.state = admGone
+	s.addrDone(c.addr, func(ac *addrCount) { ac.pending-- })
+}
+
+func (s *Server) addrDone(addr string, f func(*addrCount)) {
+	ac := s.adm.addrs[addr]
+	f(ac)
+	if ac.pending == 0 && ac.publishers == 0 {
+		delete(s.adm.addrs, addr)
+	}
+}
+
+// publisherRoom refuses a caller whose address is at its publisher cap.
+func (s *Server) publisherRoom(c *conn) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if ac := s.adm.addrs[c.addr]; ac != nil && ac.publishers >= limitOr(s.MaxPublishersPerAddr, rtmp.DefaultMaxPublishersPerAddr) {
+		s.counts.refusedPublishers.Add(1)
+		return errTooManyPublishers
+	}
+	return nil
+}
+
+var errTooManyPublishers = errorString("srt: too many publishers from the address")
+
+type errorString string
+
+func (e errorString) Error() string { return string(e) }
+
+// promote makes a pending caller that sends media a publisher.
+func (s *Server) promote(c *conn) error {
+	c.timer.Stop()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c.state != admPending {
+		return rtmp.ErrAdmissionTimeout
+	}
+	ac := s.adm.addrs[c.addr]
+	if ac.publishers >= limitOr(s.MaxPublishersPerAddr, rtmp.DefaultMaxPublishersPerAddr) {
+		s.counts.refusedPublishers.Add(1)
+		return errTooManyPublishers
+	}
+	s.adm.pending.Remove(c.pendingE)
+	c.pendingE = nil
+	c.state = admPublisher
+	ac.pending--
+	ac.publishers++
+	s.adm.publishers++
+	return nil
+}
+
+// release frees the slot of a caller that ended.
+func (s *Server) release(c *conn, _ error) {
+	c.timer.Stop()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.conns, c)
+	switch c.state {
+	case admPending:
+		s.leavePending(c)
+	case admPublisher:
+		c.state = admGone
+		s.adm.publishers--
+		s.addrDone(c.addr, func(ac *addrCount) { ac.publishers-- })
+	}
+}
+
+// throttledLocked reports whether key is refused from addr now. s.mu is
+// held.
+func (s *Server) throttledLocked(addr, key string, now time.Time) bool {
+	f := s.adm.throttle[throttleKey{addr, sha256.Sum256([]byte(key))}]
+	return f != nil && now.Before(f.until)
+}
+
+// keyResult records a refused (ok false) or accepted publish of key.
+func (s *Server) keyResult(addr, key string, ok bool, now time.Time) {
+	window := durationOr(s.KeyThrottle, rtmp.DefaultKeyThrottle)
+	k := throttleKey{addr, sha256.Sum256([]byte(key))}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if ok {
+		delete(s.adm.throttle, k)
+		return
+	}
+	if s.adm.throttle == nil {
+		s.adm.throttle = map[throttleKey]*keyFailures{}
+	}
+	f := s.adm.throttle[k]
+	if f == nil || now.Sub(f.first) >= window && !now.Before(f.until) {
+		if f == nil && len(s.adm.throttle) >= maxThrottleEntries {
+			for k2, f2 := range s.adm.throttle {
+				if now.Sub(f2.first) >= window && !now.Before(f2.until) || len(s.adm.throttle) >= maxThrottleEntries {
+					delete(s.adm.throttle, k2)
+				}
+			}
+		}
+		f = &keyFailures{first: now}
+		s.adm.throttle[k] = f
+	}
+	f.count++
+	if f.count >= keyFailureLimit {
+		f.until = now.Add(window)
+	}
+}

@@ -1,0 +1,413 @@
+package srt
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	gosrt "github.com/datarhei/gosrt"
+
+	"github.com/onair/onair/modules/live/rtmp"
+	"github.com/onair/onair/modules/live/streamcore"
+)
+
+// Defaults for the zero fields of Server.
+const (
+	// DefaultLatency is SRT's own default receive latency: a caller asking
+	// for more (ffmpeg's latency=, OBS's) gets what it asks.
+	DefaultLatency     = 120 * time.Millisecond
+	DefaultIdleTimeout = 30 * time.Second
+)
+
+// Handler decides who may publish and receives their media.
+type Handler interface {
+	// Publish is asked during the SRT handshake of a caller in publish
+	// mode, with the key of its streamid; an error refuses it with an SRT
+	// rejection: ErrUnauthorized (wrapped) as REJX_UNAUTHORIZED, counted
+	// by the stream key throttle; ErrUnavailable (wrapped) as REJX_DOWN;
+	// others as REJX_FORBIDDEN. ctx ends with the connection.
+	Publish(ctx context.Context, req PublishRequest) (Sink, error)
+}
+
+// HandlerFunc adapts a function to Handler.
+type HandlerFunc func(ctx context.Context, req PublishRequest) (Sink, error)
+
+// Publish calls f.
+func (f HandlerFunc) Publish(ctx context.Context, req PublishRequest) (Sink, error) {
+	return f(ctx, req)
+}
+
+// Handler refusals.
+var (
+	ErrUnauthorized = errors.New("srt: unauthorized")
+	ErrUnavailable  = errors.New("srt: unavailable, try again")
+)
+
+// PublishRequest describes a caller asking to publish.
+type PublishRequest struct {
+	// Key is the stream key of the streamid.
+	Key string
+	// RemoteAddr is the caller's UDP address.
+	RemoteAddr net.Addr
+	// Disconnect cuts the publisher off; the Sink's Close receives reason
+	// (rtmp.ErrDisconnected when nil). Safe from any goroutine, any
+	// number of times.
+	Disconnect func(reason error)
+	// Link measures the SRT connection now (zero before it is accepted).
+	Link func() LinkStats
+}
+
+// Sink receives one publication, from the connection's goroutine.
+type Sink interface {
+	// Tracks tells which tracks the program map announces (H.264 video,
+	// AAC audio), before any unit.
+	Tracks(video, audio bool) error
+	// Write takes a unit of the stream, which it then owns. An error ends
+	// the publication.
+	Write(u streamcore.Unit) error
+	// Close is called once when the publisher leaves or is cut off, with
+	// the reason (io.EOF when the caller closed the connection).
+	Close(err error)
+}
+
+// LinkStats is the state of an SRT connection, for the stream's health.
+type LinkStats struct {
+	// RTT is the smoothed round-trip time.
+	RTT time.Duration
+	// Received counts the data packets received, retransmissions included.
+	Received uint64
+	// Lost counts the packets found missing (and then asked again).
+	Lost uint64
+	// Retransmitted counts the retransmitted packets received.
+	Retransmitted uint64
+	// Dropped counts the packets that never came in time: what SRT could
+	// not recover.
+	Dropped uint64
+}
+
+// Reasons a connection ends.
+var (
+	ErrServerClosed = errors.New("srt: server closed")
+	ErrIdle         = errors.New("srt: nothing received within the idle timeout")
+)
+
+// Server accepts SRT publishers. Set the fields, then Listen and Serve.
+// The admission fields mean what rtmp.Server's do (admission.go).
+type Server struct {
+	Handler Handler
+	Logger  *slog.Logger
+	// Passphrase, when set, is required of every caller (AES, SRT's
+	// passphrase= option); when empty an encrypting caller is refused.
+	Passphrase string
+	// Latency is the least receive latency (DefaultLatency); a caller may
+	// ask for more.
+	Latency time.Duration
+	// IdleTimeout closes a connection that delivers nothing for this long
+	// (DefaultIdleTimeout).
+	IdleTimeout          time.Duration
+	AdmissionTimeout     time.Duration
+	MaxConnections       int
+	MaxPending           int
+	MaxPendingPerAddr    int
+	MaxPublishersPerAddr int
+	KeyThrottle          time.Duration
+
+	ln       gosrt.Listener
+	mu       sync.Mutex
+	conns    map[*conn]struct{}
+	closed   bool
+	draining bool
+	wg       sync.WaitGroup
+	adm      admission
+	counts   counters
+}
+
+// conn is one caller, from its request to its end.
+type conn struct {
+	s      *Server
+	addr   string // admission key of the remote address
+	key    string
+	remote net.Addr
+	srt    atomic.Pointer[gosrt.Conn]
+	sink   Sink
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	last   atomic.Int64 // unix nanoseconds of the last read
+
+	// Admission, under Server.mu.
+	state    admState
+	pendingE *pendingElem
+	timer    *time.Timer
+}
+
+// Listen opens the UDP socket at addr.
+func (s *Server) Listen(addr string) error {
+	cfg := gosrt.DefaultConfig()
+	lat := durationOr(s.Latency, DefaultLatency)
+	cfg.ReceiverLatency, cfg.PeerLatency = lat, lat
+	cfg.EnforcedEncryption = s.Passphrase != ""
+	ln, err := gosrt.Listen("srt", addr, cfg)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.ln, s.conns = ln, map[*conn]struct{}{}
+	s.mu.Unlock()
+	return nil
+}
+
+// Addr is the listening address (after Listen).
+func (s *Server) Addr() net.Addr {
+	if s.ln == nil {
+		return nil
+	}
+	return s.ln.Addr()
+}
+
+// Conns counts the connections open or being admitted.
+func (s *Server) Conns() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.conns)
+}
+
+func (s *Server) logger() *slog.Logger {
+	if s.Logger != nil {
+		return s.Logger
+	}
+	return slog.Default()
+}
+
+func durationOr(d, def time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return def
+}
+
+// Serve answers callers until Close, then returns ErrServerClosed.
+func (s *Server) Serve() error {
+	if s.Handler == nil || s.ln == nil {
+		return errors.New("srt: server without handler or listener")
+	}
+	for {
+		req, err := s.ln.Accept2()
+		if err != nil {
+			s.mu.Lock()
+			closed := s.closed
+			s.mu.Unlock()
+			if closed || errors.Is(err, gosrt.ErrListenerClosed) {
+				return ErrServerClosed
+			}
+			return fmt.Errorf("srt accept: %w", err)
+		}
+		s.wg.Add(1)
+		go s.handle(req)
+	}
+}
+
+// handle runs one caller: the handshake's decision, then its stream.
+func (s *Server) handle(req gosrt.ConnRequest) {
+	defer s.wg.Done()
+	c, reason := s.admitRequest(req)
+	if c == nil {
+		req.Reject(reason)
+		return
+	}
+	var err error
+	defer func() {
+		if r := recover(); r != nil {
+			s.logger().Error("srt connection panicked", "remote", c.remote, "panic", r, "stack", string(debug.Stack()))
+			err = fmt.Errorf("srt: panic: %v", r)
+		}
+		if cause := context.Cause(c.ctx); cause != nil && !errors.Is(cause, context.Canceled) {
+			err = cause // the reason it was cut off, not the read error that followed
+		}
+		c.cancel(err)
+		if sc := c.srt.Load(); sc != nil {
+			(*sc).Close()
+		}
+		if c.sink != nil {
+			c.sink.Close(err)
+		}
+		s.release(c, err)
+	}()
+	err = s.publish(c, req)
+	if err != nil {
+		return
+	}
+	err = c.run()
+}
+
+// publish checks the caller's secrets and asks the Handler, then accepts
+// the connection; a refusal is sent as an SRT rejection.
+func (s *Server) publish(c *conn, req gosrt.ConnRequest) error {
+	switch {
+	case s.Passphrase == "" && req.IsEncrypted():
+		req.Reject(gosrt.REJ_UNSECURE)
+		return errRefused
+	case s.Passphrase != "" && !req.IsEncrypted():
+		req.Reject(gosrt.REJ_UNSECURE)
+		return errRefused
+	case s.Passphrase != "":
+		if err := req.SetPassphrase(s.Passphrase); err != nil {
+			req.Reject(gosrt.REJ_BADSECRET)
+			return errRefused
+		}
+	}
+	if err := s.publisherRoom(c); err != nil {
+		req.Reject(gosrt.REJX_OVERLOAD)
+		return err
+	}
+	sink, err := s.Handler.Publish(c.ctx, PublishRequest{Key: c.key, RemoteAddr: c.remote,
+		Disconnect: c.kill, Link: c.link})
+	s.keyResult(c.addr, c.key, !errors.Is(err, ErrUnauthorized), time.Now())
+	if err != nil {
+		switch {
+		case errors.Is(err, ErrUnauthorized):
+			req.Reject(gosrt.REJX_UNAUTHORIZED)
+		case errors.Is(err, ErrUnavailable):
+			req.Reject(gosrt.REJX_DOWN)
+		default:
+			req.Reject(gosrt.REJX_FORBIDDEN)
+		}
+		return errRefused
+	}
+	c.sink = sink
+	sc, err := req.Accept()
+	if err != nil {
+		return err
+	}
+	c.srt.Store(&sc)
+	if err := context.Cause(c.ctx); err != nil {
+		return err // cut off during the handshake
+	}
+	return nil
+}
+
+// errRefused ends a caller refused in the handshake.
+var errRefused = errors.New("srt: refused")
+
+// run reads the caller's MPEG-TS into the sink until the end.
+func (c *conn) run() error {
+	c.last.Store(time.Now().UnixNano())
+	stop := c.watch()
+	defer stop()
+	r := readerFunc(func(p []byte) (int, error) {
+		n, err := (*c.srt.Load()).Read(p)
+		if n > 0 {
+			c.last.Store(time.Now().UnixNano())
+		}
+		return n, err
+	})
+	d, err := NewDemuxer(r, c.sink.Write, nil)
+	if err != nil {
+		return err
+	}
+	if err := c.s.promote(c); err != nil {
+		return err
+	}
+	if err := c.sink.Tracks(d.Tracks()); err != nil {
+		return err
+	}
+	for {
+		if err := d.Read(); err != nil {
+			return err
+		}
+	}
+}
+
+type readerFunc func([]byte) (int, error)
+
+func (f readerFunc) Read(p []byte) (int, error) { return f(p) }
+
+// watch closes the connection when it delivers nothing for the idle
+// timeout; the returned func stops watching.
+func (c *conn) watch() func() {
+	idle := durationOr(c.s.IdleTimeout, DefaultIdleTimeout)
+	t := time.NewTicker(min(idle/4, time.Second))
+	done := make(chan struct{})
+	go func() {
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-c.ctx.Done():
+				return
+			case now := <-t.C:
+				if now.Sub(time.Unix(0, c.last.Load())) > idle {
+					c.kill(ErrIdle)
+					return
+				}
+			}
+		}
+	}()
+	return func() { close(done) }
+}
+
+// kill cuts the connection off with reason.
+func (c *conn) kill(reason error) {
+	if reason == nil {
+		reason = rtmp.ErrDisconnected
+	}
+	c.cancel(reason)
+	if sc := c.srt.Load(); sc != nil {
+		(*sc).Close()
+	}
+}
+
+// link measures the connection.
+func (c *conn) link() LinkStats {
+	sc := c.srt.Load()
+	if sc == nil {
+		return LinkStats{}
+	}
+	var st gosrt.Statistics
+	(*sc).Stats(&st)
+	return LinkStats{
+		RTT:           time.Duration(st.Instantaneous.MsRTT * float64(time.Millisecond)),
+		Received:      st.Accumulated.PktRecv,
+		Lost:          st.Accumulated.PktRecvLoss,
+		Retransmitted: st.Accumulated.PktRecvRetrans,
+		Dropped:       st.Accumulated.PktRecvDrop,
+	}
+}
+
+// CloseListener stops admitting callers (they are refused with
+// REJX_DOWN); publishers carry on until Close. SRT multiplexes every
+// connection on the one UDP socket, so the socket stays open.
+func (s *Server) CloseListener() {
+	s.mu.Lock()
+	s.draining = true
+	s.mu.Unlock()
+}
+
+// Close cuts every publisher off (their Sinks get ErrServerClosed),
+// closes the socket and waits for the connections to end.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	s.closed = true
+	list := make([]*conn, 0, len(s.conns))
+	for c := range s.conns {
+		list = append(list, c)
+	}
+	s.mu.Unlock()
+	for _, c := range list {
+		c.kill(ErrServerClosed)
+	}
+	if s.ln != nil {
+		s.ln.Close()
+	}
+	s.wg.Wait()
+	return nil
+}
+
+var _ io.Reader = readerFunc(nil)
