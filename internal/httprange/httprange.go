@@ -4,8 +4,8 @@
 // If-Range. A file is handed to fasthttp so it goes out with sendfile(2),
 // ranges included.
 //
-// It is the live module's media answer (modules/live/serve.go) made
-// shareable; the downloads module serves its files with it.
+// The live module's media (modules/live/serve.go, media.go) and the
+// downloads module's files are answered with it.
 package httprange
 
 import (
@@ -21,22 +21,18 @@ import (
 	"github.com/gofiber/fiber/v2"
 )
 
-// Send answers GET and HEAD with body (size bytes). It closes body, now or
-// once fasthttp has sent it.
+// Send answers GET and HEAD with body (size bytes): Validators, then the
+// bytes asked for. It closes body, now or once fasthttp has sent it.
 func Send(c *fiber.Ctx, body io.ReadSeekCloser, size int64, mod time.Time, etag string) error {
 	if etag != "" && !strings.HasPrefix(etag, `"`) && !strings.HasPrefix(etag, "W/") {
 		etag = `"` + etag + `"`
 	}
-	h := &c.Response().Header
-	if etag != "" {
-		h.Set(fiber.HeaderETag, etag)
-	}
+	lastMod := ""
 	if !mod.IsZero() {
-		h.Set(fiber.HeaderLastModified, mod.UTC().Format(http.TimeFormat))
+		lastMod = mod.UTC().Format(http.TimeFormat)
 	}
-	h.Set(fiber.HeaderAcceptRanges, "bytes")
-	start, length, answered := negotiate(c, size, etag)
-	if answered || c.Method() == fiber.MethodHead {
+	start, length, send := Validators(c, etag, lastMod, size)
+	if !send {
 		body.Close()
 		return nil
 	}
@@ -50,7 +46,7 @@ func Send(c *fiber.Ctx, body io.ReadSeekCloser, size int64, mod time.Time, etag 
 		if length == size {
 			c.Response().SetBodyStream(f, int(size)) // sendfile, closed by fasthttp once sent
 		} else {
-			c.Response().SetBodyStream(&fileRange{f: f, n: length}, int(length))
+			c.Response().SetBodyStream(FileRange(f, length), int(length))
 		}
 		return nil
 	}
@@ -58,8 +54,28 @@ func Send(c *fiber.Ctx, body io.ReadSeekCloser, size int64, mod time.Time, etag 
 	return nil
 }
 
+// Validators sets an answer's ETag and Last-Modified (each unless empty)
+// and Accept-Ranges, then applies the request's If-None-Match (304), Range
+// and If-Range (206, 416) to a body of size bytes and sets the status.
+// send is false when no body follows (a 304 or 416, or a HEAD); otherwise
+// the body's bytes start, length are to follow. Callers that hold their
+// bytes elsewhere (memory, part of a file) send them themselves.
+func Validators(c *fiber.Ctx, etag, lastMod string, size int64) (start, length int64, send bool) {
+	h := &c.Response().Header
+	if etag != "" {
+		h.Set(fiber.HeaderETag, etag)
+	}
+	if lastMod != "" {
+		h.Set(fiber.HeaderLastModified, lastMod)
+	}
+	h.Set(fiber.HeaderAcceptRanges, "bytes")
+	start, length, answered := negotiate(c, size, etag)
+	return start, length, !answered && c.Method() != fiber.MethodHead
+}
+
 // negotiate applies If-None-Match, Range and If-Range and sets the
-// status. answered is true when nothing more is to be sent (304, 416).
+// status. answered is true when nothing more is to be sent (304, 416); a
+// HEAD gets the length it would have had.
 func negotiate(c *fiber.Ctx, size int64, etag string) (start, length int64, answered bool) {
 	if etag != "" && MatchETag(c.Get(fiber.HeaderIfNoneMatch), etag) {
 		_ = c.SendStatus(fiber.StatusNotModified)
@@ -70,7 +86,9 @@ func negotiate(c *fiber.Ctx, size int64, etag string) (start, length int64, answ
 		s, l, ok, satisfiable := Parse(r, size)
 		switch {
 		case !satisfiable:
+			// A 416 is not the resource: it is not to be cached as one.
 			c.Set(fiber.HeaderContentRange, "bytes */"+strconv.FormatInt(size, 10))
+			c.Response().Header.Del(fiber.HeaderCacheControl)
 			_ = c.SendStatus(fiber.StatusRequestedRangeNotSatisfiable)
 			return 0, 0, true
 		case ok:
@@ -145,14 +163,21 @@ func MatchETag(header, etag string) bool {
 }
 
 // ifRange tells whether a Range applies under an If-Range header: only
-// when the header is absent or names the current (strong) ETag.
+// when the header is absent or names the current (strong) ETag. A date
+// there is not trusted: the whole body is sent.
 func ifRange(header, etag string) bool {
 	return header == "" || (etag != "" && !strings.HasPrefix(etag, "W/") && header == etag)
 }
 
+// FileRange is the next n bytes of f from its current offset, as a body
+// for fasthttp's SetBodyStream that goes out with sendfile(2) and closes f
+// once sent.
+func FileRange(f *os.File, n int64) io.ReadCloser { return &fileRange{f: f, n: n} }
+
 // fileRange sends part of a file with sendfile(2): fasthttp hands an
 // io.WriterTo its buffered connection writer, whose ReadFrom passes an
-// *io.LimitedReader of an *os.File to the socket's sendfile path.
+// *io.LimitedReader of an *os.File to the socket's sendfile path once the
+// buffered headers are flushed.
 type fileRange struct {
 	f *os.File
 	n int64

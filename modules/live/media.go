@@ -19,6 +19,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/onair/onair/app"
+	"github.com/onair/onair/internal/httprange"
 	"github.com/onair/onair/modules/live/hls"
 	"github.com/onair/onair/modules/shows"
 )
@@ -319,7 +320,7 @@ func (m *Module) sendMedia(c *fiber.Ctx, id int64, file, scope string) error {
 		}
 		return c.Send(data)
 	}
-	return sendContent(c, localBody{f}, fi.Size(), fi.ModTime(), localETag(fi))
+	return httprange.Send(c, f, fi.Size(), fi.ModTime(), localETag(fi))
 }
 
 // sendPart answers with a part from its range of its segment's file.
@@ -331,7 +332,7 @@ func (m *Module) sendPart(c *fiber.Ctx, id int64, loc partLoc) error {
 	if err != nil {
 		return fmt.Errorf("live: open %s: %w", loc.segment, err)
 	}
-	start, length, send := validators(c, loc.etag, loc.lastMod, loc.size)
+	start, length, send := httprange.Validators(c, loc.etag, loc.lastMod, loc.size)
 	if !send {
 		f.Close()
 		return nil
@@ -340,7 +341,7 @@ func (m *Module) sendPart(c *fiber.Ctx, id int64, loc partLoc) error {
 		f.Close()
 		return fmt.Errorf("live: seek %s: %w", loc.segment, err)
 	}
-	c.Response().SetBodyStream(&fileRange{f: f, n: length}, int(length)) // sendfile, closed by fasthttp
+	c.Response().SetBodyStream(httprange.FileRange(f, length), int(length)) // sendfile, closed by fasthttp
 	return nil
 }
 

@@ -2,11 +2,9 @@ package rtmp
 
 import (
 	"container/list"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"net"
-	"net/netip"
 	"sync/atomic"
 	"time"
 )
@@ -28,8 +26,7 @@ import (
 // dropped to admit anyone. When MaxConnections are all publishers, new
 // connections are closed at once.
 //
-// Addresses are compared by IPv4 address, and by /64 prefix for IPv6 (one
-// host usually owns a whole /64).
+// Addresses are compared as AddrKey gives them.
 
 // Defaults of the admission fields of Server.
 const (
@@ -39,13 +36,6 @@ const (
 	DefaultMaxPublishersPerAddr = 16
 	DefaultKeyThrottle          = time.Minute
 )
-
-// keyFailureLimit is how many refused publishes of one key from one
-// address, within KeyThrottle, throttle that key there.
-const keyFailureLimit = 3
-
-// maxThrottleEntries bounds the memory of the key throttle.
-const maxThrottleEntries = 4096
 
 // Reasons a pending connection is cut off.
 var (
@@ -101,41 +91,16 @@ type admission struct {
 	pending    list.List // *conn, oldest first
 	publishers int
 	addrs      map[string]*addrCount
-	throttle   map[throttleKey]*keyFailures
+	throttle   KeyThrottle
 }
 
 type addrCount struct{ pending, publishers int }
-
-type throttleKey struct {
-	addr string
-	key  [sha256.Size]byte // the key itself may be long: keep a digest
-}
-
-type keyFailures struct {
-	first time.Time // start of the counting window
-	count int
-	until time.Time // throttled until then
-}
 
 func limitOr(n, def int) int {
 	if n > 0 {
 		return n
 	}
 	return def
-}
-
-// addrKey is the address a connection is counted under.
-func addrKey(a net.Addr) string {
-	ap, err := netip.ParseAddrPort(a.String())
-	if err != nil {
-		return a.String()
-	}
-	ip := ap.Addr().Unmap()
-	if ip.Is4() {
-		return ip.String()
-	}
-	p, _ := ip.Prefix(64)
-	return p.String()
 }
 
 // admit gives nc a slot, dropping pending connections to make room, and
@@ -146,7 +111,7 @@ func (s *Server) admit(nc net.Conn) *conn {
 	if a.addrs == nil {
 		a.addrs = map[string]*addrCount{}
 	}
-	addr := addrKey(nc.RemoteAddr())
+	addr := AddrKey(nc.RemoteAddr())
 	ac := a.addrs[addr]
 	if ac != nil && ac.pending >= limitOr(s.MaxPendingPerAddr, DefaultMaxPendingPerAddr) {
 		s.evictOldest(addr)
@@ -298,57 +263,11 @@ func (s *Server) promote(c *conn) error {
 
 // throttled reports how long key stays refused from addr (0: it is not).
 func (s *Server) throttled(addr, key string, now time.Time) time.Duration {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	f := s.adm.throttle[throttleKey{addr, sha256.Sum256([]byte(key))}]
-	if f == nil || !now.Before(f.until) {
-		return 0
-	}
-	return f.until.Sub(now)
+	return s.adm.throttle.Wait(addr, key, now)
 }
 
 // keyResult records a refused (ok false) or accepted publish of key from
-// addr: the third refusal within the window throttles the key there for
-// the window; an accepted one forgets the failures.
+// addr in the key throttle.
 func (s *Server) keyResult(addr, key string, ok bool, now time.Time) {
-	window := durationOr(s.KeyThrottle, DefaultKeyThrottle)
-	k := throttleKey{addr, sha256.Sum256([]byte(key))}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if ok {
-		delete(s.adm.throttle, k)
-		return
-	}
-	if s.adm.throttle == nil {
-		s.adm.throttle = map[throttleKey]*keyFailures{}
-	}
-	f := s.adm.throttle[k]
-	if f == nil || now.Sub(f.first) >= window && !now.Before(f.until) {
-		if f == nil && len(s.adm.throttle) >= maxThrottleEntries {
-			s.pruneThrottle(now, window)
-		}
-		f = &keyFailures{first: now}
-		s.adm.throttle[k] = f
-	}
-	f.count++
-	if f.count >= keyFailureLimit {
-		f.until = now.Add(window)
-	}
-}
-
-// pruneThrottle forgets expired entries and, if the table is still full,
-// an arbitrary one: under a flood of distinct keys the throttle degrades
-// to fewer remembered keys, never to unbounded memory. s.mu is held.
-func (s *Server) pruneThrottle(now time.Time, window time.Duration) {
-	for k, f := range s.adm.throttle {
-		if now.Sub(f.first) >= window && !now.Before(f.until) {
-			delete(s.adm.throttle, k)
-		}
-	}
-	for k := range s.adm.throttle {
-		if len(s.adm.throttle) < maxThrottleEntries {
-			break
-		}
-		delete(s.adm.throttle, k)
-	}
+	s.adm.throttle.Record(addr, key, ok, now, durationOr(s.KeyThrottle, DefaultKeyThrottle))
 }

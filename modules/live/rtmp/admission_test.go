@@ -338,8 +338,8 @@ func TestAddrKey(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := addrKey(a); got != tt.want {
-			t.Errorf("addrKey(%s) = %s, want %s", tt.in, got, tt.want)
+		if got := AddrKey(a); got != tt.want {
+			t.Errorf("AddrKey(%s) = %s, want %s", tt.in, got, tt.want)
 		}
 	}
 }

@@ -3,9 +3,6 @@ package srt
 import (
 	"container/list"
 	"context"
-	"crypto/sha256"
-	"net"
-	"net/netip"
 	"sync/atomic"
 	"time"
 
@@ -39,26 +36,10 @@ type admission struct {
 	pending    list.List // *conn, oldest first
 	publishers int
 	addrs      map[string]*addrCount
-	throttle   map[throttleKey]*keyFailures
+	throttle   rtmp.KeyThrottle
 }
 
 type addrCount struct{ pending, publishers int }
-
-type throttleKey struct {
-	addr string
-	key  [sha256.Size]byte
-}
-
-type keyFailures struct {
-	first time.Time
-	count int
-	until time.Time
-}
-
-const (
-	keyFailureLimit    = 3
-	maxThrottleEntries = 4096
-)
 
 type counters struct {
 	refusedFull, refusedPublishers, evicted, timedOut, throttled atomic.Uint64
@@ -82,20 +63,6 @@ func limitOr(n, def int) int {
 	return def
 }
 
-// addrKey is the address a caller is counted under.
-func addrKey(a net.Addr) string {
-	ap, err := netip.ParseAddrPort(a.String())
-	if err != nil {
-		return a.String()
-	}
-	ip := ap.Addr().Unmap()
-	if ip.Is4() {
-		return ip.String()
-	}
-	p, _ := ip.Prefix(64)
-	return p.String()
-}
-
 // admitRequest decides a handshake request before anything is asked of
 // the Handler: the streamid, the throttle, the pools. It returns the new
 // pending conn, or nil and the rejection.
@@ -112,14 +79,14 @@ func (s *Server) admitRequest(req gosrt.ConnRequest) (*conn, gosrt.RejectionReas
 	default:
 		return nil, gosrt.REJX_BAD_REQUEST
 	}
-	addr := addrKey(remote)
+	addr := rtmp.AddrKey(remote)
 	now := time.Now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed || s.draining {
 		return nil, gosrt.REJX_DOWN
 	}
-	if s.throttledLocked(addr, key, now) {
+	if s.adm.throttle.Wait(addr, key, now) > 0 {
 		s.counts.throttled.Add(1)
 		return nil, gosrt.REJX_UNAUTHORIZED
 	}
@@ -249,40 +216,7 @@ func (s *Server) release(c *conn, _ error) {
 	}
 }
 
-// throttledLocked reports whether key is refused from addr now. s.mu is
-// held.
-func (s *Server) throttledLocked(addr, key string, now time.Time) bool {
-	f := s.adm.throttle[throttleKey{addr, sha256.Sum256([]byte(key))}]
-	return f != nil && now.Before(f.until)
-}
-
 // keyResult records a refused (ok false) or accepted publish of key.
 func (s *Server) keyResult(addr, key string, ok bool, now time.Time) {
-	window := durationOr(s.KeyThrottle, rtmp.DefaultKeyThrottle)
-	k := throttleKey{addr, sha256.Sum256([]byte(key))}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if ok {
-		delete(s.adm.throttle, k)
-		return
-	}
-	if s.adm.throttle == nil {
-		s.adm.throttle = map[throttleKey]*keyFailures{}
-	}
-	f := s.adm.throttle[k]
-	if f == nil || now.Sub(f.first) >= window && !now.Before(f.until) {
-		if f == nil && len(s.adm.throttle) >= maxThrottleEntries {
-			for k2, f2 := range s.adm.throttle {
-				if now.Sub(f2.first) >= window && !now.Before(f2.until) || len(s.adm.throttle) >= maxThrottleEntries {
-					delete(s.adm.throttle, k2)
-				}
-			}
-		}
-		f = &keyFailures{first: now}
-		s.adm.throttle[k] = f
-	}
-	f.count++
-	if f.count >= keyFailureLimit {
-		f.until = now.Add(window)
-	}
+	s.adm.throttle.Record(addr, key, ok, now, durationOr(s.KeyThrottle, rtmp.DefaultKeyThrottle))
 }
