@@ -105,7 +105,7 @@ func Entries(ctx context.Context, db bun.IDB, q AuditQuery) ([]Entry, int, error
 		sel.Where("al.actor_id = ?", q.ActorID)
 	}
 	if strings.HasSuffix(q.Action, ".") {
-		sel.Where("al.action LIKE ? ESCAPE '!'", users.EscapeLike(q.Action)+"%")
+		sel.Where("al.action LIKE ? ESCAPE '!'", app.EscapeLike(q.Action)+"%")
 	} else if q.Action != "" {
 		sel.Where("al.action = ?", q.Action)
 	}
