@@ -15,6 +15,7 @@ import (
 	"github.com/onair/onair/admin/admintest"
 	"github.com/onair/onair/app"
 	"github.com/onair/onair/internal/onairtest"
+	"github.com/onair/onair/modules/users"
 )
 
 // secretPages is a module of this test binary only: an admin-only page,
@@ -246,12 +247,12 @@ func TestLoginThrottle(t *testing.T) {
 	run := func(t *testing.T, env *onairtest.Env) {
 		u, _ := env.CreateUser("Mo", onairtest.Role("moderator"), onairtest.Password(admintest.Password))
 		c := admintest.New(t, env)
-		for i := 0; i < admin.LoginAttempts; i++ {
+		for i := 0; i < users.LoginAttempts; i++ {
 			c.SignIn(u.Email, "wrong").Expect(t, http.StatusUnauthorized)
 		}
 		r := c.SignIn(u.Email, admintest.Password).Expect(t, http.StatusTooManyRequests)
 		secs, err := strconv.Atoi(r.Header.Get("Retry-After"))
-		if err != nil || secs < 1 || secs > int(admin.LoginWindow.Seconds()) {
+		if err != nil || secs < 1 || secs > int(users.LoginWindow.Seconds()) {
 			t.Fatalf("Retry-After %q", r.Header.Get("Retry-After"))
 		}
 		r.Contains(t, "too many failed sign-ins")
@@ -269,12 +270,12 @@ func TestLoginThrottle(t *testing.T) {
 		env := admintest.NewEnv(t, "sqlite")
 		u, _ := env.CreateUser("Mo", onairtest.Role("moderator"), onairtest.Password(admintest.Password))
 		c := admintest.New(t, env)
-		for i := 0; i < admin.LoginAttempts-1; i++ {
+		for i := 0; i < users.LoginAttempts-1; i++ {
 			c.SignIn(u.Email, "wrong").Expect(t, http.StatusUnauthorized)
 		}
 		c.SignIn(u.Email, admintest.Password).Expect(t, http.StatusSeeOther)
 		c2 := admintest.New(t, env)
-		for i := 0; i < admin.LoginAttempts; i++ {
+		for i := 0; i < users.LoginAttempts; i++ {
 			c2.SignIn(u.Email, "wrong").Expect(t, http.StatusUnauthorized)
 		}
 	})

@@ -13,7 +13,6 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/onair/onair/app"
-	"github.com/onair/onair/modules/users"
 )
 
 // Entry is one staff action of the audit log: who (ActorID), what (Action,
@@ -105,7 +104,7 @@ func Entries(ctx context.Context, db bun.IDB, q AuditQuery) ([]Entry, int, error
 		sel.Where("al.actor_id = ?", q.ActorID)
 	}
 	if strings.HasSuffix(q.Action, ".") {
-		sel.Where("al.action LIKE ? ESCAPE '!'", users.EscapeLike(q.Action)+"%")
+		sel.Where("al.action LIKE ? ESCAPE '!'", app.EscapeLike(q.Action)+"%")
 	} else if q.Action != "" {
 		sel.Where("al.action = ?", q.Action)
 	}
@@ -132,8 +131,8 @@ func (m *Module) auditPage(c *fiber.Ctx) error {
 	q := AuditQuery{Action: strings.TrimSpace(c.Query("action")), Target: strings.TrimSpace(c.Query("target")),
 		Page: app.Page{Number: n, Size: AuditPageSize}}
 	if a := strings.TrimSpace(c.Query("actor")); a != "" {
-		u, err := m.users.Find(ctx, a)
-		if err != nil && err != users.ErrNotFound {
+		u, err := m.accounts.FindAccount(ctx, a)
+		if err != nil {
 			return err
 		}
 		q.ActorID = -1 // no such actor: no entries
@@ -172,12 +171,12 @@ func (m *Module) names(ctx context.Context, list []Entry) (map[int64]string, err
 	if len(ids) == 0 {
 		return out, nil
 	}
-	var us []users.User
-	if err := m.core.DB.NewSelect().Model(&us).Column("id", "name").Where("id IN (?)", bun.List(ids)).Scan(ctx); err != nil {
+	found, err := m.accounts.AccountNames(ctx, ids)
+	if err != nil {
 		return nil, fmt.Errorf("admin: audit actors: %w", err)
 	}
-	for _, u := range us {
-		out[u.ID] = u.Name
+	for id, name := range found {
+		out[id] = name
 	}
 	return out, nil
 }

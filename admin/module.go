@@ -1,8 +1,8 @@
 // Package admin is the staff console at /admin: sign-in, sessions, CSRF,
 // login throttling, the layout every page shares, the dashboard and the
 // audit log. The pages themselves come from the modules (app.AdminPager);
-// the console knows no module by name and imports none but users, whose
-// sessions and passwords it uses.
+// the console knows no module by name and imports none: it signs staff in
+// through the kernel's app.Accounts, which the users module provides.
 //
 // A module adds a page by returning app.AdminPage values from AdminPages,
 // rendering with Page (the layout), putting CSRFField in every form (or
@@ -20,7 +20,6 @@ import (
 	"github.com/onair/onair/app"
 	"github.com/onair/onair/internal/csrf"
 	"github.com/onair/onair/migrations"
-	"github.com/onair/onair/modules/users"
 )
 
 func init() { app.Register(&Module{}) }
@@ -30,10 +29,10 @@ const Prefix = "/admin"
 
 // Module is the staff console.
 type Module struct {
-	core  *app.Core
-	users *users.Service
-	csrf  *csrf.Guard
-	pages []app.AdminPage
+	core     *app.Core
+	accounts app.Accounts
+	csrf     *csrf.Guard
+	pages    []app.AdminPage
 }
 
 var (
@@ -68,15 +67,14 @@ func (*Module) Policies() []string {
 }
 
 func (m *Module) Provision(core *app.Core) error {
-	um, ok := app.Lookup[*users.Module](core)
-	if !ok || um.Service == nil {
-		return fmt.Errorf("admin: the users module is not provisioned")
+	if core.Accounts == nil {
+		return fmt.Errorf("admin: no module keeps accounts (app.Accounts) to sign staff in")
 	}
 	guard, err := csrf.New(core.Config.PublicURL)
 	if err != nil {
 		return err
 	}
-	m.core, m.users, m.csrf = core, um.Service, guard
+	m.core, m.accounts, m.csrf = core, core.Accounts, guard
 	return nil
 }
 

@@ -13,7 +13,6 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/onair/onair/app"
-	"github.com/onair/onair/modules/users"
 )
 
 // Request is what the console knows about a signed-in request: the staff
@@ -21,7 +20,7 @@ import (
 // from the previous action. Pages reach it with Current (handlers) or From
 // (templates, through the request's context).
 type Request struct {
-	User      *users.User
+	User      *app.Account
 	Principal *app.Principal
 	// CSRF is the session's secret; every form sends it back (CSRFField).
 	CSRF  string

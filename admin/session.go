@@ -10,16 +10,10 @@ import (
 
 	"github.com/onair/onair/app"
 	"github.com/onair/onair/internal/csrf"
-	"github.com/onair/onair/modules/users"
 )
 
-// Login throttling is the users module's, shared with the public sign-in
-// form (users.Service.SignIn): this many failures for one email from one
-// address within LoginWindow answer 429 until the window ends.
-const (
-	LoginAttempts = users.LoginAttempts
-	LoginWindow   = users.LoginWindow
-)
+// Login throttling is the accounts' (app.Accounts.SignIn, the users
+// module), shared with the public sign-in form.
 
 // CSRFFieldName is the form field (or X-CSRF-Token header) that carries
 // the session's CSRF secret on every POST; internal/csrf checks it, for
@@ -28,7 +22,7 @@ const CSRFFieldName = csrf.Field
 
 // loginForm is GET /admin/login.
 func (m *Module) loginForm(c *fiber.Ctx) error {
-	if sess, err := m.users.Session(c); err == nil && sess != nil && m.isStaff(sess.User) {
+	if sess, err := m.accounts.WebSession(c); err == nil && sess != nil && m.isStaff(sess.Account) {
 		return c.Redirect(nextPath(c.Query("next")), fiber.StatusSeeOther)
 	}
 	// The sign-in form has no session yet: its token is the signed-out
@@ -49,12 +43,12 @@ func (m *Module) login(c *fiber.Ctx) error {
 	}
 	email := strings.ToLower(strings.TrimSpace(c.FormValue("email")))
 	view := loginView{CSRF: c.FormValue(CSRFFieldName), Next: nextPath(c.FormValue("next")), Email: email}
-	u, err := m.users.SignIn(c.UserContext(), email, c.FormValue("password"), c.IP())
-	if errors.Is(err, users.ErrNotFound) {
+	u, err := m.accounts.SignIn(c.UserContext(), email, c.FormValue("password"), c.IP())
+	if errors.Is(err, app.ErrWrongPassword) {
 		view.Error = "Wrong email or password."
 		return RenderStatus(c, fiber.StatusUnauthorized, loginPage(view))
 	}
-	if errors.Is(err, users.ErrSuspended) {
+	if errors.Is(err, app.ErrSuspended) {
 		view.Error = "This account is suspended."
 		return RenderStatus(c, fiber.StatusForbidden, loginPage(view))
 	}
@@ -67,10 +61,10 @@ func (m *Module) login(c *fiber.Ctx) error {
 		return app.Forbidden("the console is for staff; this account is not a moderator or an admin")
 	}
 	// A fresh session id on every sign-in (no fixation).
-	if err := m.users.EndSession(c); err != nil {
+	if err := m.accounts.EndWebSession(c); err != nil {
 		return err
 	}
-	if _, err := m.users.StartSession(c, u.ID); err != nil {
+	if err := m.accounts.StartWebSession(c, u.ID); err != nil {
 		return err
 	}
 	return c.Redirect(view.Next, fiber.StatusSeeOther)
@@ -78,7 +72,7 @@ func (m *Module) login(c *fiber.Ctx) error {
 
 // logout is POST /admin/logout (CSRF-checked like every POST).
 func (m *Module) logout(c *fiber.Ctx) error {
-	if err := m.users.EndSession(c); err != nil {
+	if err := m.accounts.EndWebSession(c); err != nil {
 		return err
 	}
 	setFlash(c, Flash{Message: "Signed out."})
@@ -90,7 +84,7 @@ func (m *Module) logout(c *fiber.Ctx) error {
 // going). Every other method must come from this site and carry the
 // session's CSRF secret.
 func (m *Module) session(c *fiber.Ctx) error {
-	sess, err := m.users.Session(c)
+	sess, err := m.accounts.WebSession(c)
 	if err != nil {
 		return err
 	}
@@ -101,9 +95,9 @@ func (m *Module) session(c *fiber.Ctx) error {
 		}
 		return c.Redirect(to, fiber.StatusSeeOther)
 	}
-	p := users.PrincipalOf(sess.User, 0)
+	p := sess.Account.Principal
 	app.SetPrincipal(c, p)
-	req := &Request{User: sess.User, Principal: p, CSRF: sess.CSRF, Path: c.Path(), authz: m.core.Authz, db: m.core.DB}
+	req := &Request{User: sess.Account, Principal: p, CSRF: sess.CSRF, Path: c.Path(), authz: m.core.Authz, db: m.core.DB}
 	c.SetUserContext(context.WithValue(c.UserContext(), requestKey{}, req))
 	if c.Method() != fiber.MethodGet && c.Method() != fiber.MethodHead {
 		if !m.csrf.Check(c, sess.CSRF) {
@@ -133,8 +127,8 @@ func (m *Module) staffOnly(c *fiber.Ctx) error {
 	return c.Next()
 }
 
-func (m *Module) isStaff(u *users.User) bool {
-	return u != nil && m.core.Authz.Allowed(users.PrincipalOf(u, 0).Roles, "admin", "enter")
+func (m *Module) isStaff(a *app.Account) bool {
+	return a != nil && m.core.Authz.Allowed(a.Principal.Roles, "admin", "enter")
 }
 
 // nextPath keeps a redirect target only when it is a console path on this

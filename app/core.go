@@ -33,6 +33,9 @@ type Core struct {
 	RedisState *RedisState
 	Modules    []Module
 	Auth       Authenticator
+	// Accounts signs people in and keeps their browser sessions (the
+	// users module); nil when no module of the build keeps accounts.
+	Accounts Accounts
 	// Store keeps media objects (recordings, thumbnails, images): files
 	// in the data dir, or the store ONAIR_STORAGE_URL names.
 	Store store.Store
@@ -143,6 +146,12 @@ func Boot(ctx context.Context, cfg *Config, opts BootOptions) (*Core, error) {
 				return fail(fmt.Errorf("app: two modules authenticate tokens (second: %s)", m.Name()))
 			}
 			core.Auth = a
+		}
+		if a, ok := m.(Accounts); ok {
+			if core.Accounts != nil {
+				return fail(fmt.Errorf("app: two modules keep accounts (second: %s)", m.Name()))
+			}
+			core.Accounts = a
 		}
 	}
 	for _, m := range core.Modules {

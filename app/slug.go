@@ -77,3 +77,12 @@ func SlugQuery(s string) (slug string, ok bool) {
 	}
 	return s, s != ""
 }
+
+// EscapeLike escapes LIKE wildcards with "!" (used with ESCAPE '!'), which
+// means the same on MySQL and SQLite: `WHERE name LIKE ? ESCAPE '!'` with
+// "%"+EscapeLike(term)+"%" matches term literally.
+func EscapeLike(s string) string {
+	return likeEscaper.Replace(s)
+}
+
+var likeEscaper = strings.NewReplacer("!", "!!", "%", "!%", "_", "!_")

@@ -44,6 +44,25 @@ func AddColumns(model any, names ...string) func(ctx context.Context, db bun.IDB
 	}
 }
 
+// TableExists tells whether the database has the table (a step that must
+// know whether an earlier one, or another module's, created it).
+func TableExists(ctx context.Context, db bun.IDB, table string) (bool, error) {
+	cols, err := tableColumns(ctx, db, table)
+	return len(cols) > 0, err
+}
+
+// ColumnExists tells whether the table has the column.
+func ColumnExists(ctx context.Context, db bun.IDB, table, column string) (bool, error) {
+	cols, err := tableColumns(ctx, db, table)
+	return cols[column], err
+}
+
+// Columns returns the set of a table's column names (empty when there is
+// no such table).
+func Columns(ctx context.Context, db bun.IDB, table string) (map[string]bool, error) {
+	return tableColumns(ctx, db, table)
+}
+
 // tableColumns lists the columns a table has.
 func tableColumns(ctx context.Context, db bun.IDB, table string) (map[string]bool, error) {
 	var names []string

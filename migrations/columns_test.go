@@ -65,3 +65,27 @@ func TestAddColumns(t *testing.T) {
 		}
 	})
 }
+
+// TestTableAndColumnExist: the checks a step makes before it changes the
+// schema, on a missing table, a table and its columns.
+func TestTableAndColumnExist(t *testing.T) {
+	onairtest.EachBackend(t, func(t *testing.T, backend string) {
+		t.Parallel()
+		ctx := context.Background()
+		db := openDB(t, backend)
+		if ok, err := migrations.TableExists(ctx, db, "widgets"); err != nil || ok {
+			t.Fatalf("before: TableExists = %v, %v", ok, err)
+		}
+		if err := migrations.CreateTables((*widget)(nil))(ctx, db); err != nil {
+			t.Fatal(err)
+		}
+		if ok, err := migrations.TableExists(ctx, db, "widgets"); err != nil || !ok {
+			t.Fatalf("after: TableExists = %v, %v", ok, err)
+		}
+		for col, want := range map[string]bool{"name": true, "ends_at": false} {
+			if ok, err := migrations.ColumnExists(ctx, db, "widgets", col); err != nil || ok != want {
+				t.Errorf("ColumnExists(%s) = %v, %v; want %v", col, ok, err, want)
+			}
+		}
+	})
+}

@@ -15,6 +15,5 @@ import (
 	_ "github.com/onair/onair/modules/shows"
 	_ "github.com/onair/onair/modules/stats"
 	_ "github.com/onair/onair/modules/users"
-	_ "github.com/onair/onair/modules/users/usersadmin"
 	_ "github.com/onair/onair/modules/webhooks"
 )

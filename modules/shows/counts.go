@@ -9,7 +9,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/onair/onair/app"
-	"github.com/onair/onair/modules/users"
+	"github.com/onair/onair/migrations"
 )
 
 // ShowCount is one row of the maintained counts behind the lists' `count`
@@ -188,7 +188,7 @@ func RebuildCounts(ctx context.Context, db bun.IDB) error {
 		if _, err := tx.ExecContext(ctx, "INSERT INTO show_counts ("+cols+") SELECT st.tag_id, "+flags+", COUNT(*) FROM show_tags AS st JOIN shows AS s ON s.id = st.show_id GROUP BY st.tag_id, "+flags); err != nil {
 			return err
 		}
-		if ok, err := users.TableExists(ctx, tx, "show_generation"); err != nil || !ok {
+		if ok, err := migrations.TableExists(ctx, tx, "show_generation"); err != nil || !ok {
 			return err
 		}
 		return bumpGeneration(ctx, tx)

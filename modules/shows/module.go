@@ -25,13 +25,13 @@ func init() {
 	// copies of their tag ids follow (when they exist yet; migrations
 	// 0020 and 0032 fill them otherwise).
 	users.OnTagsMerged(func(ctx context.Context, db bun.IDB) error {
-		if ok, err := users.TableExists(ctx, db, "show_counts"); err != nil || !ok {
+		if ok, err := migrations.TableExists(ctx, db, "show_counts"); err != nil || !ok {
 			return err
 		}
 		if err := RebuildCounts(ctx, db); err != nil {
 			return err
 		}
-		if ok, err := users.ColumnExists(ctx, db, "shows", "tag_ids"); err != nil || !ok {
+		if ok, err := migrations.ColumnExists(ctx, db, "shows", "tag_ids"); err != nil || !ok {
 			return err
 		}
 		return fillTagIDs(ctx, db)

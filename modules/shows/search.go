@@ -9,7 +9,6 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/onair/onair/app"
-	"github.com/onair/onair/modules/users"
 )
 
 // ShowGram is one trigram of a show's lower-cased name. The grams are the
@@ -90,7 +89,7 @@ func whereNameContains(sel *bun.SelectQuery, term string, useGrams bool) *bun.Se
 		sel = sel.Where("s.id IN (SELECT g.show_id FROM show_grams AS g WHERE g.gram IN (?) GROUP BY g.show_id HAVING COUNT(*) = ?)",
 			bun.List(grams), len(grams))
 	}
-	return sel.Where("LOWER(s.name) LIKE ? ESCAPE '!'", "%"+users.EscapeLike(strings.ToLower(term))+"%")
+	return sel.Where("LOWER(s.name) LIKE ? ESCAPE '!'", "%"+app.EscapeLike(strings.ToLower(term))+"%")
 }
 
 // nameCoverIndex holds, in id order, the name and every column a list's

@@ -621,7 +621,7 @@ func (s *Service) freeSlug(ctx context.Context, db bun.IDB, userID int64, name s
 	err := db.NewSelect().Model((*Show)(nil)).Column("slug").
 		Where("user_id = ?", userID).
 		WhereGroup(" AND ", func(q *bun.SelectQuery) *bun.SelectQuery {
-			return q.Where("slug = ?", base).WhereOr("slug LIKE ? ESCAPE '!'", users.EscapeLike(base)+"-%")
+			return q.Where("slug = ?", base).WhereOr("slug LIKE ? ESCAPE '!'", app.EscapeLike(base)+"-%")
 		}).Scan(ctx, &taken)
 	if err != nil {
 		return "", err

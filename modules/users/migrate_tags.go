@@ -9,6 +9,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/onair/onair/app"
+	"github.com/onair/onair/migrations"
 )
 
 // migrateTagIdentity is migration 0006: a tag becomes its text (TagKey)
@@ -27,7 +28,7 @@ import (
 // the step can run again after a crash.
 func migrateTagIdentity(ctx context.Context, db bun.IDB) error {
 	mysql := app.IsMySQL(db)
-	cols, err := tableColumns(ctx, db, "tags")
+	cols, err := migrations.Columns(ctx, db, "tags")
 	if err != nil {
 		return err
 	}
@@ -43,7 +44,7 @@ func migrateTagIdentity(ctx context.Context, db bun.IDB) error {
 	if err != nil {
 		return err
 	}
-	if cols, err = tableColumns(ctx, db, "tags"); err != nil {
+	if cols, err = migrations.Columns(ctx, db, "tags"); err != nil {
 		return err
 	}
 	if !cols["slug"] {
@@ -110,18 +111,6 @@ var tagMergeHooks []func(context.Context, bun.IDB) error
 // module's maintained counts). Call it from an init function.
 func OnTagsMerged(fn func(ctx context.Context, db bun.IDB) error) {
 	tagMergeHooks = append(tagMergeHooks, fn)
-}
-
-// TableExists tells whether the database has the table.
-func TableExists(ctx context.Context, db bun.IDB, table string) (bool, error) {
-	cols, err := tableColumns(ctx, db, table)
-	return len(cols) > 0, err
-}
-
-// ColumnExists tells whether the table has the column.
-func ColumnExists(ctx context.Context, db bun.IDB, table, column string) (bool, error) {
-	cols, err := tableColumns(ctx, db, table)
-	return cols[column], err
 }
 
 // mergeTag moves every link to tag from onto tag into, then deletes from.
@@ -193,23 +182,6 @@ func tagLinks(ctx context.Context, db bun.IDB) ([]tagLink, error) {
 		}
 	}
 	return out, nil
-}
-
-// tableColumns returns the set of a table's column names.
-func tableColumns(ctx context.Context, db bun.IDB, table string) (map[string]bool, error) {
-	var names []string
-	q := db.NewRaw("SELECT name FROM pragma_table_info(?)", table)
-	if app.IsMySQL(db) {
-		q = db.NewRaw("SELECT COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?", table)
-	}
-	if err := q.Scan(ctx, &names); err != nil {
-		return nil, fmt.Errorf("columns of %s: %w", table, err)
-	}
-	set := make(map[string]bool, len(names))
-	for _, n := range names {
-		set[n] = true
-	}
-	return set, nil
 }
 
 func execDDL(ctx context.Context, db bun.IDB, statement string) error {

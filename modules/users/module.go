@@ -1,6 +1,8 @@
 // Package users is the users module: the User resource of the v1 API, API
 // tokens (it is the kernel's Authenticator), following, tags, and the
-// "users create" and "tokens create" commands.
+// "users create" and "tokens create" commands, its pages of the staff
+// console (users, radio approvals) and the kernel's app.Accounts (staff
+// sign-in and sessions).
 package users
 
 import (
@@ -25,7 +27,8 @@ func init() { app.Register(&Module{}) }
 type Module struct {
 	Service *Service
 
-	authz *app.Authz
+	authz   *app.Authz
+	console *console
 	// stopListen ends the token cache's invalidation listener.
 	stopListen context.CancelFunc
 	listening  chan struct{}
@@ -127,6 +130,7 @@ func (m *Module) Provision(core *app.Core) error {
 	}
 	m.Service.mail = mailer
 	m.authz = core.Authz
+	m.console = newConsole(core, m.Service)
 	return nil
 }
 

@@ -11,6 +11,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/onair/onair/app"
+	"github.com/onair/onair/migrations"
 )
 
 // ProfileInput is what a user may change of their own profile (PUT
@@ -187,7 +188,7 @@ func checkPassword(password string) error {
 // one gets them here. Each column is added only when missing, so the step
 // can run again after a crash (MySQL commits DDL at once).
 func migrateProfile(ctx context.Context, db bun.IDB) error {
-	cols, err := tableColumns(ctx, db, "users")
+	cols, err := migrations.Columns(ctx, db, "users")
 	if err != nil {
 		return err
 	}

@@ -190,7 +190,7 @@ func (s *Service) freeSlug(ctx context.Context, base string, attempt int) (strin
 	var taken []string
 	err := s.db.NewSelect().Model((*User)(nil)).Column("slug").
 		WhereGroup(" AND ", func(q *bun.SelectQuery) *bun.SelectQuery {
-			return q.Where("slug = ?", base).WhereOr("slug LIKE ? ESCAPE '!'", EscapeLike(base)+"-%")
+			return q.Where("slug = ?", base).WhereOr("slug LIKE ? ESCAPE '!'", app.EscapeLike(base)+"-%")
 		}).Scan(ctx, &taken)
 	if err != nil {
 		return "", fmt.Errorf("users: create: %w", err)
@@ -319,7 +319,7 @@ func orderTags(q *bun.SelectQuery) *bun.SelectQuery { return q.OrderExpr("t.fold
 // filterUsers adds the WHERE clauses of q.
 func filterUsers(sel *bun.SelectQuery, q ListQuery) *bun.SelectQuery {
 	if q.Search != "" {
-		like := "%" + EscapeLike(strings.ToLower(strings.TrimSpace(q.Search))) + "%"
+		like := "%" + app.EscapeLike(strings.ToLower(strings.TrimSpace(q.Search))) + "%"
 		sel.WhereGroup(" AND ", func(w *bun.SelectQuery) *bun.SelectQuery {
 			return w.Where("LOWER(u.name) LIKE ? ESCAPE '!'", like).WhereOr("u.slug LIKE ? ESCAPE '!'", like).
 				WhereOr("u.email LIKE ? ESCAPE '!'", like)
@@ -332,7 +332,7 @@ func filterUsers(sel *bun.SelectQuery, q ListQuery) *bun.SelectQuery {
 		sel.Where("u.radio_requested = ?", *q.RadioRequested)
 	}
 	if q.Filter != "" {
-		like := "%" + EscapeLike(strings.ToLower(q.Filter)) + "%"
+		like := "%" + app.EscapeLike(strings.ToLower(q.Filter)) + "%"
 		sel.WhereGroup(" AND ", func(w *bun.SelectQuery) *bun.SelectQuery {
 			return w.Where("LOWER(u.name) LIKE ? ESCAPE '!'", like).WhereOr("u.slug LIKE ? ESCAPE '!'", like)
 		})
@@ -345,16 +345,9 @@ func filterUsers(sel *bun.SelectQuery, q ListQuery) *bun.SelectQuery {
 		}
 	}
 	if q.Name != "" {
-		sel.Where("LOWER(u.name) LIKE ? ESCAPE '!'", "%"+EscapeLike(strings.ToLower(q.Name))+"%")
+		sel.Where("LOWER(u.name) LIKE ? ESCAPE '!'", "%"+app.EscapeLike(strings.ToLower(q.Name))+"%")
 	}
 	return sel
-}
-
-// EscapeLike escapes LIKE wildcards with "!" (used with ESCAPE '!'), which
-// means the same on MySQL and SQLite.
-func EscapeLike(s string) string {
-	r := strings.NewReplacer("!", "!!", "%", "!%", "_", "!_")
-	return r.Replace(s)
 }
 
 // Follow makes follower follow followed; following twice is harmless.

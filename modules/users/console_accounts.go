@@ -1,4 +1,4 @@
-package usersadmin
+package users
 
 import (
 	"context"
@@ -8,8 +8,6 @@ import (
 
 	"github.com/onair/onair/admin"
 	"github.com/onair/onair/app"
-	"github.com/onair/onair/modules/shows"
-	"github.com/onair/onair/modules/users"
 )
 
 // The staff's account tools: edit a profile, suspend and restore, and a
@@ -22,13 +20,13 @@ type profileState struct {
 	Description *string `json:"description"`
 }
 
-func profileOf(u *users.User) profileState { return profileState{u.Name, u.Location, u.Description} }
+func profileOf(u *User) profileState { return profileState{u.Name, u.Location, u.Description} }
 
 func eqPtr(a, b *string) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }
 
 // editProfile is POST /admin/users/:id/profile: name, location and bio
-// (users.Service.UpdateProfile, the API's rules).
-func (m *Module) editProfile(c *fiber.Ctx) error {
+// (Service.UpdateProfile, the API's rules).
+func (m *console) editProfile(c *fiber.Ctx) error {
 	if err := m.authz.Can(admin.Principal(c), "users", "update"); err != nil {
 		return err
 	}
@@ -41,7 +39,7 @@ func (m *Module) editProfile(c *fiber.Ctx) error {
 	}
 	before := profileOf(u)
 	name, loc, bio := c.FormValue("name"), c.FormValue("location"), c.FormValue("description")
-	u, err = m.users.UpdateProfile(c.UserContext(), u.ID, users.ProfileInput{Name: &name, Location: &loc, Description: &bio})
+	u, err = m.users.UpdateProfile(c.UserContext(), u.ID, ProfileInput{Name: &name, Location: &loc, Description: &bio})
 	if err != nil {
 		return err
 	}
@@ -63,7 +61,7 @@ type suspendState struct {
 // suspended user's tokens and sessions stop working at once, and their
 // live shows are stopped. Nobody suspends themselves; only an admin
 // suspends staff.
-func (m *Module) suspend(c *fiber.Ctx) error {
+func (m *console) suspend(c *fiber.Ctx) error {
 	p := admin.Principal(c)
 	if err := m.authz.Can(p, "users", "suspend"); err != nil {
 		return err
@@ -108,22 +106,16 @@ func (m *Module) suspend(c *fiber.Ctx) error {
 	return admin.Redirect(c, admin.Path("/users/%d", u.ID), msg)
 }
 
-// stopLive stops the user's live shows as the staff member.
-func (m *Module) stopLive(ctx context.Context, userID int64, p *app.Principal) ([]int64, error) {
-	if m.shows == nil {
-		return nil, nil
-	}
-	yes := true
-	list, _, err := m.shows.List(ctx, shows.ListQuery{UserID: userID, Live: &yes, Page: app.Page{Number: 1, Size: 50}})
-	if err != nil {
-		return nil, err
-	}
+// stopLive stops the user's live shows as the staff member (every
+// UserKeeper's UserSuspended).
+func (m *console) stopLive(ctx context.Context, userID int64, p *app.Principal) ([]int64, error) {
 	var stopped []int64
-	for _, sh := range list {
-		if _, err := m.shows.Stop(ctx, sh.ID, p); err != nil && err != shows.ErrNotLive {
+	for _, k := range m.keepers {
+		ids, err := k.UserSuspended(ctx, userID, p)
+		stopped = append(stopped, ids...)
+		if err != nil {
 			return stopped, err
 		}
-		stopped = append(stopped, sh.ID)
 	}
 	return stopped, nil
 }
@@ -131,7 +123,7 @@ func (m *Module) stopLive(ctx context.Context, userID int64, p *app.Principal) (
 // resetLink is POST /admin/users/:id/reset: a one-time link to set a new
 // password, shown once to the staff member to pass on (the service sends
 // no mail). Only an admin makes one for another staff member.
-func (m *Module) resetLink(c *fiber.Ctx) error {
+func (m *console) resetLink(c *fiber.Ctx) error {
 	p := admin.Principal(c)
 	if err := m.authz.Can(p, "users", "reset_password"); err != nil {
 		return err
@@ -147,7 +139,7 @@ func (m *Module) resetLink(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	if err := admin.Log(c, "users.reset_link", admin.Target("user", u.ID), nil, map[string]string{"expires_in": users.ResetLifetime.String()}); err != nil {
+	if err := admin.Log(c, "users.reset_link", admin.Target("user", u.ID), nil, map[string]string{"expires_in": ResetLifetime.String()}); err != nil {
 		return err
 	}
 	return m.renderUserWith(c, "", m.public+"/reset/"+plain)
@@ -165,7 +157,7 @@ type deletedUser struct {
 // its media goes), then their chat messages everywhere, then the user with
 // their tokens, sessions, follows and favorites. The audit entries they
 // wrote stay.
-func (m *Module) deleteUser(c *fiber.Ctx) error {
+func (m *console) deleteUser(c *fiber.Ctx) error {
 	p := admin.Principal(c)
 	if err := m.authz.Can(p, "users", "delete"); err != nil {
 		return err
@@ -179,27 +171,12 @@ func (m *Module) deleteUser(c *fiber.Ctx) error {
 	}
 	ctx := c.UserContext()
 	before := deletedUser{Name: u.Name, Email: u.Email, Role: u.Role, Shows: []int64{}}
-	if m.shows != nil {
-		for {
-			list, _, err := m.shows.List(ctx, shows.ListQuery{UserID: u.ID, Page: app.Page{Number: 1, Size: 100}})
-			if err != nil {
-				return err
-			}
-			if len(list) == 0 {
-				break
-			}
-			for _, sh := range list {
-				if _, err := m.shows.Delete(ctx, sh.ID, p); err != nil {
-					return err
-				}
-				before.Shows = append(before.Shows, sh.ID)
-			}
-		}
-	}
-	if m.chat != nil {
-		if err := m.chat.ForgetUser(ctx, u.ID); err != nil {
+	for _, k := range m.keepers {
+		ids, err := k.DeletingUser(ctx, u.ID, p)
+		if err != nil {
 			return err
 		}
+		before.Shows = append(before.Shows, ids...)
 	}
 	if err := m.users.Delete(ctx, u.ID); err != nil {
 		return err

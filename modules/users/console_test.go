@@ -1,4 +1,4 @@
-package usersadmin_test
+package users_test
 
 import (
 	"encoding/json"
@@ -200,7 +200,7 @@ func TestConsoleUserActions(t *testing.T) {
 				t.Run(tt.name+"/"+kind, func(t *testing.T) {
 					f := &fixture{}
 					f.user, f.token = env.CreateUser("Someone", onairtest.Password(admintest.Password))
-					f.tokenID = tokenID(t, env, f.user.ID)
+					f.tokenID = consoleTokenID(t, env, f.user.ID)
 					f.admin, _ = env.CreateUser("Other Admin", onairtest.Role("admin"), onairtest.Password(admintest.Password))
 					if tt.setup != nil {
 						tt.setup(t, f)
@@ -258,7 +258,7 @@ func setRadio(t *testing.T, env *onairtest.Env, id int64, on bool) {
 	}
 }
 
-func tokenID(t *testing.T, env *onairtest.Env, userID int64) int64 {
+func consoleTokenID(t *testing.T, env *onairtest.Env, userID int64) int64 {
 	t.Helper()
 	m, _ := onairtest.Module[*users.Module](env)
 	list, err := m.Service.Tokens(t.Context(), userID)
@@ -302,13 +302,13 @@ func TestConsoleUserRules(t *testing.T) {
 	})
 	t.Run("revoking twice", func(t *testing.T) {
 		u, _ := env.CreateUser("Twice")
-		id := tokenID(t, env, u.ID)
+		id := consoleTokenID(t, env, u.ID)
 		path := fmt.Sprintf("/admin/users/%d/tokens/%d/revoke", u.ID, id)
 		adm.Post(path, nil).Expect(t, http.StatusSeeOther)
 		adm.Post(path, nil).Expect(t, http.StatusConflict)
 		// A token of another user is not found through this user.
 		other, _ := env.CreateUser("Other")
-		adm.Post(fmt.Sprintf("/admin/users/%d/tokens/%d/revoke", other.ID, tokenID(t, env, u.ID)), nil).Expect(t, http.StatusNotFound)
+		adm.Post(fmt.Sprintf("/admin/users/%d/tokens/%d/revoke", other.ID, consoleTokenID(t, env, u.ID)), nil).Expect(t, http.StatusNotFound)
 	})
 	t.Run("pages", func(t *testing.T) {
 		waiting, tok := env.CreateUser("Wanda Waiting")

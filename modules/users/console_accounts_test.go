@@ -1,4 +1,4 @@
-package usersadmin_test
+package users_test
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package usersadmin
+package users
 
 import (
 	"errors"
@@ -9,7 +9,6 @@ import (
 
 	"github.com/onair/onair/admin"
 	"github.com/onair/onair/app"
-	"github.com/onair/onair/modules/users"
 )
 
 const pageSize = 50
@@ -41,13 +40,13 @@ type newUserState struct {
 	Password bool   `json:"password_set"`
 }
 
-func flagsOf(u *users.User) flagState { return flagState{u.DJ, u.Producer, u.Featured} }
+func flagsOf(u *User) flagState { return flagState{u.DJ, u.Producer, u.Featured} }
 
 // listPage is GET /admin/users: search by name, slug or email.
-func (m *Module) listPage(c *fiber.Ctx) error {
+func (m *console) listPage(c *fiber.Ctx) error {
 	n := admin.PageNumber(c)
 	q := strings.TrimSpace(c.Query("q"))
-	list, count, err := m.users.List(c.UserContext(), users.ListQuery{Search: q, Page: app.Page{Number: n, Size: pageSize}})
+	list, count, err := m.users.List(c.UserContext(), ListQuery{Search: q, Page: app.Page{Number: n, Size: pageSize}})
 	if err != nil {
 		return err
 	}
@@ -56,12 +55,12 @@ func (m *Module) listPage(c *fiber.Ctx) error {
 
 // create is POST /admin/users. Moderators create plain users; a staff role
 // needs the right to set roles.
-func (m *Module) create(c *fiber.Ctx) error {
+func (m *console) create(c *fiber.Ctx) error {
 	p := admin.Principal(c)
 	if err := m.authz.Can(p, "users", "create"); err != nil {
 		return err
 	}
-	n := users.NewUser{
+	n := NewUser{
 		Name: c.FormValue("name"), Email: c.FormValue("email"), Password: c.FormValue("password"),
 		Role: c.FormValue("role"), DJ: admin.Checked(c, "dj"), Producer: admin.Checked(c, "producer"),
 	}
@@ -82,18 +81,18 @@ func (m *Module) create(c *fiber.Ctx) error {
 }
 
 // userPage is GET /admin/users/:id.
-func (m *Module) userPage(c *fiber.Ctx) error {
+func (m *console) userPage(c *fiber.Ctx) error {
 	return m.renderUser(c, "")
 }
 
 // renderUser shows a user with their tokens; newToken, when set, is shown
 // once above them.
-func (m *Module) renderUser(c *fiber.Ctx, newToken string) error {
+func (m *console) renderUser(c *fiber.Ctx, newToken string) error {
 	return m.renderUserWith(c, newToken, "")
 }
 
 // renderUserWith also shows a new password reset link, once.
-func (m *Module) renderUserWith(c *fiber.Ctx, newToken, resetURL string) error {
+func (m *console) renderUserWith(c *fiber.Ctx, newToken, resetURL string) error {
 	u, err := m.user(c)
 	if err != nil {
 		return err
@@ -109,7 +108,7 @@ func (m *Module) renderUserWith(c *fiber.Ctx, newToken, resetURL string) error {
 
 // setFlags is POST /admin/users/:id/flags (the dj, producer and featured
 // checkboxes; an unchecked box is false).
-func (m *Module) setFlags(c *fiber.Ctx) error {
+func (m *console) setFlags(c *fiber.Ctx) error {
 	if err := m.authz.Can(admin.Principal(c), "users", "update"); err != nil {
 		return err
 	}
@@ -122,7 +121,7 @@ func (m *Module) setFlags(c *fiber.Ctx) error {
 	}
 	before := flagsOf(u)
 	dj, producer, featured := admin.Checked(c, "dj"), admin.Checked(c, "producer"), admin.Checked(c, "featured")
-	u, err = m.users.SetFlags(c.UserContext(), u.ID, users.Flags{DJ: &dj, Producer: &producer, Featured: &featured})
+	u, err = m.users.SetFlags(c.UserContext(), u.ID, Flags{DJ: &dj, Producer: &producer, Featured: &featured})
 	if err != nil {
 		return err
 	}
@@ -136,7 +135,7 @@ func (m *Module) setFlags(c *fiber.Ctx) error {
 
 // setRole is POST /admin/users/:id/role (admins only). Nobody changes their
 // own role, so the last admin cannot lock everyone out by mistake.
-func (m *Module) setRole(c *fiber.Ctx) error {
+func (m *console) setRole(c *fiber.Ctx) error {
 	p := admin.Principal(c)
 	if err := m.authz.Can(p, "users", "set_role"); err != nil {
 		return err
@@ -163,7 +162,7 @@ func (m *Module) setRole(c *fiber.Ctx) error {
 
 // mayManageTokens: staff manage tokens; the tokens of another staff
 // member (whose token would carry their role) need an admin.
-func (m *Module) mayManageTokens(c *fiber.Ctx, u *users.User) error {
+func (m *console) mayManageTokens(c *fiber.Ctx, u *User) error {
 	p := admin.Principal(c)
 	if err := m.authz.Can(p, "tokens", "manage"); err != nil {
 		return err
@@ -178,7 +177,7 @@ func (m *Module) mayManageTokens(c *fiber.Ctx, u *users.User) error {
 
 // issueToken is POST /admin/users/:id/tokens: the new token is shown on
 // the answer, once; only its hash is kept.
-func (m *Module) issueToken(c *fiber.Ctx) error {
+func (m *console) issueToken(c *fiber.Ctx) error {
 	u, err := m.user(c)
 	if err != nil {
 		return err
@@ -202,7 +201,7 @@ func (m *Module) issueToken(c *fiber.Ctx) error {
 }
 
 // revokeToken is POST /admin/users/:id/tokens/:token/revoke.
-func (m *Module) revokeToken(c *fiber.Ctx) error {
+func (m *console) revokeToken(c *fiber.Ctx) error {
 	u, err := m.user(c)
 	if err != nil {
 		return err
@@ -227,7 +226,7 @@ func (m *Module) revokeToken(c *fiber.Ctx) error {
 	if before == nil {
 		return app.NotFound("token")
 	}
-	if err := m.users.RevokeToken(c.UserContext(), u.ID, tid); errors.Is(err, users.ErrNotFound) {
+	if err := m.users.RevokeToken(c.UserContext(), u.ID, tid); errors.Is(err, ErrNotFound) {
 		return app.Conflict("the token is already revoked")
 	} else if err != nil {
 		return err

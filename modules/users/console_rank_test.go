@@ -1,4 +1,4 @@
-package usersadmin_test
+package users_test
 
 import (
 	"fmt"
@@ -69,7 +69,7 @@ func TestConsoleStaffRank(t *testing.T) {
 						// Still a change of rank: moderator to admin.
 						form = url.Values{"role": {"admin"}}
 					}
-					tg := target{u: u, tokenID: tokenID(t, env, u.ID)}
+					tg := target{u: u, tokenID: consoleTokenID(t, env, u.ID)}
 					audited := admintest.AuditCount(t, env, "")
 					r := actors[actor].Post(a.path(tg), form)
 					allowed := actor == "admin" || role == "" && a.mod

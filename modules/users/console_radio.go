@@ -1,11 +1,10 @@
-package usersadmin
+package users
 
 import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/onair/onair/admin"
 	"github.com/onair/onair/app"
-	"github.com/onair/onair/modules/users"
 )
 
 // radioState is what the audit log records of a radio decision.
@@ -15,15 +14,15 @@ type radioState struct {
 }
 
 // radioPage is GET /admin/radio: requests waiting, then approved users.
-func (m *Module) radioPage(c *fiber.Ctx) error {
+func (m *console) radioPage(c *fiber.Ctx) error {
 	ctx := c.UserContext()
 	yes, no := true, false
-	waiting, _, err := m.users.List(ctx, users.ListQuery{RadioRequested: &yes, Radio: &no, Page: app.Page{Number: 1, Size: 200}})
+	waiting, _, err := m.users.List(ctx, ListQuery{RadioRequested: &yes, Radio: &no, Page: app.Page{Number: 1, Size: 200}})
 	if err != nil {
 		return err
 	}
 	n := admin.PageNumber(c)
-	approved, count, err := m.users.List(ctx, users.ListQuery{Radio: &yes, Page: app.Page{Number: n, Size: pageSize}})
+	approved, count, err := m.users.List(ctx, ListQuery{Radio: &yes, Page: app.Page{Number: n, Size: pageSize}})
 	if err != nil {
 		return err
 	}
@@ -31,12 +30,12 @@ func (m *Module) radioPage(c *fiber.Ctx) error {
 }
 
 // approveRadio is POST /admin/radio/:id/approve.
-func (m *Module) approveRadio(c *fiber.Ctx) error { return m.decideRadio(c, true) }
+func (m *console) approveRadio(c *fiber.Ctx) error { return m.decideRadio(c, true) }
 
 // revokeRadio is POST /admin/radio/:id/revoke (also turns a request down).
-func (m *Module) revokeRadio(c *fiber.Ctx) error { return m.decideRadio(c, false) }
+func (m *console) revokeRadio(c *fiber.Ctx) error { return m.decideRadio(c, false) }
 
-func (m *Module) decideRadio(c *fiber.Ctx, approve bool) error {
+func (m *console) decideRadio(c *fiber.Ctx, approve bool) error {
 	if err := m.authz.Can(admin.Principal(c), "users", "approve_radio"); err != nil {
 		return err
 	}
