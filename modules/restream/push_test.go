@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"os/exec"
 	"strings"
@@ -166,12 +165,6 @@ func TestRestreamToAnotherOnAir(t *testing.T) {
 		t.Fatalf("B's health %v", bh)
 	}
 
-	// The studio page lists the destination masked.
-	page := studioPage(t, a, atok)
-	if strings.Contains(page, bKey) || !strings.Contains(page, "/live/••••") {
-		t.Fatalf("studio destinations page:\n%s", page)
-	}
-
 	// B restarts: retrying, then connected and B live again.
 	b.Kill()
 	testload.Poll(t, "the destination retrying", func() error {
@@ -216,21 +209,4 @@ func TestRestreamToAnotherOnAir(t *testing.T) {
 	if !strings.Contains(a.Logs(), "restream connected") {
 		t.Errorf("no connection logged")
 	}
-}
-
-// studioPage is the signed-in user's Destinations page in the studio.
-func studioPage(t *testing.T, env *onairtest.Env, token string) string {
-	t.Helper()
-	req, _ := http.NewRequest("GET", env.URL+"/studio/destinations", nil)
-	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := env.Client.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("studio destinations: %d\n%s", resp.StatusCode, body)
-	}
-	return string(body)
 }
