@@ -23,10 +23,10 @@ import (
 	"github.com/onair/onair/internal/csrf"
 	"github.com/onair/onair/modules/chat"
 	"github.com/onair/onair/modules/notify"
+	"github.com/onair/onair/modules/restream"
 	"github.com/onair/onair/modules/shows"
 	"github.com/onair/onair/modules/stats"
 	"github.com/onair/onair/modules/users"
-	"github.com/onair/onair/modules/restream"
 	"github.com/onair/onair/modules/webhooks"
 )
 
