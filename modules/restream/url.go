@@ -64,6 +64,9 @@ func checkURL(raw string, allowPrivate bool) string {
 	if len(raw) > MaxURL {
 		return fmt.Sprintf("must be at most %d characters", MaxURL)
 	}
+	if !utf8.ValidString(raw) || strings.ContainsFunc(raw, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+		return "must be valid text without control characters"
+	}
 	lower := strings.ToLower(raw)
 	if !strings.HasPrefix(lower, "rtmp://") && !strings.HasPrefix(lower, "rtmps://") {
 		return "must be an rtmp:// or rtmps:// URL"

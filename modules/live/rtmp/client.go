@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -71,6 +72,9 @@ func ParseTarget(raw string) (Target, error) {
 		port = "1935"
 	case port == "":
 		port = "443"
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return Target{}, ErrBadURL
 	}
 	t.Address = net.JoinHostPort(t.Host, port)
 	path := strings.TrimPrefix(u.EscapedPath(), "/")
