@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os/exec"
 	"strings"
@@ -161,6 +162,9 @@ func TestRestreamToAnotherOnAir(t *testing.T) {
 		}
 		return nil
 	})
+	if m := metrics(t, a); !strings.Contains(m, `onair_restream_destinations{state="connected"} 1`) {
+		t.Errorf("metrics:\n%s", m)
+	}
 	if bh := health(t, benv, btok, bShow); bh["receiving"] != true || bh["protocol"] != "rtmp" {
 		t.Fatalf("B's health %v", bh)
 	}
@@ -209,4 +213,16 @@ func TestRestreamToAnotherOnAir(t *testing.T) {
 	if !strings.Contains(a.Logs(), "restream connected") {
 		t.Errorf("no connection logged")
 	}
+}
+
+// metrics is env's /metrics.
+func metrics(t *testing.T, env *onairtest.Env) string {
+	t.Helper()
+	resp, err := env.Client.Get(env.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return string(body)
 }
