@@ -12,6 +12,7 @@ import (
 	_ "github.com/onair/onair/modules/notify"
 	_ "github.com/onair/onair/modules/pages"
 	_ "github.com/onair/onair/modules/podcast"
+	_ "github.com/onair/onair/modules/restream"
 	_ "github.com/onair/onair/modules/shows"
 	_ "github.com/onair/onair/modules/stats"
 	_ "github.com/onair/onair/modules/users"

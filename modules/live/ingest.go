@@ -49,6 +49,7 @@ type stream struct {
 	pubs   publications
 	log    *slog.Logger
 	showID int64
+	userID int64 // the show's owner
 	dir    string
 	req    rtmp.PublishRequest
 	// ctx is the publisher's connection: it ends when the connection does.
@@ -117,7 +118,7 @@ func (m *Module) newStream(ctx context.Context, proto string, req rtmp.PublishRe
 	if refusals == nil {
 		refusals = &m.codecRefusals
 	}
-	s := &stream{pubs: m, log: m.core.Log, showID: sh.ID, dir: m.showDir(sh.ID), req: req, ctx: ctx,
+	s := &stream{pubs: m, log: m.core.Log, showID: sh.ID, userID: sh.UserID, dir: m.showDir(sh.ID), req: req, ctx: ctx,
 		closed: make(chan struct{}), refusals: refusals, protocol: proto}
 	s.core = streamcore.New(time.Now(), streamcore.Options{TrackWait: m.trackWait, AudioOnly: sh.AudioOnly,
 		Decided: func(t streamcore.Tracks) error { return s.pubs.decided(s, t) }})
@@ -239,6 +240,7 @@ func (m *Module) decided(s *stream, t streamcore.Tracks) error {
 	r.followers = m.followers(s, up)
 	m.core.Log.Info("publisher tracks decided", "show", s.showID, "video", t.Video != nil, "audio", t.Audio != nil)
 	s.core.AddReader(r, streamcore.ReaderOptions{Name: "hls", Essential: true})
+	m.published(s)
 	return nil
 }
 

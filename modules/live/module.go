@@ -85,6 +85,8 @@ type Module struct {
 
 	// liveSlots holds the shows going live now (goingLive at most).
 	liveSlots chan struct{}
+	// hooks are other modules' readers of each publication (OnPublish).
+	hooks publishHooks
 
 	mu      sync.Mutex
 	streams map[int64]*stream // the publisher of each show

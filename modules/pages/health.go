@@ -29,12 +29,17 @@ const (
 type healthView struct {
 	Receiving, Video, Audio, Size, FPS, Keyframes, Viewers, Peak, Timing, Since string
 	Warnings                                                                    []string
-	On                                                                          bool
+	// Destinations are the restream destinations in words (destinationLine).
+	Destinations []string
+	On           bool
 }
 
 func viewHealth(h shows.Health) healthView {
 	v := healthView{Receiving: "no", Video: "—", Audio: "—", Size: "—", FPS: "—", Keyframes: "—", Viewers: strconv.Itoa(h.Viewers),
 		Peak: strconv.Itoa(h.PeakViewers), Timing: "—", Since: "—", Warnings: h.Warnings, On: h.Receiving}
+	for _, d := range h.Destinations {
+		v.Destinations = append(v.Destinations, destinationLine(d))
+	}
 	if h.Receiving {
 		v.Receiving = "yes"
 		v.Timing = timing(h)
@@ -58,6 +63,19 @@ func viewHealth(h shows.Health) healthView {
 		v.Since = utc(time.Time(*h.Since))
 	}
 	return v
+}
+
+// destinationLine is a restream destination's state in words (onair.js
+// says it the same way).
+func destinationLine(d shows.DestinationHealth) string {
+	line := d.Name + ": " + d.State
+	if d.State == "connected" {
+		line += fmt.Sprintf(", %d kb/s", d.Bitrate)
+	}
+	if d.Error != nil {
+		line += " (" + *d.Error + ")"
+	}
+	return line
 }
 
 // timing says whether the media arrives in real time: how far behind it

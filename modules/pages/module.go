@@ -23,6 +23,7 @@ import (
 	"github.com/onair/onair/internal/csrf"
 	"github.com/onair/onair/modules/chat"
 	"github.com/onair/onair/modules/notify"
+	"github.com/onair/onair/modules/restream"
 	"github.com/onair/onair/modules/shows"
 	"github.com/onair/onair/modules/stats"
 	"github.com/onair/onair/modules/users"
@@ -43,6 +44,9 @@ type Module struct {
 	log    *slog.Logger
 	// webhooks manages the account's webhooks (/account/webhooks).
 	webhooks *webhooks.Module
+	// restream manages the user's restream destinations
+	// (/studio/destinations); nil without it.
+	restream *restream.Module
 	notify   *notify.Module // go-live mails; nil without the module
 	// healthOf is a show's stream health (shows.Module.HealthOf).
 	healthOf func(sh *shows.Show) shows.Health
@@ -84,6 +88,7 @@ func (m *Module) Provision(core *app.Core) error {
 	}
 	m.assets, m.public, m.rtmp, m.log = assets, core.Config.PublicURL, app.Get[string](core.Config, shows.SettingRTMPURL), core.Log
 	m.webhooks, _ = app.Lookup[*webhooks.Module](core)
+	m.restream, _ = app.Lookup[*restream.Module](core)
 	m.stats, _ = app.Lookup[*stats.Module](core)
 	m.notify, _ = app.Lookup[*notify.Module](core)
 	return nil
@@ -126,6 +131,10 @@ func (m *Module) PublicRoutes(r fiber.Router) {
 
 	r.Get("/studio", m.page(m.studio))
 	r.Get("/studio/shows/new", m.page(m.newShowForm))
+	r.Get("/studio/destinations", m.page(m.destinationsPage))
+	r.Post("/studio/destinations", m.page(m.createDestination))
+	r.Post("/studio/destinations/:id", m.page(m.updateDestination))
+	r.Post("/studio/destinations/:id/delete", m.page(m.deleteDestination))
 	r.Post("/studio/shows", m.page(m.createShowForm))
 	r.Get("/studio/shows/:id", m.page(m.studioShow))
 	r.Post("/studio/shows/:id", m.page(m.updateShowForm))

@@ -98,6 +98,13 @@ func secretsFlow(t *testing.T, jsonLogs bool) {
 		return nil
 	})
 
+	// A restream destination's stream key: stored, listed masked, and
+	// pushed to (an address that refuses: the error is logged).
+	destKey := "dest-" + hex.EncodeToString(b)
+	secrets["restream destination key"] = destKey
+	env.Do("POST", "/v1/destinations", dj.token, map[string]any{"name": "Elsewhere", "url": "rtmp://127.0.0.1:1/live/" + destKey}).
+		Expect(t, http.StatusCreated)
+
 	// A private show: its key, regenerated, published with; the old one
 	// refused.
 	id, _, oldKey := createShow(t, env, dj, map[string]any{"name": "Secret Set", "private": true})

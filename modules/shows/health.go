@@ -47,6 +47,26 @@ type Health struct {
 	TimestampGaps int            `json:"timestamp_gaps"`
 	Since         *app.Timestamp `json:"since"`
 	Warnings      []string       `json:"warnings"`
+	// Destinations are the platforms the show is restreamed to from the
+	// node that ingests it (the restream module); empty otherwise.
+	Destinations []DestinationHealth `json:"destinations"`
+}
+
+// DestinationHealth is the state of one restream destination of a live
+// show: State is connecting, connected, retrying or failed; Bitrate the
+// kb/s sent over the last few seconds; Error the last failure, if any.
+type DestinationHealth struct {
+	ID      int64   `json:"id"`
+	Name    string  `json:"name"`
+	State   string  `json:"state"`
+	Bitrate int     `json:"bitrate"`
+	Error   *string `json:"error"`
+}
+
+// HealthAdder is a module that adds to a show's health what it does with
+// the publication (the restream module: its destinations).
+type HealthAdder interface {
+	AddHealth(showID int64, h *Health)
 }
 
 // SRTHealth is the state of an SRT publisher's connection: what SRT had
@@ -80,6 +100,14 @@ type HealthReporter interface {
 func (m *Module) HealthOf(sh *Show) Health {
 	h := m.measure(sh.ID)
 	h.PeakViewers = PeakOf(sh, h)
+	h.Destinations = []DestinationHealth{}
+	if m.core != nil {
+		for _, mod := range m.core.Modules {
+			if a, ok := mod.(HealthAdder); ok {
+				a.AddHealth(sh.ID, &h)
+			}
+		}
+	}
 	return h
 }
 

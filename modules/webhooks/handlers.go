@@ -118,8 +118,17 @@ func (m *Module) checkPrivate(raw string) string {
 	if err != nil {
 		return ""
 	}
-	ip, name, err := canonicalHost(u.Hostname())
-	if !m.cfg.allowPrivate {
+	return HostProblem(u.Hostname(), m.cfg.allowPrivate)
+}
+
+// HostProblem is the rule of checkPrivate for any URL's host (the
+// restream module's destinations follow it too): "" when host may be
+// named, else the problem in words. allowPrivate is
+// ONAIR_WEBHOOK_ALLOW_PRIVATE. A host that is no valid host at all is
+// the caller's to refuse.
+func HostProblem(host string, allowPrivate bool) string {
+	ip, name, err := canonicalHost(host)
+	if !allowPrivate {
 		if name == "localhost" || strings.HasSuffix(name, ".localhost") {
 			return "must not point at this machine"
 		}
@@ -129,6 +138,9 @@ func (m *Module) checkPrivate(raw string) string {
 	}
 	if errors.Is(err, errOddIPv4) {
 		return "must write an IPv4 address as four decimal numbers (a.b.c.d)"
+	}
+	if errors.Is(err, errBadHost) {
+		return "must name a valid host"
 	}
 	return ""
 }

@@ -91,7 +91,7 @@ type settings struct {
 func (*Module) Settings() []app.Setting {
 	return []app.Setting{
 		{Env: SettingAllowPrivate, Flag: "webhook-allow-private", Default: "false",
-			Help: "let webhooks reach loopback, private, link-local and metadata addresses (local development and tests only)", Parse: app.ParseBoolSetting},
+			Help: "let webhooks and restream destinations reach loopback, private, link-local and metadata addresses (local development and tests only)", Parse: app.ParseBoolSetting},
 		{Env: SettingTimeout, Flag: "webhook-timeout", Default: "10s",
 			Help: "how long one webhook delivery attempt may take", Parse: parseDurationAtLeast(100 * time.Millisecond)},
 		{Env: SettingMaxAttempts, Flag: "webhook-max-attempts", Default: "9",

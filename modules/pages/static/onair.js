@@ -85,6 +85,18 @@
         ul.textContent = '';
         ws.forEach(function (w) { var li = document.createElement('li'); li.textContent = w; ul.appendChild(li); });
       }
+      var dl = $('h-destinations'), ds = h.destinations || [];
+      if (dl && dl.getAttribute('data-list') !== JSON.stringify(ds)) {
+        dl.setAttribute('data-list', JSON.stringify(ds));
+        if (ds.length) {
+          dl.textContent = '';
+          ds.forEach(function (d) {
+            var li = document.createElement('li');
+            li.textContent = d.name + ': ' + d.state + (d.state === 'connected' ? ', ' + d.bitrate + ' kb/s' : '') + (d.error ? ' (' + d.error + ')' : '');
+            dl.appendChild(li);
+          });
+        }
+      }
       healthBox.setAttribute('data-updated', String(Date.now()));
     };
   }
