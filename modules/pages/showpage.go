@@ -56,8 +56,8 @@ type showData struct {
 	// is what they do: "listening" on an audio-only show, "watching" on
 	// any other. The chat counts the people in it apart.
 	Viewers, Audience string
-	Player playerData
-	Chat   chatData
+	Player            playerData
+	Chat              chatData
 }
 
 // recentChat is how many messages a live show's page starts with.
