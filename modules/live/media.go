@@ -251,25 +251,40 @@ func mediaParams(c *fiber.Ctx) (int64, string, error) {
 // ingests the show, or the store's own directory); the media store (a
 // redirect to a presigned URL when ONAIR_STORAGE_PUBLIC_URL is set, except
 // for live playlists).
-func (m *Module) sendMedia(c *fiber.Ctx, id int64, file, scope string) error {
+//
+// A live playlist request counts its viewer (sessions.go); a live master
+// asked with a valid session token lists its playlists with the token.
+func (m *Module) sendMedia(c *fiber.Ctx, id int64, file, scope string) (err error) {
 	ext := filepath.Ext(file)
+	live := ext == ".m3u8" && !isArchivePlaylist(file)
+	var who viewer
+	if live {
+		who = m.viewerOf(c, id)
+	}
 	// A show another node ingests: its live media come from there (this
-	// node's own working files of it, if any, are from an earlier stream).
+	// node's own working files of it, if any, are from an earlier stream;
+	// that node adds the token to the master).
 	if m.cluster != nil && m.cluster.proxy.forward(c, id) {
-		if ext == ".m3u8" {
-			m.viewers.saw(id, c.IP(), time.Now())
+		if live {
+			m.viewers.saw(id, who, time.Now())
 		}
 		return nil
+	}
+	if who.token != "" && isLiveMaster(file) {
+		defer func() {
+			if err == nil && c.Response().StatusCode() == fiber.StatusOK && c.Method() == fiber.MethodGet {
+				c.Response().SetBodyRaw(withSession(c.Response().Body(), who.token))
+			}
+		}()
 	}
 	// LL-HLS: a blocking playlist reload or a hinted part waits here, on
 	// the node that ingests the show, until what it asks for exists.
 	if err := m.awaitMedia(c, id, file); err != nil {
 		return err
 	}
-	live := ext == ".m3u8" && !isArchivePlaylist(file)
 	ctype, cache := mediaType(ext), cachePolicy(scope, ext, live)
 	if live && !proxied(c) { // the viewer is counted where it asked
-		m.viewers.saw(id, c.IP(), time.Now())
+		m.viewers.saw(id, who, time.Now())
 	}
 	// The live edge of a show ingested here is in memory (memcache.go).
 	if mf := m.media.get(id, file); mf != nil {

@@ -49,6 +49,8 @@ type Module struct {
 	app      string // the RTMP application name of ONAIR_RTMP_URL ("live")
 	root     string // media directory: <data dir>/media/shows
 	signer   *signer
+	// sessions makes and checks the viewers' playback session tokens.
+	sessions *sessions
 	thumbs   *thumbnailer
 	vis      *visibility
 	// mirror is set when the media store is not the working directory
@@ -207,6 +209,9 @@ func (m *Module) Provision(core *app.Core) error {
 	m.app = strings.Trim(u.Path, "/")
 	keyCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	m.signer, err = loadSigner(keyCtx, core, filepath.Join(core.Config.DataDir, "media", "signing.key"))
+	if err == nil {
+		m.sessions, err = loadSessions(keyCtx, core)
+	}
 	cancel()
 	if err != nil {
 		return err
@@ -230,6 +235,7 @@ func (m *Module) Provision(core *app.Core) error {
 		core.Log.Info("ffmpeg not on PATH: shows get a placeholder image and no animated preview")
 	}
 	m.shows.SetMediaSigner(m.signURL)
+	m.shows.SetViewerTokens(m.ViewerToken)
 	m.shows.Subscribe(m.onShowEvent)
 	cfg := core.Config
 	m.trackWait = app.Get[time.Duration](cfg, SettingRTMPTrackWait)
@@ -270,7 +276,7 @@ func (m *Module) registerMetrics(reg prometheus.Registerer) error {
 		}, func() float64 { return float64(m.rtmp.Conns()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "onair_hls_viewers",
-			Help: "Client addresses that fetched a live playlist from this node in the last 30 seconds.",
+			Help: "Playback sessions (or, without one, client addresses and User-Agents) that fetched a live playlist from this node in the last 30 seconds.",
 		}, func() float64 { return float64(m.viewers.total(time.Now())) }),
 		admissionCollector{server: m.rtmp, codec: &m.codecRefusals},
 		ingestCollector{m},

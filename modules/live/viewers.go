@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// viewerWindow is how long a client address counts as watching after its
+// viewerWindow is how long a playback session counts as watching after its
 // last poll of a live playlist: players poll every target duration (2 s),
 // so 30 s rides out a stall without counting a listener who left long ago.
 const viewerWindow = 30 * time.Second
@@ -15,40 +15,59 @@ const viewerWindow = 30 * time.Second
 // polls every 2 s is sent once every 10 s, not at every poll.
 const viewerRefresh = 10 * time.Second
 
-// viewers counts the distinct client addresses polling each show's live
-// playlists, the way HLS servers without a player beacon count an
-// audience. Two people behind one NAT count once.
+// viewers counts the playback sessions polling each show's live
+// playlists (sessions.go): a player page's session, or a plain client's
+// address and User-Agent. Two players behind one NAT count twice.
 type viewers struct {
 	window time.Duration
 
 	mu   sync.Mutex
-	seen map[int64]map[string]*sighting // show → client address → sighting
+	seen map[int64]*audience
 }
 
-// sighting is a client's last poll, and the last poll of it this node
+// audience is one show's viewers on this node: their sightings, and how
+// many of them each address group has (sessionsPerAddress caps it).
+type audience struct {
+	keys    map[string]*sighting
+	perAddr map[string]int
+}
+
+// sighting is a viewer's last poll, and the last poll of it this node
 // shared with the others (zero: not yet).
 type sighting struct {
 	last, shared time.Time
+	group        string
 }
 
 func newViewers(window time.Duration) *viewers {
-	return &viewers{window: window, seen: map[int64]map[string]*sighting{}}
+	return &viewers{window: window, seen: map[int64]*audience{}}
 }
 
-// saw records a poll of show's live playlist by client.
-func (v *viewers) saw(show int64, client string, now time.Time) {
+// saw records a poll of show's live playlist by v. A new viewer of an
+// address group that has sessionsPerAddress already counts as the group's
+// one overflow viewer.
+func (v *viewers) saw(show int64, who viewer, now time.Time) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	m := v.seen[show]
-	if m == nil {
-		m = map[string]*sighting{}
-		v.seen[show] = m
+	a := v.seen[show]
+	if a == nil {
+		a = &audience{keys: map[string]*sighting{}, perAddr: map[string]int{}}
+		v.seen[show] = a
 	}
-	if s := m[client]; s != nil {
+	key := who.key
+	if s := a.keys[key]; s != nil {
 		s.last = now
 		return
 	}
-	m[client] = &sighting{last: now}
+	if a.perAddr[who.group] >= sessionsPerAddress {
+		key = "o:" + who.group
+		if s := a.keys[key]; s != nil {
+			s.last = now
+			return
+		}
+	}
+	a.keys[key] = &sighting{last: now, group: who.group}
+	a.perAddr[who.group]++
 }
 
 // count returns the viewers of one show now.
@@ -80,7 +99,7 @@ func (v *viewers) unshared(now time.Time) map[int64]map[string]time.Time {
 		if v.prune(show, now) == 0 {
 			continue
 		}
-		for client, s := range v.seen[show] {
+		for client, s := range v.seen[show].keys {
 			if !s.shared.IsZero() && s.last.Sub(s.shared) < viewerRefresh {
 				continue
 			}
@@ -102,14 +121,20 @@ func (v *viewers) forget(show int64) {
 }
 
 func (v *viewers) prune(show int64, now time.Time) int {
-	m := v.seen[show]
-	for client, s := range m {
+	a := v.seen[show]
+	if a == nil {
+		return 0
+	}
+	for key, s := range a.keys {
 		if now.Sub(s.last) > v.window {
-			delete(m, client)
+			delete(a.keys, key)
+			if a.perAddr[s.group]--; a.perAddr[s.group] <= 0 {
+				delete(a.perAddr, s.group)
+			}
 		}
 	}
-	if len(m) == 0 {
+	if len(a.keys) == 0 {
 		delete(v.seen, show)
 	}
-	return len(m)
+	return len(a.keys)
 }

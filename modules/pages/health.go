@@ -93,7 +93,8 @@ func timing(h shows.Health) string {
 
 // health is GET /studio/shows/:id/health: the owner's show's health as
 // JSON (the API's figures), or with Accept: text/event-stream a stream of
-// them every two seconds.
+// them every two seconds, with the show's state as it connects and as it
+// changes ("event: state", follow.go).
 func (m *Module) health(c *fiber.Ctx, v *visitor) error {
 	if !v.signedIn() {
 		return fiber.ErrUnauthorized
@@ -112,26 +113,22 @@ func (m *Module) health(c *fiber.Ctx, v *visitor) error {
 	if err != nil {
 		return err
 	}
-	c.Set(fiber.HeaderContentType, "text/event-stream")
-	c.Set("X-Accel-Buffering", "no")
-	c.Context().SetBodyStreamWriter(func(w *bufio.Writer) {
-		defer release()
-		end := time.Now().Add(healthFor)
-		fmt.Fprintf(w, "retry: %d\n\n", healthEvery.Milliseconds())
-		for {
-			data, err := json.Marshal(m.healthOf(sh).WithSchedule(sh, app.Now()))
-			if err != nil {
-				return
-			}
-			if _, err := fmt.Fprintf(w, "data: %s\n\n", data); err != nil {
-				return
-			}
-			// A closed connection shows here: the browser left.
-			if err := w.Flush(); err != nil || time.Now().After(end) {
-				return
-			}
-			time.Sleep(healthEvery)
+	fl := m.following.add(sh.ID)
+	state := stateKey(shows.Event{Show: sh})
+	streamEvents(c, func() { m.following.remove(fl); release() }, func(w *bufio.Writer) error {
+		return stateLine(w, state)
+	}, fl.ch, func(w *bufio.Writer, ev shows.Event) error {
+		if ev.Type != shows.EventDeleted {
+			sh = ev.Show // the health of a show gone live counts its viewers
 		}
+		return stateLine(w, stateKey(ev))
+	}, func(w *bufio.Writer) error {
+		data, err := json.Marshal(m.healthOf(sh).WithSchedule(sh, app.Now()))
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(w, "data: %s\n\n", data)
+		return err
 	})
 	return nil
 }

@@ -29,6 +29,10 @@ type homeData struct {
 	Prev, Next string
 	Page       int
 	Searching  bool
+	// Generation is the shows' data generation read before the lists:
+	// the page's script fetches them again when the event stream says
+	// another (follow.go).
+	Generation int64
 }
 
 type userCard struct{ Name, Path, Image, Followers string }
@@ -60,6 +64,9 @@ func (m *Module) home(c *fiber.Ctx, v *visitor) error {
 		return err
 	}
 	d := homeData{Query: q, Tab: c.Query("tab"), Page: page.Number}
+	if d.Generation, err = m.shows.Generation(c.UserContext()); err != nil {
+		return err
+	}
 	switch {
 	case q != "":
 		err = m.search(c, &d, page)

@@ -108,6 +108,22 @@ func stateOf(sh *shows.Show) state {
 	}
 }
 
+// key names the state for the script (follow.go): live, archive, ended,
+// scheduled or soon.
+func (s state) key() string {
+	switch {
+	case s.live:
+		return "live"
+	case s.archive:
+		return "archive"
+	case s.ended:
+		return "ended"
+	case s.scheduled:
+		return "scheduled"
+	}
+	return "soon"
+}
+
 // utc renders a time for people, in UTC (the script shows local time).
 func utc(t time.Time) string { return t.UTC().Format("2006-01-02 15:04") + " UTC" }
 

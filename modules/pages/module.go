@@ -52,6 +52,8 @@ type Module struct {
 	healthOf func(sh *shows.Show) shows.Health
 	// stats charts a show in the studio (stats.go); nil without it.
 	stats *stats.Module
+	// following hands show events to the pages' event streams (follow.go).
+	following following
 }
 
 var (
@@ -91,6 +93,7 @@ func (m *Module) Provision(core *app.Core) error {
 	m.restream, _ = app.Lookup[*restream.Module](core)
 	m.stats, _ = app.Lookup[*stats.Module](core)
 	m.notify, _ = app.Lookup[*notify.Module](core)
+	m.shows.Subscribe(m.following.event)
 	return nil
 }
 
@@ -101,6 +104,7 @@ func (m *Module) PublicRoutes(r fiber.Router) {
 	r.Get("/", m.page(m.home))
 	r.Get("/embed/:id", m.page(m.embed))
 	r.Get("/docs", m.page(m.docs))
+	r.Get("/events/shows", m.page(m.showEvents))
 
 	r.Get("/signup", m.page(m.signUpForm))
 	r.Post("/signup", m.page(m.signUp))

@@ -3,6 +3,7 @@ package pages
 import (
 	"errors"
 	"fmt"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -20,6 +21,10 @@ type playerData struct {
 	// LiveAudio: listen mode on a show that is (or will be) live, whose
 	// player has no seek bar.
 	LiveAudio bool
+	// Session is the page's playback session token (shows.ViewerToken),
+	// on a show that is or will be live: Src carries it as ?vs=, and the
+	// script adds it to the live URL a show event brings.
+	Session string
 }
 
 // chatData is what the chat component needs.
@@ -35,9 +40,6 @@ type chatData struct {
 	// ChatOff: the show's chat takes no messages (chat_enabled=false);
 	// "the chat is off" replaces the input, the history stays.
 	ChatOff bool
-	// Audience is what the people present do: "listening" on an
-	// audio-only show, "watching" on any other.
-	Audience string
 }
 
 // showData is the show page.
@@ -48,9 +50,14 @@ type showData struct {
 	State                                                               state
 	Private, Off, IsOwner, Listen, HasVideo, HasAudio, AudioOnly        bool
 	// End is when it ends or ended (endOf).
-	End    showEnd
-	Player playerData
-	Chat   chatData
+	End showEnd
+	// Viewers counts the players of a live show ("" otherwise), the
+	// playback sessions the studio and the console count too; Audience
+	// is what they do: "listening" on an audio-only show, "watching" on
+	// any other. The chat counts the people in it apart.
+	Viewers, Audience string
+	Player            playerData
+	Chat              chatData
 }
 
 // recentChat is how many messages a live show's page starts with.
@@ -110,6 +117,13 @@ func (m *Module) showPage(c *fiber.Ctx, v *visitor) error {
 		d.Duration = hms(*sh.Duration)
 	}
 	d.Player = m.playerFor(sh, view, listen)
+	d.Audience = "watching"
+	if sh.AudioOnly {
+		d.Audience = "listening"
+	}
+	if st.live {
+		d.Viewers = strconv.Itoa(m.healthOf(sh).Viewers)
+	}
 	if d.Chat, err = m.chatFor(c, v, sh, st, true); err != nil {
 		return err
 	}
@@ -158,7 +172,22 @@ func (m *Module) playerFor(sh *shows.Show, view *shows.View, listen bool) player
 		p.Notice = "This show is not live yet. The player starts by itself when it goes live."
 	}
 	p.LiveAudio = p.Kind == "audio" && !st.archive && !st.ended
+	if !st.archive && !st.ended {
+		p.Session = m.shows.ViewerToken(sh.ID)
+		if st.live && p.Src != "" && p.Session != "" {
+			p.Src = withQuery(p.Src, "vs", p.Session)
+		}
+	}
 	return p
+}
+
+// withQuery adds a query parameter to a URL.
+func withQuery(u, name, value string) string {
+	sep := "?"
+	if strings.Contains(u, "?") {
+		sep = "&"
+	}
+	return u + sep + name + "=" + url.QueryEscape(value)
 }
 
 // chatFor prepares the chat of a show: the last messages of a live (or
@@ -167,10 +196,7 @@ func (m *Module) playerFor(sh *shows.Show, view *shows.View, listen bool) player
 func (m *Module) chatFor(c *fiber.Ctx, v *visitor, sh *shows.Show, st state, canPost bool) (chatData, error) {
 	id := strconv.FormatInt(sh.ID, 10)
 	d := chatData{ShowID: id, WS: "/ws/shows/" + id, Mode: "live", ReplayURL: "/chat/" + id + "/replay", OwnerID: strconv.FormatInt(sh.UserID, 10),
-		ChatOff: sh.ChatDisabled, Audience: "watching"}
-	if sh.AudioOnly {
-		d.Audience = "listening"
-	}
+		ChatOff: sh.ChatDisabled}
 	d.Moderate = canPost && v.signedIn() && (v.user.ID == sh.UserID || v.p.IsStaff())
 	if d.Moderate {
 		d.CSRF = v.csrf()

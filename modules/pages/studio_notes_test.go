@@ -153,8 +153,9 @@ func TestSignInLink(t *testing.T) {
 }
 
 // TestAudioOnlyPage: an audio-only show's page plays one way, so it has
-// no "Listen (audio only)" toggle standing alone, and its chat counts the
-// people listening; a video show keeps the choice and "watching".
+// no "Listen (audio only)" toggle standing alone, and, live, it counts
+// its players as listening; a video show keeps the choice and
+// "watching". The chat counts the people in it apart.
 func TestAudioOnlyPage(t *testing.T) {
 	t.Parallel()
 	env := onairtest.New(t, onairtest.Options{})
@@ -174,8 +175,11 @@ func TestAudioOnlyPage(t *testing.T) {
 		if strings.Contains(a, `aria-label="Player mode"`) || strings.Contains(a, "Listen (audio only)") {
 			t.Errorf("live %v: the audio-only show's page has a mode toggle", live)
 		}
-		if !regexp.MustCompile(`<span id="presence">\d+</span> listening</span>`).MatchString(a) {
-			t.Errorf("live %v: the audio-only show's chat does not count listeners", live)
+		if live != regexp.MustCompile(`<span id="audience"><span id="viewers">\d+</span> listening</span>`).MatchString(a) {
+			t.Errorf("live %v: the audio-only show's page does not count its listeners (only while live)", live)
+		}
+		if !regexp.MustCompile(`<span id="presence">\d+</span> in chat</span>`).MatchString(a) {
+			t.Errorf("live %v: the audio-only show's chat does not count the people in it", live)
 		}
 		// The artwork beside the audio controls is no play button.
 		art := regexp.MustCompile(`<div class="player audio"[^>]*>\s*<img src="([^"]+)"`).FindStringSubmatch(a)
@@ -193,7 +197,7 @@ func TestAudioOnlyPage(t *testing.T) {
 		} else if u, _ := url.Parse(poster[1]); !strings.Contains(string(env.Do("GET", u.RequestURI(), "", nil).Expect(t, http.StatusOK).Body), "<path") {
 			t.Errorf("live %v: the video placeholder lost its play mark", live)
 		}
-		if !strings.Contains(v, `aria-label="Player mode"`) || !regexp.MustCompile(`<span id="presence">\d+</span> watching</span>`).MatchString(v) {
+		if !strings.Contains(v, `aria-label="Player mode"`) || live != regexp.MustCompile(`<span id="audience"><span id="viewers">\d+</span> watching</span>`).MatchString(v) {
 			t.Errorf("live %v: the video show's page lost its mode toggle or its watchers", live)
 		}
 	}

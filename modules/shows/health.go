@@ -99,6 +99,10 @@ type HealthReporter interface {
 // lower (PeakOf). The caller has checked who may see it (CanSeeHealth).
 func (m *Module) HealthOf(sh *Show) Health {
 	h := m.measure(sh.ID)
+	if !sh.Live && !h.Receiving {
+		// A player still polling a stopped show's playlist is no viewer.
+		h.Viewers = 0
+	}
 	h.PeakViewers = PeakOf(sh, h)
 	h.Destinations = []DestinationHealth{}
 	if m.core != nil {

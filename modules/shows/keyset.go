@@ -120,6 +120,11 @@ func (s *Service) generation(ctx context.Context) (int64, error) {
 	return gen, nil
 }
 
+// Generation is the shows' data generation: it moves with every show
+// change, so a page that rendered at one generation and sees another
+// knows it may be out of date.
+func (s *Service) Generation(ctx context.Context) (int64, error) { return s.generation(ctx) }
+
 // bumpGeneration moves the generation, in a change's transaction tx, as
 // its last write: the row's lock is then held only until the commit.
 func bumpGeneration(ctx context.Context, tx bun.IDB) error {

@@ -59,6 +59,9 @@ type Service struct {
 	// signMedia, set by the live module, turns the media URLs of a private
 	// show into signed, expiring ones.
 	signMedia func(sh *Show, url string) string
+	// viewerToken, set by the live module, makes a playback session
+	// token (SetViewerTokens).
+	viewerToken func(showID int64) string
 	// downloads gives an archived show's download URLs (SetDownloads).
 	downloads func(sh *Show) *Downloads
 	// ingest, set by the live module, lists the addresses a stream key

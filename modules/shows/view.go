@@ -203,6 +203,22 @@ func (s *Service) IngestOf(key string) Ingest {
 // private shows. The live module, which serves the media, provides it.
 func (s *Service) SetMediaSigner(sign func(sh *Show, url string) string) { s.signMedia = sign }
 
+// SetViewerTokens installs the function that makes a playback session
+// token of a live show. The live module, which counts the viewers,
+// provides it.
+func (s *Service) SetViewerTokens(token func(showID int64) string) { s.viewerToken = token }
+
+// ViewerToken is a new playback session of the show for a player page to
+// put in the live master playlist's URL (?vs=), so the page's player
+// counts as one viewer whoever shares its address; "" without the live
+// module.
+func (s *Service) ViewerToken(showID int64) string {
+	if s.viewerToken == nil {
+		return ""
+	}
+	return s.viewerToken(showID)
+}
+
 // Downloads are the URLs of an archived show's files (extension): the
 // audio as M4A and, for a show with video, the video as MP4.
 type Downloads struct {

@@ -14,10 +14,57 @@
   var framed = window.parent !== window;
 
   // Times are rendered in UTC by the server; show them in the reader's zone.
-  Array.prototype.forEach.call(document.querySelectorAll('time[data-local]'), function (t) {
-    var d = new Date(t.getAttribute('datetime'));
-    if (!isNaN(d)) t.textContent = d.toLocaleString([], { dateStyle: 'medium', timeStyle: 'short' });
-  });
+  function localTimes(root) {
+    Array.prototype.forEach.call(root.querySelectorAll('time[data-local]'), function (t) {
+      var d = new Date(t.getAttribute('datetime'));
+      if (!isNaN(d)) t.textContent = d.toLocaleString([], { dateStyle: 'medium', timeStyle: 'short' });
+    });
+  }
+  localTimes(document);
+
+  // ---- Pages that follow the show ---------------------------------------
+
+  // refetch fetches this page again and puts its data-follow parts in
+  // place of ours, by id: the server renders the new state (a live show's
+  // Stop button, the home page's "Live now"). Calls while one runs make
+  // one more after it.
+  var fetching = null, again = false;
+  function refetch(then) {
+    if (!window.fetch || !window.DOMParser) return;
+    if (fetching) { again = true; return; }
+    fetching = fetch(location.href, { credentials: 'same-origin', cache: 'no-store', headers: { Accept: 'text/html' } })
+      .then(function (r) { return r.ok ? r.text() : Promise.reject(r.status); })
+      .then(function (html) {
+        var doc = new DOMParser().parseFromString(html, 'text/html');
+        Array.prototype.forEach.call(document.querySelectorAll('[data-follow]'), function (el) {
+          var next = el.id && doc.getElementById(el.id);
+          if (next) {
+            next = document.importNode(next, true);
+            el.replaceWith(next);
+            localTimes(next);
+          }
+        });
+        if (then) then();
+      })
+      .catch(function () {})
+      .then(function () {
+        fetching = null;
+        if (again) { again = false; refetch(then); }
+      });
+  }
+
+  // The home page: its lists follow the public shows' events; on
+  // (re)connecting, a generation other than the page's means it missed
+  // some. Many pages get each event at once: each waits up to a second.
+  var homeShows = $('home-shows');
+  if (homeShows && window.EventSource) {
+    var homeFeed = new EventSource(homeShows.getAttribute('data-events'));
+    var soon = function () { setTimeout(refetch, Math.random() * 1000); };
+    homeFeed.addEventListener('generation', function (e) {
+      if (e.data !== $('home-shows').getAttribute('data-generation')) soon();
+    });
+    homeFeed.addEventListener('shows', soon);
+  }
 
   // Forms that do something irreversible ask first.
   document.addEventListener('submit', function (e) {
@@ -56,11 +103,19 @@
     });
   }
 
-  // Stream health in the studio, kept current by server-sent events.
+  // Stream health in the studio, kept current by server-sent events, with
+  // the show's state: when it is not the page's, the page fetches its
+  // state, summary, actions (Stop) and statistics again.
   var healthBox = $('health');
   if (healthBox && window.EventSource) {
     var set = function (id, text) { var el = $(id); if (el) el.textContent = text; };
     var es = new EventSource(healthBox.getAttribute('data-events'));
+    es.addEventListener('state', function (e) {
+      var badge = $('studio-state'), st;
+      try { st = JSON.parse(e.data); } catch (_) { return; }
+      if (st === 'deleted') { location.href = '/studio'; return; }
+      if (badge && badge.getAttribute('data-state') !== st) refetch(refreshStats);
+    });
     es.onmessage = function (e) {
       var h;
       try { h = JSON.parse(e.data); } catch (_) { return; }
@@ -104,21 +159,25 @@
   // A live show's statistics in the studio: the panel is fetched anew
   // every sampling interval until the show ends (the new panel has no
   // data-refresh then).
-  (function refreshStats() {
+  var statsTimer = null;
+  function refreshStats() {
     var box = $('stats');
+    clearTimeout(statsTimer);
     if (!box || !box.getAttribute('data-refresh') || !window.fetch) return;
     var every = Math.max(1000, parseInt(box.getAttribute('data-every'), 10) || 10000);
-    setTimeout(function () {
+    statsTimer = setTimeout(function () {
       fetch(box.getAttribute('data-refresh'), { credentials: 'same-origin', cache: 'no-store' })
         .then(function (r) { return r.ok ? r.text() : Promise.reject(r.status); })
         .then(function (html) {
           var next = new DOMParser().parseFromString(html, 'text/html').getElementById('stats');
-          if (next) box.replaceWith(document.importNode(next, true));
+          var now = $('stats');
+          if (next && now) now.replaceWith(document.importNode(next, true));
         })
         .catch(function () {})
         .then(refreshStats);
     }, every);
-  })();
+  }
+  refreshStats();
 
   // ---- Player -----------------------------------------------------------
 
@@ -430,6 +489,9 @@
     if (!sh || !player) return;
     if ((ev.state === 'live' || ev.state === 'resumed') && !player.getAttribute('data-src')) {
       var src = player.getAttribute('data-kind') === 'audio' ? sh.audio_url : (sh.video_url || sh.audio_url);
+      var vs = player.getAttribute('data-vs');
+      // The page's playback session, so this player counts as one viewer.
+      if (src && vs) src += (src.indexOf('?') < 0 ? '?' : '&') + 'vs=' + encodeURIComponent(vs);
       if (src) {
         player.setAttribute('data-src', src);
         startPlayer();
