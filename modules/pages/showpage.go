@@ -20,6 +20,9 @@ type playerData struct {
 	// LiveAudio: listen mode on a show that is (or will be) live, whose
 	// player has no seek bar.
 	LiveAudio bool
+	// Live: a show that is (or will be) live, whose player gets the DVR
+	// seek bar and the Live button.
+	Live bool
 }
 
 // chatData is what the chat component needs.
@@ -157,7 +160,8 @@ func (m *Module) playerFor(sh *shows.Show, view *shows.View, listen bool) player
 	default:
 		p.Notice = "This show is not live yet. The player starts by itself when it goes live."
 	}
-	p.LiveAudio = p.Kind == "audio" && !st.archive && !st.ended
+	p.Live = !st.archive && !st.ended
+	p.LiveAudio = p.Kind == "audio" && p.Live
 	return p
 }
 
