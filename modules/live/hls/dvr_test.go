@@ -281,3 +281,43 @@ func BenchmarkDVRRender(b *testing.B) {
 		}
 	})
 }
+
+// A publisher that reconnects continues a DVR playlist: it still starts
+// at the first segment, with the discontinuity where the new publication
+// begins and the program date times running on; a window that drops the
+// discontinuity counts it in EXT-X-DISCONTINUITY-SEQUENCE, and a delta
+// update keeps both.
+func TestPackagerDVRReconnect(t *testing.T) {
+	dir := t.TempDir()
+	files := &memFiles{t: t, dir: dir, files: map[string][]byte{}, removed: map[string]bool{}}
+	p := openTest(t, dir, Options{Files: files, DVR: time.Hour})
+	feed(t, p, 0, 20000, 2000, true)
+	p.Close()
+	files = &memFiles{t: t, dir: dir, files: map[string][]byte{}, removed: map[string]bool{}}
+	p = openTest(t, dir, Options{Files: files, DVR: time.Hour})
+	feed(t, p, 0, 20100, 2000, true)
+	mem := string(files.files[PlaylistAV])
+	p.Close()
+	uris := segmentURIs(mem)
+	if mediaSeq(t, mem) != 0 || len(uris) != 20 || strings.Contains(mem, "DISCONTINUITY-SEQUENCE") ||
+		!strings.Contains(mem, "#EXT-X-DISCONTINUITY\n#EXT-X-PROGRAM-DATE-TIME:") || strings.Count(mem, "#EXT-X-DISCONTINUITY\n") != 1 {
+		t.Fatalf("the playlist after a reconnection:\n%s", mem)
+	}
+	if i := strings.Index(mem, "#EXT-X-DISCONTINUITY\n"); !strings.HasPrefix(mem[i:], "#EXT-X-DISCONTINUITY\n#EXT-X-PROGRAM-DATE-TIME:") ||
+		!strings.Contains(mem[i:], "seg-000010.ts") || strings.Contains(mem[i:], "seg-000009.ts") {
+		t.Errorf("the discontinuity is not before segment 10:\n%s", mem)
+	}
+	d, ok := Delta([]byte(mem))
+	if !ok || strings.Count(string(d), "#EXT-X-DISCONTINUITY\n") != 0 || mediaSeq(t, string(d)) != 0 {
+		t.Errorf("the delta update (skips the discontinuity at 10 of 20):\n%s", d)
+	}
+	// A third publication with a 30 s window: the first discontinuity
+	// left with the oldest segments, and is counted.
+	p = openTest(t, dir, Options{DVR: 30 * time.Second})
+	feed(t, p, 0, 20100, 2000, true)
+	p.Close()
+	disk := readFile(t, filepath.Join(dir, PlaylistAV))
+	if !strings.Contains(disk, "#EXT-X-DISCONTINUITY-SEQUENCE:1\n") || strings.Count(disk, "#EXT-X-DISCONTINUITY\n") != 1 || mediaSeq(t, disk) == 0 {
+		t.Errorf("30 s window after two reconnections:\n%s", disk)
+	}
+}

@@ -61,9 +61,9 @@ type rendition struct {
 	// edge counts the segments at the front of live that have left the
 	// live edge (Window): out of Files, without parts, still listed.
 	edge int
-	// lines is the text of the first linesN segments of live as a
-	// playlist lists them without parts (lineLen each), from lineOff on:
-	// rendered once per segment rather than after every part.
+	// lines holds, from lineOff on, the text of the first len(lineLen)
+	// segments of live as a playlist lists them without parts (lineLen[i]
+	// bytes each): rendered once per segment rather than after every part.
 	lines   []byte
 	lineLen []int
 	lineOff int
