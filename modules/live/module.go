@@ -173,7 +173,7 @@ func (*Module) Settings() []app.Setting {
 		{Env: SettingHLSMaxBlocking, Flag: "hls-max-blocking", Default: "4096",
 			Help: "LL-HLS requests (blocking playlist reloads, hinted parts) a node holds at once; more get 503", Parse: app.ParsePositiveInt},
 		{Env: SettingHLSMemory, Flag: "hls-memory-mb", Default: "256",
-			Help: "MiB of live playlists, segments and parts (those the live playlists list) a node serves from memory, for all the shows it ingests; LL-HLS parts are then in memory only. 0 serves them from disk, writing every part and playlist there", Parse: app.ParseNonNegativeInt},
+			Help: "MiB of live playlists, segments and parts (the live edge: the last 12 s of segments and their parts) a node serves from memory, for all the shows it ingests; LL-HLS parts are then in memory only. 0 serves them from disk, writing every part and playlist there", Parse: app.ParseNonNegativeInt},
 		{Env: SettingHLSMemoryPerShow, Flag: "hls-memory-per-show-mb", Default: "32",
 			Help: "MiB of that memory one show may hold; past it its oldest segments are served from disk", Parse: app.ParsePositiveInt},
 		{Env: SettingMediaMinFree, Flag: "media-min-free-mb", Default: "256",
