@@ -65,18 +65,17 @@ func (p playlist) render() []byte {
 	b = strconv.AppendInt(b, int64(p.targetDuration), 10)
 	b = append(b, '\n')
 	if p.ll != nil || p.skipUntil > 0 {
+		// CAN-SKIP-UNTIL comes last: the LL-HLS attributes read as
+		// before it appeared.
 		b = append(b, "#EXT-X-SERVER-CONTROL:"...)
 		if p.ll != nil {
-			b = append(b, "CAN-BLOCK-RELOAD=YES,"...)
+			b = append(b, "CAN-BLOCK-RELOAD=YES,PART-HOLD-BACK="...)
+			b = strconv.AppendFloat(b, partHoldBackOf(p.ll.partTarget), 'f', 3, 64)
+			b = append(b, ',')
 		}
 		if p.skipUntil > 0 {
 			b = append(b, "CAN-SKIP-UNTIL="...)
 			b = strconv.AppendFloat(b, p.skipUntil, 'f', 3, 64)
-			b = append(b, ',')
-		}
-		if p.ll != nil {
-			b = append(b, "PART-HOLD-BACK="...)
-			b = strconv.AppendFloat(b, partHoldBackOf(p.ll.partTarget), 'f', 3, 64)
 		}
 		b = bytes.TrimSuffix(b, []byte{','})
 		b = append(b, '\n')
