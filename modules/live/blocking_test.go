@@ -83,3 +83,28 @@ func TestParsePartDurationSetting(t *testing.T) {
 		}
 	}
 }
+
+func TestParseSkip(t *testing.T) {
+	for v, want := range map[string]bool{"": false, "YES": true, "v2": true} {
+		if got, err := parseSkip(v); err != nil || got != want {
+			t.Errorf("_HLS_skip=%q: %v %v", v, got, err)
+		}
+	}
+	for _, v := range []string{"yes", "NO", "YES ", "v1", "1", "YESYES"} {
+		if _, err := parseSkip(v); err == nil {
+			t.Errorf("_HLS_skip=%q accepted", v)
+		}
+	}
+}
+
+func FuzzParseSkip(f *testing.F) {
+	f.Add("YES")
+	f.Add("v2")
+	f.Add("no")
+	f.Fuzz(func(t *testing.T, v string) {
+		skip, err := parseSkip(v)
+		if ok := v == "YES" || v == "v2"; skip != ok || (err == nil) != (ok || v == "") {
+			t.Fatalf("%q: %v %v", v, skip, err)
+		}
+	})
+}

@@ -10,8 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/onair/onair/app"
 	"github.com/onair/onair/internal/onairtest"
 	"github.com/onair/onair/internal/testload"
+	"github.com/onair/onair/modules/live"
 )
 
 var (
@@ -64,7 +66,8 @@ func checkLivePlaylist(t *testing.T, name, text string, want int) {
 // media; the archive lasts 20 s ± 1 s.
 func TestTwentySecondsArchiveAsTwenty(t *testing.T) {
 	requireTools(t, "ffmpeg", "ffprobe")
-	env := onairtest.New(t, onairtest.Options{})
+	// The short sliding window (DVR off) is what slides within 20 s.
+	env := onairtest.New(t, onairtest.Options{Configure: func(c *app.Config) { c.Set(live.SettingDVRWindow, time.Duration(0)) }})
 	_, token := env.CreateUser("Twenty Seconds")
 	b := newBroadcast(t, env, token, nil)
 	const seconds = 20

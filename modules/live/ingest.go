@@ -225,7 +225,7 @@ func (m *Module) decided(s *stream, t streamcore.Tracks) error {
 	}
 	r := &hlsReader{showID: s.showID, dir: s.dir, log: m.core.Log}
 	opts := hls.Options{Logger: m.core.Log.With("show", s.showID), OnSegment: r.segment,
-		PartDuration: part, Live: m.liveFor(s.showID), AudioOnly: s.core.AudioOnly()}
+		PartDuration: part, Live: m.liveFor(s.showID), AudioOnly: s.core.AudioOnly(), DVR: m.dvr}
 	if files := m.media.start(s.showID); files != nil {
 		opts.Files = files
 	}
@@ -471,7 +471,7 @@ func (m *Module) archiveOnce(showID int64) (retry bool) {
 			return false
 		}
 		if len(segs) > 0 {
-			if err := hls.Finalize(dir, hls.Options{}); err != nil {
+			if err := hls.Finalize(dir, hls.Options{DVR: m.dvr}); err != nil {
 				m.core.Log.Error("live: finalize archive", "show", showID, "err", err)
 				// A full disk may have room again at the next try.
 				return diskFull(err)

@@ -277,6 +277,14 @@ func (m *Module) sendMedia(c *fiber.Ctx, id int64, file, scope string) (err erro
 			}
 		}()
 	}
+	// A delta update (_HLS_skip, dvr.go) of a live playlist.
+	var skip bool
+	if isLivePlaylist(file) {
+		var err error
+		if skip, err = parseSkip(c.Query("_HLS_skip")); err != nil {
+			return fiber.NewError(fiber.StatusBadRequest, err.Error())
+		}
+	}
 	// LL-HLS: a blocking playlist reload or a hinted part waits here, on
 	// the node that ingests the show, until what it asks for exists.
 	if err := m.awaitMedia(c, id, file); err != nil {
@@ -289,6 +297,9 @@ func (m *Module) sendMedia(c *fiber.Ctx, id int64, file, scope string) (err erro
 	// The live edge of a show ingested here is in memory (memcache.go).
 	if mf := m.media.get(id, file); mf != nil {
 		mediaHeaders(c, ctype, cache)
+		if skip {
+			mf = mf.deltaOf()
+		}
 		return sendMemory(c, mf)
 	}
 	// A part of the live edge that memory could not hold: its bytes are
@@ -325,7 +336,7 @@ func (m *Module) sendMedia(c *fiber.Ctx, id int64, file, scope string) (err erro
 	}
 	mediaHeaders(c, ctype, cache)
 	if f == nil {
-		return m.sendStored(c, id, file, live)
+		return m.sendStored(c, id, file, live, skip)
 	}
 	if live {
 		defer f.Close()
@@ -333,7 +344,7 @@ func (m *Module) sendMedia(c *fiber.Ctx, id int64, file, scope string) (err erro
 		if _, err := io.ReadFull(f, data); err != nil {
 			return fmt.Errorf("live: read %s: %w", file, err)
 		}
-		return c.Send(data)
+		return c.Send(playlistBody(data, skip))
 	}
 	return httprange.Send(c, f, fi.Size(), fi.ModTime(), localETag(fi))
 }

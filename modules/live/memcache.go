@@ -34,6 +34,10 @@ type memFile struct {
 	size    int64
 	etag    string // as localETag makes it for the file on disk
 	lastMod string // HTTP date
+
+	// A live playlist's delta update (dvr.go), made on first request.
+	deltaOnce sync.Once
+	delta     *memFile
 }
 
 // done gives back what get acquired, when the file is not sent.

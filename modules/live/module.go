@@ -77,6 +77,8 @@ type Module struct {
 	codecRefusalsBy map[string]*atomic.Uint64
 	// partDuration is the LL-HLS part length (0: parts off).
 	partDuration time.Duration
+	// dvr is how far back live playlists reach (0: the short window).
+	dvr time.Duration
 	// waiting caps the LL-HLS requests held at once.
 	waiting waiters
 	// media holds the live edge of the shows ingested here (memcache.go).
@@ -143,6 +145,8 @@ const (
 	SettingHLSMemory = "ONAIR_HLS_MEMORY_MB"
 	// SettingHLSMemoryPerShow bounds it per show.
 	SettingHLSMemoryPerShow = "ONAIR_HLS_MEMORY_PER_SHOW_MB"
+	// SettingDVRWindow is how far back a live show's playlists reach.
+	SettingDVRWindow = "ONAIR_DVR_WINDOW"
 )
 
 func (*Module) Settings() []app.Setting {
@@ -168,10 +172,12 @@ func (*Module) Settings() []app.Setting {
 			Help: "base URL (http(s)://host:port) at which clients reach the s3 store of ONAIR_STORAGE_URL; when set, stored segments and images (never playlists) answer with a redirect to a presigned URL there (default: the node streams them)"},
 		{Env: SettingHLSPartDuration, Flag: "hls-part-duration", Default: "333ms",
 			Help: "length of the low-latency HLS partial segments, 100ms to 2s; 0 turns LL-HLS off", Parse: parsePartDuration},
+		{Env: SettingDVRWindow, Flag: "dvr-window", Default: "4h",
+			Help: "how far back a live show's playlists reach, so listeners can rewind (from its first segment up to this long); 0 keeps a short sliding window of the live edge", Parse: parseDVRWindow},
 		{Env: SettingHLSMaxBlocking, Flag: "hls-max-blocking", Default: "4096",
 			Help: "LL-HLS requests (blocking playlist reloads, hinted parts) a node holds at once; more get 503", Parse: app.ParsePositiveInt},
 		{Env: SettingHLSMemory, Flag: "hls-memory-mb", Default: "256",
-			Help: "MiB of live playlists, segments and parts (those the live playlists list) a node serves from memory, for all the shows it ingests; LL-HLS parts are then in memory only. 0 serves them from disk, writing every part and playlist there", Parse: app.ParseNonNegativeInt},
+			Help: "MiB of live playlists, segments and parts (the live edge: the last 12 s of segments and their parts) a node serves from memory, for all the shows it ingests; LL-HLS parts are then in memory only. 0 serves them from disk, writing every part and playlist there", Parse: app.ParseNonNegativeInt},
 		{Env: SettingHLSMemoryPerShow, Flag: "hls-memory-per-show-mb", Default: "32",
 			Help: "MiB of that memory one show may hold; past it its oldest segments are served from disk", Parse: app.ParsePositiveInt},
 		{Env: SettingMediaMinFree, Flag: "media-min-free-mb", Default: "256",
@@ -184,6 +190,21 @@ func parsePositiveDuration(v string) (any, error) {
 	d, err := time.ParseDuration(v)
 	if err != nil || d <= 0 {
 		return time.Duration(0), errors.New("must be a positive duration such as 5s")
+	}
+	return d, nil
+}
+
+// parseDVRWindow accepts the DVR window: 0 (off) or a Go duration of a
+// second to a day (below the short window, that window). A day of 2 s
+// segments is 43200 playlist entries, about 3.5 MB of playlist per
+// rendition.
+func parseDVRWindow(v string) (any, error) {
+	d, err := time.ParseDuration(v)
+	if v == "0" {
+		d, err = 0, nil
+	}
+	if err != nil || d != 0 && (d < time.Second || d > 24*time.Hour) {
+		return time.Duration(0), errors.New("must be 0 (off) or a duration from 1s to 24h such as 4h")
 	}
 	return d, nil
 }
@@ -240,6 +261,7 @@ func (m *Module) Provision(core *app.Core) error {
 	cfg := core.Config
 	m.trackWait = app.Get[time.Duration](cfg, SettingRTMPTrackWait)
 	m.partDuration = app.Get[time.Duration](cfg, SettingHLSPartDuration)
+	m.dvr = app.Get[time.Duration](cfg, SettingDVRWindow)
 	m.waiting.max = int64(app.Get[int](cfg, SettingHLSMaxBlocking))
 	m.minFree = uint64(app.Get[int](cfg, SettingMediaMinFree)) << 20
 	m.media = newMediaCache(int64(app.Get[int](cfg, SettingHLSMemory))<<20, int64(app.Get[int](cfg, SettingHLSMemoryPerShow))<<20)

@@ -41,8 +41,9 @@ func mediaType(ext string) string {
 // when clients reach the store, else the object streamed through this
 // node. Playlists are never redirected: the segment URIs in them are
 // relative, so they must resolve against this node's URL (with a private
-// show's token), whose segments then redirect.
-func (m *Module) sendStored(c *fiber.Ctx, id int64, file string, live bool) error {
+// show's token), whose segments then redirect. skip asks for a live
+// playlist's delta update.
+func (m *Module) sendStored(c *fiber.Ctx, id int64, file string, live, skip bool) error {
 	key := mediaKey(id, file)
 	if m.presign != nil && filepath.Ext(file) != ".m3u8" {
 		u, err := m.presign.Presign(c.UserContext(), key, presignFor)
@@ -68,7 +69,7 @@ func (m *Module) sendStored(c *fiber.Ctx, id int64, file string, live bool) erro
 		if err != nil {
 			return fmt.Errorf("live: media store: %w", err)
 		}
-		return c.Send(data)
+		return c.Send(playlistBody(data, skip))
 	}
 	return httprange.Send(c, obj.Body, obj.Size, obj.ModTime, obj.ETag)
 }

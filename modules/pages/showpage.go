@@ -25,6 +25,9 @@ type playerData struct {
 	// on a show that is or will be live: Src carries it as ?vs=, and the
 	// script adds it to the live URL a show event brings.
 	Session string
+	// Live: a show that is (or will be) live, whose player gets the DVR
+	// seek bar and the Live button.
+	Live bool
 }
 
 // chatData is what the chat component needs.
@@ -171,8 +174,9 @@ func (m *Module) playerFor(sh *shows.Show, view *shows.View, listen bool) player
 	default:
 		p.Notice = "This show is not live yet. The player starts by itself when it goes live."
 	}
-	p.LiveAudio = p.Kind == "audio" && !st.archive && !st.ended
-	if !st.archive && !st.ended {
+	p.Live = !st.archive && !st.ended
+	p.LiveAudio = p.Kind == "audio" && p.Live
+	if p.Live {
 		p.Session = m.shows.ViewerToken(sh.ID)
 		if st.live && p.Src != "" && p.Session != "" {
 			p.Src = withQuery(p.Src, "vs", p.Session)

@@ -16,7 +16,9 @@
 // longer than the target forces a cut before a non-keyframe, and while
 // such a segment is in a playlist the playlist omits
 // EXT-X-INDEPENDENT-SEGMENTS. Live playlists keep at least Window of
-// media (never under three target durations), each segment with
+// media (never under three target durations), or every segment within
+// DVR of the edge (Options.DVR; then they offer delta updates, see
+// Delta), each segment with
 // EXT-X-PROGRAM-DATE-TIME, and are replaced atomically (temporary file
 // and rename). Each segment's exact duration, program date time and
 // target are recorded in the index; Span measures a recording from it.

@@ -6,7 +6,8 @@ import "fmt"
 // VOD playlists (ArchiveAV, ArchiveAudio) and their master playlists
 // (ArchiveMasterAV when the recording has video, ArchiveMasterAudio) from
 // the segment index, adds EXT-X-ENDLIST to the live playlists so players
-// stop polling (without the LL-HLS tags, which only serve a live edge) and
+// stop polling (without the LL-HLS tags, which only serve a live edge;
+// reaching back Options.DVR, as while live, so a rewound player goes on) and
 // removes the LL-HLS part files. It only
 // reads the index and the directory, so it also recovers a stream after a
 // crash: every segment recorded before the crash is kept, the one being
@@ -45,7 +46,7 @@ func Finalize(dir string, opts Options) error {
 		if err := writeFileAtomic(dir, out.archive, vod.render()); err != nil {
 			return fmt.Errorf("finalize: %w", err)
 		}
-		start := windowStart(list, o.Window.Seconds())
+		start := windowStart(list, max(o.Window, o.DVR).Seconds()) // as it was listed live
 		// The ended live playlist keeps the target it was published with.
 		target := 1
 		for _, s := range list[start:] {

@@ -56,6 +56,15 @@ type Options struct {
 	// leaves only while the rest still last this long. It is never below
 	// three target durations, the least RFC 8216 (6.2.2) allows.
 	Window time.Duration
+	// DVR, when above Window, is how far back a live playlist reaches:
+	// every segment of the stream within DVR of the live edge stays
+	// listed, so players can rewind to the start of a show. Only the last
+	// Window of them stay in Files (a server's memory) and keep their
+	// parts; the older ones are served from their files. With DVR the
+	// playlist offers delta updates (CAN-SKIP-UNTIL, see Delta) once it
+	// lasts more than twice the skip boundary. Zero keeps the playlist to
+	// Window.
+	DVR time.Duration
 	// Now is the wall clock of a unit without an arrival time (the first
 	// unit's arrival is the first EXT-X-PROGRAM-DATE-TIME).
 	Now func() time.Time
@@ -101,6 +110,9 @@ func (o Options) withDefaults() Options {
 		o.Window = DefaultWindow
 	}
 	o.Window = max(o.Window, 3*time.Duration(o.TargetDuration)*time.Second)
+	if o.DVR > 0 {
+		o.DVR = max(o.DVR, o.Window)
+	}
 	switch {
 	case o.PartDuration == 0:
 		o.PartDuration = DefaultPartDuration

@@ -1,6 +1,7 @@
 package hls
 
 import (
+	"bytes"
 	"math"
 	"strconv"
 	"time"
@@ -15,6 +16,13 @@ type playlist struct {
 	vod            bool
 	ended          bool
 	ll             *lowLatency // LL-HLS tags of a live playlist; nil for none
+	// skipUntil is the CAN-SKIP-UNTIL announced (seconds; 0: none).
+	skipUntil float64
+	// cold is the text of segments[:coldN] as render writes them (no
+	// parts), kept by a rendition across renders: a DVR playlist holds
+	// thousands of segments and is rendered after every part.
+	cold  []byte
+	coldN int
 }
 
 // lowLatency is what a live playlist announces for LL-HLS players.
@@ -40,7 +48,7 @@ type renditionReport struct {
 // (docs/benchmarks.md, "Ingest CPU"); the result is a fresh slice, kept
 // by the memory cache as it is.
 func (p playlist) render() []byte {
-	n := 256 + 96*len(p.segments)
+	n := 256 + len(p.cold) + 96*(len(p.segments)-p.coldN)
 	if p.ll != nil {
 		parts := len(p.ll.pending)
 		for _, s := range p.segments[max(0, len(p.segments)-partSegments):] {
@@ -56,10 +64,24 @@ func (p playlist) render() []byte {
 	b = append(b, "#EXT-X-TARGETDURATION:"...)
 	b = strconv.AppendInt(b, int64(p.targetDuration), 10)
 	b = append(b, '\n')
+	if p.ll != nil || p.skipUntil > 0 {
+		// CAN-SKIP-UNTIL comes last: the LL-HLS attributes read as
+		// before it appeared.
+		b = append(b, "#EXT-X-SERVER-CONTROL:"...)
+		if p.ll != nil {
+			b = append(b, "CAN-BLOCK-RELOAD=YES,PART-HOLD-BACK="...)
+			b = strconv.AppendFloat(b, partHoldBackOf(p.ll.partTarget), 'f', 3, 64)
+			b = append(b, ',')
+		}
+		if p.skipUntil > 0 {
+			b = append(b, "CAN-SKIP-UNTIL="...)
+			b = strconv.AppendFloat(b, p.skipUntil, 'f', 3, 64)
+		}
+		b = bytes.TrimSuffix(b, []byte{','})
+		b = append(b, '\n')
+	}
 	if p.ll != nil {
-		b = append(b, "#EXT-X-SERVER-CONTROL:CAN-BLOCK-RELOAD=YES,PART-HOLD-BACK="...)
-		b = strconv.AppendFloat(b, partHoldBackOf(p.ll.partTarget), 'f', 3, 64)
-		b = append(b, "\n#EXT-X-PART-INF:PART-TARGET="...)
+		b = append(b, "#EXT-X-PART-INF:PART-TARGET="...)
 		b = append(b, formatSeconds(p.ll.partTarget)...)
 		b = append(b, '\n')
 	}
@@ -78,25 +100,14 @@ func (p playlist) render() []byte {
 	if independent {
 		b = append(b, "#EXT-X-INDEPENDENT-SEGMENTS\n"...)
 	}
-	for i, s := range p.segments {
-		if s.Discontinuity {
-			b = append(b, "#EXT-X-DISCONTINUITY\n"...)
-		}
-		if !s.ProgramDateTime.IsZero() {
-			b = append(b, "#EXT-X-PROGRAM-DATE-TIME:"...)
-			b = s.ProgramDateTime.UTC().AppendFormat(b, "2006-01-02T15:04:05.000Z07:00")
-			b = append(b, '\n')
-		}
+	b = append(b, p.cold...)
+	for i := p.coldN; i < len(p.segments); i++ {
+		s := p.segments[i]
+		var parts []Part
 		if p.ll != nil && i >= len(p.segments)-partSegments {
-			for _, part := range p.ll.parts[s.Sequence] {
-				b = part.appendTag(b)
-			}
+			parts = p.ll.parts[s.Sequence]
 		}
-		b = append(b, "#EXTINF:"...)
-		b = strconv.AppendFloat(b, s.Duration, 'f', 3, 64)
-		b = append(b, ",\n"...)
-		b = append(b, s.File...)
-		b = append(b, '\n')
+		b = s.appendLines(b, parts)
 	}
 	if p.ll != nil {
 		if p.ll.pendingDisc && len(p.ll.pending) > 0 {
@@ -124,6 +135,27 @@ func (p playlist) render() []byte {
 		b = append(b, "#EXT-X-ENDLIST\n"...)
 	}
 	return b
+}
+
+// appendLines appends the segment's lines: its discontinuity, program
+// date time, the EXT-X-PART tags of its parts, EXTINF and URI.
+func (s Segment) appendLines(b []byte, parts []Part) []byte {
+	if s.Discontinuity {
+		b = append(b, "#EXT-X-DISCONTINUITY\n"...)
+	}
+	if !s.ProgramDateTime.IsZero() {
+		b = append(b, "#EXT-X-PROGRAM-DATE-TIME:"...)
+		b = s.ProgramDateTime.UTC().AppendFormat(b, "2006-01-02T15:04:05.000Z07:00")
+		b = append(b, '\n')
+	}
+	for _, part := range parts {
+		b = part.appendTag(b)
+	}
+	b = append(b, "#EXTINF:"...)
+	b = strconv.AppendFloat(b, s.Duration, 'f', 3, 64)
+	b = append(b, ",\n"...)
+	b = append(b, s.File...)
+	return append(b, '\n')
 }
 
 // targetFor is the EXT-X-TARGETDURATION a segment of this many seconds

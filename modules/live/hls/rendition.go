@@ -28,7 +28,8 @@ type rendition struct {
 	length    int64 // SegmentDuration: cut at the first keyframe once this long
 	longest   int64 // TARGETDURATION: no segment is longer
 	td        int
-	window    float64 // least seconds in the live playlist
+	window    float64 // least seconds of the live edge (in Files, with parts)
+	dvr       float64 // least seconds in the live playlist (≥ window)
 	onSegment func(Segment)
 	// files hears of every file published (Options.Files). When set, the
 	// parts and the playlists rewritten after each part go there only:
@@ -57,6 +58,15 @@ type rendition struct {
 	nextDisc bool   // the next segment follows a reconnection
 	live     []Segment
 	discSeq  uint64
+	// edge counts the segments at the front of live that have left the
+	// live edge (Window): out of Files, without parts, still listed.
+	edge int
+	// lines holds, from lineOff on, the text of the first len(lineLen)
+	// segments of live as a playlist lists them without parts (lineLen[i]
+	// bytes each): rendered once per segment rather than after every part.
+	lines   []byte
+	lineLen []int
+	lineOff int
 
 	mux      *tsMuxer
 	cur      *segmentWriter
@@ -100,6 +110,7 @@ func newRendition(name, playlistName, dir string, video, audio bool, o Options, 
 		length:    o.SegmentDuration.Milliseconds() * 90,
 		td:        o.TargetDuration,
 		window:    o.Window.Seconds(),
+		dvr:       max(o.DVR, o.Window).Seconds(),
 		onSegment: o.OnSegment,
 		files:     o.Files,
 		clock:     c,
@@ -118,7 +129,7 @@ func newRendition(name, playlistName, dir string, video, audio bool, o Options, 
 		// and mark the break in timestamps and encoder state.
 		r.seq = prior[len(prior)-1].Sequence + 1
 		r.nextDisc = true
-		start := windowStart(prior, r.window)
+		start := windowStart(prior, r.dvr)
 		r.live = append([]Segment(nil), prior[start:]...)
 		for _, s := range prior[:start] {
 			if s.Discontinuity {
@@ -380,18 +391,7 @@ func (r *rendition) finish(next int64) error {
 		return err
 	}
 	r.live = append(r.live, seg)
-	if n := windowStart(r.live, r.window); n > 0 {
-		for _, s := range r.live[:n] {
-			if s.Discontinuity {
-				r.discSeq++
-			}
-			r.dropParts(s.Sequence)
-			if r.files != nil {
-				r.files.Remove(s.File)
-			}
-		}
-		r.live = append(r.live[:0], r.live[n:]...)
-	}
+	r.trim()
 	if err := r.writePlaylist(true); err != nil {
 		return err
 	}
@@ -399,6 +399,84 @@ func (r *rendition) finish(next int64) error {
 		r.onSegment(seg)
 	}
 	return nil
+}
+
+// trim moves the segments that left the live edge (Window) out of Files
+// and drops their parts, then drops from the playlist those past the DVR
+// window (Window again without DVR). The segment files stay on disk.
+func (r *rendition) trim() {
+	if e := windowStart(r.live, r.window); e > r.edge {
+		for _, s := range r.live[r.edge:e] {
+			r.dropParts(s.Sequence)
+			if r.files != nil {
+				r.files.Remove(s.File)
+			}
+		}
+		r.edge = e
+	}
+	n := windowStart(r.live, r.dvr)
+	if n == 0 {
+		return
+	}
+	for _, s := range r.live[:n] {
+		if s.Discontinuity {
+			r.discSeq++
+		}
+	}
+	r.live = append(r.live[:0], r.live[n:]...)
+	r.edge -= n
+	if n >= len(r.lineLen) {
+		r.lines, r.lineLen, r.lineOff = r.lines[:0], r.lineLen[:0], 0
+		return
+	}
+	for _, l := range r.lineLen[:n] {
+		r.lineOff += l
+	}
+	r.lineLen = append(r.lineLen[:0], r.lineLen[n:]...)
+	if r.lineOff > len(r.lines)/2 {
+		r.lines = append(r.lines[:0], r.lines[r.lineOff:]...)
+		r.lineOff = 0
+	}
+}
+
+// coldLines returns the text of the segments of live before the last
+// hot ones (those that carry parts), extending it with the segments that
+// became cold since the last call, and how many segments it holds.
+func (r *rendition) coldLines(hot int) ([]byte, int) {
+	want := max(0, len(r.live)-hot)
+	for i := len(r.lineLen); i < want; i++ {
+		before := len(r.lines)
+		r.lines = r.live[i].appendLines(r.lines, nil)
+		r.lineLen = append(r.lineLen, len(r.lines)-before)
+	}
+	if want < len(r.lineLen) {
+		// Fewer segments than cached (cannot happen while segments only
+		// join at the end): render them all afresh.
+		return nil, 0
+	}
+	return r.lines[r.lineOff:], want
+}
+
+// skipBoundary is the CAN-SKIP-UNTIL a DVR playlist of target duration
+// td offers: six target durations, the least RFC 8216bis (4.4.3.8)
+// allows.
+func skipBoundary(td int) float64 { return 6 * float64(td) }
+
+// skipUntil is the CAN-SKIP-UNTIL of the live playlist now: with DVR,
+// once its segments last more than twice the skip boundary, so that a
+// delta update is at most about half of it; 0 otherwise.
+func (r *rendition) skipUntil() float64 {
+	if r.dvr <= r.window {
+		return 0
+	}
+	b := skipBoundary(r.td)
+	var total float64
+	for i := len(r.live) - 1; i >= 0; i-- {
+		if total += r.live[i].Duration; total > 2*b {
+			return b
+		}
+	}
+	return 0
 }
 
 // writePlaylist publishes the live playlist after a part or, with
@@ -419,7 +497,13 @@ func (r *rendition) writePlaylist(segment bool) error {
 		mediaSequence:  r.seq,
 		discontinuity:  r.discSeq,
 		segments:       r.live,
+		skipUntil:      r.skipUntil(),
 	}
+	hot := 0
+	if r.partLen > 0 {
+		hot = partSegments
+	}
+	p.cold, p.coldN = r.coldLines(hot)
 	if len(r.live) > 0 {
 		p.mediaSequence = r.live[0].Sequence
 	}

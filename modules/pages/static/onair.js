@@ -299,6 +299,52 @@
     $('volume').addEventListener('input', function (e) { media.volume = Number(e.target.value); });
   }
 
+  // DVR: a live show's playlists reach back to its start (ONAIR_DVR_WINDOW),
+  // so the seek bar spans what the player can seek to, and Live returns to
+  // the live edge: hls.js's liveSyncPosition (PART-HOLD-BACK behind the
+  // newest part), or the end of what is seekable for a native player.
+  var dvr = $('dvr');
+  if (dvr && media) {
+    var seek = $('seek'), behind = $('behind'), goLive = $('go-live'), dragging = false;
+    var liveEdge = function () {
+      var h = window.onairHls;
+      if (h && h.liveSyncPosition != null) return h.liveSyncPosition;
+      var s = media.seekable;
+      return s.length ? s.end(s.length - 1) : media.currentTime;
+    };
+    var dvrStart = function () { return media.seekable.length ? media.seekable.start(0) : 0; };
+    // "Live" while within a few seconds of the edge; how far behind otherwise.
+    var paintDvr = function () {
+      if (player.hasAttribute('data-recording') || !media.seekable.length) return;
+      var from = dvrStart(), edge = Math.max(liveEdge(), from);
+      if (!(edge > from) || !isFinite(edge)) return;
+      dvr.hidden = false;
+      seek.max = String(Math.ceil(edge - from));
+      if (!dragging) seek.value = String(Math.round(media.currentTime - from));
+      var late = Math.max(0, edge - media.currentTime), atEdge = late < 5;
+      behind.textContent = atEdge ? 'Live' : '-' + clock(late);
+      seek.setAttribute('aria-valuetext', atEdge ? 'Live' : clock(late) + ' behind live');
+      goLive.setAttribute('aria-pressed', atEdge ? 'true' : 'false');
+      dvr.classList.toggle('at-edge', atEdge);
+    };
+    var clock = function (secs) {
+      var s = Math.round(secs), h = Math.floor(s / 3600), m = Math.floor(s / 60) % 60, x = s % 60;
+      return (h ? h + ':' + (m < 10 ? '0' : '') : '') + m + ':' + (x < 10 ? '0' : '') + x;
+    };
+    ['timeupdate', 'progress', 'durationchange', 'seeked'].forEach(function (ev) { media.addEventListener(ev, paintDvr); });
+    seek.addEventListener('input', function () { dragging = true; });
+    seek.addEventListener('change', function () {
+      dragging = false;
+      media.currentTime = dvrStart() + Number(seek.value);
+      play();
+    });
+    goLive.addEventListener('click', function () {
+      media.currentTime = liveEdge();
+      var p = media.play();
+      if (p && p.catch) p.catch(function () {});
+    });
+  }
+
   // switchTo replaces what the player plays (the recording, once the show
   // it was playing live is archived) without reloading the page. The
   // recording waits for the viewer to press play.
@@ -312,6 +358,7 @@
     player.setAttribute('data-recording', '');
     var lc = $('live-controls');
     if (lc) { lc.remove(); media.controls = true; }
+    if ($('dvr')) $('dvr').remove();
     autoplay = false;
     startPlayer();
   }
