@@ -472,7 +472,10 @@ func (m *Module) archiveStored(ctx context.Context, id int64) (segs []hls.Segmen
 		return nil, false, false, fmt.Errorf("finalize archive: %w", err)
 	}
 	u := m.newUploader(id, work, nil)
-	for _, name := range []string{hls.ArchiveAV, hls.ArchiveAudio, hls.PlaylistAV, hls.PlaylistAudio, hls.ArchiveMasterAV, hls.ArchiveMasterAudio} {
+	for _, name := range hls.ArchiveFiles(segs) {
+		if !fileExists(filepath.Join(work, name)) {
+			continue
+		}
 		if err := u.retry(ctx, name, func() error { return u.putFile(ctx, name) }); err != nil {
 			return nil, false, false, err
 		}

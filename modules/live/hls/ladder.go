@@ -45,6 +45,12 @@ func IsRung(rendition string) bool {
 	return ok && len(h) > 0 && len(h) <= 5 && digits(h) && h[0] != '0'
 }
 
+// IsRungPlaylist reports whether a file name is a rung's live playlist.
+func IsRungPlaylist(file string) bool {
+	name, ok := strings.CutSuffix(file, ".m3u8")
+	return ok && IsRung(name)
+}
+
 // RungHeight is the height a rung rendition is named after (0 if none).
 func RungHeight(rendition string) int {
 	if !IsRung(rendition) {
