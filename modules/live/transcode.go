@@ -79,6 +79,7 @@ type transcoder struct {
 	// outs are the rungs by height, kept across restarts; written on
 	// the reader's goroutine under mu.
 	outs map[int]*hls.Rung
+	pid  int // of the running ffmpeg, 0 for none
 }
 
 var _ streamcore.Reader = (*transcoder)(nil)
@@ -173,6 +174,7 @@ func (t *transcoder) start(first int64) error {
 		p.demux(i, r)
 	}
 	t.listed = append([]rungSpec(nil), t.active...)
+	t.pid = p.cmd.Process.Pid
 	t.mu.Unlock()
 	p.progress(t)
 	t.proc = p
@@ -207,7 +209,7 @@ func (t *transcoder) stop(pause bool) {
 	t.proc.stop()
 	t.proc = nil
 	t.mu.Lock()
-	t.speed = 0
+	t.speed, t.pid = 0, 0
 	t.mu.Unlock()
 	if pause {
 		for _, r := range t.outs {
