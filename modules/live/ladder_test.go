@@ -237,7 +237,7 @@ func TestLadder(t *testing.T) {
 	// Health shows the transcoder's speed and rungs.
 	health := fmt.Sprintf("/v1/shows/%d/health", b.id)
 	testload.Poll(t, "the transcoder in health", func() error {
-		h := env.Do("GET", health, token, nil).Expect(t, http.StatusOK).JSON(t)
+		h := env.Do("GET", health, token, nil).Expect(t, http.StatusOK).JSON(t)["health"].(map[string]any)
 		tc, _ := h["transcode"].(map[string]any)
 		if tc == nil || tc["speed"].(float64) <= 0 || len(tc["rungs"].([]any)) != 2 {
 			return fmt.Errorf("health %v", h)
@@ -271,7 +271,7 @@ func TestLadder(t *testing.T) {
 		}
 		return nil
 	})
-	h := env.Do("GET", health, token, nil).Expect(t, http.StatusOK).JSON(t)
+	h := env.Do("GET", health, token, nil).Expect(t, http.StatusOK).JSON(t)["health"].(map[string]any)
 	if h["transcode"].(map[string]any)["restarts"].(float64) < 1 {
 		t.Errorf("health after the restart: %v", h)
 	}
