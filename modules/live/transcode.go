@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"os/exec"
 	"strconv"
@@ -347,6 +348,10 @@ func startFFmpeg(cfg *ladderConfig, rungs []rungSpec, audio bool, base int64, lo
 	p.started = time.Now()
 	go func() {
 		cmd.Wait()
+		if st := cmd.ProcessState; st != nil {
+			log.Info("live: transcode: ffmpeg ended", "ran", time.Since(p.started).Round(time.Millisecond).String(),
+				"cpu", (st.UserTime() + st.SystemTime()).String(), "state", st.String())
+		}
 		close(p.exited)
 	}()
 	return p, nil
@@ -422,14 +427,7 @@ func (p *ffmpegProc) progress(t *transcoder) {
 	go func() {
 		defer p.done.Done()
 		defer p.prog.Close()
-		type sample struct {
-			wall  time.Time
-			media int64 // µs
-		}
-		var (
-			window []sample
-			slowAt time.Time
-		)
+		var meter speedMeter
 		sc := bufio.NewScanner(p.prog)
 		for sc.Scan() {
 			v, ok := strings.CutPrefix(sc.Text(), "out_time_us=")
@@ -440,28 +438,52 @@ func (p *ffmpegProc) progress(t *transcoder) {
 			if err != nil || us <= 0 {
 				continue
 			}
-			now := time.Now()
-			window = append(window, sample{now, us})
-			for len(window) > 2 && now.Sub(window[1].wall) >= speedWindow {
-				window = window[1:]
+			speed, measured, slow := meter.add(time.Now(), us)
+			if measured {
+				t.setSpeed(speed)
 			}
-			w := now.Sub(window[0].wall)
-			if w < speedWindow/2 {
-				continue
-			}
-			speed := float64(us-window[0].media) / float64(w.Microseconds())
-			t.setSpeed(float64(int(speed*1000+0.5)) / 1000)
-			switch {
-			case speed >= overloadSpeed:
-				slowAt = time.Time{}
-			case slowAt.IsZero():
-				slowAt = now
-			case now.Sub(slowAt) >= overloadFor:
+			if slow {
 				p.overloaded.Store(true)
 			}
 		}
 		io.Copy(io.Discard, p.prog)
 	}()
+}
+
+// speedMeter turns ffmpeg's progress (media time made, at wall times)
+// into its speed over the last speedWindow, and tells when that has
+// stayed under overloadSpeed for overloadFor. ffmpeg's own speed counts
+// from its start, so its first seconds of probing would weigh for long.
+type speedMeter struct {
+	window []speedSample
+	slowAt time.Time
+}
+
+type speedSample struct {
+	wall  time.Time
+	media int64 // µs
+}
+
+// add takes a report of us microseconds made at now; measured is false
+// until half a window has passed.
+func (m *speedMeter) add(now time.Time, us int64) (speed float64, measured, overloaded bool) {
+	m.window = append(m.window, speedSample{now, us})
+	for len(m.window) > 2 && now.Sub(m.window[1].wall) >= speedWindow {
+		m.window = m.window[1:]
+	}
+	w := now.Sub(m.window[0].wall)
+	if w < speedWindow/2 {
+		return 0, false, false
+	}
+	speed = float64(us-m.window[0].media) / float64(w.Microseconds())
+	speed = math.Round(speed*1000) / 1000
+	switch {
+	case speed >= overloadSpeed:
+		m.slowAt = time.Time{}
+	case m.slowAt.IsZero():
+		m.slowAt = now
+	}
+	return speed, true, !m.slowAt.IsZero() && now.Sub(m.slowAt) >= overloadFor
 }
 
 // stop closes ffmpeg's input, waits for it to finish (killing it after
