@@ -296,7 +296,6 @@ type ffmpegProc struct {
 	started time.Time
 	stderr  *tailBuffer
 	log     *slog.Logger
-	t       *transcoder
 	exited  chan struct{}
 	done    sync.WaitGroup // the demuxers and the progress reader
 
@@ -364,7 +363,7 @@ func (p *ffmpegProc) demux(i int, r *hls.Rung) {
 		defer p.done.Done()
 		f := p.outs[i]
 		defer f.Close()
-		if err := p.demuxRung(bufio.NewReaderSize(f, 64<<10), r); err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, os.ErrClosed) {
+		if err := p.demuxRung(bufio.NewReaderSize(f, 64<<10), r); !errors.Is(err, io.EOF) && !errors.Is(err, os.ErrClosed) {
 			p.log.Warn("live: transcode: read rung", "rung", r.Name(), "err", err)
 		}
 		io.Copy(io.Discard, f) // never leave ffmpeg blocked on a full pipe

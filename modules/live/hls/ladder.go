@@ -91,7 +91,6 @@ type ladder struct {
 	mu      sync.Mutex
 	started bool
 	clock   clock
-	asc     *flv.AudioSpecificConfig
 	bounds  []bound // the A/V rendition's latest segment starts, oldest first
 	rungs   []*Rung // in the master playlists, once they have a segment
 	indexMu sync.Mutex
@@ -155,7 +154,6 @@ type Rung struct {
 	annexB   []byte
 	adts     []byte
 	stats    variantStats // under the ladder's lock
-	listed   bool         // in the master playlists (under the ladder's lock)
 	err      error
 }
 
