@@ -124,7 +124,7 @@ func (m *Module) forgetLive(showID int64) {
 // that is neither there nor next. It only reads the query and the show's
 // live state, so any serving path can call it before reading the file.
 func (m *Module) awaitMedia(c *fiber.Ctx, id int64, file string) error {
-	playlist := file == hls.PlaylistAV || file == hls.PlaylistAudio
+	playlist := file == hls.PlaylistAV || file == hls.PlaylistAudio || hls.IsRungPlaylist(file)
 	var q blockingQuery
 	if playlist {
 		var err error

@@ -54,3 +54,25 @@ func (m *Module) OpenLive(showID int64) { m.liveFor(showID) }
 
 // Blocking counts the LL-HLS requests this node holds now.
 func (m *Module) Blocking() int64 { return m.waiting.now.Load() }
+
+// ParseTranscode exposes the parser of ONAIR_TRANSCODE, whose value tests
+// set with Config.Set.
+func ParseTranscode(v string) (any, error) { return parseTranscode(v) }
+
+// TranscoderPID is the process id of the show's ffmpeg transcoder on
+// this node, 0 when none runs.
+func (m *Module) TranscoderPID(showID int64) int {
+	m.mu.Lock()
+	s := m.streams[showID]
+	m.mu.Unlock()
+	if s == nil {
+		return 0
+	}
+	tc := s.transcoder.Load()
+	if tc == nil {
+		return 0
+	}
+	tc.mu.Lock()
+	defer tc.mu.Unlock()
+	return tc.pid
+}

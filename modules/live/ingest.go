@@ -64,6 +64,9 @@ type stream struct {
 	protocol string
 	link     func() srt.LinkStats
 
+	// transcoder makes the show's ladder (transcode.go), if it has one.
+	transcoder atomic.Pointer[transcoder]
+
 	// Touched only on the connection's goroutine.
 	demux  streamcore.FLV
 	err    error // what ended the publication; a refusal from onMetaData is returned at the next tag
@@ -240,6 +243,11 @@ func (m *Module) decided(s *stream, t streamcore.Tracks) error {
 	r.followers = m.followers(s, up)
 	m.core.Log.Info("publisher tracks decided", "show", s.showID, "video", t.Video != nil, "audio", t.Audio != nil)
 	s.core.AddReader(r, streamcore.ReaderOptions{Name: "hls", Essential: true})
+	if m.ladder != nil && t.Video != nil && !s.core.AudioOnly() {
+		tc := newTranscoder(m.ladder, s.showID, m.core.Log, pkg)
+		s.transcoder.Store(tc)
+		s.core.AddReader(tc, streamcore.ReaderOptions{Name: "transcode", Queue: transcodeQueue})
+	}
 	m.published(s)
 	return nil
 }

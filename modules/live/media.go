@@ -409,7 +409,8 @@ func isArchivePlaylist(file string) bool {
 	case hls.ArchiveAV, hls.ArchiveAudio, hls.ArchiveMasterAV, hls.ArchiveMasterAudio:
 		return true
 	}
-	return false
+	rung, ok := strings.CutPrefix(file, "archive_")
+	return ok && hls.IsRungPlaylist(rung)
 }
 
 // preflight answers CORS preflight requests of players on other origins.

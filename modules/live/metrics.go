@@ -1,6 +1,7 @@
 package live
 
 import (
+	"strconv"
 	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -46,4 +47,53 @@ func (c admissionCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(descEvicted, st.Evicted)
 	counter(descTimedOut, st.TimedOut)
 	counter(descThrottled, st.Throttled)
+}
+
+// The transcoding ladders of the shows ingested here, read when scraped.
+var (
+	descTranscodeSpeed = prometheus.NewDesc("onair_transcode_speed",
+		"Speed of a show's transcoder: media seconds made per second (1 keeps up; 0 while it is not running).",
+		[]string{"show"}, nil)
+	descTranscodeRestarts = prometheus.NewDesc("onair_transcode_restarts_total",
+		"Times a show's transcoder (ffmpeg) stopped and was started again.", []string{"show"}, nil)
+	descTranscodeDropped = prometheus.NewDesc("onair_transcode_dropped_rungs",
+		"Rungs a show's transcoder gave up for being slower than real time.", []string{"show"}, nil)
+	descRungBitrate = prometheus.NewDesc("onair_transcode_rung_bitrate_bits",
+		"Average bit rate of a rung of a show's ladder, from its segments (bits per second).", []string{"show", "height"}, nil)
+	descRungFPS = prometheus.NewDesc("onair_transcode_rung_fps",
+		"Frame rate of a rung of a show's ladder.", []string{"show", "height"}, nil)
+)
+
+// transcodeCollector exposes each live show's ladder, per rung.
+type transcodeCollector struct{ m *Module }
+
+func (c transcodeCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descTranscodeSpeed, descTranscodeRestarts, descTranscodeDropped, descRungBitrate, descRungFPS} {
+		ch <- d
+	}
+}
+
+func (c transcodeCollector) Collect(ch chan<- prometheus.Metric) {
+	c.m.mu.Lock()
+	list := make([]*stream, 0, len(c.m.streams))
+	for _, s := range c.m.streams {
+		list = append(list, s)
+	}
+	c.m.mu.Unlock()
+	for _, s := range list {
+		tc := s.transcoder.Load()
+		if tc == nil {
+			continue
+		}
+		h := tc.health()
+		show := strconv.FormatInt(s.showID, 10)
+		ch <- prometheus.MustNewConstMetric(descTranscodeSpeed, prometheus.GaugeValue, h.Speed, show)
+		ch <- prometheus.MustNewConstMetric(descTranscodeRestarts, prometheus.CounterValue, float64(h.Restarts), show)
+		ch <- prometheus.MustNewConstMetric(descTranscodeDropped, prometheus.GaugeValue, float64(len(h.Dropped)), show)
+		for _, r := range h.Rungs {
+			height := strconv.Itoa(r.Height)
+			ch <- prometheus.MustNewConstMetric(descRungBitrate, prometheus.GaugeValue, float64(r.Bitrate)*1000, show, height)
+			ch <- prometheus.MustNewConstMetric(descRungFPS, prometheus.GaugeValue, r.FPS, show, height)
+		}
+	}
 }

@@ -87,6 +87,10 @@ type Module struct {
 	// disk (disk.go); 0 checks nothing.
 	minFree uint64
 
+	// ladder is the transcoding ladder of live video shows (ladder.go);
+	// nil for none.
+	ladder *ladderConfig
+
 	// liveSlots holds the shows going live now (goingLive at most).
 	liveSlots chan struct{}
 	// hooks are other modules' readers of each publication (OnPublish).
@@ -180,6 +184,10 @@ func (*Module) Settings() []app.Setting {
 			Help: "MiB of live playlists, segments and parts (the live edge: the last 12 s of segments and their parts) a node serves from memory, for all the shows it ingests; LL-HLS parts are then in memory only. 0 serves them from disk, writing every part and playlist there", Parse: app.ParseNonNegativeInt},
 		{Env: SettingHLSMemoryPerShow, Flag: "hls-memory-per-show-mb", Default: "32",
 			Help: "MiB of that memory one show may hold; past it its oldest segments are served from disk", Parse: app.ParsePositiveInt},
+		{Env: SettingTranscode, Flag: "transcode",
+			Help: "rungs of the transcoding ladder every live video show gets, such as 1080p,720p,480p,360p,240p, each optionally with its video bit rate (360p:800k); rungs at or above the source's height are left out; empty: no ladder", Parse: parseTranscode},
+		{Env: SettingTranscodeEncoder, Flag: "transcode-encoder", Default: "libx264",
+			Help: "H.264 encoder of the ladder's rungs: libx264, h264_nvenc, h264_vaapi or h264_qsv (checked against ffmpeg -encoders at start)", Parse: parseTranscodeEncoder},
 		{Env: SettingMediaMinFree, Flag: "media-min-free-mb", Default: "256",
 			Help: "MiB that must be free on the disk of the media working directory for a publish to be accepted; 0 checks nothing", Parse: app.ParseNonNegativeInt},
 	}, sourceSettings()...)
@@ -264,6 +272,9 @@ func (m *Module) Provision(core *app.Core) error {
 	m.dvr = app.Get[time.Duration](cfg, SettingDVRWindow)
 	m.waiting.max = int64(app.Get[int](cfg, SettingHLSMaxBlocking))
 	m.minFree = uint64(app.Get[int](cfg, SettingMediaMinFree)) << 20
+	if m.ladder, err = newLadderConfig(app.Get[[]rungSpec](cfg, SettingTranscode), app.Get[string](cfg, SettingTranscodeEncoder)); err != nil {
+		return err
+	}
 	m.media = newMediaCache(int64(app.Get[int](cfg, SettingHLSMemory))<<20, int64(app.Get[int](cfg, SettingHLSMemoryPerShow))<<20)
 	m.rtmp = &rtmp.Server{
 		Handler:              rtmp.HandlerFunc(m.publish),
@@ -303,6 +314,7 @@ func (m *Module) registerMetrics(reg prometheus.Registerer) error {
 		admissionCollector{server: m.rtmp, codec: &m.codecRefusals},
 		ingestCollector{m},
 		blockingCollector{&m.waiting},
+		transcodeCollector{m},
 	} {
 		if err := reg.Register(g); err != nil {
 			return fmt.Errorf("live: metrics: %w", err)

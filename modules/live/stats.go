@@ -96,6 +96,9 @@ func (m *Module) Health(showID int64) (shows.Health, bool) {
 			h.Warnings = append(h.Warnings, fmt.Sprintf("SRT could not recover %d packets in time: the picture breaks up. Raise the latency in the encoder's SRT settings (4 × the round trip of %g ms or more) or lower the bitrate.", d, h.SRT.RTTMillis))
 		}
 	}
+	if tc := s.transcoder.Load(); tc != nil {
+		h.Transcode = tc.health()
+	}
 	h.Viewers = m.Viewers(showID)
 	h.PeakViewers, _ = m.peaks.observe(showID, h.Viewers, now)
 	warn(&h, st.Since, now)

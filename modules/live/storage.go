@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"time"
@@ -238,6 +239,7 @@ type uploader struct {
 	index    []byte          // index lines of the archived segments, in order
 	sent     int             // len(index) the store has acknowledged (0: none uploaded)
 	dirty    bool            // playlists changed since the last upload
+	rungs    []string        // the ladder's rungs seen in the index
 }
 
 func (m *Module) newUploader(id int64, dir string, archived map[string]bool) *uploader {
@@ -336,7 +338,11 @@ func (u *uploader) pass(ctx context.Context) error {
 		u.sent = len(u.index)
 	}
 	if u.dirty {
-		for _, name := range []string{hls.PlaylistAV, hls.PlaylistAudio, hls.MasterAV, hls.MasterAudio} {
+		names := []string{hls.PlaylistAV, hls.PlaylistAudio, hls.MasterAV, hls.MasterAudio}
+		for _, r := range u.rungs {
+			names = append(names, hls.PlaylistOf(r))
+		}
+		for _, name := range names {
 			if err := u.retry(ctx, name, func() error { return u.putFile(ctx, name) }); err != nil {
 				return err
 			}
@@ -353,6 +359,9 @@ func (u *uploader) segment(ctx context.Context, line []byte) error {
 		return nil
 	}
 	file := l[0].seg.File
+	if r := l[0].seg.Rendition; hls.IsRung(r) && !slices.Contains(u.rungs, r) {
+		u.rungs = append(u.rungs, r) // its live playlist goes up with the others
+	}
 	if !u.archived[file] {
 		fi, err := os.Stat(filepath.Join(u.dir, file))
 		if err != nil || fi.Size() == 0 {
@@ -472,7 +481,10 @@ func (m *Module) archiveStored(ctx context.Context, id int64) (segs []hls.Segmen
 		return nil, false, false, fmt.Errorf("finalize archive: %w", err)
 	}
 	u := m.newUploader(id, work, nil)
-	for _, name := range []string{hls.ArchiveAV, hls.ArchiveAudio, hls.PlaylistAV, hls.PlaylistAudio, hls.ArchiveMasterAV, hls.ArchiveMasterAudio} {
+	for _, name := range hls.ArchiveFiles(segs) {
+		if !fileExists(filepath.Join(work, name)) {
+			continue
+		}
 		if err := u.retry(ctx, name, func() error { return u.putFile(ctx, name) }); err != nil {
 			return nil, false, false, err
 		}

@@ -26,16 +26,19 @@ type Health struct {
 	// nobody publishes.
 	Protocol string `json:"protocol"`
 	// SRT is the SRT connection's state, for an SRT publisher only.
-	SRT              *SRTHealth `json:"srt,omitempty"`
-	VideoCodec       string     `json:"video_codec"`
-	AudioCodec       string     `json:"audio_codec"`
-	Width            int        `json:"width"`
-	Height           int        `json:"height"`
-	FPS              float64    `json:"fps"`
-	VideoBitrate     int        `json:"video_bitrate"`
-	AudioBitrate     int        `json:"audio_bitrate"`
-	KeyframeInterval float64    `json:"keyframe_interval"`
-	Viewers          int        `json:"viewers"`
+	SRT *SRTHealth `json:"srt,omitempty"`
+	// Transcode is the show's transcoding ladder (ONAIR_TRANSCODE), for a
+	// show that has one.
+	Transcode        *TranscodeHealth `json:"transcode,omitempty"`
+	VideoCodec       string           `json:"video_codec"`
+	AudioCodec       string           `json:"audio_codec"`
+	Width            int              `json:"width"`
+	Height           int              `json:"height"`
+	FPS              float64          `json:"fps"`
+	VideoBitrate     int              `json:"video_bitrate"`
+	AudioBitrate     int              `json:"audio_bitrate"`
+	KeyframeInterval float64          `json:"keyframe_interval"`
+	Viewers          int              `json:"viewers"`
 	// PeakViewers is the most viewers at once since the show went live.
 	PeakViewers int `json:"peak_viewers"`
 	// BehindSeconds is how far the media has fallen behind the wall
@@ -177,4 +180,29 @@ func (h Health) WithSchedule(sh *Show, now time.Time) Health {
 func SinceOf(t time.Time) *app.Timestamp {
 	ts := app.Timestamp(t)
 	return &ts
+}
+
+// TranscodeHealth is the state of a live show's transcoding ladder.
+type TranscodeHealth struct {
+	// Speed is the transcoder's speed over the last seconds: media time
+	// made per second of wall time (1 keeps up with real time); 0 while
+	// it is not running.
+	Speed float64 `json:"speed"`
+	// Rungs are the renditions being made, highest first.
+	Rungs []RungHealth `json:"rungs"`
+	// Dropped lists the heights of the rungs given up because the
+	// transcoder was slower than real time.
+	Dropped []int `json:"dropped"`
+	// Restarts counts the times ffmpeg stopped and was started again.
+	Restarts int `json:"restarts"`
+}
+
+// RungHealth is one rung of a ladder: its height, its measured bit rate
+// (video and audio, kb/s, the average of its segments), the video bit
+// rate asked of the encoder and its frame rate.
+type RungHealth struct {
+	Height        int     `json:"height"`
+	Bitrate       int     `json:"bitrate"`
+	TargetBitrate int     `json:"target_bitrate"`
+	FPS           float64 `json:"fps"`
 }

@@ -1,9 +1,14 @@
 package hls
 
-import "fmt"
+import (
+	"cmp"
+	"fmt"
+	"slices"
+)
 
 // Finalize ends a stream whose publisher is gone for good: it rebuilds the
-// VOD playlists (ArchiveAV, ArchiveAudio) and their master playlists
+// VOD playlists (ArchiveAV, ArchiveAudio, and ArchiveOf each rung of a
+// ladder) and their master playlists
 // (ArchiveMasterAV when the recording has video, ArchiveMasterAudio) from
 // the segment index, adds EXT-X-ENDLIST to the live playlists so players
 // stop polling (without the LL-HLS tags, which only serve a live edge;
@@ -20,13 +25,20 @@ func Finalize(dir string, opts Options) error {
 		return err
 	}
 	byRendition := map[string][]Segment{}
+	var rungs []string // highest first
 	for _, s := range segs {
+		if IsRung(s.Rendition) && byRendition[s.Rendition] == nil {
+			rungs = append(rungs, s.Rendition)
+		}
 		byRendition[s.Rendition] = append(byRendition[s.Rendition], s)
 	}
-	outputs := []struct{ rendition, live, archive string }{
-		{RenditionAV, PlaylistAV, ArchiveAV},
-		{RenditionAudio, PlaylistAudio, ArchiveAudio},
+	slices.SortFunc(rungs, func(a, b string) int { return cmp.Compare(RungHeight(b), RungHeight(a)) })
+	type output struct{ rendition, live, archive string }
+	outputs := []output{{RenditionAV, PlaylistAV, ArchiveAV}}
+	for _, r := range rungs {
+		outputs = append(outputs, output{r, PlaylistOf(r), ArchiveOf(r)})
 	}
+	outputs = append(outputs, output{RenditionAudio, PlaylistAudio, ArchiveAudio})
 	stats := map[string]*variantStats{}
 	for _, out := range outputs {
 		list := byRendition[out.rendition]
@@ -75,7 +87,11 @@ func Finalize(dir string, opts Options) error {
 		}
 	}
 	if st := stats[RenditionAV]; st != nil && hasVideo(byRendition[RenditionAV]) {
-		if err := writeFileAtomic(dir, ArchiveMasterAV, renderMaster(append([]variant{st.variant(ArchiveAV)}, audio...)...)); err != nil {
+		vs := []variant{st.variant(ArchiveAV)}
+		for _, r := range rungs {
+			vs = append(vs, stats[r].variant(ArchiveOf(r)))
+		}
+		if err := writeFileAtomic(dir, ArchiveMasterAV, renderMaster(append(vs, audio...)...)); err != nil {
 			return fmt.Errorf("finalize: %w", err)
 		}
 	}

@@ -70,7 +70,11 @@ func ParsePartFile(name string) (rendition string, seq uint64, idx int, ok bool)
 	case strings.HasPrefix(base, "audio-"):
 		rendition, base = RenditionAudio, base[len("audio-"):]
 	default:
-		return "", 0, 0, false
+		name, rest, found := strings.Cut(base, "-")
+		if !found || !IsRung(name) {
+			return "", 0, 0, false
+		}
+		rendition, base = name, rest
 	}
 	num, part, found := strings.Cut(base, "-p")
 	if !found || len(num) < 6 || len(num) > 20 || len(part) == 0 || len(part) > 4 || !digits(num) || !digits(part) {
@@ -108,8 +112,11 @@ func digits(s string) bool {
 
 // PlaylistOf is the live playlist of a rendition's segments and parts.
 func PlaylistOf(rendition string) string {
-	if rendition == RenditionAudio {
+	switch {
+	case rendition == RenditionAudio:
 		return PlaylistAudio
+	case IsRung(rendition):
+		return rendition + ".m3u8"
 	}
 	return PlaylistAV
 }

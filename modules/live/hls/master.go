@@ -130,6 +130,10 @@ func aacCodec(c *flv.AudioSpecificConfig) string {
 // errSPS is returned for a sequence parameter set that cannot be read.
 var errSPS = errors.New("hls: malformed sequence parameter set")
 
+// SPSResolution reads the picture size, cropping applied, from an H.264
+// sequence parameter set NAL unit.
+func SPSResolution(nal []byte) (width, height int, err error) { return spsResolution(nal) }
+
 // spsResolution reads the picture size, cropping applied, from an H.264
 // sequence parameter set NAL unit (ITU-T H.264 7.3.2.1.1).
 func spsResolution(nal []byte) (width, height int, err error) {

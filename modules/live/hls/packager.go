@@ -176,6 +176,9 @@ type Packager struct {
 	annexB              []byte
 	adts                []byte
 	err                 error
+	// ladder holds what the rungs share with the source's renditions
+	// (ladder.go); its lock guards the stats and masters above too.
+	ladder ladder
 }
 
 // Open prepares a Packager writing into dir, creating it if needed.
@@ -188,6 +191,10 @@ func Open(dir string, opts Options) (*Packager, error) {
 		return nil, err
 	}
 	o := opts.withDefaults()
+	if o.Files != nil {
+		// The rungs of a ladder publish from their own goroutines.
+		o.Files = &syncFiles{f: o.Files}
+	}
 	return &Packager{
 		dir:      dir,
 		opts:     o,
@@ -259,6 +266,9 @@ func (p *Packager) startOutput(first *streamcore.Unit) error {
 		wall = p.opts.Now()
 	}
 	p.clock = clock{media: first.DTS, wall: wall}
+	p.ladder.mu.Lock()
+	p.ladder.started, p.ladder.clock = true, p.clock
+	p.ladder.mu.Unlock()
 	priorAV, priorAudio := splitRenditions(p.prior)
 	if !p.opts.AudioOnly {
 		p.av = newRendition(RenditionAV, PlaylistAV, p.dir, p.hasVideo, p.hasAudio, p.opts, &p.clock, priorAV)
@@ -267,6 +277,7 @@ func (p *Packager) startOutput(first *streamcore.Unit) error {
 		p.aud = newRendition(RenditionAudio, PlaylistAudio, p.dir, false, true, p.opts, &p.clock, priorAudio)
 	}
 	full := p.opts.SegmentDuration.Seconds() / 2
+	p.ladder.mu.Lock()
 	p.statsAV, p.statsAudio = variantStats{full: full}, variantStats{full: full}
 	for _, s := range priorAV {
 		p.statsAV.add(s)
@@ -274,6 +285,7 @@ func (p *Packager) startOutput(first *streamcore.Unit) error {
 	for _, s := range priorAudio {
 		p.statsAudio.add(s)
 	}
+	p.ladder.mu.Unlock()
 	p.wire()
 	for _, r := range p.prior {
 		removeParts(p.dir, r.Rendition, r.Sequence) // left by the previous publication
@@ -282,11 +294,15 @@ func (p *Packager) startOutput(first *streamcore.Unit) error {
 	return nil
 }
 
+// splitRenditions picks the source's A/V and audio-only segments (an
+// index without rendition names is the A/V rendition's); rungs are
+// picked by theirs (Rung.open).
 func splitRenditions(segs []Segment) (av, audio []Segment) {
 	for _, s := range segs {
-		if s.Rendition == RenditionAudio {
+		switch {
+		case s.Rendition == RenditionAudio:
 			audio = append(audio, s)
-		} else {
+		case !IsRung(s.Rendition):
 			av = append(av, s)
 		}
 	}
@@ -398,7 +414,13 @@ func (p *Packager) wire() {
 	if p.hasAudio {
 		audio = aacCodec(p.asc)
 	}
+	for _, r := range []*rendition{p.av, p.aud} {
+		if r != nil {
+			r.indexMu = &p.ladder.indexMu
+		}
+	}
 	if p.av != nil {
+		p.av.began = p.ladder.began
 		p.av.codecs = strings.Trim(video+","+audio, ",")
 		p.av.size = size
 		p.av.onSegment = p.segmentDone
@@ -415,12 +437,15 @@ func (p *Packager) wire() {
 // segmentDone updates the master playlists with a finished segment before
 // the caller hears of it, so a player sent to them finds both renditions.
 func (p *Packager) segmentDone(seg Segment) {
+	p.ladder.mu.Lock()
 	if seg.Rendition == RenditionAudio {
 		p.statsAudio.add(seg)
 	} else {
 		p.statsAV.add(seg)
 	}
-	if err := p.writeMasters(); err != nil {
+	err := p.writeMastersLocked()
+	p.ladder.mu.Unlock()
+	if err != nil {
 		p.log.Warn("hls: master playlist", "err", err)
 	}
 	if p.opts.OnSegment != nil {
@@ -428,10 +453,11 @@ func (p *Packager) segmentDone(seg Segment) {
 	}
 }
 
-// writeMasters writes the live master playlists whose announcement
+// writeMastersLocked writes the live master playlists whose announcement
 // changed (see stale): MasterAV once the A/V rendition has a segment with
-// video, MasterAudio once the audio-only rendition has one.
-func (p *Packager) writeMasters() error {
+// video, with the ladder's rungs after it, MasterAudio once the
+// audio-only rendition has one. The ladder's lock is held.
+func (p *Packager) writeMastersLocked() error {
 	if p.masters == nil {
 		p.masters = map[string][]variant{}
 	}
@@ -443,7 +469,11 @@ func (p *Packager) writeMasters() error {
 		}
 	}
 	if p.statsAV.n > 0 && strings.Contains(p.statsAV.last.Codecs, "avc1") {
-		return p.writeMaster(MasterAV, append([]variant{p.statsAV.variant(PlaylistAV)}, audio...))
+		vs := []variant{p.statsAV.variant(PlaylistAV)}
+		for _, r := range p.ladder.rungs {
+			vs = append(vs, r.stats.variant(r.Playlist()))
+		}
+		return p.writeMaster(MasterAV, append(vs, audio...))
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -42,6 +43,13 @@ type rendition struct {
 	codecs  string // RFC 6381 codecs of the rendition, for the index
 	size    string // WIDTHxHEIGHT of the video, "" if unknown
 
+	// indexMu keeps the index appends of a ladder's renditions apart.
+	indexMu *sync.Mutex
+	// began, when set, hears of each segment started at a keyframe: its
+	// decoding and presentation time and sequence number (the A/V
+	// rendition tells the ladder's rungs where to cut, ladder.go).
+	began func(dts, pts int64, seq uint64)
+
 	// Low latency: parts of partLen ticks, none longer than partTarget.
 	partLen, partTarget int64
 	notify              *Live
@@ -55,6 +63,7 @@ type rendition struct {
 	frames              int // video frames in the current segment
 
 	seq      uint64 // sequence number of the next segment
+	fresh    bool   // no segment yet, nor any before a reconnection
 	nextDisc bool   // the next segment follows a reconnection
 	live     []Segment
 	discSeq  uint64
@@ -124,6 +133,7 @@ func newRendition(name, playlistName, dir string, video, audio bool, o Options, 
 	r.longest = int64(r.td) * 90000
 	r.partTarget = partTargetOf(r.partLen)
 	r.mux = newTSMuxer(video, audio)
+	r.fresh = len(prior) == 0
 	if len(prior) > 0 {
 		// A reconnection: continue the numbering and the live window,
 		// and mark the break in timestamps and encoder state.
@@ -164,10 +174,12 @@ func (r *rendition) writeVideo(dts, pts, frameDur int64, au []byte, idr bool) er
 		if err := r.start(dts, true); err != nil {
 			return err
 		}
+		r.begin(dts, pts)
 	case idr && dts-r.curStart >= r.length-jitter:
 		if err := r.cut(dts, true); err != nil {
 			return err
 		}
+		r.begin(dts, pts)
 	case dts+frameDur-r.curStart > r.longest+jitter:
 		// The keyframe interval is longer than the target duration: cut
 		// anyway, producing a segment that does not start with a keyframe.
@@ -184,6 +196,60 @@ func (r *rendition) writeVideo(dts, pts, frameDur int64, au []byte, idr bool) er
 	r.end = max(r.end, dts+frameDur)
 	r.videoEnd = dts + frameDur
 	return r.spill()
+}
+
+// begin tells began of a segment just started at a keyframe.
+func (r *rendition) begin(dts, pts int64) {
+	if r.began != nil {
+		r.began(dts, pts, r.seq)
+	}
+}
+
+// writeRungVideo is writeVideo for a rung of a ladder, which is cut where
+// the source was: at a keyframe the source began a segment with
+// (boundary), so that every variant has the same segments. seq, for the
+// rung's first segment, is the source's number of it.
+func (r *rendition) writeRungVideo(dts, pts, frameDur int64, au []byte, idr, boundary bool, seq uint64) error {
+	jitter := jitterOf(frameDur)
+	switch {
+	case r.cur == nil:
+		if !idr || !boundary {
+			return nil
+		}
+		if r.fresh {
+			r.seq = seq
+		}
+		if err := r.start(dts, true); err != nil {
+			return err
+		}
+	case idr && boundary && dts > r.curStart:
+		if err := r.cut(dts, true); err != nil {
+			return err
+		}
+	case dts+frameDur-r.curStart > r.longest+jitter:
+		if err := r.cut(dts, false); err != nil {
+			return err
+		}
+	case r.partDue(dts, frameDur, jitter):
+		if err := r.cutPart(dts, idr); err != nil {
+			return err
+		}
+	}
+	r.fresh = false
+	r.frames++
+	r.mux.writePES(r.mux.track(pidVideo), pts&tsClockMask, dts&tsClockMask, au, idr)
+	r.end = max(r.end, dts+frameDur)
+	r.videoEnd = dts + frameDur
+	return r.spill()
+}
+
+// pause finishes the segment in progress (a rung whose transcoder
+// stopped): the next one follows a discontinuity.
+func (r *rendition) pause() error {
+	err := r.close()
+	r.closed = false
+	r.nextDisc = true
+	return err
 }
 
 // writeAudio adds an ADTS frame with its timestamp. Without video a
@@ -380,7 +446,7 @@ func (r *rendition) finish(next int64) error {
 	r.curParts = nil
 	r.seq++
 	r.nextDisc = false
-	if err := appendIndex(r.dir, seg, r.durable); err != nil {
+	if err := appendIndex(r.dir, seg, r.durable, r.indexMu); err != nil {
 		// Unrecorded, the segment is no part of the stream: nothing may
 		// serve or archive it.
 		os.Remove(filepath.Join(r.dir, seg.File))

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -65,8 +66,11 @@ type Segment struct {
 
 // segmentFile is the file name of a segment of a rendition.
 func segmentFile(rendition string, seq uint64) string {
-	if rendition == RenditionAudio {
+	switch {
+	case rendition == RenditionAudio:
 		return fmt.Sprintf("audio-%06d.ts", seq)
+	case IsRung(rendition):
+		return fmt.Sprintf("%s-%06d.ts", rendition, seq)
 	}
 	return fmt.Sprintf("seg-%06d.ts", seq)
 }
@@ -96,8 +100,14 @@ func ReadIndex(dir string) ([]Segment, error) {
 	return out, nil
 }
 
-// appendIndex durably records a finished segment.
-func appendIndex(dir string, s Segment, durable bool) error {
+// appendIndex durably records a finished segment. The renditions of a
+// ladder finish segments on their own goroutines: mu, when set, keeps
+// their appends (and the cut of a torn one) apart.
+func appendIndex(dir string, s Segment, durable bool, mu *sync.Mutex) error {
+	if mu != nil {
+		mu.Lock()
+		defer mu.Unlock()
+	}
 	line, err := json.Marshal(s)
 	if err != nil {
 		return fmt.Errorf("encode segment index: %w", err)

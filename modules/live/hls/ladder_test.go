@@ -1,0 +1,81 @@
+package hls
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// A rung fed the source's frames (as ffmpeg returns them, keyframes
+// where the source has them) is cut where the source was: the same
+// numbers, durations and program date times; the masters, live and
+// archived, list it between the source and the audio-only variant.
+func TestRungAlignsWithSource(t *testing.T) {
+	dir := t.TempDir()
+	p := openTest(t, dir, Options{})
+	feed(t, p, 1000, 10_000, 2000, true)
+	// The rung starts late, as a transcoder does: at the second keyframe.
+	r := p.Packager.Rung(240, nil)
+	sps, pps := avcRecord[8:17], avcRecord[20:24]
+	for ms := int64(2000); ms < 10_000; ms += 40 {
+		nalus := [][]byte{{0x41, 0x9A, 1, 2, 3}}
+		if ms%2000 == 0 {
+			nalus = [][]byte{sps, pps, {0x65, 0x88, 1, 2, 3, 4}}
+		}
+		ts := (1000 + ms) * 90
+		if err := r.Video(ts, ts, nalus); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := r.Close(false); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	live := readFile(t, filepath.Join(dir, MasterAV))
+	if i, j, k := strings.Index(live, "index.m3u8"), strings.Index(live, "v240.m3u8"), strings.Index(live, "audio.m3u8"); i < 0 || j < i || k < j {
+		t.Errorf("live master:\n%s", live)
+	}
+	src := map[uint64]Segment{}
+	for _, s := range segmentsOf(t, dir, RenditionAV) {
+		src[s.Sequence] = s
+	}
+	rung := segmentsOf(t, dir, "v240")
+	if len(rung) < 3 {
+		t.Fatalf("rung segments: %+v", rung)
+	}
+	for _, s := range rung[:len(rung)-1] { // the last one ends where the rung's input did
+		o, ok := src[s.Sequence]
+		if !ok || o.Duration != s.Duration || !o.ProgramDateTime.Equal(s.ProgramDateTime) || s.File != segmentFile("v240", s.Sequence) {
+			t.Errorf("rung segment %+v, source %+v", s, o)
+		}
+	}
+	if rung[0].Sequence != 1 {
+		t.Errorf("the rung's first segment is %d, want the source's second", rung[0].Sequence)
+	}
+	if err := Finalize(dir, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	archived := readFile(t, filepath.Join(dir, ArchiveMasterAV))
+	if !strings.Contains(archived, "archive_v240.m3u8") || !strings.Contains(readFile(t, filepath.Join(dir, "archive_v240.m3u8")), "#EXT-X-ENDLIST") {
+		t.Errorf("archived master:\n%s", archived)
+	}
+}
+
+func TestRungNames(t *testing.T) {
+	for name, want := range map[string]bool{"v360": true, "v1080": true, "v": false, "v0360": false, "av": false, "audio": false, "v36a": false, "v123456": false} {
+		if IsRung(name) != want {
+			t.Errorf("IsRung(%q) = %v", name, !want)
+		}
+	}
+	if r, seq, idx, ok := ParsePartFile("v360-000012-p3.ts"); !ok || r != "v360" || seq != 12 || idx != 3 {
+		t.Errorf("rung part: %q %d %d %v", r, seq, idx, ok)
+	}
+	if _, _, _, ok := ParsePartFile("x360-000012-p3.ts"); ok {
+		t.Error("a part of no rendition was read")
+	}
+	if PlaylistOf("v360") != "v360.m3u8" || ArchiveOf("v360") != "archive_v360.m3u8" || !IsRungPlaylist("v240.m3u8") || IsRungPlaylist("index.m3u8") {
+		t.Error("rung file names")
+	}
+}

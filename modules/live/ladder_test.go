@@ -1,0 +1,301 @@
+package live_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/onair/onair/app"
+	"github.com/onair/onair/internal/onairtest"
+	"github.com/onair/onair/internal/testload"
+	"github.com/onair/onair/modules/live"
+)
+
+// masterVariant is one EXT-X-STREAM-INF of a master playlist.
+type masterVariant struct {
+	uri        string
+	bandwidth  int64
+	average    int64
+	codecs     string
+	resolution string
+	height     int
+	frameRate  float64
+}
+
+var streamInf = regexp.MustCompile(`([A-Z-]+)=("[^"]*"|[^,]*)`)
+
+func parseMaster(t *testing.T, text string) []masterVariant {
+	t.Helper()
+	var out []masterVariant
+	lines := strings.Split(text, "\n")
+	for i, l := range lines {
+		attrs, ok := strings.CutPrefix(l, "#EXT-X-STREAM-INF:")
+		if !ok || i+1 >= len(lines) {
+			continue
+		}
+		v := masterVariant{uri: strings.TrimSpace(lines[i+1])}
+		for _, m := range streamInf.FindAllStringSubmatch(attrs, -1) {
+			val := strings.Trim(m[2], `"`)
+			switch m[1] {
+			case "BANDWIDTH":
+				v.bandwidth, _ = strconv.ParseInt(val, 10, 64)
+			case "AVERAGE-BANDWIDTH":
+				v.average, _ = strconv.ParseInt(val, 10, 64)
+			case "CODECS":
+				v.codecs = val
+			case "RESOLUTION":
+				v.resolution = val
+				_, h, _ := strings.Cut(val, "x")
+				v.height, _ = strconv.Atoi(h)
+			case "FRAME-RATE":
+				v.frameRate, _ = strconv.ParseFloat(val, 64)
+			}
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+// mediaSegment is a segment of a media playlist with its number.
+type mediaSegment struct {
+	seq      uint64
+	duration string
+	pdt      string
+	uri      string
+}
+
+func parseMedia(text string) map[uint64]mediaSegment {
+	out := map[uint64]mediaSegment{}
+	var seq uint64
+	var cur mediaSegment
+	for _, l := range strings.Split(text, "\n") {
+		switch {
+		case strings.HasPrefix(l, "#EXT-X-MEDIA-SEQUENCE:"):
+			seq, _ = strconv.ParseUint(strings.TrimPrefix(l, "#EXT-X-MEDIA-SEQUENCE:"), 10, 64)
+		case strings.HasPrefix(l, "#EXT-X-PROGRAM-DATE-TIME:"):
+			cur.pdt = strings.TrimPrefix(l, "#EXT-X-PROGRAM-DATE-TIME:")
+		case strings.HasPrefix(l, "#EXTINF:"):
+			cur.duration = strings.TrimSuffix(strings.TrimPrefix(l, "#EXTINF:"), ",")
+		case l != "" && !strings.HasPrefix(l, "#"):
+			cur.seq, cur.uri = seq, l
+			out[seq] = cur
+			seq++
+			cur = mediaSegment{}
+		}
+	}
+	return out
+}
+
+// probeHeight is the height ffprobe decodes from a video URL.
+func probeHeight(t *testing.T, url string) int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), testload.Patience)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "ffprobe", "-v", "error", "-select_streams", "v:0",
+		"-show_entries", "stream=height", "-of", "csv=p=0", url).Output()
+	if err != nil {
+		t.Fatalf("ffprobe %s: %v", url, err)
+	}
+	// A transport stream lists its program's streams too: the first
+	// line is enough.
+	first, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
+	h, _ := strconv.Atoi(strings.TrimSpace(first))
+	return h
+}
+
+// publish720 publishes seconds of 720p30 test video (a keyframe every
+// 2 s) with a tone.
+func publish720(t *testing.T, target string, seconds int) (*exec.Cmd, <-chan error) {
+	t.Helper()
+	cmd := exec.Command("ffmpeg", "-hide_banner", "-loglevel", "error", "-re",
+		"-f", "lavfi", "-i", fmt.Sprintf("testsrc2=size=1280x720:rate=30:duration=%d", seconds),
+		"-f", "lavfi", "-i", fmt.Sprintf("sine=frequency=440:sample_rate=44100:duration=%d", seconds),
+		"-c:v", "libx264", "-preset", "ultrafast", "-tune", "zerolatency", "-pix_fmt", "yuv420p", "-g", "60",
+		"-b:v", "2500k", "-c:a", "aac", "-b:a", "96k", "-f", "flv", target)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		err := cmd.Wait()
+		if err != nil {
+			err = fmt.Errorf("%w: %s", err, stderr.String())
+		}
+		done <- err
+	}()
+	t.Cleanup(func() { cmd.Process.Kill() })
+	return cmd, done
+}
+
+// TestLadder publishes a 720p show to an OnAir with ONAIR_TRANSCODE=
+// 360p,240p: the live master lists the source, both rungs and the
+// audio-only alternative; every variant is LL-HLS, cut at the same
+// boundaries, and decodes at its height; the health reports the
+// transcoder; ffmpeg killed mid-show starts again while the source plays
+// on; the archive keeps the ladder.
+func TestLadder(t *testing.T) {
+	requireTools(t, "ffmpeg", "ffprobe")
+	env := onairtest.New(t, onairtest.Options{Configure: func(c *app.Config) {
+		v, err := live.ParseTranscode("360p,240p")
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Set(live.SettingTranscode, v)
+	}})
+	_, token := env.CreateUser("Ladder DJ")
+	b := newBroadcast(t, env, token, nil)
+	m, _ := onairtest.Module[*live.Module](env)
+	cmd, done := publish720(t, b.rtmp+"/"+b.key, 120)
+	s := b.await(t, "live", isLive)
+	master := s["video_url"].(string)
+
+	// The master lists the source, the rungs and the audio alternative.
+	var vs []masterVariant
+	testload.Poll(t, "a master with the ladder", func() error {
+		status, _, text := getText(t, master)
+		if vs = parseMaster(t, text); status != http.StatusOK || len(vs) != 4 {
+			return fmt.Errorf("status %d:\n%s", status, text)
+		}
+		return nil
+	})
+	wantHeights := []int{720, 360, 240, 0}
+	for i, v := range vs {
+		if v.height != wantHeights[i] {
+			t.Fatalf("variant %d is %q (%s), want height %d: %+v", i, v.resolution, v.uri, wantHeights[i], vs)
+		}
+		if v.bandwidth <= 0 || v.average <= 0 || v.codecs == "" {
+			t.Errorf("variant %s lacks figures: %+v", v.uri, v)
+		}
+		if i < 3 && (v.frameRate < 29 || v.frameRate > 31 || !strings.Contains(v.codecs, "avc1") || !strings.Contains(v.codecs, "mp4a")) {
+			t.Errorf("video variant %s: %+v", v.uri, v)
+		}
+		if i > 0 && i < 3 && v.bandwidth >= vs[i-1].bandwidth {
+			t.Errorf("BANDWIDTH does not grow with height: %+v", vs)
+		}
+	}
+	if vs[2].bandwidth >= 800_000 {
+		t.Errorf("the lowest rung's BANDWIDTH is %d, want under 800 kb/s", vs[2].bandwidth)
+	}
+	if vs[3].uri != "audio.m3u8" || vs[3].codecs != "mp4a.40.2" {
+		t.Errorf("audio-only alternative: %+v", vs[3])
+	}
+	t.Logf("master:\n%+v", vs)
+
+	// Every video variant is LL-HLS, and their last segments line up.
+	var lists [3]map[uint64]mediaSegment
+	testload.Poll(t, "two segments common to every variant", func() error {
+		common := 0
+		for i := range 3 {
+			_, _, text := getText(t, resolve(t, master, vs[i].uri))
+			for _, tag := range []string{"#EXT-X-SERVER-CONTROL:CAN-BLOCK-RELOAD=YES", "#EXT-X-PART-INF:", "#EXT-X-PART:", "#EXT-X-PRELOAD-HINT:"} {
+				if !strings.Contains(text, tag) {
+					return fmt.Errorf("%s without %s:\n%s", vs[i].uri, tag, text)
+				}
+			}
+			lists[i] = parseMedia(text)
+		}
+		for seq := range lists[0] {
+			if _, ok := lists[1][seq]; ok {
+				if _, ok := lists[2][seq]; ok {
+					common++
+				}
+			}
+		}
+		if common < 2 {
+			return fmt.Errorf("%d segments in common", common)
+		}
+		return nil
+	})
+	var last uint64
+	for seq, src := range lists[0] {
+		r1, ok1 := lists[1][seq]
+		r2, ok2 := lists[2][seq]
+		if !ok1 || !ok2 {
+			continue
+		}
+		last = max(last, seq)
+		if r1.duration != src.duration || r2.duration != src.duration || r1.pdt != src.pdt || r2.pdt != src.pdt {
+			t.Errorf("segment %d differs across variants: %+v %+v %+v", seq, src, r1, r2)
+		}
+	}
+	for i, want := range []int{720, 360, 240} {
+		seg := resolve(t, resolve(t, master, vs[i].uri), lists[i][last].uri)
+		if h := probeHeight(t, seg); h != want {
+			t.Errorf("%s decodes at height %d, want %d", seg, h, want)
+		}
+	}
+
+	// Health shows the transcoder's speed and rungs.
+	health := fmt.Sprintf("/v1/shows/%d/health", b.id)
+	testload.Poll(t, "the transcoder in health", func() error {
+		h := env.Do("GET", health, token, nil).Expect(t, http.StatusOK).JSON(t)["health"].(map[string]any)
+		tc, _ := h["transcode"].(map[string]any)
+		if tc == nil || tc["speed"].(float64) <= 0 || len(tc["rungs"].([]any)) != 2 {
+			return fmt.Errorf("health %v", h)
+		}
+		r := tc["rungs"].([]any)[1].(map[string]any)
+		if r["height"].(float64) != 240 || r["bitrate"].(float64) <= 0 || r["fps"].(float64) < 29 {
+			return fmt.Errorf("rung %v", r)
+		}
+		return nil
+	})
+
+	// ffmpeg killed: it starts again, the rungs go on, the source never
+	// stopped.
+	pid := m.TranscoderPID(b.id)
+	if pid == 0 {
+		t.Fatal("no transcoder running")
+	}
+	_, _, before := getText(t, resolve(t, master, vs[0].uri))
+	srcBefore := len(parseMedia(before))
+	lastSrc, _, _ := newestOf(t, before)
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	testload.Poll(t, "a new transcoder with new rung segments", func() error {
+		if p := m.TranscoderPID(b.id); p == 0 || p == pid {
+			return fmt.Errorf("transcoder pid %d", p)
+		}
+		_, _, text := getText(t, resolve(t, master, vs[2].uri))
+		if !strings.Contains(text, "#EXT-X-DISCONTINUITY") {
+			return fmt.Errorf("no rung segment after the restart:\n%s", text)
+		}
+		return nil
+	})
+	h := env.Do("GET", health, token, nil).Expect(t, http.StatusOK).JSON(t)["health"].(map[string]any)
+	if h["transcode"].(map[string]any)["restarts"].(float64) < 1 {
+		t.Errorf("health after the restart: %v", h)
+	}
+	_, _, after := getText(t, resolve(t, master, vs[0].uri))
+	if strings.Contains(after, "#EXT-X-DISCONTINUITY") || srcBefore == 0 {
+		t.Errorf("the source's playlist broke:\n%s", after)
+	}
+	if lastAfter, _, _ := newestOf(t, after); lastAfter <= lastSrc {
+		t.Errorf("the source stopped at segment %d", lastSrc)
+	}
+
+	// The publisher leaves, the show stops: the archive keeps the ladder.
+	cmd.Process.Signal(os.Interrupt)
+	exited(t, "ffmpeg", done)
+	env.Do("POST", fmt.Sprintf("/v1/shows/%d/stop", b.id), token, nil).Expect(t, http.StatusOK)
+	s = b.await(t, "archived", func(s map[string]any) bool { return s["archive"] == true })
+	status, _, text := getText(t, s["video_url"].(string))
+	av := parseMaster(t, text)
+	if status != http.StatusOK || len(av) != 4 || av[0].uri != "archive.m3u8" || av[1].uri != "archive_v360.m3u8" ||
+		av[2].uri != "archive_v240.m3u8" || av[3].uri != "archive_audio.m3u8" {
+		t.Fatalf("archived master %d:\n%s", status, text)
+	}
+	_, _, vod := getText(t, resolve(t, s["video_url"].(string), "archive_v240.m3u8"))
+	if !strings.Contains(vod, "#EXT-X-ENDLIST") || playlistSeconds(vod) < 4 {
+		t.Errorf("archived rung:\n%s", vod)
+	}
+}
