@@ -236,10 +236,11 @@ func TestBrowser(t *testing.T) {
 			t.Errorf("the player used %q, want hls.js", engine)
 		}
 		// Low-latency HLS: hls.js in lowLatencyMode loads parts of the live
-		// playlist with blocking reloads and plays near the live edge.
+		// playlist with blocking reloads and plays near the live edge (the
+		// playlist URLs carry the playback session first: ?vs=…&_HLS_msn=…).
 		waitFor(t, listener, "hls.js to load an LL-HLS part and a blocking reload", `window.onairHls.config.lowLatencyMode === true &&
 			performance.getEntriesByType('resource').some(r => /-p\d+\.ts$/.test(r.name)) &&
-			performance.getEntriesByType('resource').some(r => /\.m3u8\?_HLS_msn=\d+/.test(r.name))`)
+			performance.getEntriesByType('resource').some(r => /\.m3u8\?(?:[^#]*&)?_HLS_msn=\d+/.test(r.name))`)
 		t.Logf("hls.js latency behind the live edge: %.2f s (target %.2f s)", eval[float64](t, listener, `window.onairHls.latency`), eval[float64](t, listener, `window.onairHls.targetLatency || 0`))
 		// hls.js came after the page, and the page before it is light.
 		type weight struct {
