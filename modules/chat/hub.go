@@ -21,6 +21,10 @@ const (
 	EventChatDeleted = "chat.deleted"
 	EventShowUpdated = "show.updated"
 	EventPresence    = "presence"
+	// EventViewers carries the playback sessions of a live show (Count),
+	// the figure the show page shows as "N watching": sent by each node to
+	// its own sockets of the room when the figure changes (tellAudience).
+	EventViewers = "viewers"
 )
 
 // Event is one JSON message on a room's sockets.
@@ -116,6 +120,9 @@ type room struct {
 	// count is the room's viewer count across nodes as this node's last
 	// presence event for it counted them (0 before the first).
 	count int
+	// audience is the viewer figure last sent to the room's sockets
+	// (EventViewers); -1 before the first.
+	audience int
 
 	// list is clients as a slice for the fan-out workers, built again
 	// (by the next flush) after a join or leave; never changed once built.
@@ -206,6 +213,11 @@ type Hub struct {
 	// hub drops every socket of the room that may not (the show went
 	// private or off, or was deleted). Set by the module.
 	mayView func(ctx context.Context, showID int64) func(*app.Principal) bool
+
+	// audience answers how many play a show now and whether it is being
+	// published (shows.Module.Audience); nil: no viewer events. Set by the
+	// module.
+	audience func(showID int64) (viewers int, live bool)
 
 	// metrics times the flushes (nil: not measured). Set by the module.
 	metrics *hubMetrics
@@ -412,7 +424,7 @@ func (h *Hub) join(ctx context.Context, showID int64, v Viewer, who *app.Princip
 	c.slow = h.slow
 	r := h.rooms[showID]
 	if r == nil {
-		r = &room{clients: map[*client]struct{}{}, viewers: map[string]int{}}
+		r = &room{clients: map[*client]struct{}{}, viewers: map[string]int{}, audience: -1}
 		h.rooms[showID] = r
 	}
 	r.clients[c] = struct{}{}
@@ -624,12 +636,57 @@ func (h *Hub) Sockets() int {
 func (h *Hub) run(ctx context.Context, refreshEvery time.Duration) {
 	go h.bus.Run(ctx, h.deliver)
 	go app.Every(ctx, pingEvery, func(context.Context) { h.pingAll() })
+	if h.audience != nil {
+		go app.Every(ctx, audienceEvery, func(context.Context) { h.tellAudience() })
+	}
 	app.Every(ctx, refreshEvery, func(ctx context.Context) {
 		if err := h.presence.Refresh(ctx, h.localKeys()); err != nil && ctx.Err() == nil {
 			h.redisTrouble("chat: presence refresh", err)
 		}
 	})
 	h.each(func(c *client) { c.drop(goingAwayFrame) })
+}
+
+// audienceEvery is how often a room's pages learn the show's viewer figure
+// (when it changed): the playback sessions behind it are counted over a
+// few seconds (live's viewerWindow) anyway.
+const audienceEvery = 5 * time.Second
+
+// tellAudience sends each local room of a live show its viewer figure when
+// it differs from the one the room was last sent. The figure is the same
+// on every node (sessions are counted in Redis when there are several), so
+// each node tells its own sockets and nothing crosses the bus.
+func (h *Hub) tellAudience() {
+	h.mu.RLock()
+	ids := make([]int64, 0, len(h.rooms))
+	for id := range h.rooms {
+		ids = append(ids, id)
+	}
+	h.mu.RUnlock()
+	for _, id := range ids {
+		n, live := h.audience(id)
+		h.mu.Lock()
+		r := h.rooms[id]
+		changed := r != nil && live && r.audience != n
+		if r != nil && (changed || !live) {
+			// Not live: the show.updated events tell the stop, and the
+			// next start sends the figure again whatever it is.
+			r.audience = -1
+			if changed {
+				r.audience = n
+			}
+		}
+		h.mu.Unlock()
+		if !changed {
+			continue
+		}
+		payload, err := json.Marshal(Event{Type: EventViewers, ShowID: id, Count: &n})
+		if err != nil {
+			h.log.Error("chat: encode event", "err", err)
+			continue
+		}
+		h.deliver(id, payload)
+	}
 }
 
 // pingAll pings every socket of this node with its room's next flush.

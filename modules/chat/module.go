@@ -111,6 +111,9 @@ func (m *Module) Provision(core *app.Core) error {
 	} else {
 		m.hub = NewLocalHub(core.Log)
 	}
+	if sm, ok := app.Lookup[*shows.Module](core); ok {
+		m.hub.audience = sm.Audience
+	}
 	keyCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	secret, err := core.Secret(keyCtx, viewerSecret)
 	cancel()

@@ -110,6 +110,10 @@ func followFlow(t *testing.T, backend string) {
 		return nil
 	})
 	waitFor(t, studio, "2 viewers in the studio", `document.getElementById('h-viewers').textContent === '2'`)
+	// The show page, open since before the show went live, counts them
+	// too, from its chat socket.
+	do(t, player)
+	waitFor(t, player, "2 watching on the show page", `!document.getElementById('audience').hidden && document.getElementById('viewers').textContent === '2'`)
 	if p := staff.signedIn(t, env).get(path("/admin/shows/%d", id)); !strings.Contains(p.body, `<dd id="viewers">2</dd>`) {
 		t.Errorf("the console does not count 2 viewers (%d)", p.status)
 	}
@@ -133,6 +137,9 @@ func followFlow(t *testing.T, backend string) {
 	waitFor(t, home, "the show off the home page's Live now", `!(`+inLive+`)`)
 	do(t, player)
 	waitFor(t, player, "the show page on the recording", `document.getElementById('player').hasAttribute('data-recording') && /archive/.test(document.getElementById('player').dataset.src)`)
+	if eval[bool](t, player, `!document.getElementById('audience').hidden`) {
+		t.Error("the show page still counts viewers after the stop")
+	}
 	for name, tab := range map[string]context.Context{"show": player, "home": home} {
 		if !eval[bool](t, tab, `window.followMark === 1`) {
 			t.Errorf("the %s page reloaded", name)

@@ -118,6 +118,15 @@ func (m *Module) HealthOf(sh *Show) Health {
 	return h
 }
 
+// Audience is the number of playback sessions of a show being published
+// now (the figure the studio and the show page call viewers), and whether
+// a publisher is sending it; the chat's rooms tell their pages (chat's
+// audience events).
+func (m *Module) Audience(showID int64) (viewers int, live bool) {
+	h := m.measure(showID)
+	return h.Viewers, h.Receiving
+}
+
 func (m *Module) measure(showID int64) Health {
 	if m.core != nil {
 		for _, mod := range m.core.Modules {

@@ -517,6 +517,15 @@
     media.addEventListener('seeked', sync);
   }
 
+  // The show's playback sessions ("12 watching"), sent by the chat socket
+  // while the show is live and whenever the figure changes.
+  function showAudience(n) {
+    var a = $('audience'), v = $('viewers');
+    if (!a || !v || typeof n !== 'number') return;
+    v.textContent = String(n);
+    a.hidden = false;
+  }
+
   var STATES = { live: 'Live', resumed: 'Live', stopped: 'Finished', archived: 'Archive', deleted: 'Unavailable' };
 
   function onShowUpdated(ev) {
@@ -530,6 +539,10 @@
       if (media) media.pause();
       notice('This show is no longer available.');
       return;
+    }
+    if (ev.state === 'stopped' || ev.state === 'archived') {
+      var aud = $('audience');
+      if (aud) aud.hidden = true;
     }
     var sh = ev.show;
     if (!sh && ev.state === 'archived' && player) { location.reload(); return; }
@@ -577,6 +590,7 @@
         var li = list.querySelector('li[data-id="' + ev.id + '"]');
         if (li) li.remove();
       } else if (ev.type === 'presence' && presence) presence.textContent = ev.count;
+      else if (ev.type === 'viewers') showAudience(ev.count);
       else if (ev.type === 'show.updated') { chatSwitch(ev.chat_enabled); onShowUpdated(ev); }
     };
     ws.onclose = function () {
