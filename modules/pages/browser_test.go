@@ -181,11 +181,12 @@ func TestBrowser(t *testing.T) {
 	br := newBrowser(t)
 	env := onairtest.New(t, onairtest.Options{})
 	dj := newPerson(t, env, "Dee Jay")
-	id, showPath, key := createShow(t, env, dj, map[string]any{
+	created := onairtest.CreateShow(t, env, dj.token, map[string]any{
 		"name": "Sunset Session", "description": "Two hours of deep house from the roof.\nBring a friend.", "tags": []string{"Deep House", "Live"},
 	})
+	id, showPath, key := created.ID, created.Path, created.Key
 	env.Do("PUT", path("/v1/shows/%d", id), dj.token, map[string]any{"headline": true}).Expect(t, http.StatusOK)
-	createShow(t, env, dj, map[string]any{"name": "Next Week", "start": time.Now().UTC().Add(7 * 24 * time.Hour).Format("2006-01-02 15:04:05")})
+	onairtest.CreateShow(t, env, dj.token, map[string]any{"name": "Next Week", "start": time.Now().UTC().Add(7 * 24 * time.Hour).Format("2006-01-02 15:04:05")})
 	showURL := env.URL + showPath
 	listener := br.tab() // anonymous
 	fan := br.tab()      // signs up

@@ -40,7 +40,8 @@ func followFlow(t *testing.T, backend string) {
 	dj := newPerson(t, env, "Follow Dee")
 	staff := newPerson(t, env, "Follow Staff", onairtest.Role("admin"))
 	start := time.Now().UTC().Add(2 * time.Hour).Format("2006-01-02 15:04:05")
-	id, showPath, key := createShow(t, env, dj, map[string]any{"name": "Followed Set", "start": start})
+	created := onairtest.CreateShow(t, env, dj.token, map[string]any{"name": "Followed Set", "start": start})
+	id, showPath, key := created.ID, created.Path, created.Key
 
 	studio, home, player, second := br.tab(), br.tab(), br.tab(), br.tab()
 	do(t, studio,

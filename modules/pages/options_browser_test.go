@@ -26,8 +26,9 @@ func TestShowOptionsInBrowser(t *testing.T) {
 	host := newPerson(t, env, "Switch Host")
 	start := time.Now().UTC().Add(72 * time.Hour).Truncate(time.Minute)
 	end := start.Add(150 * time.Minute)
-	id, showPath, _ := createShow(t, env, host, map[string]any{"name": "Switch Show",
+	created := onairtest.CreateShow(t, env, host.token, map[string]any{"name": "Switch Show",
 		"start": start.Format(app.TimeLayout), "ends_at": end.Format(app.TimeLayout)})
+	id, showPath := created.ID, created.Path
 
 	hostTab := br.tab()
 	ctx, cancel := context.WithTimeout(hostTab, testload.Patience)

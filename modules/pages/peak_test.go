@@ -20,9 +20,9 @@ func TestStudioPeakViewers(t *testing.T) {
 		env := onairtest.New(t, onairtest.Options{Backend: backend})
 		owner := newPerson(t, env, "Peak Studio")
 		svc, ctx := showService(env), context.Background()
-		live, _, _ := createShow(t, env, owner, map[string]any{"name": "On Air Now"})
-		past, _, _ := createShow(t, env, owner, map[string]any{"name": "Last Night"})
-		createShow(t, env, owner, map[string]any{"name": "Not Yet"})
+		live := onairtest.CreateShow(t, env, owner.token, map[string]any{"name": "On Air Now"}).ID
+		past := onairtest.CreateShow(t, env, owner.token, map[string]any{"name": "Last Night"}).ID
+		onairtest.CreateShow(t, env, owner.token, map[string]any{"name": "Not Yet"})
 		for _, id := range []int64{live, past} {
 			if _, err := svc.GoLive(ctx, id, shows.Media{}); err != nil {
 				t.Fatal(err)

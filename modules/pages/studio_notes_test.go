@@ -23,8 +23,8 @@ func TestStudioEarlyStart(t *testing.T) {
 	dj := newPerson(t, env, "Early Bird")
 	now := time.Now().UTC().Truncate(time.Minute)
 	start, end := now.Add(61*time.Minute), now.Add(178*time.Minute) // 1 h 57 min planned
-	id, _, _ := createShow(t, env, dj, map[string]any{"name": "Early Set",
-		"start": start.Format("2006-01-02 15:04:05"), "ends_at": end.Format("2006-01-02 15:04:05")})
+	id := onairtest.CreateShow(t, env, dj.token, map[string]any{"name": "Early Set",
+		"start": start.Format("2006-01-02 15:04:05"), "ends_at": end.Format("2006-01-02 15:04:05")}).ID
 	me := dj.signedIn(t, env)
 	studio := path("/studio/shows/%d", id)
 	endsAt := regexp.MustCompile(`(?s)<span id="ends-at">(.*?)</span>`)
@@ -88,8 +88,8 @@ func TestStudioNotes(t *testing.T) {
 	t.Parallel()
 	env := onairtest.New(t, onairtest.Options{})
 	dj := newPerson(t, env, "Note Taker")
-	id, _, _ := createShow(t, env, dj, map[string]any{"name": "Gone Soon"})
-	keep, _, _ := createShow(t, env, dj, map[string]any{"name": "Live Set"})
+	id := onairtest.CreateShow(t, env, dj.token, map[string]any{"name": "Gone Soon"}).ID
+	keep := onairtest.CreateShow(t, env, dj.token, map[string]any{"name": "Live Set"}).ID
 	me := dj.signedIn(t, env)
 
 	if before := me.get("/studio").body; strings.Contains(before, `id="deleted"`) {
@@ -160,8 +160,8 @@ func TestAudioOnlyPage(t *testing.T) {
 	t.Parallel()
 	env := onairtest.New(t, onairtest.Options{})
 	dj := newPerson(t, env, "Radio Head")
-	audio, _, _ := createShow(t, env, dj, map[string]any{"name": "Talk Hour", "audio_only": true})
-	video, _, _ := createShow(t, env, dj, map[string]any{"name": "Visual Set"})
+	audio := onairtest.CreateShow(t, env, dj.token, map[string]any{"name": "Talk Hour", "audio_only": true}).ID
+	video := onairtest.CreateShow(t, env, dj.token, map[string]any{"name": "Visual Set"}).ID
 	anon := newVisitor(t, env)
 	for _, live := range []bool{false, true} {
 		if live {

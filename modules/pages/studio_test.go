@@ -34,7 +34,8 @@ func TestStudioAccess(t *testing.T) {
 		owner := newPerson(t, env, "Stu Dio")
 		other := newPerson(t, env, "Lis Tener")
 		staff := newPerson(t, env, "Mo Derator", onairtest.Role("admin"))
-		id, _, key := createShow(t, env, owner, map[string]any{"name": "Owned Set"})
+		created := onairtest.CreateShow(t, env, owner.token, map[string]any{"name": "Owned Set"})
+		id, key := created.ID, created.Key
 		anon, me, them, mod := newVisitor(t, env), owner.signedIn(t, env), other.signedIn(t, env), staff.signedIn(t, env)
 		show := path("/studio/shows/%d", id)
 
@@ -222,7 +223,8 @@ func TestStudioListsEveryIngestAddress(t *testing.T) {
 	t.Parallel()
 	env := onairtest.New(t, onairtest.Options{Configure: func(c *app.Config) { c.Set("ONAIR_SRT_ADDR", "127.0.0.1:0") }})
 	owner := newPerson(t, env, "Many Ways")
-	id, _, key := createShow(t, env, owner, map[string]any{"name": "Any Protocol"})
+	created := onairtest.CreateShow(t, env, owner.token, map[string]any{"name": "Any Protocol"})
+	id, key := created.ID, created.Key
 	me := owner.signedIn(t, env)
 	show := path("/studio/shows/%d", id)
 	p := me.get(show)

@@ -25,7 +25,8 @@ func TestViewerSessions(t *testing.T) {
 	env := onairtest.New(t, onairtest.Options{})
 	dj := newPerson(t, env, "Count Dee")
 	staff := newPerson(t, env, "Count Staff", onairtest.Role("admin"))
-	id, showPath, _ := createShow(t, env, dj, map[string]any{"name": "Counted"})
+	created := onairtest.CreateShow(t, env, dj.token, map[string]any{"name": "Counted"})
+	id, showPath := created.ID, created.Path
 	master := path("/media/shows/%d/master.m3u8", id)
 	video := env.URL + master
 	if _, err := showService(env).GoLive(context.Background(), id, shows.Media{VideoURL: &video}); err != nil {
@@ -85,7 +86,8 @@ func TestViewerSessions(t *testing.T) {
 	}
 	await(4)
 	// Another show's session is no session of this one.
-	other, otherPath, _ := createShow(t, env, dj, map[string]any{"name": "Other"})
+	otherShow := onairtest.CreateShow(t, env, dj.token, map[string]any{"name": "Other"})
+	other, otherPath := otherShow.ID, otherShow.Path
 	otherVideo := env.URL + path("/media/shows/%d/master.m3u8", other)
 	if _, err := showService(env).GoLive(context.Background(), other, shows.Media{VideoURL: &otherVideo}); err != nil {
 		t.Fatal(err)

@@ -67,12 +67,6 @@ func destination(h map[string]any) map[string]any {
 	return d
 }
 
-func newShow(t *testing.T, env *onairtest.Env, token, name string) (int64, string) {
-	t.Helper()
-	sh := env.Do("POST", "/v1/shows", token, map[string]any{"name": name, "description": "restream"}).Expect(t, http.StatusCreated).JSON(t)["show"].(map[string]any)
-	return int64(sh["id"].(float64)), sh["stream_key"].(string)
-}
-
 // probe is the codecs ffprobe finds in url, sorted and joined.
 func probe(t *testing.T, url string) string {
 	t.Helper()
@@ -117,7 +111,8 @@ func TestRestreamToAnotherOnAir(t *testing.T) {
 	b.Run("users", "create", "--name", "Relay Target", "--email", "target@example.com")
 	btok := strings.TrimSpace(b.Run("tokens", "create", "--user", "target@example.com"))
 	benv := b.Client()
-	bShow, bKey := newShow(t, benv, btok, "Relayed Set")
+	relayed := onairtest.CreateShow(t, benv, btok, map[string]any{"name": "Relayed Set", "description": "restream"})
+	bShow, bKey := relayed.ID, relayed.Key
 
 	a := onairtest.New(t, onairtest.Options{Configure: func(c *app.Config) { c.Set(webhooks.SettingAllowPrivate, true) }})
 	rm, _ := onairtest.Module[*restream.Module](a)
@@ -128,7 +123,8 @@ func TestRestreamToAnotherOnAir(t *testing.T) {
 	if strings.Contains(fmt.Sprint(d), bKey) {
 		t.Fatalf("the key in clear: %v", d)
 	}
-	aShow, aKey := newShow(t, a, atok, "Source Set")
+	source := onairtest.CreateShow(t, a, atok, map[string]any{"name": "Source Set", "description": "restream"})
+	aShow, aKey := source.ID, source.Key
 	lm, _ := onairtest.Module[*live.Module](a)
 	publish(t, "rtmp://"+lm.RTMPAddr()+"/live/"+aKey)
 

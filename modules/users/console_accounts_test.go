@@ -52,7 +52,7 @@ func TestConsoleAccounts(t *testing.T) {
 		}
 
 		// Suspend: the live show stops, the token and the session die.
-		id := int64(env.Do("POST", "/v1/shows", djToken, map[string]any{"name": "Live Now", "description": "x"}).Expect(t, 201).JSON(t)["show"].(map[string]any)["id"].(float64))
+		id := onairtest.ID(env.Do("POST", "/v1/shows", djToken, map[string]any{"name": "Live Now", "description": "x"}).Expect(t, 201).JSON(t)["show"].(map[string]any))
 		svc := shows.From(env.Core)
 		video := "/media/shows/x/index.m3u8"
 		if _, err := svc.GoLive(context.Background(), id, shows.Media{VideoURL: &video}); err != nil {
@@ -122,7 +122,7 @@ func TestConsoleAccounts(t *testing.T) {
 		// Delete (admins only): the user's shows, their chat messages
 		// elsewhere, their follows go with them.
 		gone, goneToken := env.CreateUser("Gone Soon")
-		goneShow := int64(env.Do("POST", "/v1/shows", goneToken, map[string]any{"name": "Last Set", "description": "x"}).Expect(t, 201).JSON(t)["show"].(map[string]any)["id"].(float64))
+		goneShow := onairtest.ID(env.Do("POST", "/v1/shows", goneToken, map[string]any{"name": "Last Set", "description": "x"}).Expect(t, 201).JSON(t)["show"].(map[string]any))
 		env.Do("POST", fmt.Sprintf("/v1/shows/%d/chats", id), goneToken, map[string]any{"message": "bye"}).Expect(t, 201)
 		env.Do("POST", fmt.Sprintf("/v1/users/%d/follow", dj.ID), goneToken, nil).Expect(t, 200)
 		goneChats := func() float64 {
