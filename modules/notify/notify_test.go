@@ -182,9 +182,7 @@ func goLive(t *testing.T, env *onairtest.Env, token, name string) int64 {
 	t.Helper()
 	id := onairtest.ID(env.Do("POST", "/v1/shows", token, map[string]any{"name": name, "description": "d"}).Expect(t, http.StatusCreated).JSON(t)["show"].(map[string]any))
 	u := "/media/shows/x/master.m3u8"
-	if _, err := shows.From(env.Core).GoLive(context.Background(), id, shows.Media{AudioURL: &u}); err != nil {
-		t.Fatal(err)
-	}
+	onairtest.PublishShow(t, env, id, shows.Media{AudioURL: &u})
 	return id
 }
 

@@ -122,9 +122,7 @@ func TestStudioShowOptions(t *testing.T) {
 		// Live: audio-only is settled (the box disabled and not sent), the
 		// chat and the end still change; past the end the health warns.
 		svc := shows.From(env.Core)
-		if _, err := svc.GoLive(context.Background(), id, shows.Media{}); err != nil {
-			t.Fatal(err)
-		}
+		onairtest.PublishShow(t, env, id, shows.Media{})
 		page = me.get(show)
 		if !regexp.MustCompile(`id="show-audio-only"[^>]* disabled`).MatchString(page.body) {
 			t.Errorf("the audio-only box of a live show is not disabled")

@@ -24,9 +24,7 @@ func TestStudioPeakViewers(t *testing.T) {
 		past := onairtest.CreateShow(t, env, owner.token, map[string]any{"name": "Last Night"}).ID
 		onairtest.CreateShow(t, env, owner.token, map[string]any{"name": "Not Yet"})
 		for _, id := range []int64{live, past} {
-			if _, err := svc.GoLive(ctx, id, shows.Media{}); err != nil {
-				t.Fatal(err)
-			}
+			onairtest.PublishShow(t, env, id, shows.Media{})
 		}
 		for _, p := range []struct {
 			id int64

@@ -36,9 +36,7 @@ func TestStudioEarlyStart(t *testing.T) {
 		t.Fatalf("the scheduled show's end: %q %v", m, apiShow(t, env, dj.token, id)["ends_at"])
 	}
 	svc := shows.From(env.Core)
-	if _, err := svc.GoLive(context.Background(), id, shows.Media{}); err != nil {
-		t.Fatal(err)
-	}
+	onairtest.PublishShow(t, env, id, shows.Media{})
 	got := me.get(studio)
 	m := endsAt.FindStringSubmatch(got.body)
 	if m == nil {
@@ -104,9 +102,7 @@ func TestStudioNotes(t *testing.T) {
 		t.Errorf("/studio?deleted=1 does not say the show was deleted")
 	}
 
-	if _, err := shows.From(env.Core).GoLive(context.Background(), keep, shows.Media{}); err != nil {
-		t.Fatal(err)
-	}
+	onairtest.PublishShow(t, env, keep, shows.Media{})
 	page := me.get(path("/studio/shows/%d", keep)).body
 	for _, want := range []string{
 		"The show went live at this time, so its start can no longer change.",
@@ -166,9 +162,7 @@ func TestAudioOnlyPage(t *testing.T) {
 	for _, live := range []bool{false, true} {
 		if live {
 			for _, id := range []int64{audio, video} {
-				if _, err := shows.From(env.Core).GoLive(context.Background(), id, shows.Media{}); err != nil {
-					t.Fatal(err)
-				}
+				onairtest.PublishShow(t, env, id, shows.Media{})
 			}
 		}
 		a := anon.get(showURL(t, env, dj, audio)).body

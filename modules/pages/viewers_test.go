@@ -1,7 +1,6 @@
 package pages_test
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"regexp"
@@ -29,9 +28,7 @@ func TestViewerSessions(t *testing.T) {
 	id, showPath := created.ID, created.Path
 	master := path("/media/shows/%d/master.m3u8", id)
 	video := env.URL + master
-	if _, err := showService(env).GoLive(context.Background(), id, shows.Media{VideoURL: &video}); err != nil {
-		t.Fatal(err)
-	}
+	onairtest.PublishShow(t, env, id, shows.Media{VideoURL: &video})
 	poll := func(query, ua string) {
 		t.Helper()
 		req, _ := http.NewRequest("GET", env.URL+master+query, nil)
@@ -89,9 +86,7 @@ func TestViewerSessions(t *testing.T) {
 	otherShow := onairtest.CreateShow(t, env, dj.token, map[string]any{"name": "Other"})
 	other, otherPath := otherShow.ID, otherShow.Path
 	otherVideo := env.URL + path("/media/shows/%d/master.m3u8", other)
-	if _, err := showService(env).GoLive(context.Background(), other, shows.Media{VideoURL: &otherVideo}); err != nil {
-		t.Fatal(err)
-	}
+	onairtest.PublishShow(t, env, other, shows.Media{VideoURL: &otherVideo})
 	m := sessionAttr.FindStringSubmatch(newVisitor(t, env).get(otherPath).body)
 	if m == nil {
 		t.Fatal("the other show's page has no session")

@@ -55,9 +55,7 @@ func TestConsoleAccounts(t *testing.T) {
 		id := onairtest.ID(env.Do("POST", "/v1/shows", djToken, map[string]any{"name": "Live Now", "description": "x"}).Expect(t, 201).JSON(t)["show"].(map[string]any))
 		svc := shows.From(env.Core)
 		video := "/media/shows/x/index.m3u8"
-		if _, err := svc.GoLive(context.Background(), id, shows.Media{VideoURL: &video}); err != nil {
-			t.Fatal(err)
-		}
+		onairtest.PublishShow(t, env, id, shows.Media{VideoURL: &video})
 		userClient.Post(userPath+"/suspend", url.Values{"suspended": {"true"}}).Refused(t, "user")
 		mod.Post(fmt.Sprintf("/admin/users/%d/suspend", adminUser.ID), url.Values{"suspended": {"true"}}).Expect(t, http.StatusForbidden)
 		adm.Post(fmt.Sprintf("/admin/users/%d/suspend", adminUser.ID), url.Values{"suspended": {"true"}}).Expect(t, http.StatusConflict)

@@ -41,9 +41,7 @@ func TestShowLifecycleIsDeliveredSigned(t *testing.T) {
 		env.Do("PUT", fmt.Sprintf("/v1/shows/%d", id), tok, map[string]any{"name": "Night Set II"}).Expect(t, 200)
 		video := "/media/shows/" + strconv.FormatInt(id, 10) + "/live.m3u8"
 		wentLive := time.Now()
-		if _, err := svc.GoLive(ctx, id, shows.Media{VideoURL: &video}); err != nil {
-			t.Fatal(err)
-		}
+		onairtest.PublishShow(t, env, id, shows.Media{VideoURL: &video})
 		got := rcv.waitFor(3)
 		if got[2].Event.Type != "show.live" {
 			t.Fatalf("third event %s", got[2].Event.Type)
