@@ -45,23 +45,16 @@ func Create(t *testing.T, env *onairtest.Env, token string, extra map[string]any
 	return &Show{Env: env, Token: token, ID: sh.ID, Key: sh.Key}
 }
 
-// Get reads the show as its owner.
+// Get reads the show as its owner (onairtest.GetShow).
 func (s *Show) Get(t *testing.T) map[string]any {
 	t.Helper()
-	return s.Env.Do("GET", fmt.Sprintf("/v1/shows/%d", s.ID), s.Token, nil).Expect(t, http.StatusOK).JSON(t)["show"].(map[string]any)
+	return onairtest.GetShow(t, s.Env, s.Token, s.ID)
 }
 
-// Await polls the show until cond holds (testload.Patience bounds a hang).
+// Await reads the show until cond holds (onairtest.AwaitShow).
 func (s *Show) Await(t *testing.T, what string, cond func(map[string]any) bool) map[string]any {
 	t.Helper()
-	var got map[string]any
-	testload.Poll(t, "show "+what, func() error {
-		if got = s.Get(t); !cond(got) {
-			return fmt.Errorf("show is %v", got)
-		}
-		return nil
-	})
-	return got
+	return onairtest.AwaitShow(t, s.Env, s.Token, s.ID, what, cond)
 }
 
 // Publish starts ffmpeg sending seconds of test video (unless audioOnly)

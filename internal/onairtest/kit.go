@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/onair/onair/internal/testload"
 	"github.com/onair/onair/modules/shows"
 )
 
@@ -85,5 +86,26 @@ func PublishShow(t testing.TB, env *Env, id int64, media shows.Media) *shows.Sho
 	if err != nil {
 		t.Fatalf("show %d goes live: %v", id, err)
 	}
+	return sh
+}
+
+// GetShow reads show id through the API as token's user and fails the
+// test unless the answer is 200.
+func GetShow(t testing.TB, env *Env, token string, id int64) Object {
+	t.Helper()
+	return env.Do("GET", "/v1/shows/"+strconv.FormatInt(id, 10), token, nil).Expect(t, http.StatusOK).Object(t, "show")
+}
+
+// AwaitShow reads show id (GetShow) until cond holds; testload.Patience
+// bounds a hang.
+func AwaitShow(t testing.TB, env *Env, token string, id int64, what string, cond func(map[string]any) bool) Object {
+	t.Helper()
+	var sh Object
+	testload.Poll(t, "show "+what, func() error {
+		if sh = GetShow(t, env, token, id); !cond(sh) {
+			return fmt.Errorf("show is %v", map[string]any(sh))
+		}
+		return nil
+	})
 	return sh
 }

@@ -23,7 +23,7 @@ func TestDVRBrowser(t *testing.T) {
 	id, showPath, key := created.ID, created.Path, created.Key
 	lm, _ := onairtest.Module[*live.Module](env)
 	publish(t, "rtmp://"+lm.RTMPAddr()+"/live/"+key, 900)
-	awaitShow(t, env, dj.token, id, "live", func(s map[string]any) bool { return s["live"] == true })
+	onairtest.AwaitShow(t, env, dj.token, id, "live", func(s map[string]any) bool { return s["live"] == true })
 
 	tab := br.tab()
 	do(t, tab, chromedp.Navigate(env.URL+showPath))

@@ -60,7 +60,7 @@ func TestImageDecodeBudgetEveryRoute(t *testing.T) {
 	if r := api("PUT", showPath, map[string]string{"name": "Renamed"}, "image", bomb).Expect(t, http.StatusUnprocessableEntity); !strings.Contains(string(r.Body), refusal) {
 		t.Errorf("API show edit: %s", r.Body)
 	}
-	if sh := apiShow(t, env, dj.token, id); sh["name"] != "Budget Edit" {
+	if sh := onairtest.GetShow(t, env, dj.token, id); sh["name"] != "Budget Edit" {
 		t.Errorf("a refused image saved the show's other fields: %v", sh["name"])
 	}
 

@@ -61,7 +61,7 @@ func TestShowOptionsInBrowser(t *testing.T) {
 	)
 	waitFor(t, listener, "the chat off without a reload",
 		`getComputedStyle(document.getElementById('chat-off')).display !== 'none' && getComputedStyle(document.getElementById('chat-signin')).display === 'none'`)
-	sh := apiShow(t, env, host.token, id)
+	sh := onairtest.GetShow(t, env, host.token, id)
 	if sh["chat_enabled"] != false || sh["ends_at"] != end.Format(app.TimeLayout) || sh["start"] != start.Format(app.TimeLayout) {
 		t.Fatalf("after the studio form: chat_enabled %v ends_at %v start %v", sh["chat_enabled"], sh["ends_at"], sh["start"])
 	}

@@ -120,7 +120,7 @@ func secretsFlow(t *testing.T, jsonLogs bool) {
 		t.Fatalf("ffmpeg published with the old key:\n%s", out)
 	}
 	publish(t, rtmpBase+newKey, 10)
-	sh := awaitShow(t, env, dj.token, id, "live with a signed playlist", func(s map[string]any) bool {
+	sh := onairtest.AwaitShow(t, env, dj.token, id, "live with a signed playlist", func(s map[string]any) bool {
 		u, _ := s["video_url"].(string)
 		return s["live"] == true && signedMedia.MatchString(u)
 	})

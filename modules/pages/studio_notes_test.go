@@ -33,7 +33,7 @@ func TestStudioEarlyStart(t *testing.T) {
 	}
 
 	if m := endsAt.FindStringSubmatch(me.get(studio).body); m == nil || !strings.Contains(text(m[1]), "(1 h 57 min planned)") {
-		t.Fatalf("the scheduled show's end: %q %v", m, apiShow(t, env, dj.token, id)["ends_at"])
+		t.Fatalf("the scheduled show's end: %q %v", m, onairtest.GetShow(t, env, dj.token, id)["ends_at"])
 	}
 	svc := shows.From(env.Core)
 	onairtest.PublishShow(t, env, id, shows.Media{})
@@ -76,7 +76,7 @@ func them(t *testing.T, env *onairtest.Env) *browserless { return newVisitor(t, 
 
 func showURL(t *testing.T, env *onairtest.Env, p person, id int64) string {
 	t.Helper()
-	u, _ := url.Parse(apiShow(t, env, p.token, id)["url"].(string))
+	u, _ := url.Parse(onairtest.GetShow(t, env, p.token, id)["url"].(string))
 	return u.Path
 }
 

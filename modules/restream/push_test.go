@@ -45,12 +45,6 @@ func publish(t *testing.T, target string) *exec.Cmd {
 	return cmd
 }
 
-// show reads a show through env.
-func show(t *testing.T, env *onairtest.Env, token string, id int64) map[string]any {
-	t.Helper()
-	return env.Do("GET", fmt.Sprintf("/v1/shows/%d", id), token, nil).Expect(t, http.StatusOK).JSON(t)["show"].(map[string]any)
-}
-
 // health reads a show's health through env.
 func health(t *testing.T, env *onairtest.Env, token string, id int64) map[string]any {
 	t.Helper()
@@ -130,7 +124,7 @@ func TestRestreamToAnotherOnAir(t *testing.T) {
 
 	var liveAt time.Time
 	testload.Poll(t, "A live", func() error {
-		if show(t, a, atok, aShow)["live"] != true {
+		if onairtest.GetShow(t, a, atok, aShow)["live"] != true {
 			return fmt.Errorf("not live")
 		}
 		liveAt = time.Now()
@@ -138,7 +132,7 @@ func TestRestreamToAnotherOnAir(t *testing.T) {
 	})
 	var bs map[string]any
 	testload.Poll(t, "B live through the destination", func() error {
-		if bs = show(t, benv, btok, bShow); bs["live"] != true {
+		if bs = onairtest.GetShow(t, benv, btok, bShow); bs["live"] != true {
 			return fmt.Errorf("B's show: %v", bs)
 		}
 		return nil
@@ -185,7 +179,7 @@ func TestRestreamToAnotherOnAir(t *testing.T) {
 	})
 	testload.Poll(t, "B receiving again", func() error {
 		bh := health(t, benv, btok, bShow)
-		if bh["receiving"] != true || show(t, benv, btok, bShow)["live"] != true {
+		if bh["receiving"] != true || onairtest.GetShow(t, benv, btok, bShow)["live"] != true {
 			return fmt.Errorf("B's health %v", bh)
 		}
 		return nil
