@@ -180,7 +180,7 @@ func TestGoLiveMail(t *testing.T) {
 // does when a publisher connects), without media.
 func goLive(t *testing.T, env *onairtest.Env, token, name string) int64 {
 	t.Helper()
-	id := onairtest.ID(env.Do("POST", "/v1/shows", token, map[string]any{"name": name, "description": "d"}).Expect(t, http.StatusCreated).JSON(t)["show"].(map[string]any))
+	id := onairtest.CreateShow(t, env, token, map[string]any{"name": name, "description": "d"}).ID
 	u := "/media/shows/x/master.m3u8"
 	onairtest.PublishShow(t, env, id, shows.Media{AudioURL: &u})
 	return id
