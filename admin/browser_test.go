@@ -38,7 +38,7 @@ func TestBrowserModeration(t *testing.T) {
 	env.Do("POST", "/v1/users/me/radio_request", requesterTok, nil).Expect(t, http.StatusOK)
 	create := func(name string) int64 {
 		body := env.Do("POST", "/v1/shows", ownerTok, map[string]any{"name": name, "description": "A show."}).Expect(t, http.StatusCreated).JSON(t)
-		return int64(body["show"].(map[string]any)["id"].(float64))
+		return onairtest.ID(body["show"].(map[string]any))
 	}
 	older := create("Old Favourite")
 	featureAsStaff(t, env, older)

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"net/http"
 	"os/exec"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -38,39 +37,24 @@ type Show struct {
 	Key   string
 }
 
-// Create makes a show owned by token's user; extra adds fields to the
-// POST body.
+// Create makes a show owned by token's user (onairtest.CreateShow); extra
+// adds fields to the POST body.
 func Create(t *testing.T, env *onairtest.Env, token string, extra map[string]any) *Show {
 	t.Helper()
-	body := map[string]any{"name": "Set " + strconv.FormatInt(time.Now().UnixNano()%1e6, 10), "description": "test broadcast"}
-	for k, v := range extra {
-		body[k] = v
-	}
-	r := env.Do("POST", "/v1/shows", token, body)
-	if r.Status/100 != 2 {
-		t.Fatalf("create show: %d %s", r.Status, r.Body)
-	}
-	s := r.JSON(t)["show"].(map[string]any)
-	return &Show{Env: env, Token: token, ID: int64(s["id"].(float64)), Key: s["stream_key"].(string)}
+	sh := onairtest.CreateShow(t, env, token, extra)
+	return &Show{Env: env, Token: token, ID: sh.ID, Key: sh.Key}
 }
 
-// Get reads the show as its owner.
+// Get reads the show as its owner (onairtest.GetShow).
 func (s *Show) Get(t *testing.T) map[string]any {
 	t.Helper()
-	return s.Env.Do("GET", fmt.Sprintf("/v1/shows/%d", s.ID), s.Token, nil).Expect(t, http.StatusOK).JSON(t)["show"].(map[string]any)
+	return onairtest.GetShow(t, s.Env, s.Token, s.ID)
 }
 
-// Await polls the show until cond holds (testload.Patience bounds a hang).
+// Await reads the show until cond holds (onairtest.AwaitShow).
 func (s *Show) Await(t *testing.T, what string, cond func(map[string]any) bool) map[string]any {
 	t.Helper()
-	var got map[string]any
-	testload.Poll(t, "show "+what, func() error {
-		if got = s.Get(t); !cond(got) {
-			return fmt.Errorf("show is %v", got)
-		}
-		return nil
-	})
-	return got
+	return onairtest.AwaitShow(t, s.Env, s.Token, s.ID, what, cond)
 }
 
 // Publish starts ffmpeg sending seconds of test video (unless audioOnly)
@@ -81,16 +65,16 @@ func (s *Show) Publish(t *testing.T, seconds int, audioOnly bool) <-chan error {
 	if !ok {
 		t.Fatal("live module not booted")
 	}
-	args := []string{"-hide_banner", "-loglevel", "error", "-re"}
-	if !audioOnly {
-		args = append(args, "-f", "lavfi", "-i", fmt.Sprintf("testsrc=size=320x240:rate=25:duration=%d", seconds))
-	}
-	args = append(args, "-f", "lavfi", "-i", fmt.Sprintf("sine=frequency=440:sample_rate=44100:duration=%d", seconds))
-	if !audioOnly {
-		args = append(args, "-c:v", "libx264", "-preset", "ultrafast", "-tune", "zerolatency", "-pix_fmt", "yuv420p", "-g", "50")
-	}
-	args = append(args, "-c:a", "aac", "-b:a", "96k", "-f", "flv", "rtmp://"+m.RTMPAddr()+"/live/"+s.Key)
-	cmd := exec.Command("ffmpeg", args...)
+	_, done := Start(t, "rtmp://"+m.RTMPAddr()+"/live/"+s.Key, seconds, audioOnly)
+	return done
+}
+
+// Start runs ffmpeg publishing seconds of test media to target (FFmpegArgs)
+// and returns it with a channel that gets its exit error; the test's end
+// kills it.
+func Start(t *testing.T, target string, seconds int, audioOnly bool) (*exec.Cmd, <-chan error) {
+	t.Helper()
+	cmd := exec.Command("ffmpeg", FFmpegArgs(target, seconds, audioOnly)...)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
@@ -105,7 +89,21 @@ func (s *Show) Publish(t *testing.T, seconds int, audioOnly bool) <-chan error {
 		done <- err
 	}()
 	t.Cleanup(func() { cmd.Process.Kill() })
-	return done
+	return cmd, done
+}
+
+// FFmpegArgs are ffmpeg's arguments to publish seconds of test video
+// (unless audioOnly) and a tone to target, an RTMP URL with its key.
+func FFmpegArgs(target string, seconds int, audioOnly bool) []string {
+	args := []string{"-hide_banner", "-loglevel", "error", "-re"}
+	if !audioOnly {
+		args = append(args, "-f", "lavfi", "-i", fmt.Sprintf("testsrc=size=320x240:rate=25:duration=%d", seconds))
+	}
+	args = append(args, "-f", "lavfi", "-i", fmt.Sprintf("sine=frequency=440:sample_rate=44100:duration=%d", seconds))
+	if !audioOnly {
+		args = append(args, "-c:v", "libx264", "-preset", "ultrafast", "-tune", "zerolatency", "-pix_fmt", "yuv420p", "-g", "50")
+	}
+	return append(args, "-c:a", "aac", "-b:a", "96k", "-f", "flv", target)
 }
 
 // Wait waits for a publisher's exit and fails the test on an error.

@@ -25,7 +25,7 @@ func post(t *testing.T, env *onairtest.Env, token string, showID int64, text str
 	if r.Status != http.StatusCreated {
 		return r.Status, 0
 	}
-	return r.Status, int64(r.JSON(t)["chat"].(map[string]any)["id"].(float64))
+	return r.Status, onairtest.ID(r.JSON(t)["chat"].(map[string]any))
 }
 
 func decode(t *testing.T, s *string) map[string]any {
@@ -59,7 +59,7 @@ func TestConsoleChatActions(t *testing.T) {
 			msg         int64
 		}
 		setup := func(t *testing.T) fixture {
-			f := fixture{show: createShow(t, env, ownerTok, nil), other: createShow(t, env, ownerTok, nil)}
+			f := fixture{show: onairtest.CreateShow(t, env, ownerTok, nil).ID, other: onairtest.CreateShow(t, env, ownerTok, nil).ID}
 			f.fan, f.fanTok = env.CreateUser("Fan")
 			_, f.msg = post(t, env, f.fanTok, f.show, "hello from the fan")
 			if f.msg == 0 {
@@ -187,8 +187,8 @@ func TestConsoleChatPage(t *testing.T) {
 	env := admintest.NewEnv(t, "sqlite")
 	_, ownerTok := env.CreateUser("Owner")
 	fan, fanTok := env.CreateUser("Fanny Fan")
-	show := createShow(t, env, ownerTok, map[string]any{"name": "Morning Mix"})
-	other := createShow(t, env, ownerTok, map[string]any{"name": "Evening Mix"})
+	show := onairtest.CreateShow(t, env, ownerTok, map[string]any{"name": "Morning Mix"}).ID
+	other := onairtest.CreateShow(t, env, ownerTok, map[string]any{"name": "Evening Mix"}).ID
 	post(t, env, fanTok, show, "<script>alert(1)</script> first!")
 	post(t, env, fanTok, other, "in the evening")
 	_, mod := admintest.Staff(t, env, "Mo", "moderator")

@@ -23,7 +23,7 @@ func TestAnonymousViewersKeepTheirOwnIDs(t *testing.T) {
 		t.Fatal("no chat module")
 	}
 	_, tok := env.CreateUser("Ana Host")
-	showID := createShow(t, env, tok, nil)
+	showID := onairtest.CreateShow(t, env, tok, nil).ID
 	host := dial(t, env.URL, showID, tok, "")
 
 	// Viewers come and go one after another; after each leaves, requests

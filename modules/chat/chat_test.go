@@ -21,21 +21,6 @@ var (
 	timestampRe = regexp.MustCompile(`^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$`)
 )
 
-// createShow makes a show through the API and returns its id.
-func createShow(t *testing.T, env *onairtest.Env, token string, extra map[string]any) int64 {
-	t.Helper()
-	body := map[string]any{"name": "Night Shift " + strconv.FormatInt(time.Now().UnixNano(), 36), "description": "deep cuts"}
-	for k, v := range extra {
-		body[k] = v
-	}
-	r := env.Do("POST", "/v1/shows", token, body)
-	if r.Status != http.StatusOK && r.Status != http.StatusCreated {
-		t.Fatalf("create show: %d %s", r.Status, r.Body)
-	}
-	show := r.JSON(t)["show"].(map[string]any)
-	return int64(show["id"].(float64))
-}
-
 func chatPath(showID int64, rest string) string { return fmt.Sprintf("/v1/shows/%d%s", showID, rest) }
 
 func TestChatConformance(t *testing.T) {
@@ -45,7 +30,7 @@ func TestChatConformance(t *testing.T) {
 		_, fanTok := env.CreateUser("Fred Fan")
 		_, otherTok := env.CreateUser("Otto Other")
 		_, modTok := env.CreateUser("Mia Moderator", onairtest.Role("moderator"))
-		showID := createShow(t, env, ownerTok, nil)
+		showID := onairtest.CreateShow(t, env, ownerTok, nil).ID
 
 		t.Run("post answers the message as sent", func(t *testing.T) {
 			text := "<b>hello</b> & 'welcome' \"all\"\nsecond line ✓"
@@ -54,7 +39,7 @@ func TestChatConformance(t *testing.T) {
 			if c["message"] != text {
 				t.Errorf("message %q, want it stored as sent %q", c["message"], text)
 			}
-			id := int64(c["id"].(float64))
+			id := onairtest.ID(c)
 			if want := fmt.Sprintf("%s/v1/shows/%d/chats/%d", env.URL, showID, id); c["object_url"] != want {
 				t.Errorf("object_url %v, want %s", c["object_url"], want)
 			}
@@ -112,9 +97,9 @@ func TestChatConformance(t *testing.T) {
 		})
 
 		t.Run("404s", func(t *testing.T) {
-			other := createShow(t, env, ownerTok, nil)
+			other := onairtest.CreateShow(t, env, ownerTok, nil).ID
 			r := env.Do("POST", chatPath(other, "/chats"), ownerTok, map[string]any{"message": "elsewhere"}).Expect(t, http.StatusCreated)
-			otherMsg := int64(r.JSON(t)["chat"].(map[string]any)["id"].(float64))
+			otherMsg := onairtest.ID(r.JSON(t)["chat"].(map[string]any))
 			for _, path := range []string{
 				chatPath(showID, fmt.Sprintf("/chats/%d", otherMsg)), // message of another show
 				chatPath(showID, "/chats/999999"),
@@ -126,7 +111,7 @@ func TestChatConformance(t *testing.T) {
 					t.Errorf("GET %s: %d %s", path, r.Status, r.Body)
 				}
 			}
-			private := createShow(t, env, ownerTok, map[string]any{"private": true})
+			private := onairtest.CreateShow(t, env, ownerTok, map[string]any{"private": true}).ID
 			if r := env.Do("POST", chatPath(private, "/chats"), fanTok, map[string]any{"message": "hi"}); r.Status != http.StatusNotFound {
 				t.Errorf("post to another user's private show: %d", r.Status)
 			}
@@ -137,7 +122,7 @@ func TestChatConformance(t *testing.T) {
 		})
 
 		t.Run("position counts from the show's start", func(t *testing.T) {
-			started := createShow(t, env, ownerTok, nil)
+			started := onairtest.CreateShow(t, env, ownerTok, nil).ID
 			start := app.Now().Add(-125 * time.Second)
 			if _, err := env.Core.DB.NewUpdate().Table("shows").Set("start = ?", start).Where("id = ?", started).Exec(context.Background()); err != nil {
 				t.Fatal(err)
@@ -148,7 +133,7 @@ func TestChatConformance(t *testing.T) {
 			if pos < 124 || pos > 130 {
 				t.Errorf("position %v, want about 125", c["position"])
 			}
-			future := createShow(t, env, ownerTok, map[string]any{"start": app.Now().Add(48 * time.Hour).Format(app.TimeLayout)})
+			future := onairtest.CreateShow(t, env, ownerTok, map[string]any{"start": app.Now().Add(48 * time.Hour).Format(app.TimeLayout)}).ID
 			c = env.Do("POST", chatPath(future, "/chats"), ownerTok, map[string]any{"message": "soon"}).Expect(t, http.StatusCreated).JSON(t)["chat"].(map[string]any)
 			if c["position"] != "0.00000" {
 				t.Errorf("position before the start %v, want 0.00000", c["position"])
@@ -156,7 +141,7 @@ func TestChatConformance(t *testing.T) {
 		})
 
 		t.Run("pagination over 120 messages, newest first", func(t *testing.T) {
-			show := createShow(t, env, ownerTok, nil)
+			show := onairtest.CreateShow(t, env, ownerTok, nil).ID
 			base := app.Now().Add(-time.Hour)
 			msgs := make([]chat.Message, 120)
 			for i := range msgs {
@@ -190,17 +175,17 @@ func TestChatConformance(t *testing.T) {
 		})
 
 		t.Run("moderation", func(t *testing.T) {
-			show := createShow(t, env, ownerTok, nil)
+			show := onairtest.CreateShow(t, env, ownerTok, nil).ID
 			_, authorTok := env.CreateUser("Ada Author")
 			r := env.Do("POST", chatPath(show, "/chats"), authorTok, map[string]any{"message": "oops"}).Expect(t, http.StatusCreated)
-			id := int64(r.JSON(t)["chat"].(map[string]any)["id"].(float64))
+			id := onairtest.ID(r.JSON(t)["chat"].(map[string]any))
 			env.Do("DELETE", chatPath(show, fmt.Sprintf("/chats/%d", id)), fanTok, nil).Expect(t, http.StatusForbidden)
 			env.Do("DELETE", chatPath(show, fmt.Sprintf("/chats/%d", id)), authorTok, nil).Expect(t, http.StatusOK)
 			env.Do("GET", chatPath(show, fmt.Sprintf("/chats/%d", id)), fanTok, nil).Expect(t, http.StatusNotFound)
 
 			time.Sleep(1100 * time.Millisecond)
 			r = env.Do("POST", chatPath(show, "/chats"), authorTok, map[string]any{"message": "rude"}).Expect(t, http.StatusCreated)
-			id = int64(r.JSON(t)["chat"].(map[string]any)["id"].(float64))
+			id = onairtest.ID(r.JSON(t)["chat"].(map[string]any))
 			env.Do("DELETE", chatPath(show, fmt.Sprintf("/chats/%d", id)), modTok, nil).Expect(t, http.StatusOK)
 
 			m, _ := onairtest.Module[*chat.Module](env)
@@ -233,7 +218,7 @@ func TestChatConformance(t *testing.T) {
 		})
 
 		t.Run("deleting the show removes its messages", func(t *testing.T) {
-			show := createShow(t, env, ownerTok, nil)
+			show := onairtest.CreateShow(t, env, ownerTok, nil).ID
 			env.Do("POST", chatPath(show, "/chats"), ownerTok, map[string]any{"message": "bye"}).Expect(t, http.StatusCreated)
 			env.Do("DELETE", fmt.Sprintf("/v1/shows/%d", show), ownerTok, nil).Expect(t, http.StatusOK)
 			n, err := env.Core.DB.NewSelect().Model((*chat.Message)(nil)).Where("show_id = ?", show).Count(context.Background())
@@ -244,7 +229,7 @@ func TestChatConformance(t *testing.T) {
 		})
 
 		t.Run("comments_count counts the messages", func(t *testing.T) {
-			show := createShow(t, env, ownerTok, nil)
+			show := onairtest.CreateShow(t, env, ownerTok, nil).ID
 			for i, tok := range []string{ownerTok, fanTok} {
 				env.Do("POST", chatPath(show, "/chats"), tok, map[string]any{"message": fmt.Sprint("c", i)}).Expect(t, http.StatusCreated)
 			}

@@ -18,7 +18,7 @@ func TestChatOff(t *testing.T) {
 		_, ownerTok := env.CreateUser("Quiet Owner")
 		_, fanTok := env.CreateUser("Quiet Fan")
 		_, modTok := env.CreateUser("Quiet Moderator", onairtest.Role("moderator"))
-		showID := createShow(t, env, ownerTok, map[string]any{"private": false})
+		showID := onairtest.CreateShow(t, env, ownerTok, map[string]any{"private": false}).ID
 		env.Do("POST", chatPath(showID, "/chats"), fanTok, map[string]any{"message": "before the switch"}).Expect(t, http.StatusCreated)
 		room := dial(t, env.URL, showID, ownerTok, "")
 

@@ -46,7 +46,7 @@ func postWhileCrowdStalled(t *testing.T, opts onairtest.Options) {
 	// The stalled writes outlast the test (10 s by default).
 	chat.SetWriteWait(mod, testload.Patience)
 	_, hostTok := env.CreateUser("Crowd Host")
-	showID := createShow(t, env, hostTok, nil)
+	showID := onairtest.CreateShow(t, env, hostTok, nil).ID
 	_, fanTok := env.CreateUser("Crowd Fan")
 
 	d := websocket.Dialer{NetDialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
@@ -83,12 +83,12 @@ func postWhileCrowdStalled(t *testing.T, opts onairtest.Options) {
 		}
 		ev := chat.Event{Type: chat.EventChatCreated, Chat: &chat.View{ID: int64(-id), Message: strings.Repeat("x", 16<<10)}}
 		mod.Hub().Publish(context.Background(), showID, ev)
-		fast.await("chat.created", func(ev map[string]any) bool { return ev["chat"].(map[string]any)["id"].(float64) == float64(-id) })
+		fast.await("chat.created", func(ev map[string]any) bool { return onairtest.ID(ev["chat"].(map[string]any)) == int64(-id) })
 	}
 
 	r := env.Do("POST", chatPath(showID, "/chats"), fanTok, map[string]any{"message": "heard over a stalled crowd"}).Expect(t, http.StatusCreated)
-	id := r.JSON(t)["chat"].(map[string]any)["id"].(float64)
-	fast.await("chat.created", func(ev map[string]any) bool { return ev["chat"].(map[string]any)["id"].(float64) == id })
+	id := onairtest.ID(r.JSON(t)["chat"].(map[string]any))
+	fast.await("chat.created", func(ev map[string]any) bool { return onairtest.ID(ev["chat"].(map[string]any)) == id })
 	if n := chat.Behind(mod); n != crowd {
 		t.Errorf("%d sockets behind after the POST, want the crowd's %d (none dropped, none caught up)", n, crowd)
 	}
@@ -104,7 +104,7 @@ func postWhileCrowdStalled(t *testing.T, opts onairtest.Options) {
 func TestPingAndCloseAnswered(t *testing.T) {
 	env := onairtest.New(t, onairtest.Options{})
 	_, tok := env.CreateUser("Ping Host")
-	showID := createShow(t, env, tok, nil)
+	showID := onairtest.CreateShow(t, env, tok, nil).ID
 	conn, _, err := websocket.DefaultDialer.Dial(fmt.Sprintf("ws%s/ws/shows/%d", strings.TrimPrefix(env.URL, "http"), showID),
 		http.Header{"Cookie": {"onair_viewer=00000000-0000-4000-8000-0000000000aa"}})
 	if err != nil {

@@ -17,7 +17,7 @@ import (
 func TestDeliveryMetrics(t *testing.T) {
 	env := onairtest.New(t, onairtest.Options{})
 	_, tok := env.CreateUser("Metrics Host")
-	showID := createShow(t, env, tok, nil)
+	showID := onairtest.CreateShow(t, env, tok, nil).ID
 	a := dial(t, env.URL, showID, tok, "")
 	dial(t, env.URL, showID, "", "")
 

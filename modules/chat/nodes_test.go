@@ -35,7 +35,7 @@ func TestTwoNodes(t *testing.T) {
 	b.Start()
 
 	envA, envB := a.Client(), b.Client()
-	showID := createShow(t, envA, annTok, nil)
+	showID := onairtest.CreateShow(t, envA, annTok, nil).ID
 
 	onB := dial(t, b.URL, showID, benTok, "")
 	// The viewer cookie node A issues is good on node B (one secret per

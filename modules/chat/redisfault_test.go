@@ -27,7 +27,7 @@ func TestRedisAway(t *testing.T) {
 	}})
 	_, ann := env.CreateUser("Ann Away")
 	_, ben := env.CreateUser("Ben Away")
-	showID := createShow(t, env, ann, nil)
+	showID := onairtest.CreateShow(t, env, ann, nil).ID
 	s := dial(t, env.URL, showID, ann, "")
 	post := func(token, msg string) *onairtest.Response {
 		return env.Do("POST", chatPath(showID, "/chats"), token, map[string]any{"message": msg})

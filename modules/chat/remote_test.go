@@ -29,7 +29,7 @@ func TestRemoteShowEventInRoom(t *testing.T) {
 	t.Cleanup(func() { a.Core.Redis.Del(context.Background(), prefix+shows.EventsStream) })
 	_, annTok := a.CreateUser("Ann Remote")
 	_, benTok := a.CreateUser("Ben Remote")
-	showID := createShow(t, a, annTok, nil)
+	showID := onairtest.CreateShow(t, a, annTok, nil).ID
 
 	// Subscribed after chat: once A's subscriber has the remote event,
 	// chat's handler on A has run for it.

@@ -48,7 +48,7 @@ func slowViewerDropped(t *testing.T, opts onairtest.Options) {
 	// again, however loaded the machine (10 s by default).
 	chat.SetWriteWait(mod, testload.Patience)
 	_, tok := env.CreateUser("Slow Host")
-	showID := createShow(t, env, tok, nil)
+	showID := onairtest.CreateShow(t, env, tok, nil).ID
 	fast := dial(t, env.URL, showID, "", "")
 
 	// The slow viewer's socket has a fixed receive buffer (no growth) and
@@ -77,7 +77,7 @@ func slowViewerDropped(t *testing.T, opts onairtest.Options) {
 	publish := func(id int) {
 		ev := chat.Event{Type: chat.EventChatCreated, Chat: &chat.View{ID: int64(id), Message: strings.Repeat("x", sizes[id%len(sizes)])}}
 		mod.Hub().Publish(context.Background(), showID, ev)
-		fast.await("chat.created", func(ev map[string]any) bool { return ev["chat"].(map[string]any)["id"].(float64) == float64(id) })
+		fast.await("chat.created", func(ev map[string]any) bool { return onairtest.ID(ev["chat"].(map[string]any)) == int64(id) })
 	}
 	published := 0
 	for !strings.Contains(env.Logs(), "dropping slow socket") {
@@ -152,7 +152,7 @@ func TestStoppedReadersMemoryBounded(t *testing.T) {
 	}
 	chat.SetWriteWait(mod, testload.Patience)
 	_, tok := env.CreateUser("Flood Host")
-	showID := createShow(t, env, tok, nil)
+	showID := onairtest.CreateShow(t, env, tok, nil).ID
 	fast := dial(t, env.URL, showID, "", "")
 	d := websocket.Dialer{NetDialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
 		c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
@@ -201,7 +201,7 @@ func TestStoppedReadersMemoryBounded(t *testing.T) {
 		ev := chat.Event{Type: chat.EventChatCreated, Chat: &chat.View{ID: int64(id), Message: strings.Repeat("x", size)}}
 		mod.Hub().Publish(context.Background(), showID, ev)
 		sent += size
-		fast.await("chat.created", func(ev map[string]any) bool { return ev["chat"].(map[string]any)["id"].(float64) == float64(id) })
+		fast.await("chat.created", func(ev map[string]any) bool { return onairtest.ID(ev["chat"].(map[string]any)) == int64(id) })
 		mostBehind = max(mostBehind, chat.MostBehind(mod))
 		if id%8 == 0 {
 			peak = max(peak, heap())
@@ -244,7 +244,7 @@ func TestSilentReaderClosedTooSlow(t *testing.T) {
 	}
 	chat.SetPongWait(mod, time.Second)
 	_, tok := env.CreateUser("Quiet Host")
-	showID := createShow(t, env, tok, nil)
+	showID := onairtest.CreateShow(t, env, tok, nil).ID
 	conn, _, err := websocket.DefaultDialer.Dial(fmt.Sprintf("ws%s/ws/shows/%d", strings.TrimPrefix(env.URL, "http"), showID), nil)
 	if err != nil {
 		t.Fatal(err)

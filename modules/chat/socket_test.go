@@ -143,7 +143,7 @@ func TestRoomSockets(t *testing.T) {
 	env := onairtest.New(t, onairtest.Options{})
 	_, ownerTok := env.CreateUser("Rita Radio")
 	_, fanTok := env.CreateUser("Sam Listener")
-	showID := createShow(t, env, ownerTok, nil)
+	showID := onairtest.CreateShow(t, env, ownerTok, nil).ID
 
 	a := dial(t, env.URL, showID, ownerTok, "")
 	b := dial(t, env.URL, showID, fanTok, "")
@@ -196,7 +196,7 @@ func TestRoomSockets(t *testing.T) {
 	if _, resp, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(env.URL, "http")+fmt.Sprintf("/v1/shows/%d/chat/socket", showID), nil); err == nil || resp == nil || resp.StatusCode != http.StatusUnauthorized {
 		t.Errorf("socket without a token was not refused with 401")
 	}
-	private := createShow(t, env, ownerTok, map[string]any{"private": true})
+	private := onairtest.CreateShow(t, env, ownerTok, map[string]any{"private": true}).ID
 	h := http.Header{"Authorization": {"Bearer " + fanTok}}
 	if _, resp, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(env.URL, "http")+fmt.Sprintf("/v1/shows/%d/chat/socket", private), h); err == nil || resp == nil || resp.StatusCode != http.StatusNotFound {
 		t.Errorf("socket to another user's private show was not refused with 404")
@@ -209,7 +209,7 @@ func TestRoomSockets(t *testing.T) {
 func TestCrowdArrives(t *testing.T) {
 	env := onairtest.New(t, onairtest.Options{})
 	_, tok := env.CreateUser("Crowd Host")
-	showID := createShow(t, env, tok, nil)
+	showID := onairtest.CreateShow(t, env, tok, nil).ID
 	const crowd = 300
 	sockets := make([]*socket, crowd)
 	for i := range sockets {
@@ -247,12 +247,12 @@ func TestRoomFollowsVisibility(t *testing.T) {
 	_, fanTok := env.CreateUser("Vis Fan")
 	wsURL := "ws" + strings.TrimPrefix(env.URL, "http")
 
-	private := createShow(t, env, ownerTok, map[string]any{"private": true})
+	private := onairtest.CreateShow(t, env, ownerTok, map[string]any{"private": true}).ID
 	if _, resp, err := websocket.DefaultDialer.Dial(fmt.Sprintf("%s/ws/shows/%d", wsURL, private), nil); err == nil || resp == nil || resp.StatusCode != http.StatusNotFound {
 		t.Fatalf("an anonymous socket opened another user's private show")
 	}
 
-	showID := createShow(t, env, ownerTok, nil)
+	showID := onairtest.CreateShow(t, env, ownerTok, nil).ID
 	owner := dial(t, env.URL, showID, ownerTok, "")
 	fan := dial(t, env.URL, showID, fanTok, "")
 	anon := dial(t, env.URL, showID, "", "")
@@ -292,7 +292,7 @@ func drain(s *socket) <-chan struct{} {
 func TestWebSocketOrigin(t *testing.T) {
 	env := onairtest.New(t, onairtest.Options{})
 	_, tok := env.CreateUser("Origin Owner")
-	showID := createShow(t, env, tok, nil)
+	showID := onairtest.CreateShow(t, env, tok, nil).ID
 	target := fmt.Sprintf("ws%s/ws/shows/%d", strings.TrimPrefix(env.URL, "http"), showID)
 	for origin, want := range map[string]int{"https://evil.example": http.StatusForbidden, env.URL: http.StatusSwitchingProtocols} {
 		conn, resp, err := websocket.DefaultDialer.Dial(target, http.Header{"Origin": {origin}})

@@ -41,7 +41,7 @@ func TestSocketsPerAddressCapped(t *testing.T) {
 	const limit = 3
 	env := onairtest.New(t, onairtest.Options{Configure: func(c *app.Config) { c.Set(chat.SettingMaxSocketsPerIP, limit) }})
 	_, tok := env.CreateUser("Cap Host")
-	showID := createShow(t, env, tok, nil)
+	showID := onairtest.CreateShow(t, env, tok, nil).ID
 	first := dial(t, env.URL, showID, tok, "")
 	for i := 1; i < limit; i++ {
 		dial(t, env.URL, showID, "", "")
@@ -101,7 +101,7 @@ func TestSocketsCountPerClientBehindProxy(t *testing.T) {
 		c.TrustedProxies = []*net.IPNet{loopback}
 	}})
 	_, tok := env.CreateUser("Proxy Host")
-	showID := createShow(t, env, tok, nil)
+	showID := onairtest.CreateShow(t, env, tok, nil).ID
 	target := fmt.Sprintf("ws%s/ws/shows/%d", strings.TrimPrefix(env.URL, "http"), showID)
 	open := func(from string) (*websocket.Conn, *http.Response, error) {
 		return websocket.DefaultDialer.Dial(target, http.Header{"X-Forwarded-For": {from}})
@@ -150,7 +150,7 @@ func TestSocketOutlivesRequestTimeout(t *testing.T) {
 	const timeout = 200 * time.Millisecond
 	env := onairtest.New(t, onairtest.Options{Configure: func(c *app.Config) { c.RequestTimeout = timeout }})
 	_, tok := env.CreateUser("Long Lived")
-	showID := createShow(t, env, tok, nil)
+	showID := onairtest.CreateShow(t, env, tok, nil).ID
 	s := dial(t, env.URL, showID, tok, "")
 	time.Sleep(5 * timeout) // the point of the test: time passes beyond the deadline
 	env.Do("POST", fmt.Sprintf("/v1/shows/%d/chats", showID), tok, map[string]any{"message": "still here"}).Expect(t, http.StatusCreated)

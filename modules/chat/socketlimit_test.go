@@ -24,7 +24,7 @@ func TestSocketMessageLimits(t *testing.T) {
 	t.Parallel()
 	env := onairtest.New(t, onairtest.Options{})
 	_, token := env.CreateUser("Frame Sender")
-	showID := createShow(t, env, token, nil)
+	showID := onairtest.CreateShow(t, env, token, nil).ID
 	target := fmt.Sprintf("ws%s/v1/shows/%d/chat/socket", strings.TrimPrefix(env.URL, "http"), showID)
 	open := func(t *testing.T) *websocket.Conn {
 		t.Helper()

@@ -22,7 +22,7 @@ func TestMessageTextRule(t *testing.T) {
 		env := onairtest.New(t, onairtest.Options{Backend: backend})
 		fan, fanTok := env.CreateUser("Nul Sender")
 		mod, _ := env.CreateUser("Nul Moderator", onairtest.Role("moderator"))
-		showID := createShow(t, env, fanTok, nil)
+		showID := onairtest.CreateShow(t, env, fanTok, nil).ID
 		path := chatPath(showID, "/chats")
 		for name, body := range map[string]any{
 			"JSON NUL":            map[string]any{"message": "hi\x00there"},

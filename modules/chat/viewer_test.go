@@ -36,7 +36,7 @@ func TestViewerCookieChosenByClient(t *testing.T) {
 func viewerCookieChosenByClient(t *testing.T, opts onairtest.Options) {
 	env := onairtest.New(t, opts)
 	_, tok := env.CreateUser("Cookie Host")
-	showID := createShow(t, env, tok, nil)
+	showID := onairtest.CreateShow(t, env, tok, nil).ID
 	host := dial(t, env.URL, showID, tok, "")
 	issued := dial(t, env.URL, showID, "", "") // a cookie the server gave out
 	issued.conn.Close()
@@ -112,8 +112,8 @@ func viewerCookieChosenByClient(t *testing.T, opts onairtest.Options) {
 func TestViewerIDPerShow(t *testing.T) {
 	env := onairtest.New(t, onairtest.Options{})
 	_, tok := env.CreateUser("Two Rooms")
-	showA := createShow(t, env, tok, nil)
-	showB := createShow(t, env, tok, nil)
+	showA := onairtest.CreateShow(t, env, tok, nil).ID
+	showB := onairtest.CreateShow(t, env, tok, nil).ID
 	hostA := dial(t, env.URL, showA, tok, "")
 
 	a := dial(t, env.URL, showA, "", "")
@@ -159,7 +159,7 @@ func TestViewerCookieAttributes(t *testing.T) {
 			}
 		}})
 		_, tok := env.CreateUser("Attr Host")
-		showID := createShow(t, env, tok, nil)
+		showID := onairtest.CreateShow(t, env, tok, nil).ID
 		conn, resp, err := websocket.DefaultDialer.Dial(fmt.Sprintf("ws%s/ws/shows/%d", strings.TrimPrefix(env.URL, "http"), showID), nil)
 		if err != nil {
 			t.Fatal(err)

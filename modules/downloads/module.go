@@ -75,7 +75,7 @@ func (m *Module) Provision(core *app.Core) error {
 		core.Log.Info("ffmpeg not on PATH: archived shows offer no downloads")
 		return nil
 	}
-	m.shows.SetDownloads(m.links)
+	m.shows.Views.SetDownloads(m.links)
 	m.shows.Subscribe(m.onShowEvent)
 	return nil
 }

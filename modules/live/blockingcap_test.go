@@ -36,7 +36,7 @@ func TestBlockingReloadsCountPerClient(t *testing.T) {
 	}
 	_, token := env.CreateUser("Blocking Host")
 	r := env.Do("POST", "/v1/shows", token, map[string]any{"name": "Held Reloads", "description": "ll-hls"}).Expect(t, http.StatusCreated)
-	id := int64(r.JSON(t)["show"].(map[string]any)["id"].(float64))
+	id := onairtest.ID(r.JSON(t)["show"].(map[string]any))
 	mod.OpenLive(id)
 
 	client := &http.Client{Transport: &http.Transport{}}

@@ -221,7 +221,7 @@ func TestMediaDiskFull(t *testing.T) {
 	if err := exited(t, "ffmpeg once the disk has room", done); err != nil {
 		t.Fatalf("publish after the disk had room again: %v", err)
 	}
-	lb := &broadcast{env: b.env, token: b.token, id: int64(later["id"].(float64))}
+	lb := &broadcast{env: b.env, token: b.token, id: onairtest.ID(later)}
 	if s := lb.show(t); s["start"] == nil || s["video_url"] == nil {
 		t.Errorf("the later show did not go live: %v", s)
 	}

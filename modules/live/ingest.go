@@ -102,7 +102,7 @@ func (m *Module) newStream(ctx context.Context, proto string, req rtmp.PublishRe
 	// The admission deadline does not run meanwhile (rtmp.Handler): the
 	// check has its own bound.
 	actx, cancel := context.WithTimeout(ctx, authorizeWait)
-	sh, err := m.shows.Authorize(actx, req.Key)
+	sh, err := m.shows.Keys.Authorize(actx, req.Key)
 	cancel()
 	if err != nil {
 		m.core.Log.Warn("publish refused", "protocol", proto, "remote", req.RemoteAddr.String(), "reason", err)

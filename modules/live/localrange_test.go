@@ -19,7 +19,7 @@ func TestLocalMediaRanges(t *testing.T) {
 	env := onairtest.New(t, onairtest.Options{})
 	_, token := env.CreateUser("Range Rover")
 	r := env.Do("POST", "/v1/shows", token, map[string]any{"name": "Ranges", "description": "seek"})
-	id := int64(r.Expect(t, http.StatusCreated).JSON(t)["show"].(map[string]any)["id"].(float64))
+	id := onairtest.ID(r.Expect(t, http.StatusCreated).JSON(t)["show"].(map[string]any))
 	dir := filepath.Join(env.Core.Config.DataDir, "media", "shows", strconv.FormatInt(id, 10))
 	whole := bytes.Repeat([]byte("0123456789abcdef"), 64<<10) // 1 MiB: past fasthttp's small-file size
 	if err := os.MkdirAll(dir, 0o755); err != nil {

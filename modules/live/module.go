@@ -263,8 +263,8 @@ func (m *Module) Provision(core *app.Core) error {
 	} else {
 		core.Log.Info("ffmpeg not on PATH: shows get a placeholder image and no animated preview")
 	}
-	m.shows.SetMediaSigner(m.signURL)
-	m.shows.SetViewerTokens(m.ViewerToken)
+	m.shows.Views.SetMediaSigner(m.signURL)
+	m.shows.Views.SetViewerTokens(m.ViewerToken)
 	m.shows.Subscribe(m.onShowEvent)
 	cfg := core.Config
 	m.trackWait = app.Get[time.Duration](cfg, SettingRTMPTrackWait)

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/onair/onair/internal/broadcasttest"
 	"github.com/onair/onair/internal/onairtest"
 	"github.com/onair/onair/internal/testload"
 	"github.com/onair/onair/modules/live"
@@ -47,71 +48,35 @@ type broadcast struct {
 
 func newBroadcast(t *testing.T, env *onairtest.Env, token string, extra map[string]any) *broadcast {
 	t.Helper()
-	body := map[string]any{"name": "Set " + strconv.FormatInt(time.Now().UnixNano()%1e6, 10), "description": "test broadcast"}
-	for k, v := range extra {
-		body[k] = v
-	}
-	r := env.Do("POST", "/v1/shows", token, body)
-	if r.Status/100 != 2 {
-		t.Fatalf("create show: %d %s", r.Status, r.Body)
-	}
-	show := r.JSON(t)["show"].(map[string]any)
+	sh := onairtest.CreateShow(t, env, token, extra)
 	m, _ := onairtest.Module[*live.Module](env)
-	return &broadcast{env: env, token: token, id: int64(show["id"].(float64)), key: show["stream_key"].(string),
-		rtmp: "rtmp://" + m.RTMPAddr() + "/live"}
+	return &broadcast{env: env, token: token, id: sh.ID, key: sh.Key, rtmp: "rtmp://" + m.RTMPAddr() + "/live"}
 }
 
-func (b *broadcast) show(t *testing.T) map[string]any {
-	t.Helper()
-	return b.env.Do("GET", fmt.Sprintf("/v1/shows/%d", b.id), b.token, nil).Expect(t, http.StatusOK).JSON(t)["show"].(map[string]any)
+// kit is b as the shared broadcast kit knows it (Get, Await).
+func (b *broadcast) kit() *broadcasttest.Show {
+	return &broadcasttest.Show{Env: b.env, Token: b.token, ID: b.id, Key: b.key}
 }
+
+func (b *broadcast) show(t *testing.T) map[string]any { t.Helper(); return b.kit().Get(t) }
 
 // await polls the show until cond holds (testload.Patience bounds a hang).
 func (b *broadcast) await(t *testing.T, what string, cond func(map[string]any) bool) map[string]any {
 	t.Helper()
-	var s map[string]any
-	testload.Poll(t, "show "+what, func() error {
-		if s = b.show(t); !cond(s) {
-			return fmt.Errorf("show is %v", s)
-		}
-		return nil
-	})
-	return s
+	return b.kit().Await(t, what, cond)
 }
 
 // ffmpegArgs publishes seconds of test video (unless audioOnly) and tone.
 func ffmpegArgs(target string, seconds int, audioOnly bool) []string {
-	args := []string{"-hide_banner", "-loglevel", "error", "-re"}
-	if !audioOnly {
-		args = append(args, "-f", "lavfi", "-i", fmt.Sprintf("testsrc=size=320x240:rate=25:duration=%d", seconds))
-	}
-	args = append(args, "-f", "lavfi", "-i", fmt.Sprintf("sine=frequency=440:sample_rate=44100:duration=%d", seconds))
-	if !audioOnly {
-		args = append(args, "-c:v", "libx264", "-preset", "ultrafast", "-tune", "zerolatency", "-pix_fmt", "yuv420p", "-g", "50")
-	}
-	return append(args, "-c:a", "aac", "-b:a", "96k", "-f", "flv", target)
+	return broadcasttest.FFmpegArgs(target, seconds, audioOnly)
 }
 
-// publish starts ffmpeg and returns a channel with its exit error.
+// publish starts ffmpeg, in the machine's turn of the heavy tests, and
+// returns it with a channel of its exit error.
 func publish(t *testing.T, target string, seconds int, audioOnly bool) (*exec.Cmd, <-chan error) {
 	t.Helper()
 	testload.Heavy(t)
-	cmd := exec.Command("ffmpeg", ffmpegArgs(target, seconds, audioOnly)...)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() {
-		err := cmd.Wait()
-		if err != nil {
-			err = fmt.Errorf("%w: %s", err, stderr.String())
-		}
-		done <- err
-	}()
-	t.Cleanup(func() { cmd.Process.Kill() })
-	return cmd, done
+	return broadcasttest.Start(t, target, seconds, audioOnly)
 }
 
 // exited waits for a publisher's exit error; testload.Patience bounds a

@@ -113,7 +113,7 @@ func (m *Module) provisionSources(cfg *app.Config) error {
 			KeyThrottle:          app.Get[time.Duration](cfg, SettingRTMPKeyThrottle),
 		}
 	}
-	m.shows.SetIngest(m.ingestURLs)
+	m.shows.Views.SetIngest(m.ingestURLs)
 	return nil
 }
 

@@ -358,7 +358,7 @@ func TestS3ReconcileArchivesFromStore(t *testing.T) {
 	a := onairtest.New(t, s3Options(srv.URL("media"), "", nil))
 	_, token := a.CreateUser("Re Concile")
 	r := a.Do("POST", "/v1/shows", token, map[string]any{"name": "Orphan", "description": "stored only"})
-	id := int64(r.Expect(t, http.StatusCreated).JSON(t)["show"].(map[string]any)["id"].(float64))
+	id := onairtest.ID(r.Expect(t, http.StatusCreated).JSON(t)["show"].(map[string]any))
 	svc := shows.From(a.Core)
 	ctx := context.Background()
 	if _, err := svc.GoLive(ctx, id, shows.Media{}); err != nil {

@@ -93,7 +93,7 @@ func TestPublisherStorm(t *testing.T) {
 				list, _ := r["shows"].([]any)
 				for _, item := range list {
 					s := item.(map[string]any)
-					if id := int64(s["id"].(float64)); want[id] && isLive(s) {
+					if id := onairtest.ID(s); want[id] && isLive(s) {
 						videoURL[id], _ = s["video_url"].(string)
 					}
 				}

@@ -66,11 +66,9 @@ func TestTwoNodeProcesses(t *testing.T) {
 	// in production): a URL node A wrote is asked of node B by its path.
 	onB := func(u string) string { return b.URL + u[strings.Index(u, "/media/"):] }
 	newShow := func(title string) *broadcast {
-		r := envB.Do("POST", "/v1/shows", token, map[string]any{"name": title, "description": "two nodes"}).Expect(t, http.StatusCreated)
-		sh := r.JSON(t)["show"].(map[string]any)
+		sh := onairtest.CreateShow(t, envB, token, map[string]any{"name": title, "description": "two nodes"})
 		// Read back through node B: every later look is B's.
-		return &broadcast{env: envB, token: token, id: int64(sh["id"].(float64)), key: sh["stream_key"].(string),
-			rtmp: "rtmp://" + a.RTMP + "/live"}
+		return &broadcast{env: envB, token: token, id: sh.ID, key: sh.Key, rtmp: "rtmp://" + a.RTMP + "/live"}
 	}
 
 	// Show 1: published to A, played from B, stopped through B.

@@ -180,11 +180,9 @@ func TestGoLiveMail(t *testing.T) {
 // does when a publisher connects), without media.
 func goLive(t *testing.T, env *onairtest.Env, token, name string) int64 {
 	t.Helper()
-	id := int64(env.Do("POST", "/v1/shows", token, map[string]any{"name": name, "description": "d"}).Expect(t, http.StatusCreated).JSON(t)["show"].(map[string]any)["id"].(float64))
+	id := onairtest.CreateShow(t, env, token, map[string]any{"name": name, "description": "d"}).ID
 	u := "/media/shows/x/master.m3u8"
-	if _, err := shows.From(env.Core).GoLive(context.Background(), id, shows.Media{AudioURL: &u}); err != nil {
-		t.Fatal(err)
-	}
+	onairtest.PublishShow(t, env, id, shows.Media{AudioURL: &u})
 	return id
 }
 

@@ -69,7 +69,7 @@ func (m *Module) renderAccount(c *fiber.Ctx, v *visitor, newToken string, keyOf 
 		}
 		d.Mails, d.GoLiveMail = true, on
 	}
-	list, _, err := m.shows.List(c.UserContext(), shows.ListQuery{Viewer: v.p, UserID: v.user.ID, Page: app.Page{Number: 1, Size: accountShows}})
+	list, _, err := m.shows.Lists.List(c.UserContext(), shows.ListQuery{Viewer: v.p, UserID: v.user.ID, Page: app.Page{Number: 1, Size: accountShows}})
 	if err != nil {
 		return err
 	}
@@ -203,7 +203,7 @@ func (m *Module) keyShow(c *fiber.Ctx, v *visitor, regenerate bool) (*shows.Show
 	if err != nil || !regenerate {
 		return sh, err
 	}
-	return m.shows.RegenerateKey(c.UserContext(), sh.ID, v.p)
+	return m.shows.Keys.Regenerate(c.UserContext(), sh.ID, v.p)
 }
 
 // regenerateKey is POST /account/shows/:id/key/regenerate: a new key,

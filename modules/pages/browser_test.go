@@ -108,24 +108,6 @@ func publish(t *testing.T, rtmpURL string, seconds int) {
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 }
 
-// apiShow reads a show through the API.
-func apiShow(t *testing.T, env *onairtest.Env, token string, id int64) map[string]any {
-	t.Helper()
-	return env.Do("GET", path("/v1/shows/%d", id), token, nil).Expect(t, http.StatusOK).JSON(t)["show"].(map[string]any)
-}
-
-func awaitShow(t *testing.T, env *onairtest.Env, token string, id int64, what string, cond func(map[string]any) bool) map[string]any {
-	t.Helper()
-	var s map[string]any
-	testload.Poll(t, "show "+what, func() error {
-		if s = apiShow(t, env, token, id); !cond(s) {
-			return fmt.Errorf("show is %v", s)
-		}
-		return nil
-	})
-	return s
-}
-
 // screenshot saves a full-page PNG of the tab's page at a desktop and a
 // phone width, and checks nothing overflows sideways on the phone.
 func screenshot(t *testing.T, tab context.Context, url, name string) {
@@ -181,11 +163,12 @@ func TestBrowser(t *testing.T) {
 	br := newBrowser(t)
 	env := onairtest.New(t, onairtest.Options{})
 	dj := newPerson(t, env, "Dee Jay")
-	id, showPath, key := createShow(t, env, dj, map[string]any{
+	created := onairtest.CreateShow(t, env, dj.token, map[string]any{
 		"name": "Sunset Session", "description": "Two hours of deep house from the roof.\nBring a friend.", "tags": []string{"Deep House", "Live"},
 	})
+	id, showPath, key := created.ID, created.Path, created.Key
 	env.Do("PUT", path("/v1/shows/%d", id), dj.token, map[string]any{"headline": true}).Expect(t, http.StatusOK)
-	createShow(t, env, dj, map[string]any{"name": "Next Week", "start": time.Now().UTC().Add(7 * 24 * time.Hour).Format("2006-01-02 15:04:05")})
+	onairtest.CreateShow(t, env, dj.token, map[string]any{"name": "Next Week", "start": time.Now().UTC().Add(7 * 24 * time.Hour).Format("2006-01-02 15:04:05")})
 	showURL := env.URL + showPath
 	listener := br.tab() // anonymous
 	fan := br.tab()      // signs up
@@ -201,7 +184,7 @@ func TestBrowser(t *testing.T) {
 	// Long enough to outlast every step on a slow machine; the archive
 	// step stops the show.
 	publish(t, "rtmp://"+lm.RTMPAddr()+"/live/"+key, 900)
-	show := awaitShow(t, env, dj.token, id, "live", func(s map[string]any) bool { return s["live"] == true })
+	show := onairtest.AwaitShow(t, env, dj.token, id, "live", func(s map[string]any) bool { return s["live"] == true })
 
 	t.Run("sign up, create a token, call the API with it", func(t *testing.T) {
 		do(t, fan,
@@ -376,7 +359,7 @@ window.addEventListener('message', e => {
 
 	t.Run("an archive replays its chat in step with playback", func(t *testing.T) {
 		env.Do("POST", path("/v1/shows/%d/stop", id), dj.token, nil).Expect(t, http.StatusOK)
-		awaitShow(t, env, dj.token, id, "archived", func(s map[string]any) bool { return s["archive"] == true })
+		onairtest.AwaitShow(t, env, dj.token, id, "archived", func(s map[string]any) bool { return s["archive"] == true })
 		var chats struct {
 			Chats []struct {
 				Message  string `json:"message"`

@@ -18,11 +18,12 @@ func TestChatOnThePage(t *testing.T) {
 	host := newPerson(t, env, "Hosty Host")
 	fan := newPerson(t, env, "Chatty Fan")
 	other := newPerson(t, env, "Other Listener")
-	id, showPath, _ := createShow(t, env, host, map[string]any{"name": "Talk Show"})
+	created := onairtest.CreateShow(t, env, host.token, map[string]any{"name": "Talk Show"})
+	id, showPath := created.ID, created.Path
 	post := func(p person, text string) int64 {
 		t.Helper()
 		r := env.Do("POST", path("/v1/shows/%d/chats", id), p.token, map[string]any{"message": text}).Expect(t, http.StatusCreated)
-		return int64(r.JSON(t)["chat"].(map[string]any)["id"].(float64))
+		return onairtest.ID(r.JSON(t)["chat"].(map[string]any))
 	}
 	post(host, "welcome, everyone")
 	msg := post(fan, `see https://example.com/set?a=1&b=2. and javascript:alert(1) <b>bold</b>`)

@@ -19,10 +19,11 @@ func TestDVRBrowser(t *testing.T) {
 	br := newBrowser(t)
 	env := onairtest.New(t, onairtest.Options{})
 	dj := newPerson(t, env, "Rewind Dee")
-	id, showPath, key := createShow(t, env, dj, map[string]any{"name": "Rewind Session"})
+	created := onairtest.CreateShow(t, env, dj.token, map[string]any{"name": "Rewind Session"})
+	id, showPath, key := created.ID, created.Path, created.Key
 	lm, _ := onairtest.Module[*live.Module](env)
 	publish(t, "rtmp://"+lm.RTMPAddr()+"/live/"+key, 900)
-	awaitShow(t, env, dj.token, id, "live", func(s map[string]any) bool { return s["live"] == true })
+	onairtest.AwaitShow(t, env, dj.token, id, "live", func(s map[string]any) bool { return s["live"] == true })
 
 	tab := br.tab()
 	do(t, tab, chromedp.Navigate(env.URL+showPath))

@@ -103,7 +103,7 @@ func (m *Module) showEvents(c *fiber.Ctx, _ *visitor) error {
 	if c.Get(fiber.HeaderAccept) != "text/event-stream" {
 		return fiber.NewError(fiber.StatusNotAcceptable, "this is an event stream: ask with Accept: text/event-stream")
 	}
-	gen, err := m.shows.Generation(c.UserContext())
+	gen, err := m.shows.Lists.Generation(c.UserContext())
 	if err != nil {
 		return err
 	}

@@ -40,7 +40,8 @@ func followFlow(t *testing.T, backend string) {
 	dj := newPerson(t, env, "Follow Dee")
 	staff := newPerson(t, env, "Follow Staff", onairtest.Role("admin"))
 	start := time.Now().UTC().Add(2 * time.Hour).Format("2006-01-02 15:04:05")
-	id, showPath, key := createShow(t, env, dj, map[string]any{"name": "Followed Set", "start": start})
+	created := onairtest.CreateShow(t, env, dj.token, map[string]any{"name": "Followed Set", "start": start})
+	id, showPath, key := created.ID, created.Path, created.Key
 
 	studio, home, player, second := br.tab(), br.tab(), br.tab(), br.tab()
 	do(t, studio,
@@ -73,7 +74,7 @@ func followFlow(t *testing.T, backend string) {
 
 	lm, _ := onairtest.Module[*live.Module](env)
 	publish(t, "rtmp://"+lm.RTMPAddr()+"/live/"+key, 600)
-	awaitShow(t, env, dj.token, id, "live", func(s map[string]any) bool { return s["live"] == true })
+	onairtest.AwaitShow(t, env, dj.token, id, "live", func(s map[string]any) bool { return s["live"] == true })
 	wentLive := time.Now()
 
 	waitFor(t, studio, "the studio's Stop button", `!!document.getElementById('stop-show') && document.getElementById('studio-state').dataset.state === 'live'`)
@@ -118,7 +119,7 @@ func followFlow(t *testing.T, backend string) {
 		t.Errorf("the console does not count 2 viewers (%d)", p.status)
 	}
 	testload.Poll(t, "the peak of 2 recorded", func() error {
-		if s := apiShow(t, env, dj.token, id); s["peak_viewers"] != 2.0 {
+		if s := onairtest.GetShow(t, env, dj.token, id); s["peak_viewers"] != 2.0 {
 			return fmt.Errorf("peak_viewers %v", s["peak_viewers"])
 		}
 		return nil
@@ -126,11 +127,11 @@ func followFlow(t *testing.T, backend string) {
 
 	// The stop, from the studio page's button.
 	do(t, studio, chromedp.Evaluate[chromedp.Void](`window.confirm = () => true`), chromedp.Click(chromedp.ID("stop-show")))
-	awaitShow(t, env, dj.token, id, "archived", func(s map[string]any) bool { return s["archive"] == true })
+	onairtest.AwaitShow(t, env, dj.token, id, "archived", func(s map[string]any) bool { return s["archive"] == true })
 	if h := health(); h["viewers"] != 0.0 || h["peak_viewers"] != 2.0 {
 		t.Errorf("health after the stop: %v, want 0 viewers, peak 2", h)
 	}
-	if s := apiShow(t, env, dj.token, id); s["peak_viewers"] != 2.0 {
+	if s := onairtest.GetShow(t, env, dj.token, id); s["peak_viewers"] != 2.0 {
 		t.Errorf("peak_viewers after the stop: %v", s["peak_viewers"])
 	}
 	do(t, home)

@@ -28,7 +28,7 @@ func TestHealthStreamsCountPerClient(t *testing.T) {
 		c.TrustedProxies = []*net.IPNet{loopback}
 	}})
 	owner := newPerson(t, env, "Stream Owner")
-	id, _, _ := createShow(t, env, owner, map[string]any{"name": "Health Stream"})
+	id := onairtest.CreateShow(t, env, owner.token, map[string]any{"name": "Health Stream"}).ID
 	signed := owner.signedIn(t, env)
 	// Its own transport: every stream on a connection of its own.
 	client := &http.Client{Jar: signed.http.Jar, Transport: &http.Transport{}}

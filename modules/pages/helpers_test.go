@@ -116,18 +116,6 @@ func (p person) signedIn(t *testing.T, env *onairtest.Env) *browserless {
 	return b
 }
 
-// createShow creates a show through the API and returns its id, path and key.
-func createShow(t *testing.T, env *onairtest.Env, p person, body map[string]any) (int64, string, string) {
-	t.Helper()
-	if body["description"] == nil {
-		body["description"] = "A test show."
-	}
-	r := env.Do("POST", "/v1/shows", p.token, body).Expect(t, http.StatusCreated)
-	sh := r.JSON(t)["show"].(map[string]any)
-	u, _ := url.Parse(sh["url"].(string))
-	return int64(sh["id"].(float64)), u.Path, sh["stream_key"].(string)
-}
-
 func showService(env *onairtest.Env) *shows.Service { return shows.From(env.Core) }
 
 func takeOff(t *testing.T, env *onairtest.Env, id int64) {

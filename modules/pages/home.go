@@ -64,7 +64,7 @@ func (m *Module) home(c *fiber.Ctx, v *visitor) error {
 		return err
 	}
 	d := homeData{Query: q, Tab: c.Query("tab"), Page: page.Number}
-	if d.Generation, err = m.shows.Generation(c.UserContext()); err != nil {
+	if d.Generation, err = m.shows.Lists.Generation(c.UserContext()); err != nil {
 		return err
 	}
 	switch {
@@ -103,7 +103,7 @@ func (m *Module) sections(c *fiber.Ctx) ([]section, error) {
 	for _, s := range specs {
 		s.q.Viewer = public
 		s.q.Page = app.Page{Number: 1, Size: homeSize}
-		list, total, err := m.shows.List(c.UserContext(), s.q)
+		list, total, err := m.shows.Lists.List(c.UserContext(), s.q)
 		if err != nil {
 			return nil, err
 		}
@@ -152,7 +152,7 @@ func (m *Module) tab(c *fiber.Ctx, d *homeData, page app.Page) error {
 		// The store lists newest start first; read the scheduled shows
 		// (few) and page through them soonest first.
 		q.Scheduled, q.Page = &yes, app.Page{Number: 1, Size: upcomingCap}
-		all, n, err := m.shows.List(c.UserContext(), q)
+		all, n, err := m.shows.Lists.List(c.UserContext(), q)
 		if err != nil {
 			return err
 		}
@@ -164,7 +164,7 @@ func (m *Module) tab(c *fiber.Ctx, d *homeData, page app.Page) error {
 		d.List = m.cards(list)
 		return nil
 	}
-	if list, total, err = m.shows.List(c.UserContext(), q); err != nil {
+	if list, total, err = m.shows.Lists.List(c.UserContext(), q); err != nil {
 		return err
 	}
 	d.List = m.cards(list)
@@ -176,7 +176,7 @@ func (m *Module) tab(c *fiber.Ctx, d *homeData, page app.Page) error {
 // the users whose name or slug does (the first page of them).
 func (m *Module) search(c *fiber.Ctx, d *homeData, page app.Page) error {
 	d.Searching, d.ListTitle = true, "Shows"
-	list, total, err := m.shows.List(c.UserContext(), shows.ListQuery{Viewer: &app.Principal{}, Filter: d.Query, Page: page})
+	list, total, err := m.shows.Lists.List(c.UserContext(), shows.ListQuery{Viewer: &app.Principal{}, Filter: d.Query, Page: page})
 	if err != nil {
 		return err
 	}

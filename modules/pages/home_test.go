@@ -19,9 +19,9 @@ func TestHomeSearchAndTabs(t *testing.T) {
 	newPerson(t, env, "Vinyl Needle Fan")
 	base := time.Now().UTC().Add(24 * time.Hour).Truncate(time.Second)
 	for i := range 30 {
-		createShow(t, env, dj, map[string]any{"name": fmt.Sprintf("Upcoming %02d", i), "start": base.Add(time.Duration(i) * time.Hour).Format("2006-01-02 15:04:05")})
+		onairtest.CreateShow(t, env, dj.token, map[string]any{"name": fmt.Sprintf("Upcoming %02d", i), "start": base.Add(time.Duration(i) * time.Hour).Format("2006-01-02 15:04:05")})
 	}
-	_, _, _ = createShow(t, env, dj, map[string]any{"name": "Secret Needle", "private": true})
+	onairtest.CreateShow(t, env, dj.token, map[string]any{"name": "Secret Needle", "private": true})
 	anon := newVisitor(t, env)
 	cards := regexp.MustCompile(`<h3><a href="[^"]+">([^<]+)</a></h3>`)
 	names := func(body string) []string {

@@ -55,12 +55,12 @@ func TestImageDecodeBudgetEveryRoute(t *testing.T) {
 			t.Errorf("%s: %s, want the refusal on %s", tc.name, r.Body, tc.field)
 		}
 	}
-	id, _, _ := createShow(t, env, dj, map[string]any{"name": "Budget Edit", "description": "kept"})
+	id := onairtest.CreateShow(t, env, dj.token, map[string]any{"name": "Budget Edit", "description": "kept"}).ID
 	showPath := path("/v1/shows/%d", id)
 	if r := api("PUT", showPath, map[string]string{"name": "Renamed"}, "image", bomb).Expect(t, http.StatusUnprocessableEntity); !strings.Contains(string(r.Body), refusal) {
 		t.Errorf("API show edit: %s", r.Body)
 	}
-	if sh := apiShow(t, env, dj.token, id); sh["name"] != "Budget Edit" {
+	if sh := onairtest.GetShow(t, env, dj.token, id); sh["name"] != "Budget Edit" {
 		t.Errorf("a refused image saved the show's other fields: %v", sh["name"])
 	}
 

@@ -26,8 +26,9 @@ func TestShowOptionsInBrowser(t *testing.T) {
 	host := newPerson(t, env, "Switch Host")
 	start := time.Now().UTC().Add(72 * time.Hour).Truncate(time.Minute)
 	end := start.Add(150 * time.Minute)
-	id, showPath, _ := createShow(t, env, host, map[string]any{"name": "Switch Show",
+	created := onairtest.CreateShow(t, env, host.token, map[string]any{"name": "Switch Show",
 		"start": start.Format(app.TimeLayout), "ends_at": end.Format(app.TimeLayout)})
+	id, showPath := created.ID, created.Path
 
 	hostTab := br.tab()
 	ctx, cancel := context.WithTimeout(hostTab, testload.Patience)
@@ -60,7 +61,7 @@ func TestShowOptionsInBrowser(t *testing.T) {
 	)
 	waitFor(t, listener, "the chat off without a reload",
 		`getComputedStyle(document.getElementById('chat-off')).display !== 'none' && getComputedStyle(document.getElementById('chat-signin')).display === 'none'`)
-	sh := apiShow(t, env, host.token, id)
+	sh := onairtest.GetShow(t, env, host.token, id)
 	if sh["chat_enabled"] != false || sh["ends_at"] != end.Format(app.TimeLayout) || sh["start"] != start.Format(app.TimeLayout) {
 		t.Fatalf("after the studio form: chat_enabled %v ends_at %v start %v", sh["chat_enabled"], sh["ends_at"], sh["start"])
 	}

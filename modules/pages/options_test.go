@@ -60,7 +60,7 @@ func TestStudioShowOptions(t *testing.T) {
 		}
 		var id int64
 		fmt.Sscan(m[1], &id)
-		sh := apiShow(t, env, dj.token, id)
+		sh := onairtest.GetShow(t, env, dj.token, id)
 		if sh["ends_at"] != end.Format("2006-01-02 15:04:05") || sh["audio_only"] != true || sh["chat_enabled"] != true {
 			t.Fatalf("created: ends_at %v audio_only %v chat_enabled %v", sh["ends_at"], sh["audio_only"], sh["chat_enabled"])
 		}
@@ -82,7 +82,7 @@ func TestStudioShowOptions(t *testing.T) {
 		if p.status != http.StatusSeeOther {
 			t.Fatalf("edit: %d\n%s", p.status, p.body)
 		}
-		sh = apiShow(t, env, dj.token, id)
+		sh = onairtest.GetShow(t, env, dj.token, id)
 		if sh["ends_at"] != nil || sh["chat_enabled"] != false || sh["audio_only"] != true {
 			t.Fatalf("edited: ends_at %v chat_enabled %v audio_only %v", sh["ends_at"], sh["chat_enabled"], sh["audio_only"])
 		}
@@ -122,9 +122,7 @@ func TestStudioShowOptions(t *testing.T) {
 		// Live: audio-only is settled (the box disabled and not sent), the
 		// chat and the end still change; past the end the health warns.
 		svc := shows.From(env.Core)
-		if _, err := svc.GoLive(context.Background(), id, shows.Media{}); err != nil {
-			t.Fatal(err)
-		}
+		onairtest.PublishShow(t, env, id, shows.Media{})
 		page = me.get(show)
 		if !regexp.MustCompile(`id="show-audio-only"[^>]* disabled`).MatchString(page.body) {
 			t.Errorf("the audio-only box of a live show is not disabled")
@@ -134,7 +132,7 @@ func TestStudioShowOptions(t *testing.T) {
 		if p.status != http.StatusSeeOther {
 			t.Fatalf("edit while live: %d\n%s", p.status, p.body)
 		}
-		if sh = apiShow(t, env, dj.token, id); sh["audio_only"] != true || sh["chat_enabled"] != true || sh["ends_at"] != later.Format("2006-01-02 15:04:05") {
+		if sh = onairtest.GetShow(t, env, dj.token, id); sh["audio_only"] != true || sh["chat_enabled"] != true || sh["ends_at"] != later.Format("2006-01-02 15:04:05") {
 			t.Fatalf("edited while live: %v", sh)
 		}
 		past := time.Now().UTC().Add(-10 * time.Minute).Truncate(time.Second)
@@ -145,7 +143,7 @@ func TestStudioShowOptions(t *testing.T) {
 		if h.status != 200 || !strings.Contains(h.body, "the scheduled end") {
 			t.Errorf("health past the end: %d %s", h.status, h.body)
 		}
-		if sh = apiShow(t, env, dj.token, id); sh["live"] != true {
+		if sh = onairtest.GetShow(t, env, dj.token, id); sh["live"] != true {
 			t.Errorf("a show past its end stopped: %v", sh)
 		}
 	})

@@ -25,9 +25,12 @@ func TestPageStatus(t *testing.T) {
 		env := onairtest.New(t, onairtest.Options{Backend: backend})
 		owner := newPerson(t, env, "Olive Owner")
 		other := newPerson(t, env, "Otto Other")
-		pubID, pub, _ := createShow(t, env, owner, map[string]any{"name": "Open Air", "start": time.Now().UTC().Add(time.Hour).Format("2006-01-02 15:04:05")})
-		privID, priv, _ := createShow(t, env, owner, map[string]any{"name": "Secret Set", "private": true})
-		offID, off, _ := createShow(t, env, owner, map[string]any{"name": "Gone Set"})
+		pubIDShow := onairtest.CreateShow(t, env, owner.token, map[string]any{"name": "Open Air", "start": time.Now().UTC().Add(time.Hour).Format("2006-01-02 15:04:05")})
+		pubID, pub := pubIDShow.ID, pubIDShow.Path
+		privIDShow := onairtest.CreateShow(t, env, owner.token, map[string]any{"name": "Secret Set", "private": true})
+		privID, priv := privIDShow.ID, privIDShow.Path
+		offIDShow := onairtest.CreateShow(t, env, owner.token, map[string]any{"name": "Gone Set"})
+		offID, off := offIDShow.ID, offIDShow.Path
 		takeOff(t, env, offID)
 
 		visitors := map[string]*browserless{
@@ -97,7 +100,8 @@ func TestEmbedHeaders(t *testing.T) {
 	t.Parallel()
 	env := onairtest.New(t, onairtest.Options{})
 	owner := newPerson(t, env, "Frame Maker")
-	id, showPath, _ := createShow(t, env, owner, map[string]any{"name": "Framed"})
+	created := onairtest.CreateShow(t, env, owner.token, map[string]any{"name": "Framed"})
+	id, showPath := created.ID, created.Path
 	anon := newVisitor(t, env)
 	embed := anon.get(path("/embed/%d", id))
 	if embed.header.Get("X-Frame-Options") != "" {
@@ -128,7 +132,8 @@ func TestStreamKeys(t *testing.T) {
 		env := onairtest.New(t, onairtest.Options{Backend: backend})
 		owner := newPerson(t, env, "Kee Holder")
 		other := newPerson(t, env, "Nosy Parker")
-		id, showPath, key := createShow(t, env, owner, map[string]any{"name": "Keyed"})
+		created := onairtest.CreateShow(t, env, owner.token, map[string]any{"name": "Keyed"})
+		id, showPath, key := created.ID, created.Path, created.Key
 		anon, me, them := newVisitor(t, env), owner.signedIn(t, env), other.signedIn(t, env)
 
 		for _, v := range []*browserless{anon, me, them} {
@@ -160,10 +165,10 @@ func TestStreamKeys(t *testing.T) {
 			t.Fatalf("regenerate: %d, new key %q (old %q)", p.status, fresh, key)
 		}
 		svc := showService(env)
-		if _, err := svc.Authorize(context.Background(), key); !errors.Is(err, shows.ErrRefused) {
+		if _, err := svc.Keys.Authorize(context.Background(), key); !errors.Is(err, shows.ErrRefused) {
 			t.Errorf("the old key still authorizes: %v", err)
 		}
-		if sh, err := svc.Authorize(context.Background(), fresh); err != nil || sh.ID != id {
+		if sh, err := svc.Keys.Authorize(context.Background(), fresh); err != nil || sh.ID != id {
 			t.Errorf("the new key does not authorize: %v", err)
 		}
 	})
@@ -216,7 +221,7 @@ func TestCSRF(t *testing.T) {
 	t.Parallel()
 	env := onairtest.New(t, onairtest.Options{})
 	owner := newPerson(t, env, "Cee Surf")
-	id, _, _ := createShow(t, env, owner, map[string]any{"name": "Forms"})
+	id := onairtest.CreateShow(t, env, owner.token, map[string]any{"name": "Forms"}).ID
 	me := owner.signedIn(t, env)
 	other := newPerson(t, env, "Followed One")
 
@@ -317,7 +322,8 @@ func TestPageWeight(t *testing.T) {
 	t.Parallel()
 	env := onairtest.New(t, onairtest.Options{})
 	owner := newPerson(t, env, "Light Weight")
-	id, showPath, _ := createShow(t, env, owner, map[string]any{"name": "Heavy Set", "description": strings.Repeat("A long description. ", 240)})
+	created := onairtest.CreateShow(t, env, owner.token, map[string]any{"name": "Heavy Set", "description": strings.Repeat("A long description. ", 240)})
+	id, showPath := created.ID, created.Path
 	me := owner.signedIn(t, env)
 	// A few long chat messages (the one-per-second rate stops the rest).
 	for i := 0; i < 50; i++ {

@@ -20,13 +20,11 @@ func TestStudioPeakViewers(t *testing.T) {
 		env := onairtest.New(t, onairtest.Options{Backend: backend})
 		owner := newPerson(t, env, "Peak Studio")
 		svc, ctx := showService(env), context.Background()
-		live, _, _ := createShow(t, env, owner, map[string]any{"name": "On Air Now"})
-		past, _, _ := createShow(t, env, owner, map[string]any{"name": "Last Night"})
-		createShow(t, env, owner, map[string]any{"name": "Not Yet"})
+		live := onairtest.CreateShow(t, env, owner.token, map[string]any{"name": "On Air Now"}).ID
+		past := onairtest.CreateShow(t, env, owner.token, map[string]any{"name": "Last Night"}).ID
+		onairtest.CreateShow(t, env, owner.token, map[string]any{"name": "Not Yet"})
 		for _, id := range []int64{live, past} {
-			if _, err := svc.GoLive(ctx, id, shows.Media{}); err != nil {
-				t.Fatal(err)
-			}
+			onairtest.PublishShow(t, env, id, shows.Media{})
 		}
 		for _, p := range []struct {
 			id int64
@@ -61,7 +59,7 @@ func TestStudioPeakViewers(t *testing.T) {
 		if p := me.get(path("/studio/shows/%d", live)); !strings.Contains(p.body, `<dd id="h-peak">7</dd>`) || !strings.Contains(p.body, `<span id="peak">peak 7</span>`) {
 			t.Errorf("the live show's studio page lacks its peak:\n%s", p.body)
 		}
-		if sh := apiShow(t, env, owner.token, past); sh["peak_viewers"] != 12.0 {
+		if sh := onairtest.GetShow(t, env, owner.token, past); sh["peak_viewers"] != 12.0 {
 			t.Errorf("API peak_viewers %v", sh["peak_viewers"])
 		}
 		if h := env.Do("GET", path("/v1/shows/%d/health", live), owner.token, nil).Expect(t, http.StatusOK).JSON(t)["health"].(map[string]any); h["peak_viewers"] != 7.0 {

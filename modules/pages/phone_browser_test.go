@@ -27,7 +27,7 @@ func TestPhoneBrowser(t *testing.T) {
 	dj := newPerson(t, env, "Phone Dee")
 	mod := newPerson(t, env, "Phone Mod", onairtest.Role("moderator"))
 	for i := range 3 {
-		createShow(t, env, dj, map[string]any{"name": fmt.Sprintf("Pocket Set %d with a long name", i+1), "tags": []string{"Deep House", "Live"}})
+		onairtest.CreateShow(t, env, dj.token, map[string]any{"name": fmt.Sprintf("Pocket Set %d with a long name", i+1), "tags": []string{"Deep House", "Live"}})
 	}
 	env.Do("GET", "/v1/users/me", dj.token, nil).Expect(t, http.StatusOK) // the token has been used
 	phone := chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2), chromedp.EmulateMobile)

@@ -89,7 +89,7 @@ func secretsFlow(t *testing.T, jsonLogs bool) {
 	wh := env.Do("POST", "/v1/webhooks", dj.token, map[string]any{"url": hook.URL + "/hook?k=v", "events": []string{"show.live"}}).
 		Expect(t, http.StatusCreated).JSON(t)["webhook"].(map[string]any)
 	secrets["webhook secret"] = wh["secret"].(string)
-	whID := int64(wh["id"].(float64))
+	whID := onairtest.ID(wh)
 	env.Do("POST", path("/v1/webhooks/%d/ping", whID), dj.token, nil).Expect(t, http.StatusAccepted)
 	testload.Poll(t, "the failed webhook delivery", func() error {
 		if hits.Load() == 0 {
@@ -107,7 +107,8 @@ func secretsFlow(t *testing.T, jsonLogs bool) {
 
 	// A private show: its key, regenerated, published with; the old one
 	// refused.
-	id, _, oldKey := createShow(t, env, dj, map[string]any{"name": "Secret Set", "private": true})
+	created := onairtest.CreateShow(t, env, dj.token, map[string]any{"name": "Secret Set", "private": true})
+	id, oldKey := created.ID, created.Key
 	secrets["old stream key"] = oldKey
 	newKey := env.Do("POST", path("/v1/shows/%d/stream_key", id), dj.token, nil).Expect(t, http.StatusOK).JSON(t)["show"].(map[string]any)["stream_key"].(string)
 	secrets["stream key"] = newKey
@@ -119,7 +120,7 @@ func secretsFlow(t *testing.T, jsonLogs bool) {
 		t.Fatalf("ffmpeg published with the old key:\n%s", out)
 	}
 	publish(t, rtmpBase+newKey, 10)
-	sh := awaitShow(t, env, dj.token, id, "live with a signed playlist", func(s map[string]any) bool {
+	sh := onairtest.AwaitShow(t, env, dj.token, id, "live with a signed playlist", func(s map[string]any) bool {
 		u, _ := s["video_url"].(string)
 		return s["live"] == true && signedMedia.MatchString(u)
 	})

@@ -90,7 +90,7 @@ func (m *Module) showPage(c *fiber.Ctx, v *visitor) error {
 		return m.next(c, v)
 	}
 	// Find the id as the system, then apply the visitor's visibility.
-	list, _, err := m.shows.List(c.UserContext(), shows.ListQuery{UserID: owner.ID, Slug: c.Params("show"), Page: app.Page{Number: 1, Size: 1}})
+	list, _, err := m.shows.Lists.List(c.UserContext(), shows.ListQuery{UserID: owner.ID, Slug: c.Params("show"), Page: app.Page{Number: 1, Size: 1}})
 	if err != nil {
 		return err
 	}
@@ -177,7 +177,7 @@ func (m *Module) playerFor(sh *shows.Show, view *shows.View, listen bool) player
 	p.Live = !st.archive && !st.ended
 	p.LiveAudio = p.Kind == "audio" && p.Live
 	if p.Live {
-		p.Session = m.shows.ViewerToken(sh.ID)
+		p.Session = m.shows.Views.ViewerToken(sh.ID)
 		if st.live && p.Src != "" && p.Session != "" {
 			p.Src = withQuery(p.Src, "vs", p.Session)
 		}

@@ -38,7 +38,7 @@ func statsChartsFlow(t *testing.T, backend string) {
 	dj, djToken := env.CreateUser("Chart Dee", onairtest.Password("a long secret"))
 	_, fanToken := env.CreateUser("Chart Fan")
 	r := env.Do("POST", "/v1/shows", djToken, map[string]any{"name": "Charted Live", "description": "numbers over time"}).Expect(t, http.StatusCreated).JSON(t)["show"].(map[string]any)
-	id, key := int64(r["id"].(float64)), r["stream_key"].(string)
+	id, key := onairtest.ID(r), r["stream_key"].(string)
 
 	tab := br.tab()
 	phone := chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2), chromedp.EmulateMobile)

@@ -79,7 +79,7 @@ type ingestRow struct{ Protocol, Name, Server, OBS string }
 // ingestRows lists the server's ingest addresses for key ("" while the
 // key is hidden: the SRT URL then names it instead of carrying it).
 func (m *Module) ingestRows(key string) []ingestRow {
-	in := m.shows.IngestOf(key)
+	in := m.shows.Views.IngestOf(key)
 	rows := []ingestRow{{Protocol: "rtmp", Name: "RTMP", Server: in.RTMP,
 		OBS: "OBS: Settings → Stream → Service: Custom…; Server: this address; Stream Key: your stream key."}}
 	if in.RTMPS != "" {
@@ -103,7 +103,7 @@ func (m *Module) ingestRows(key string) []ingestRow {
 func (m *Module) studio(c *fiber.Ctx, v *visitor) error {
 	d := studioData{SignedIn: v.signedIn(), StreamURL: m.rtmp, Deleted: c.Query("deleted") == "1"}
 	if v.signedIn() {
-		list, _, err := m.shows.List(c.UserContext(), shows.ListQuery{Viewer: v.p, UserID: v.user.ID, Page: app.Page{Number: 1, Size: studioShows}})
+		list, _, err := m.shows.Lists.List(c.UserContext(), shows.ListQuery{Viewer: v.p, UserID: v.user.ID, Page: app.Page{Number: 1, Size: studioShows}})
 		if err != nil {
 			return err
 		}

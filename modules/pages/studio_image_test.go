@@ -96,7 +96,7 @@ func TestStudioImage(t *testing.T) {
 		}
 		var id int64
 		fmt.Sscan(m[1], &id)
-		image := apiShow(t, env, dj.token, id)["image_url"].(string)
+		image := onairtest.GetShow(t, env, dj.token, id)["image_url"].(string)
 		if !regexp.MustCompile(`/media/shows/\d+/image-[0-9a-f]{16}\.jpg$`).MatchString(image) {
 			t.Fatalf("image_url after the form: %q", image)
 		}
@@ -110,14 +110,14 @@ func TestStudioImage(t *testing.T) {
 		if p := me.postEmptyFile(show, fields("name", "Kept Picture", "starts_at", "")); p.status != http.StatusSeeOther {
 			t.Fatalf("edit with an empty file input: %d\n%s", p.status, p.body)
 		}
-		if sh := apiShow(t, env, dj.token, id); sh["image_url"] != image || sh["name"] != "Kept Picture" {
+		if sh := onairtest.GetShow(t, env, dj.token, id); sh["image_url"] != image || sh["name"] != "Kept Picture" {
 			t.Errorf("after an edit without a file: %v, %v", sh["name"], sh["image_url"])
 		}
 		beside(me.postMultipart(show, fields("starts_at", ""), map[string][]byte{"image": []byte("nope")}), "Image must be")
 		if p := me.postMultipart(show, fields("starts_at", ""), map[string][]byte{"image": testPNG(t, 320, 180)}); p.status != http.StatusSeeOther {
 			t.Fatalf("edit with a new image: %d\n%s", p.status, p.body)
 		}
-		if now := apiShow(t, env, dj.token, id)["image_url"]; now == image {
+		if now := onairtest.GetShow(t, env, dj.token, id)["image_url"]; now == image {
 			t.Error("a new image kept the old URL")
 		}
 		env.Do("GET", image, "", nil).Expect(t, http.StatusNotFound)

@@ -23,8 +23,8 @@ func TestStudioEarlyStart(t *testing.T) {
 	dj := newPerson(t, env, "Early Bird")
 	now := time.Now().UTC().Truncate(time.Minute)
 	start, end := now.Add(61*time.Minute), now.Add(178*time.Minute) // 1 h 57 min planned
-	id, _, _ := createShow(t, env, dj, map[string]any{"name": "Early Set",
-		"start": start.Format("2006-01-02 15:04:05"), "ends_at": end.Format("2006-01-02 15:04:05")})
+	id := onairtest.CreateShow(t, env, dj.token, map[string]any{"name": "Early Set",
+		"start": start.Format("2006-01-02 15:04:05"), "ends_at": end.Format("2006-01-02 15:04:05")}).ID
 	me := dj.signedIn(t, env)
 	studio := path("/studio/shows/%d", id)
 	endsAt := regexp.MustCompile(`(?s)<span id="ends-at">(.*?)</span>`)
@@ -33,12 +33,10 @@ func TestStudioEarlyStart(t *testing.T) {
 	}
 
 	if m := endsAt.FindStringSubmatch(me.get(studio).body); m == nil || !strings.Contains(text(m[1]), "(1 h 57 min planned)") {
-		t.Fatalf("the scheduled show's end: %q %v", m, apiShow(t, env, dj.token, id)["ends_at"])
+		t.Fatalf("the scheduled show's end: %q %v", m, onairtest.GetShow(t, env, dj.token, id)["ends_at"])
 	}
 	svc := shows.From(env.Core)
-	if _, err := svc.GoLive(context.Background(), id, shows.Media{}); err != nil {
-		t.Fatal(err)
-	}
+	onairtest.PublishShow(t, env, id, shows.Media{})
 	got := me.get(studio)
 	m := endsAt.FindStringSubmatch(got.body)
 	if m == nil {
@@ -78,7 +76,7 @@ func them(t *testing.T, env *onairtest.Env) *browserless { return newVisitor(t, 
 
 func showURL(t *testing.T, env *onairtest.Env, p person, id int64) string {
 	t.Helper()
-	u, _ := url.Parse(apiShow(t, env, p.token, id)["url"].(string))
+	u, _ := url.Parse(onairtest.GetShow(t, env, p.token, id)["url"].(string))
 	return u.Path
 }
 
@@ -88,8 +86,8 @@ func TestStudioNotes(t *testing.T) {
 	t.Parallel()
 	env := onairtest.New(t, onairtest.Options{})
 	dj := newPerson(t, env, "Note Taker")
-	id, _, _ := createShow(t, env, dj, map[string]any{"name": "Gone Soon"})
-	keep, _, _ := createShow(t, env, dj, map[string]any{"name": "Live Set"})
+	id := onairtest.CreateShow(t, env, dj.token, map[string]any{"name": "Gone Soon"}).ID
+	keep := onairtest.CreateShow(t, env, dj.token, map[string]any{"name": "Live Set"}).ID
 	me := dj.signedIn(t, env)
 
 	if before := me.get("/studio").body; strings.Contains(before, `id="deleted"`) {
@@ -104,9 +102,7 @@ func TestStudioNotes(t *testing.T) {
 		t.Errorf("/studio?deleted=1 does not say the show was deleted")
 	}
 
-	if _, err := shows.From(env.Core).GoLive(context.Background(), keep, shows.Media{}); err != nil {
-		t.Fatal(err)
-	}
+	onairtest.PublishShow(t, env, keep, shows.Media{})
 	page := me.get(path("/studio/shows/%d", keep)).body
 	for _, want := range []string{
 		"The show went live at this time, so its start can no longer change.",
@@ -160,15 +156,13 @@ func TestAudioOnlyPage(t *testing.T) {
 	t.Parallel()
 	env := onairtest.New(t, onairtest.Options{})
 	dj := newPerson(t, env, "Radio Head")
-	audio, _, _ := createShow(t, env, dj, map[string]any{"name": "Talk Hour", "audio_only": true})
-	video, _, _ := createShow(t, env, dj, map[string]any{"name": "Visual Set"})
+	audio := onairtest.CreateShow(t, env, dj.token, map[string]any{"name": "Talk Hour", "audio_only": true}).ID
+	video := onairtest.CreateShow(t, env, dj.token, map[string]any{"name": "Visual Set"}).ID
 	anon := newVisitor(t, env)
 	for _, live := range []bool{false, true} {
 		if live {
 			for _, id := range []int64{audio, video} {
-				if _, err := shows.From(env.Core).GoLive(context.Background(), id, shows.Media{}); err != nil {
-					t.Fatal(err)
-				}
+				onairtest.PublishShow(t, env, id, shows.Media{})
 			}
 		}
 		a := anon.get(showURL(t, env, dj, audio)).body

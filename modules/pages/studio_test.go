@@ -34,7 +34,8 @@ func TestStudioAccess(t *testing.T) {
 		owner := newPerson(t, env, "Stu Dio")
 		other := newPerson(t, env, "Lis Tener")
 		staff := newPerson(t, env, "Mo Derator", onairtest.Role("admin"))
-		id, _, key := createShow(t, env, owner, map[string]any{"name": "Owned Set"})
+		created := onairtest.CreateShow(t, env, owner.token, map[string]any{"name": "Owned Set"})
+		id, key := created.ID, created.Key
 		anon, me, them, mod := newVisitor(t, env), owner.signedIn(t, env), other.signedIn(t, env), staff.signedIn(t, env)
 		show := path("/studio/shows/%d", id)
 
@@ -94,7 +95,7 @@ func TestStudioAccess(t *testing.T) {
 		if r := anon.post("/studio/shows", studioForm("")); r.status != 401 {
 			t.Errorf("a signed-out POST /studio/shows: %d, want 401", r.status)
 		}
-		sh := apiShow(t, env, owner.token, id)
+		sh := onairtest.GetShow(t, env, owner.token, id)
 		if sh["name"] != "Owned Set" {
 			t.Errorf("the show changed: %v", sh["name"])
 		}
@@ -166,7 +167,7 @@ func TestStudioForm(t *testing.T) {
 	}
 	var id int64
 	fmt.Sscan(m[1], &id)
-	sh := apiShow(t, env, dj.token, id)
+	sh := onairtest.GetShow(t, env, dj.token, id)
 	if sh["start"] != future.Format("2006-01-02 15:04:05") || sh["private"] != true || len(sh["tags"].([]any)) != 2 {
 		t.Errorf("created show: start %v (want %s), private %v, tags %v", sh["start"], future.Format("2006-01-02 15:04:05"), sh["private"], sh["tags"])
 	}
@@ -181,7 +182,7 @@ func TestStudioForm(t *testing.T) {
 	if p.status != 303 {
 		t.Fatalf("edit: %d\n%s", p.status, p.body)
 	}
-	sh = apiShow(t, env, dj.token, id)
+	sh = onairtest.GetShow(t, env, dj.token, id)
 	if sh["name"] != "Renamed Set" || sh["private"] != false || len(sh["tags"].([]any)) != 0 || sh["start"] != future.Format("2006-01-02 15:04:05") {
 		t.Errorf("edited show: %v", sh)
 	}
@@ -189,7 +190,7 @@ func TestStudioForm(t *testing.T) {
 	// as the v1 spec does): emptied, it is saved empty.
 	if p := me.post(show, studioForm(me.csrf, "name", "Renamed Set", "description", "")); p.status != 303 {
 		t.Errorf("edit with no description: %d\n%s", p.status, p.body)
-	} else if d := apiShow(t, env, dj.token, id)["description"]; d != "" {
+	} else if d := onairtest.GetShow(t, env, dj.token, id)["description"]; d != "" {
 		t.Errorf("the emptied description reads %q", d)
 	}
 	if p := me.post("/studio/shows", studioForm(me.csrf, "name", "Name Only", "description", "")); p.status != 303 {
@@ -222,7 +223,8 @@ func TestStudioListsEveryIngestAddress(t *testing.T) {
 	t.Parallel()
 	env := onairtest.New(t, onairtest.Options{Configure: func(c *app.Config) { c.Set("ONAIR_SRT_ADDR", "127.0.0.1:0") }})
 	owner := newPerson(t, env, "Many Ways")
-	id, _, key := createShow(t, env, owner, map[string]any{"name": "Any Protocol"})
+	created := onairtest.CreateShow(t, env, owner.token, map[string]any{"name": "Any Protocol"})
+	id, key := created.ID, created.Key
 	me := owner.signedIn(t, env)
 	show := path("/studio/shows/%d", id)
 	p := me.get(show)

@@ -37,7 +37,7 @@ func (m *Module) userPage(c *fiber.Ctx, v *visitor) error {
 	if u == nil {
 		return m.next(c, v)
 	}
-	list, _, err := m.shows.List(c.UserContext(), shows.ListQuery{Viewer: v.p, UserID: u.ID, Page: app.Page{Number: 1, Size: userShows}})
+	list, _, err := m.shows.Lists.List(c.UserContext(), shows.ListQuery{Viewer: v.p, UserID: u.ID, Page: app.Page{Number: 1, Size: userShows}})
 	if err != nil {
 		return err
 	}

@@ -1,7 +1,6 @@
 package pages_test
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"regexp"
@@ -25,12 +24,11 @@ func TestViewerSessions(t *testing.T) {
 	env := onairtest.New(t, onairtest.Options{})
 	dj := newPerson(t, env, "Count Dee")
 	staff := newPerson(t, env, "Count Staff", onairtest.Role("admin"))
-	id, showPath, _ := createShow(t, env, dj, map[string]any{"name": "Counted"})
+	created := onairtest.CreateShow(t, env, dj.token, map[string]any{"name": "Counted"})
+	id, showPath := created.ID, created.Path
 	master := path("/media/shows/%d/master.m3u8", id)
 	video := env.URL + master
-	if _, err := showService(env).GoLive(context.Background(), id, shows.Media{VideoURL: &video}); err != nil {
-		t.Fatal(err)
-	}
+	onairtest.PublishShow(t, env, id, shows.Media{VideoURL: &video})
 	poll := func(query, ua string) {
 		t.Helper()
 		req, _ := http.NewRequest("GET", env.URL+master+query, nil)
@@ -85,11 +83,10 @@ func TestViewerSessions(t *testing.T) {
 	}
 	await(4)
 	// Another show's session is no session of this one.
-	other, otherPath, _ := createShow(t, env, dj, map[string]any{"name": "Other"})
+	otherShow := onairtest.CreateShow(t, env, dj.token, map[string]any{"name": "Other"})
+	other, otherPath := otherShow.ID, otherShow.Path
 	otherVideo := env.URL + path("/media/shows/%d/master.m3u8", other)
-	if _, err := showService(env).GoLive(context.Background(), other, shows.Media{VideoURL: &otherVideo}); err != nil {
-		t.Fatal(err)
-	}
+	onairtest.PublishShow(t, env, other, shows.Media{VideoURL: &otherVideo})
 	m := sessionAttr.FindStringSubmatch(newVisitor(t, env).get(otherPath).body)
 	if m == nil {
 		t.Fatal("the other show's page has no session")

@@ -34,7 +34,7 @@ func TestDestinationsCRUD(t *testing.T) {
 		if r.Header.Get("Location") != d["object_url"] {
 			t.Errorf("Location %q, object_url %v", r.Header.Get("Location"), d["object_url"])
 		}
-		id := int64(d["id"].(float64))
+		id := onairtest.ID(d)
 		path := fmt.Sprintf("/v1/destinations/%d", id)
 
 		list := env.Do("GET", "/v1/destinations", tok, nil).Expect(t, http.StatusOK)

@@ -90,7 +90,8 @@ func TestRestreamToNginxRTMP(t *testing.T) {
 	_, tok := a.CreateUser("Dee Jay")
 	const key = "nginx-stream-key-0123"
 	a.Do("POST", "/v1/destinations", tok, map[string]any{"name": "nginx", "url": "rtmp://" + nginx + "/live/" + key}).Expect(t, http.StatusCreated)
-	id, showKey := newShow(t, a, tok, "To nginx")
+	created := onairtest.CreateShow(t, a, tok, map[string]any{"name": "To nginx", "description": "restream"})
+	id, showKey := created.ID, created.Key
 	lm, _ := onairtest.Module[*live.Module](a)
 	publish(t, "rtmp://"+lm.RTMPAddr()+"/live/"+showKey)
 

@@ -45,12 +45,6 @@ func publish(t *testing.T, target string) *exec.Cmd {
 	return cmd
 }
 
-// show reads a show through env.
-func show(t *testing.T, env *onairtest.Env, token string, id int64) map[string]any {
-	t.Helper()
-	return env.Do("GET", fmt.Sprintf("/v1/shows/%d", id), token, nil).Expect(t, http.StatusOK).JSON(t)["show"].(map[string]any)
-}
-
 // health reads a show's health through env.
 func health(t *testing.T, env *onairtest.Env, token string, id int64) map[string]any {
 	t.Helper()
@@ -65,12 +59,6 @@ func destination(h map[string]any) map[string]any {
 	}
 	d, _ := list[0].(map[string]any)
 	return d
-}
-
-func newShow(t *testing.T, env *onairtest.Env, token, name string) (int64, string) {
-	t.Helper()
-	sh := env.Do("POST", "/v1/shows", token, map[string]any{"name": name, "description": "restream"}).Expect(t, http.StatusCreated).JSON(t)["show"].(map[string]any)
-	return int64(sh["id"].(float64)), sh["stream_key"].(string)
 }
 
 // probe is the codecs ffprobe finds in url, sorted and joined.
@@ -117,7 +105,8 @@ func TestRestreamToAnotherOnAir(t *testing.T) {
 	b.Run("users", "create", "--name", "Relay Target", "--email", "target@example.com")
 	btok := strings.TrimSpace(b.Run("tokens", "create", "--user", "target@example.com"))
 	benv := b.Client()
-	bShow, bKey := newShow(t, benv, btok, "Relayed Set")
+	relayed := onairtest.CreateShow(t, benv, btok, map[string]any{"name": "Relayed Set", "description": "restream"})
+	bShow, bKey := relayed.ID, relayed.Key
 
 	a := onairtest.New(t, onairtest.Options{Configure: func(c *app.Config) { c.Set(webhooks.SettingAllowPrivate, true) }})
 	rm, _ := onairtest.Module[*restream.Module](a)
@@ -128,13 +117,14 @@ func TestRestreamToAnotherOnAir(t *testing.T) {
 	if strings.Contains(fmt.Sprint(d), bKey) {
 		t.Fatalf("the key in clear: %v", d)
 	}
-	aShow, aKey := newShow(t, a, atok, "Source Set")
+	source := onairtest.CreateShow(t, a, atok, map[string]any{"name": "Source Set", "description": "restream"})
+	aShow, aKey := source.ID, source.Key
 	lm, _ := onairtest.Module[*live.Module](a)
 	publish(t, "rtmp://"+lm.RTMPAddr()+"/live/"+aKey)
 
 	var liveAt time.Time
 	testload.Poll(t, "A live", func() error {
-		if show(t, a, atok, aShow)["live"] != true {
+		if onairtest.GetShow(t, a, atok, aShow)["live"] != true {
 			return fmt.Errorf("not live")
 		}
 		liveAt = time.Now()
@@ -142,7 +132,7 @@ func TestRestreamToAnotherOnAir(t *testing.T) {
 	})
 	var bs map[string]any
 	testload.Poll(t, "B live through the destination", func() error {
-		if bs = show(t, benv, btok, bShow); bs["live"] != true {
+		if bs = onairtest.GetShow(t, benv, btok, bShow); bs["live"] != true {
 			return fmt.Errorf("B's show: %v", bs)
 		}
 		return nil
@@ -189,7 +179,7 @@ func TestRestreamToAnotherOnAir(t *testing.T) {
 	})
 	testload.Poll(t, "B receiving again", func() error {
 		bh := health(t, benv, btok, bShow)
-		if bh["receiving"] != true || show(t, benv, btok, bShow)["live"] != true {
+		if bh["receiving"] != true || onairtest.GetShow(t, benv, btok, bShow)["live"] != true {
 			return fmt.Errorf("B's health %v", bh)
 		}
 		return nil

@@ -57,12 +57,12 @@ func (m *Module) viewers(id int64) int {
 // AdminWidgets: shows live now and shows starting today (UTC).
 func (m *Module) AdminWidgets(ctx context.Context) ([]app.AdminWidget, error) {
 	yes := true
-	_, live, err := m.Service.List(ctx, ListQuery{Live: &yes, Page: app.Page{Number: 1, Size: 1}})
+	_, live, err := m.Service.Lists.List(ctx, ListQuery{Live: &yes, Page: app.Page{Number: 1, Size: 1}})
 	if err != nil {
 		return nil, err
 	}
 	from, to := today()
-	_, todays, err := m.Service.List(ctx, ListQuery{From: &from, To: &to, Page: app.Page{Number: 1, Size: 1}})
+	_, todays, err := m.Service.Lists.List(ctx, ListQuery{From: &from, To: &to, Page: app.Page{Number: 1, Size: 1}})
 	if err != nil {
 		return nil, err
 	}
@@ -131,7 +131,7 @@ func (h *adminHandlers) list(c *fiber.Ctx) error {
 	f := showFilter{Q: strings.TrimSpace(c.Query("q")), State: c.Query("state")}
 	q := ListQuery{Filter: f.Q, Page: app.Page{Number: n, Size: PageSize}}
 	stateQuery(f.State, &q)
-	list, count, err := h.svc.List(c.UserContext(), q)
+	list, count, err := h.svc.Lists.List(c.UserContext(), q)
 	if err != nil {
 		return err
 	}

@@ -16,13 +16,6 @@ import (
 	"github.com/onair/onair/modules/shows"
 )
 
-// consoleShow creates a show through the API and returns its id.
-func consoleShow(t *testing.T, env *onairtest.Env, token, name string) int64 {
-	t.Helper()
-	body := env.Do("POST", "/v1/shows", token, map[string]any{"name": name, "description": "A show."}).Expect(t, http.StatusCreated).JSON(t)
-	return int64(body["show"].(map[string]any)["id"].(float64))
-}
-
 // v1Show reads a show through the API as token's user: the status and the
 // show (nil unless 200).
 func v1Show(t *testing.T, env *onairtest.Env, token string, id int64) (int, map[string]any) {
@@ -179,7 +172,7 @@ func TestConsoleShowActions(t *testing.T) {
 		for _, tt := range tests {
 			for _, kind := range admintest.Roles {
 				t.Run(tt.name+"/"+kind, func(t *testing.T) {
-					id := consoleShow(t, env, ownerTok, tt.name)
+					id := onairtest.CreateShow(t, env, ownerTok, map[string]any{"name": tt.name, "description": "A show."}).ID
 					if tt.setup != nil {
 						tt.setup(id)
 					}
@@ -229,19 +222,19 @@ func TestConsoleShowPages(t *testing.T) {
 	ctx := context.Background()
 	_, ownerTok := env.CreateUser("Owner")
 	_, mod := admintest.Staff(t, env, "Mo", "moderator")
-	live := consoleShow(t, env, ownerTok, "Night Owls Live")
+	live := onairtest.CreateShow(t, env, ownerTok, map[string]any{"name": "Night Owls Live", "description": "A show."}).ID
 	video := "/media/shows/x/index.m3u8"
 	if _, err := svc.GoLive(ctx, live, shows.Media{VideoURL: &video}); err != nil {
 		t.Fatal(err)
 	}
-	off := consoleShow(t, env, ownerTok, "Hidden Gem")
+	off := onairtest.CreateShow(t, env, ownerTok, map[string]any{"name": "Hidden Gem", "description": "A show."}).ID
 	svc.SetOff(ctx, off, true, nil)
-	featured := consoleShow(t, env, ownerTok, "Star Turn")
+	featured := onairtest.CreateShow(t, env, ownerTok, map[string]any{"name": "Star Turn", "description": "A show."}).ID
 	svc.SetFeatured(ctx, featured, true, nil)
 	radioTok := func() string { _, tok := env.CreateUser("Radio Ray", onairtest.Radio); return tok }()
 	radio := func() int64 {
 		body := env.Do("POST", "/v1/shows", radioTok, map[string]any{"name": "All Day Radio", "description": "x", "radio": true}).Expect(t, 201).JSON(t)
-		return int64(body["show"].(map[string]any)["id"].(float64))
+		return onairtest.ID(body["show"].(map[string]any))
 	}()
 
 	all := mod.Get("/admin/shows").Expect(t, http.StatusOK)

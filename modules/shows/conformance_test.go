@@ -360,7 +360,7 @@ func testLifecycle(t *testing.T, f *fixture) {
 	expectError(t, f.do(t, "POST", path+"/stop", tok, nil), http.StatusConflict)
 
 	// The key: right one accepted, anything else refused.
-	if got, err := f.svc.Authorize(f.ctx, key); err != nil || got.ID != n {
+	if got, err := f.svc.Keys.Authorize(f.ctx, key); err != nil || got.ID != n {
 		t.Fatalf("authorize: %v", err)
 	}
 	changed := key[:len(key)-1] + "0" // the last character changed, so never to what it was
@@ -368,7 +368,7 @@ func testLifecycle(t *testing.T, f *fixture) {
 		changed = key[:len(key)-1] + "1"
 	}
 	for _, bad := range []string{"", "nope", key + "x", changed, strings.Replace(key, fmt.Sprint(n), fmt.Sprint(n+1000), 1), "sk_" + fmt.Sprint(n) + "_"} {
-		if _, err := f.svc.Authorize(f.ctx, bad); !errors.Is(err, shows.ErrRefused) {
+		if _, err := f.svc.Keys.Authorize(f.ctx, bad); !errors.Is(err, shows.ErrRefused) {
 			t.Errorf("key %q: %v, want ErrRefused", bad, err)
 		}
 	}
@@ -426,7 +426,7 @@ func testLifecycle(t *testing.T, f *fixture) {
 		t.Errorf("stopped: %v", stopped)
 	}
 	expectError(t, f.do(t, "POST", path+"/stop", tok, nil), http.StatusConflict)
-	if _, err := f.svc.Authorize(f.ctx, key); !errors.Is(err, shows.ErrRefused) {
+	if _, err := f.svc.Keys.Authorize(f.ctx, key); !errors.Is(err, shows.ErrRefused) {
 		t.Errorf("key of a complete show: %v", err)
 	}
 	if _, err := f.svc.GoLive(f.ctx, n, shows.Media{}); !errors.Is(err, shows.ErrRefused) {
@@ -498,7 +498,7 @@ func testLifecycle(t *testing.T, f *fixture) {
 	if !sameEvents(events, oid, []string{"stopped", "off"}) {
 		t.Errorf("off events %v", events)
 	}
-	if _, err := f.svc.Authorize(f.ctx, offShow["stream_key"].(string)); !errors.Is(err, shows.ErrRefused) {
+	if _, err := f.svc.Keys.Authorize(f.ctx, offShow["stream_key"].(string)); !errors.Is(err, shows.ErrRefused) {
 		t.Errorf("key of an off show: %v", err)
 	}
 	if o, err := f.svc.SetOff(f.ctx, oid, false, nil); err != nil || o.Off {
@@ -519,7 +519,7 @@ func testLifecycle(t *testing.T, f *fixture) {
 	if !sameEvents(events, xid, []string{"stopped", "deleted"}) {
 		t.Errorf("delete events %v", events)
 	}
-	if _, err := f.svc.Authorize(f.ctx, del["stream_key"].(string)); !errors.Is(err, shows.ErrRefused) {
+	if _, err := f.svc.Keys.Authorize(f.ctx, del["stream_key"].(string)); !errors.Is(err, shows.ErrRefused) {
 		t.Errorf("key of a deleted show: %v", err)
 	}
 	if _, err := f.svc.Stop(f.ctx, xid, nil); !errors.Is(err, shows.ErrNotFound) {

@@ -238,17 +238,18 @@ func (q ListQuery) countable(vis visibility) bool {
 }
 
 // countFromSummary sums the show_counts rows that match q.
-func (s *Service) countFromSummary(ctx context.Context, q ListQuery, tagID int64, vis visibility) (int, error) {
+func (l *Lister) countFromSummary(ctx context.Context, f *listFilter, vis visibility) (int, error) {
 	var n int64
-	if err := s.summaryQuery(q, tagID, vis).Scan(ctx, &n); err != nil {
+	if err := l.summaryQuery(f, vis).Scan(ctx, &n); err != nil {
 		return 0, fmt.Errorf("shows: list: count: %w", err)
 	}
 	return int(n), nil
 }
 
 // summaryQuery is the SUM over the show_counts rows that match q.
-func (s *Service) summaryQuery(q ListQuery, tagID int64, vis visibility) *bun.SelectQuery {
-	sel := s.db.NewSelect().Model((*ShowCount)(nil)).ColumnExpr("COALESCE(SUM(s.n), 0)").Where("s.tag_id = ?", tagID)
+func (l *Lister) summaryQuery(f *listFilter, vis visibility) *bun.SelectQuery {
+	sel := l.db.NewSelect().Model((*ShowCount)(nil)).ColumnExpr("COALESCE(SUM(s.n), 0)").Where("s.tag_id = ?", f.tagID)
+	q := f.q
 	q.UserID, q.Viewer = 0, nil
-	return s.filtered(sel, q, 0, app.Now(), vis)
+	return filtered(sel, q, 0, f.now, vis)
 }

@@ -111,7 +111,7 @@ func (f *fixture) checkCounts(t *testing.T, step string, viewers map[string]view
 			want := f.expectCount(t, q, 0, true, off)
 			lq := listQueryOf(t, q)
 			lq.Off = off
-			_, got, err := f.svc.List(f.ctx, lq)
+			_, got, err := f.svc.Lists.List(f.ctx, lq)
 			if err != nil {
 				t.Fatalf("%s: list %s: %v", step, q, err)
 			}

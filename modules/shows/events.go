@@ -71,7 +71,7 @@ func (s *Service) SubscribeTx(fn func(ctx context.Context, tx bun.IDB, ev Event)
 // countState for a new show): the counts move to the state read here in
 // the same transaction (counts.go).
 func (s *Service) record(ctx context.Context, tx bun.IDB, id int64, by *app.Principal, before *countState, types ...string) ([]Event, error) {
-	sh, err := s.get(ctx, tx, id)
+	sh, err := getShow(ctx, tx, id)
 	if err != nil {
 		return nil, err
 	}

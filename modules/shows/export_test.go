@@ -7,7 +7,6 @@ import (
 
 	"github.com/onair/onair/app"
 	"github.com/onair/onair/migrations"
-	"github.com/onair/onair/modules/users"
 )
 
 // MigratePeakViewers is migration 0028, for the upgrade test.
@@ -16,13 +15,13 @@ var MigratePeakViewers = migrations.AddColumns((*Show)(nil), "peak_viewers")
 // FreshListItems is the items array and count GET /v1/shows answers for
 // q, read without the list cache.
 func FreshListItems(ctx context.Context, s *Service, q ListQuery) ([]byte, int, error) {
-	list, count, err := s.List(ctx, q)
+	list, count, err := s.Lists.List(ctx, q)
 	if err != nil {
 		return nil, 0, err
 	}
 	views := make([]*View, 0, len(list))
 	for i := range list {
-		views = append(views, s.ViewFor(&list[i], false, q.Viewer))
+		views = append(views, s.Views.ViewFor(&list[i], false, q.Viewer))
 	}
 	items, err := json.Marshal(views)
 	return items, count, err
@@ -32,13 +31,13 @@ func FreshListItems(ctx context.Context, s *Service, q ListQuery) ([]byte, int, 
 // FillTagIDs is migration 0032's fill of Show.TagIDs from show_tags.
 var FillTagIDs = fillTagIDs
 
-func ListCacheStats(s *Service) (int, int) { return s.lists.stats() }
+func ListCacheStats(s *Service) (int, int) { return s.Lists.cache.stats() }
 
 // SetListCacheEntries lowers the bound on the number of cached lists.
-func SetListCacheEntries(s *Service, n int) { s.lists.maxEntries = n }
+func SetListCacheEntries(s *Service, n int) { s.Lists.cache.maxEntries = n }
 
 // SetListCacheAsked lowers the bound on the lists remembered as asked once.
-func SetListCacheAsked(s *Service, n int) { s.lists.maxAsked = n }
+func SetListCacheAsked(s *Service, n int) { s.Lists.cache.maxAsked = n }
 
 // SetListCacheWallClock replaces the clock that bounds the entries holding
 // signed media links; the returned function puts the real one back.
@@ -51,21 +50,19 @@ func SetListCacheWallClock(now func() time.Time) func() {
 // with the one statement of ownerPage and, to compare, with the count and
 // page statements every other list uses.
 func OwnerPageTwoWays(ctx context.Context, s *Service, q ListQuery) (one []Show, oneCount int, two []Show, twoCount int, err error) {
-	now := app.Now()
-	var tagID int64
-	if q.Tag = users.TagName(q.Tag); q.Tag != "" {
-		if tagID, err = users.FindTag(ctx, s.db, q.Tag); err != nil || tagID == 0 {
-			return nil, 0, nil, 0, err
-		}
+	l := s.Lists
+	f, err := l.resolve(ctx, q, app.Now())
+	if err != nil || f.none {
+		return nil, 0, nil, 0, err
 	}
-	if one, oneCount, err = s.ownerPage(ctx, q, tagID, now); err != nil {
+	if one, oneCount, err = l.ownerPage(ctx, f); err != nil {
 		return
 	}
-	if twoCount, err = s.count(ctx, q, tagID, now); err != nil {
+	if twoCount, err = l.count(ctx, f); err != nil {
 		return
 	}
-	if q.Page.Offset() < twoCount {
-		two, err = s.page(ctx, q, tagID, now)
+	if f.q.Page.Offset() < twoCount {
+		two, err = l.page(ctx, f)
 	}
 	return
 }

@@ -15,7 +15,7 @@ func (s *Service) Favorite(ctx context.Context, id int64, by *app.Principal, on 
 	if _, err := s.Visible(ctx, id, by); err != nil {
 		return nil, err
 	}
-	if err := s.can(by, nil, "favorite"); err != nil {
+	if err := s.access.can(by, nil, "favorite"); err != nil {
 		return nil, err
 	}
 	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {

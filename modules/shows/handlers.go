@@ -64,24 +64,16 @@ func (h *handlers) userShows(c *fiber.Ctx) error {
 // is empty (count 0); its error is the answer.
 func (h *handlers) answerList(c *fiber.Ctx, q ListQuery, empty func() error) error {
 	q.Viewer = app.CurrentPrincipal(c)
-	var items any
-	items, count, ok, err := h.svc.cachedList(c.UserContext(), q)
+	page, err := h.svc.Lists.Page(c.UserContext(), q)
 	if err != nil {
 		return err
 	}
-	if !ok {
-		list, n, err := h.svc.List(c.UserContext(), q)
-		if err != nil {
-			return err
-		}
-		items, count = h.svc.listViews(list, q.Viewer), n
-	}
-	if count == 0 && empty != nil {
+	if page.Count == 0 && empty != nil {
 		if err := empty(); err != nil {
 			return err
 		}
 	}
-	return app.NewList(c, h.svc.public, q.Page, count, "shows", items).Send(c)
+	return app.NewList(c, h.svc.Views.public, q.Page, page.Count, "shows", page.Items).Send(c)
 }
 
 // get is GET /v1/shows/:id.
@@ -148,7 +140,7 @@ func (h *handlers) regenerateKey(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	sh, err := h.svc.RegenerateKey(c.UserContext(), id, app.CurrentPrincipal(c))
+	sh, err := h.svc.Keys.Regenerate(c.UserContext(), id, app.CurrentPrincipal(c))
 	if err != nil {
 		return err
 	}
@@ -187,7 +179,7 @@ func (h *handlers) setFavorite(c *fiber.Ctx, on bool) error {
 }
 
 func (h *handlers) answer(c *fiber.Ctx, status int, sh *Show, write bool) error {
-	return c.Status(status).JSON(fiber.Map{"show": h.svc.ViewFor(sh, write, app.CurrentPrincipal(c))})
+	return c.Status(status).JSON(fiber.Map{"show": h.svc.Views.ViewFor(sh, write, app.CurrentPrincipal(c))})
 }
 
 // showID reads :id. Anything but a positive integer names no show: 404.
@@ -295,7 +287,7 @@ func readInput(c *fiber.Ctx, svc *Service) (Input, error) {
 		}
 		in.Tags = &tags
 	}
-	in.Image, err = svc.readImage(c)
+	in.Image, err = svc.images.readImage(c)
 	return in, err
 }
 

@@ -145,10 +145,11 @@ func (m *Module) measure(showID int64) Health {
 	return Health{Warnings: []string{}}
 }
 
-// CanSeeHealth: a show's health is its owner's and the staff's; anyone
-// else gets ErrNotFound, as for a private show.
-func (s *Service) CanSeeHealth(ctx context.Context, id int64, by *app.Principal) (*Show, error) {
-	sh, err := s.Visible(ctx, id, by)
+// healthShow is the show whose health by asks for: a show's health is its
+// owner's and the staff's; anyone else gets ErrNotFound, as for a private
+// show.
+func (m *Module) healthShow(ctx context.Context, id int64, by *app.Principal) (*Show, error) {
+	sh, err := m.Service.Visible(ctx, id, by)
 	if err != nil {
 		return nil, err
 	}
@@ -164,7 +165,7 @@ func (m *Module) health(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	sh, err := m.Service.CanSeeHealth(c.UserContext(), id, app.CurrentPrincipal(c))
+	sh, err := m.healthShow(c.UserContext(), id, app.CurrentPrincipal(c))
 	if err != nil {
 		return err
 	}

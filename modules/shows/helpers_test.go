@@ -51,8 +51,7 @@ func (f *fixture) do(t *testing.T, method, path, token string, body any) *onairt
 // create posts a show and returns it (write form checked).
 func (f *fixture) create(t *testing.T, token string, body map[string]any) map[string]any {
 	t.Helper()
-	r := f.do(t, "POST", "/v1/shows", token, body).Expect(t, http.StatusCreated)
-	sh := showOf(t, r)
+	sh := onairtest.CreateShow(t, f.env, token, body).Object
 	f.checkShow(t, sh, true)
 	return sh
 }
@@ -67,7 +66,7 @@ func showOf(t *testing.T, r *onairtest.Response) map[string]any {
 	return sh
 }
 
-func id(sh map[string]any) int64 { return int64(sh["id"].(float64)) }
+func id(sh map[string]any) int64 { return onairtest.ID(sh) }
 
 // expectError checks the status and the one error shape.
 func expectError(t *testing.T, r *onairtest.Response, status int) map[string]any {

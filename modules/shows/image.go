@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strconv"
 
@@ -28,28 +29,36 @@ import (
 // ShowImage is the kind (field name and served shape) of a show's image.
 var ShowImage = users.ImageKind{Name: "image", Width: 1280, Height: 720}
 
+// imageStore checks, re-encodes, stores and deletes show images through
+// the users service's image code. A nil store (no users service) takes
+// no upload and stores nothing.
+type imageStore struct {
+	users *users.Service
+	log   *slog.Logger
+}
+
 // imageDir is the store folder of a show's image (its media's).
 func imageDir(id int64) string { return "shows/" + strconv.FormatInt(id, 10) }
 
 // readImage reads the uploaded image of a multipart POST or PUT.
-func (s *Service) readImage(c *fiber.Ctx) ([]byte, error) {
-	if s.images == nil {
+func (im *imageStore) readImage(c *fiber.Ctx) ([]byte, error) {
+	if im == nil {
 		return nil, nil
 	}
-	return s.images.ReadUpload(c, ShowImage)
+	return im.users.ReadUpload(c, ShowImage)
 }
 
 // encodeImage checks and re-encodes in.Image (nil when none was sent).
 // A refused image is kept aside as imgErr, for withImage to report with
 // the other fields.
-func (s *Service) encodeImage(ctx context.Context, in *Input) (jpg []byte, imgErr error, err error) {
+func (im *imageStore) encodeImage(ctx context.Context, in *Input) (jpg []byte, imgErr error, err error) {
 	if in.Image == nil {
 		return nil, nil, nil
 	}
-	if s.images == nil {
+	if im == nil {
 		return nil, nil, fmt.Errorf("shows: no image service")
 	}
-	jpg, err = s.images.EncodeImage(ctx, ShowImage, in.Image)
+	jpg, err = im.users.EncodeImage(ctx, ShowImage, in.Image)
 	var apiErr *app.Error
 	if errors.As(err, &apiErr) {
 		return nil, err, nil
@@ -80,20 +89,23 @@ func withImage(fields, imgErr error) error {
 }
 
 // putImage stores a re-encoded image of show id and answers its key.
-func (s *Service) putImage(ctx context.Context, id int64, jpg []byte) (string, error) {
-	return s.images.PutImage(ctx, imageDir(id), ShowImage, jpg)
+func (im *imageStore) putImage(ctx context.Context, id int64, jpg []byte) (string, error) {
+	return im.users.PutImage(ctx, imageDir(id), ShowImage, jpg)
 }
 
 // dropImages deletes stored images but keep (a key written by an attempt
 // that did not commit, or an image replaced). A failure is logged: the
 // show's change stands.
-func (s *Service) dropImages(ctx context.Context, keys []string, keep string) {
+func (im *imageStore) dropImages(ctx context.Context, keys []string, keep string) {
+	if im == nil {
+		return
+	}
 	for _, k := range keys {
 		if k == "" || k == keep {
 			continue
 		}
-		if err := s.images.DeleteImage(ctx, k); err != nil {
-			s.log.Warn("shows: delete an image", "key", k, "err", err)
+		if err := im.users.DeleteImage(ctx, k); err != nil {
+			im.log.Warn("shows: delete an image", "key", k, "err", err)
 		}
 	}
 }

@@ -12,26 +12,35 @@ import (
 	"github.com/onair/onair/app"
 )
 
-// RegenerateKey gives the show a new stream key and returns the show with
+// Keys are the shows' stream keys: the live module's check of a
+// publisher's key (Authorize) and the owner's rotation (Regenerate).
+type Keys struct {
+	db     *bun.DB
+	access access
+	// loader batches the key checks.
+	loader keyLoader
+}
+
+// Regenerate gives the show a new stream key and returns the show with
 // it; the old key is refused from then on. Only the owner may (the same
 // Casbin right as update): a leaked key is the owner's to rotate, and staff
 // take a show off instead. A publisher already connected keeps streaming;
 // a reconnect must use the new key. A show the caller may not see is
 // ErrNotFound, as everywhere.
-func (s *Service) RegenerateKey(ctx context.Context, id int64, by *app.Principal) (*Show, error) {
+func (k *Keys) Regenerate(ctx context.Context, id int64, by *app.Principal) (*Show, error) {
 	secret, err := newSecret()
 	if err != nil {
 		return nil, err
 	}
-	err = s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+	err = k.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		sh, err := lockShow(ctx, tx, id)
 		if err != nil {
 			return err
 		}
-		if by == nil || !s.CanView(sh, by) {
+		if by == nil || !canView(sh, by) {
 			return ErrNotFound
 		}
-		if err := s.can(by, sh, "update"); err != nil {
+		if err := k.access.can(by, sh, "update"); err != nil {
 			return app.Forbidden("only the owner of the show may regenerate its stream key")
 		}
 		sh.StreamKey = streamKey(sh.ID, secret)
@@ -42,7 +51,7 @@ func (s *Service) RegenerateKey(ctx context.Context, id int64, by *app.Principal
 	if err != nil {
 		return nil, wrap("regenerate key", id, err)
 	}
-	return s.Get(ctx, id)
+	return getShow(ctx, k.db, id)
 }
 
 // Authorize checks a stream key in constant time and returns its show. A
@@ -56,12 +65,12 @@ func (s *Service) RegenerateKey(ctx context.Context, id int64, by *app.Principal
 // previous one ran. So the check costs a few queries, not one each, and
 // does not wait its turn behind hundreds of others for a database
 // connection.
-func (s *Service) Authorize(ctx context.Context, streamKey string) (*Show, error) {
+func (k *Keys) Authorize(ctx context.Context, streamKey string) (*Show, error) {
 	id, ok := keyShowID(streamKey)
 	if !ok {
 		return nil, ErrRefused
 	}
-	sh, err := s.keys.load(ctx, s.db, id)
+	sh, err := k.loader.load(ctx, k.db, id)
 	if err != nil {
 		return nil, fmt.Errorf("shows: authorize: %w", err)
 	}

@@ -71,7 +71,7 @@ func TestAuthorizeBatches(t *testing.T) {
 			wg.Go(func() {
 				ready.Done()
 				<-start // all at once
-				sh, err := f.svc.Authorize(f.ctx, c.key)
+				sh, err := f.svc.Keys.Authorize(f.ctx, c.key)
 				switch {
 				case c.want == 0 && !errors.Is(err, shows.ErrRefused):
 					errs <- fmt.Errorf("key %q: %v, want ErrRefused", c.key, err)

@@ -111,19 +111,17 @@ func (c *pageCache) remember(key string, gen int64, page int, b pageBound) {
 	l.ends[page] = b
 }
 
-// generation is the data generation the page boundaries are tagged with.
-func (s *Service) generation(ctx context.Context) (int64, error) {
+// Generation is the shows' data generation: it moves with every show
+// change, so a page that rendered at one generation and sees another
+// knows it may be out of date. The page boundaries, the name matches and
+// the cached lists are tagged with it.
+func (l *Lister) Generation(ctx context.Context) (int64, error) {
 	var gen int64
-	if err := s.db.NewSelect().Model((*ShowGeneration)(nil)).Column("n").Where("id = 1").Scan(ctx, &gen); err != nil {
+	if err := l.db.NewSelect().Model((*ShowGeneration)(nil)).Column("n").Where("id = 1").Scan(ctx, &gen); err != nil {
 		return 0, fmt.Errorf("shows: list: generation: %w", err)
 	}
 	return gen, nil
 }
-
-// Generation is the shows' data generation: it moves with every show
-// change, so a page that rendered at one generation and sees another
-// knows it may be out of date.
-func (s *Service) Generation(ctx context.Context) (int64, error) { return s.generation(ctx) }
 
 // bumpGeneration moves the generation, in a change's transaction tx, as
 // its last write: the row's lock is then held only until the commit.

@@ -58,7 +58,7 @@ func (s *Service) GoLive(ctx context.Context, showID int64, media Media) (*Show,
 	now := app.Now()
 	event := EventLive
 	var evs []Event
-	err := s.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+	err := inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
 		sh, err := lockShow(ctx, tx, showID)
 		if err != nil {
 			return err
@@ -112,7 +112,8 @@ func (s *Service) GoLive(ctx context.Context, showID int64, media Media) (*Show,
 	if err != nil {
 		return nil, wrapLifecycle("go live", showID, err)
 	}
-	return s.after(ctx, evs), nil
+	s.deliver(ctx, evs)
+	return lastShow(evs), nil
 }
 
 // PublisherLeft records that the publisher dropped. The show stays live:
@@ -137,8 +138,8 @@ func (s *Service) PublisherLeft(ctx context.Context, showID int64) error {
 func (s *Service) Stop(ctx context.Context, showID int64, by *app.Principal) (*Show, error) {
 	now := app.Now()
 	var evs []Event
-	err := s.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
-		sh, err := s.lockFor(ctx, tx, showID, by, "stop")
+	err := inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+		sh, err := s.access.lockFor(ctx, tx, showID, by, "stop")
 		if err != nil {
 			return err
 		}
@@ -158,7 +159,8 @@ func (s *Service) Stop(ctx context.Context, showID int64, by *app.Principal) (*S
 	if err != nil {
 		return nil, wrapLifecycle("stop", showID, err)
 	}
-	return s.after(ctx, evs), nil
+	s.deliver(ctx, evs)
+	return lastShow(evs), nil
 }
 
 // applyStop moves a live show to complete in memory.
@@ -194,7 +196,7 @@ func saveStop(ctx context.Context, tx bun.IDB, sh *Show, now time.Time) error {
 func (s *Service) Archive(ctx context.Context, showID int64, media Media) (*Show, error) {
 	now := app.Now()
 	var evs []Event
-	err := s.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+	err := inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
 		sh, err := lockShow(ctx, tx, showID)
 		if err != nil {
 			return err
@@ -228,7 +230,8 @@ func (s *Service) Archive(ctx context.Context, showID int64, media Media) (*Show
 	if err != nil {
 		return nil, wrapLifecycle("archive", showID, err)
 	}
-	return s.after(ctx, evs), nil
+	s.deliver(ctx, evs)
+	return lastShow(evs), nil
 }
 
 // SetOff takes a show off (staff only; a live show is stopped first) or
@@ -236,13 +239,13 @@ func (s *Service) Archive(ctx context.Context, showID int64, media Media) (*Show
 // and its key is refused.
 func (s *Service) SetOff(ctx context.Context, id int64, off bool, by *app.Principal) (*Show, error) {
 	if by != nil {
-		if err := s.can(by, nil, "off"); err != nil {
+		if err := s.access.can(by, nil, "off"); err != nil {
 			return nil, err
 		}
 	}
 	now := app.Now()
 	var evs []Event
-	err := s.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+	err := inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
 		sh, err := lockShow(ctx, tx, id)
 		if err != nil {
 			return err
@@ -268,18 +271,19 @@ func (s *Service) SetOff(ctx context.Context, id int64, off bool, by *app.Princi
 	if err != nil {
 		return nil, wrapLifecycle("off", id, err)
 	}
-	return s.after(ctx, evs), nil
+	s.deliver(ctx, evs)
+	return lastShow(evs), nil
 }
 
 // SetFeatured features a show or stops featuring it (staff only).
 func (s *Service) SetFeatured(ctx context.Context, id int64, featured bool, by *app.Principal) (*Show, error) {
 	if by != nil {
-		if err := s.can(by, nil, "feature"); err != nil {
+		if err := s.access.can(by, nil, "feature"); err != nil {
 			return nil, err
 		}
 	}
 	var evs []Event
-	err := s.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+	err := inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
 		sh, err := lockShow(ctx, tx, id)
 		if err != nil {
 			return err
@@ -299,14 +303,15 @@ func (s *Service) SetFeatured(ctx context.Context, id int64, featured bool, by *
 	if err != nil {
 		return nil, wrap("feature", id, err)
 	}
-	return s.after(ctx, evs), nil
+	s.deliver(ctx, evs)
+	return lastShow(evs), nil
 }
 
 // SetThumbnails sets the show's image and animated preview (nil leaves one
 // unchanged). The live module calls it once it has grabbed frames.
 func (s *Service) SetThumbnails(ctx context.Context, id int64, image, gif *string) error {
 	var evs []Event
-	err := s.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
+	err := inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
 		q := tx.NewUpdate().Model((*Show)(nil)).Set("updated_at = ?", app.Now()).Where("id = ?", id)
 		if image != nil {
 			q = q.Set("image_url = ?", *image)
@@ -339,11 +344,11 @@ func (s *Service) SetThumbnails(ctx context.Context, id int64, image, gif *strin
 func (s *Service) Delete(ctx context.Context, id int64, by *app.Principal) (*Show, error) {
 	now := app.Now()
 	var evs []Event
-	err := s.inTx(ctx, func(ctx context.Context, tx bun.Tx) error {
-		if _, err := s.lockFor(ctx, tx, id, by, "delete"); err != nil {
+	err := inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+		if _, err := s.access.lockFor(ctx, tx, id, by, "delete"); err != nil {
 			return err
 		}
-		sh, err := s.get(ctx, tx, id)
+		sh, err := getShow(ctx, tx, id)
 		if err != nil {
 			return err
 		}
@@ -375,21 +380,22 @@ func (s *Service) Delete(ctx context.Context, id int64, by *app.Principal) (*Sho
 	}
 	// The image goes with the show (the live module drops the rest of
 	// its media on the "deleted" event).
-	if sh := evs[len(evs)-1].Show; sh != nil && sh.ImageKey != nil && s.images != nil {
-		s.dropImages(ctx, []string{*sh.ImageKey}, "")
+	if sh := lastShow(evs); sh != nil && sh.ImageKey != nil {
+		s.images.dropImages(ctx, []string{*sh.ImageKey}, "")
 	}
-	return s.after(ctx, evs), nil
+	s.deliver(ctx, evs)
+	return lastShow(evs), nil
 }
 
 // inTx runs a change in a transaction, again when MySQL reports a
 // deadlock (two changes meeting on show_counts rows they both create).
-func (s *Service) inTx(ctx context.Context, fn func(ctx context.Context, tx bun.Tx) error) error {
-	return app.RunInTxRetry(ctx, s.db, 3, func(ctx context.Context, tx bun.Tx, _ int) error { return fn(ctx, tx) })
+func inTx(ctx context.Context, db *bun.DB, fn func(ctx context.Context, tx bun.Tx) error) error {
+	return app.RunInTxRetry(ctx, db, 3, func(ctx context.Context, tx bun.Tx, _ int) error { return fn(ctx, tx) })
 }
 
 // lockFor locks a show for an action by a caller: a show the caller cannot
 // see is 404, an action Casbin refuses is 403. by nil is the system.
-func (s *Service) lockFor(ctx context.Context, tx bun.IDB, id int64, by *app.Principal, act string) (*Show, error) {
+func (a access) lockFor(ctx context.Context, tx bun.IDB, id int64, by *app.Principal, act string) (*Show, error) {
 	sh, err := lockShow(ctx, tx, id)
 	if err != nil {
 		return nil, err
@@ -397,21 +403,17 @@ func (s *Service) lockFor(ctx context.Context, tx bun.IDB, id int64, by *app.Pri
 	if by == nil {
 		return sh, nil
 	}
-	if !s.CanView(sh, by) {
+	if !canView(sh, by) {
 		return nil, ErrNotFound
 	}
-	if err := s.can(by, sh, act); err != nil {
+	if err := a.can(by, sh, act); err != nil {
 		return nil, app.Forbidden(fmt.Sprintf("only the owner of the show or staff may %s it", act))
 	}
 	return sh, nil
 }
 
-// after delivers a committed change's events and returns the show as the
-// change left it.
-func (s *Service) after(ctx context.Context, evs []Event) *Show {
-	s.deliver(ctx, evs)
-	return evs[len(evs)-1].Show
-}
+// lastShow is the show as a committed change (its events) left it.
+func lastShow(evs []Event) *Show { return evs[len(evs)-1].Show }
 
 // Sweep completes, as the system, the live shows whose publisher has been
 // gone longer than the reconnect window, and radio shows live longer than

@@ -4,14 +4,11 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/uptrace/bun"
 
 	"github.com/onair/onair/app"
-	"github.com/onair/onair/modules/users"
 )
 
 // PageSize of GET /shows and GET /users/:id/shows.
@@ -44,33 +41,23 @@ type ListQuery struct {
 
 // List returns a page of shows, newest start first (then highest id), with
 // owners and tags loaded, and the number of shows in the whole result set.
-func (s *Service) List(ctx context.Context, q ListQuery) ([]Show, int, error) {
-	if q.Page.Size == 0 {
-		q.Page = app.Page{Number: 1, Size: PageSize}
-	}
-	if err := q.check(); err != nil {
+func (l *Lister) List(ctx context.Context, q ListQuery) ([]Show, int, error) {
+	f, err := l.resolve(ctx, q, app.Now())
+	if err != nil {
 		return nil, 0, err
 	}
-	now := app.Now()
-	var tagID int64
-	if q.Tag = users.TagName(q.Tag); q.Tag != "" {
-		id, err := users.FindTag(ctx, s.db, q.Tag)
-		if err != nil {
-			return nil, 0, fmt.Errorf("shows: list: %w", err)
-		}
-		if id == 0 {
-			return nil, 0, nil
-		}
-		tagID = id
+	return l.read(ctx, f)
+}
+
+// read reads the page of f's list and the size of its whole result set:
+// from a name filter's matches, in one statement for one owner's shows,
+// or counted and paged.
+func (l *Lister) read(ctx context.Context, f *listFilter) ([]Show, int, error) {
+	if f.none {
+		return nil, 0, nil
 	}
-	if q.Slug != "" {
-		slug, ok := app.SlugQuery(q.Slug)
-		if !ok {
-			return nil, 0, nil
-		}
-		q.Slug = slug
-	}
-	count, ids, done, err := s.nameMatches(ctx, q, tagID, now)
+	q := f.q
+	count, ids, done, err := l.nameMatches(ctx, f)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -78,7 +65,7 @@ func (s *Service) List(ctx context.Context, q ListQuery) ([]Show, int, error) {
 		if len(ids) == 0 {
 			return nil, count, nil
 		}
-		rows, err := s.loadPage(ctx, bun.List(ids), len(ids))
+		rows, err := l.loadPage(ctx, bun.List(ids), len(ids))
 		if err != nil {
 			return nil, 0, err
 		}
@@ -98,18 +85,18 @@ func (s *Service) List(ctx context.Context, q ListQuery) ([]Show, int, error) {
 		// One owner's shows are few: the page and their count in one
 		// statement. A page that comes out empty says nothing of the
 		// count, which is then read on its own.
-		list, count, err := s.ownerPage(ctx, q, tagID, now)
+		list, count, err := l.ownerPage(ctx, f)
 		if err != nil || len(list) > 0 {
 			return list, count, err
 		}
 	}
-	if count, err = s.count(ctx, q, tagID, now); err != nil {
+	if count, err = l.count(ctx, f); err != nil {
 		return nil, 0, err
 	}
 	if count == 0 || q.Page.Offset() >= count {
 		return nil, count, nil
 	}
-	list, err := s.page(ctx, q, tagID, now)
+	list, err := l.page(ctx, f)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -118,14 +105,14 @@ func (s *Service) List(ctx context.Context, q ListQuery) ([]Show, int, error) {
 
 // loadPage reads the shows whose ids are in ids (a bun.List or a
 // subquery) with their owners and tags, in no particular order.
-func (s *Service) loadPage(ctx context.Context, ids any, size int) ([]Show, error) {
+func (l *Lister) loadPage(ctx context.Context, ids any, size int) ([]Show, error) {
 	rows := make([]listRow, 0, size)
-	err := s.db.NewSelect().Model(&rows).ColumnExpr("?TableColumns").Relation("User", ownerColumns).
+	err := l.db.NewSelect().Model(&rows).ColumnExpr("?TableColumns").Relation("User", ownerColumns).
 		Where("s.id IN (?)", ids).Scan(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("shows: list: load: %w", err)
 	}
-	return s.listed(ctx, rows)
+	return l.tags.attach(ctx, rows)
 }
 
 // listRow is a show of a list as its statement reads it: for ownerPage
@@ -144,50 +131,13 @@ func ownerColumns(q *bun.SelectQuery) *bun.SelectQuery {
 		"dj", "producer", "featured", "radio", "created_at")
 }
 
-// listed gives the rows of a page their tags, in the order of their
-// folded names (the order Relation("Tags", orderTags) reads).
-func (s *Service) listed(ctx context.Context, rows []listRow) ([]Show, error) {
-	var ids []int64
-	of := make([][]int64, len(rows))
-	seen := make(map[int64]struct{})
-	for i := range rows {
-		for f := range strings.SplitSeq(rows[i].TagIDs, ",") {
-			id, err := strconv.ParseInt(f, 10, 64)
-			if err != nil {
-				continue // no tags ("")
-			}
-			of[i] = append(of[i], id)
-			if _, ok := seen[id]; !ok {
-				seen[id] = struct{}{}
-				ids = append(ids, id)
-			}
-		}
-	}
-	tags, err := s.tags.Get(ctx, s.db, ids)
-	if err != nil {
-		return nil, fmt.Errorf("shows: list: %w", err)
-	}
-	list := make([]Show, len(rows))
-	for i := range rows {
-		sh := rows[i].Show
-		sh.Tags = nil
-		for _, id := range of[i] {
-			if t, ok := tags[id]; ok {
-				sh.Tags = append(sh.Tags, t)
-			}
-		}
-		slices.SortFunc(sh.Tags, func(a, b users.Tag) int { return strings.Compare(a.Folded, b.Folded) })
-		list[i] = sh
-	}
-	return list, nil
-}
-
 // page reads a page of the list with its owners and tags: the page of ids
 // is paged first on the narrow indexes, in a subquery of the statement
 // that loads those rows with their tag ids, so a page is one round trip.
 // A deep page seeks from a remembered page boundary where it can
 // (keyset.go).
-func (s *Service) page(ctx context.Context, q ListQuery, tagID int64, now time.Time) ([]Show, error) {
+func (l *Lister) page(ctx context.Context, f *listFilter) ([]Show, error) {
+	q, tagID := f.q, f.tagID
 	size, skip := q.Page.Size, q.Page.Offset()
 	deep := q.Page.Number >= seekMinPage && (q.Scheduled == nil || !*q.Scheduled)
 	var (
@@ -197,11 +147,11 @@ func (s *Service) page(ctx context.Context, q ListQuery, tagID int64, now time.T
 	)
 	if deep {
 		var err error
-		if gen, err = s.generation(ctx); err != nil {
+		if gen, err = l.Generation(ctx); err != nil {
 			return nil, err
 		}
 		key = q.pageKey(tagID)
-		if b, p, ok := s.pages.nearest(key, gen, q.Page.Number); ok {
+		if b, p, ok := l.pages.nearest(key, gen, q.Page.Number); ok {
 			from, skip = &b, (q.Page.Number-1-p)*size
 		}
 	}
@@ -212,14 +162,14 @@ func (s *Service) page(ctx context.Context, q ListQuery, tagID int64, now time.T
 	if withPrev {
 		limit, offset = size+1, skip-1
 	}
-	sel := s.orderedIDs(q, tagID, now)
+	sel := l.orderedIDs(f)
 	if from != nil {
 		sel = afterBound(sel, tagID != 0, *from)
 	}
 	sel = sel.Limit(int64(limit)).Offset(int64(offset))
 	// MySQL takes no LIMIT in an IN subquery, but does in a derived
 	// table inside one.
-	rows, err := s.loadPage(ctx, s.db.NewSelect().TableExpr("(?) AS p", sel).Column("p.id"), limit)
+	rows, err := l.loadPage(ctx, l.db.NewSelect().TableExpr("(?) AS p", sel).Column("p.id"), limit)
 	if err != nil {
 		return nil, err
 	}
@@ -229,23 +179,22 @@ func (s *Service) page(ctx context.Context, q ListQuery, tagID int64, now time.T
 	})
 	if withPrev && len(rows) > 0 {
 		if q.Page.Number > 1 {
-			s.pages.remember(key, gen, q.Page.Number-1, pageBound{rows[0].Start, rows[0].ID})
+			l.pages.remember(key, gen, q.Page.Number-1, pageBound{rows[0].Start, rows[0].ID})
 		}
 		rows = rows[1:]
 	}
 	if deep && len(rows) == size {
 		last := rows[len(rows)-1]
-		s.pages.remember(key, gen, q.Page.Number, pageBound{last.Start, last.ID})
+		l.pages.remember(key, gen, q.Page.Number, pageBound{last.Start, last.ID})
 	}
 	return rows, nil
 }
 
 // orderedIDs selects the ids of q's list (as id), in list order, on the
 // narrow indexes: a page's subquery.
-func (s *Service) orderedIDs(q ListQuery, tagID int64, now time.Time) *bun.SelectQuery {
-	vis := visibleTo(q.Viewer)
-	sel := s.filtered(s.listFrom(q, vis), q, tagID, now, vis)
-	if tagID != 0 {
+func (l *Lister) orderedIDs(f *listFilter) *bun.SelectQuery {
+	sel := l.selectFor(f, visibleTo(f.q.Viewer))
+	if f.tagID != 0 {
 		return sel.ColumnExpr("st.show_id AS id").OrderExpr("st.start DESC, st.show_id DESC")
 	}
 	return sel.ColumnExpr("s.id AS id").OrderExpr("s.start DESC, s.id DESC")
@@ -257,10 +206,11 @@ func (s *Service) orderedIDs(q ListQuery, tagID int64, now time.Time) *bun.Selec
 // their owners and their tag ids. For lists of one owner's shows, where
 // the set the window counts is small; the order and the rows are those of
 // page.
-func (s *Service) ownerPage(ctx context.Context, q ListQuery, tagID int64, now time.Time) ([]Show, int, error) {
-	sel := s.orderedIDs(q, tagID, now).ColumnExpr("COUNT(*) OVER () AS total").Limit(int64(q.Page.Size)).Offset(int64(q.Page.Offset()))
+func (l *Lister) ownerPage(ctx context.Context, f *listFilter) ([]Show, int, error) {
+	q := f.q
+	sel := l.orderedIDs(f).ColumnExpr("COUNT(*) OVER () AS total").Limit(int64(q.Page.Size)).Offset(int64(q.Page.Offset()))
 	rows := make([]listRow, 0, q.Page.Size)
-	err := s.db.NewSelect().Model(&rows).ColumnExpr("?TableColumns").ColumnExpr("p.total AS list_total").
+	err := l.db.NewSelect().Model(&rows).ColumnExpr("?TableColumns").ColumnExpr("p.total AS list_total").
 		Relation("User", ownerColumns).
 		Join("JOIN (?) AS p ON p.id = s.id", sel).Scan(ctx)
 	if err != nil {
@@ -269,7 +219,7 @@ func (s *Service) ownerPage(ctx context.Context, q ListQuery, tagID int64, now t
 	if len(rows) == 0 {
 		return nil, 0, nil
 	}
-	list, err := s.listed(ctx, rows)
+	list, err := l.tags.attach(ctx, rows)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -308,7 +258,7 @@ func visibleTo(p *app.Principal) visibility {
 }
 
 // filtered adds the WHERE clauses (and the tag join) of q to sel.
-func (s *Service) filtered(sel *bun.SelectQuery, q ListQuery, tagID int64, now time.Time, vis visibility) *bun.SelectQuery {
+func filtered(sel *bun.SelectQuery, q ListQuery, tagID int64, now time.Time, vis visibility) *bun.SelectQuery {
 	if tagID != 0 {
 		sel = sel.Join("JOIN show_tags AS st ON st.show_id = s.id").Where("st.tag_id = ?", tagID)
 	}
@@ -369,15 +319,16 @@ func (s *Service) filtered(sel *bun.SelectQuery, q ListQuery, tagID int64, now t
 // show_counts rows; otherwise a COUNT on the list's indexes (name, slug and
 // time filters, one owner's shows, scheduled=true). For a viewer it is the
 // public shows plus the viewer's own hidden ones (user index, small).
-func (s *Service) count(ctx context.Context, q ListQuery, tagID int64, now time.Time) (int, error) {
+func (l *Lister) count(ctx context.Context, f *listFilter) (int, error) {
+	q := f.q
 	run := func(ctx context.Context, vis visibility) (int, error) {
 		if q.countable(vis) {
-			return s.countFromSummary(ctx, q, tagID, vis)
+			return l.countFromSummary(ctx, f, vis)
 		}
 		if q.Scheduled != nil && *q.Scheduled && q.UserID == 0 && (vis == seePublic || vis == seeAll) {
-			return s.scheduledCount(ctx, q, tagID, now, vis)
+			return l.scheduledCount(ctx, f, vis)
 		}
-		n, err := s.filtered(s.listFrom(q, vis), q, tagID, now, vis).Count(ctx)
+		n, err := l.selectFor(f, vis).Count(ctx)
 		if err != nil {
 			return 0, fmt.Errorf("shows: list: count: %w", err)
 		}
@@ -394,9 +345,9 @@ func (s *Service) count(ctx context.Context, q ListQuery, tagID int64, now time.
 		// The usual list of a viewer: the public count from the kept
 		// counts and the viewer's own hidden shows on the user index,
 		// in one round trip.
-		own := s.filtered(s.listFrom(q, seeHidden), q, tagID, now, seeHidden).ColumnExpr("COUNT(*)")
+		own := l.selectFor(f, seeHidden).ColumnExpr("COUNT(*)")
 		var n int64
-		if err := s.db.NewSelect().ColumnExpr("(?) + (?)", s.summaryQuery(q, tagID, seePublic), own).Scan(ctx, &n); err != nil {
+		if err := l.db.NewSelect().ColumnExpr("(?) + (?)", l.summaryQuery(f, seePublic), own).Scan(ctx, &n); err != nil {
 			return 0, fmt.Errorf("shows: list: count: %w", err)
 		}
 		return int(n), nil

@@ -234,8 +234,8 @@ func (c *listCache) stats() (int, int) {
 // a show of the page, is served from an entry of their own (the list as
 // they see it, their shows in the owner's form) instead of the public
 // one; it is admitted, checked and patched the same way.
-func (s *Service) cachedList(ctx context.Context, q ListQuery) (json.RawMessage, int, bool, error) {
-	c := s.lists
+func (l *Lister) cachedList(ctx context.Context, q ListQuery) (json.RawMessage, int, bool, error) {
+	c := l.cache
 	if c == nil || q.Viewer == nil || q.Viewer.IsStaff() {
 		if c != nil {
 			c.requests.WithLabelValues("bypass").Inc()
@@ -264,7 +264,7 @@ func (s *Service) cachedList(ctx context.Context, q ListQuery) (json.RawMessage,
 			k = ownKey
 		}
 		if e := c.get(k); e != nil {
-			items, count, v, err := s.useEntry(ctx, e, uid)
+			items, count, v, err := l.useEntry(ctx, e, uid)
 			switch {
 			case err != nil:
 				return nil, 0, false, err
@@ -294,7 +294,7 @@ func (s *Service) cachedList(ctx context.Context, q ListQuery) (json.RawMessage,
 			c.requests.WithLabelValues(result).Inc()
 			return nil, 0, false, nil
 		}
-		gen, err := s.generation(ctx)
+		gen, err := l.Generation(ctx)
 		if err != nil {
 			return nil, 0, false, err
 		}
@@ -303,7 +303,7 @@ func (s *Service) cachedList(ctx context.Context, q ListQuery) (json.RawMessage,
 		// starts it (its cancellation must not fail the others).
 		shared := context.WithoutCancel(ctx)
 		v, err, _ := c.flight.Do(strconv.FormatInt(gen, 10)+"|"+k, func() (any, error) {
-			return s.fillList(shared, q, k, gen, viewer)
+			return l.fillList(shared, q, k, gen, viewer)
 		})
 		if err != nil {
 			return nil, 0, false, err
@@ -333,12 +333,12 @@ const (
 // useEntry checks e for a request of viewer uid and answers from it when
 // it is current: one statement (checkList), and when a counter or a
 // profile moved, one more and a new encoding (patchList).
-func (s *Service) useEntry(ctx context.Context, e *listEntry, uid int64) (json.RawMessage, int, entryUse, error) {
+func (l *Lister) useEntry(ctx context.Context, e *listEntry, uid int64) (json.RawMessage, int, entryUse, error) {
 	if e.viewer == 0 && e.owns(uid) {
 		// The owner's form of their shows (peak_viewers).
 		return nil, 0, entryNotTheirs, nil
 	}
-	gen, own, same, err := s.checkList(ctx, e, uid)
+	gen, own, same, err := l.checkList(ctx, e, uid)
 	if err != nil {
 		return nil, 0, entryStale, err
 	}
@@ -353,7 +353,7 @@ func (s *Service) useEntry(ctx context.Context, e *listEntry, uid int64) (json.R
 	}
 	// A counter or a profile moved: read what they show and encode the
 	// list again.
-	st, err := s.listState(ctx, e, uid)
+	st, err := l.listState(ctx, e, uid)
 	if err != nil {
 		return nil, 0, entryStale, err
 	}
@@ -361,10 +361,10 @@ func (s *Service) useEntry(ctx context.Context, e *listEntry, uid int64) (json.R
 		return nil, 0, entryStale, nil
 	}
 	if !st.same(e) {
-		if e, err = s.patchList(e, st); err != nil {
+		if e, err = l.patchList(e, st); err != nil {
 			return nil, 0, entryStale, err
 		}
-		s.lists.put(e)
+		l.cache.put(e)
 	}
 	return e.items, e.count, entryPatched, nil
 }
@@ -420,7 +420,7 @@ func publicViewer() *app.Principal { return &app.Principal{} }
 // (every read starts after gen was read) and stores it tagged with gen: a
 // later change moves the generation, so the entry is never used on data
 // older than it holds.
-func (s *Service) fillList(ctx context.Context, q ListQuery, key string, gen int64, viewer int64) (*listEntry, error) {
+func (l *Lister) fillList(ctx context.Context, q ListQuery, key string, gen int64, viewer int64) (*listEntry, error) {
 	e := &listEntry{key: key, gen: gen, viewer: viewer}
 	pq := q
 	pq.Viewer = e.principal()
@@ -430,36 +430,23 @@ func (s *Service) fillList(ctx context.Context, q ListQuery, key string, gen int
 	}
 	// The clock is read before the list, so the bound is never later
 	// than the start of a show the list still holds.
-	now := app.Now()
-	if pq.Tag = users.TagName(pq.Tag); pq.Tag != "" {
-		id, err := users.FindTag(ctx, s.db, pq.Tag)
-		if err != nil {
-			return nil, fmt.Errorf("shows: list cache: %w", err)
-		}
-		e.tagID, e.empty = id, id == 0
+	f, err := l.resolve(ctx, pq, app.Now())
+	if err != nil {
+		return nil, err
 	}
-	if pq.Slug != "" {
-		slug, ok := app.SlugQuery(pq.Slug)
-		pq.Slug, e.empty = slug, e.empty || !ok
-	}
+	e.tagID, e.empty = f.tagID, f.none
 	if pq.Scheduled != nil && *pq.Scheduled && !e.empty {
-		first := s.filtered(s.listFrom(pq, vis), pq, e.tagID, now, vis)
-		if e.tagID != 0 {
-			first = first.ColumnExpr("st.start AS start").OrderExpr("st.start ASC")
-		} else {
-			first = first.ColumnExpr("s.start AS start").OrderExpr("s.start ASC")
-		}
-		var starts []time.Time
-		if err := first.Limit(1).Scan(ctx, &starts); err != nil {
+		first, found, err := l.firstStart(ctx, f, vis)
+		if err != nil {
 			return nil, fmt.Errorf("shows: list cache: first start: %w", err)
 		}
 		// An empty set stays empty until a show changes: no bound.
-		if len(starts) == 1 {
-			e.until = starts[0]
+		if found {
+			e.until = first
 		}
 	}
 	signedAt := wallNow() // before the links are signed
-	list, count, err := s.List(ctx, pq)
+	list, count, err := l.read(ctx, f)
 	if err != nil {
 		return nil, err
 	}
@@ -474,16 +461,16 @@ func (s *Service) fillList(ctx context.Context, q ListQuery, key string, gen int
 			break
 		}
 	}
-	e.q = pq
+	e.q = f.q
 	e.q.Viewer = nil
 	e.vol = make([]listVolatile, len(list))
 	for i := range list {
 		e.vol[i] = e.volatileOf(&list[i])
 	}
-	if err := s.encodeList(e); err != nil {
+	if err := l.encodeList(e); err != nil {
 		return nil, err
 	}
-	s.lists.put(e)
+	l.cache.put(e)
 	return e, nil
 }
 
@@ -498,8 +485,8 @@ func (e *listEntry) principal() *app.Principal {
 
 // encodeList renders e's shows as its viewer sees them (the public form
 // for the public list).
-func (s *Service) encodeList(e *listEntry) error {
-	items, err := json.Marshal(s.listViews(e.shows, e.principal()))
+func (l *Lister) encodeList(e *listEntry) error {
+	items, err := json.Marshal(l.views.listViews(e.shows, e.principal()))
 	if err != nil {
 		return fmt.Errorf("shows: list cache: encode: %w", err)
 	}
@@ -542,8 +529,8 @@ type listStateRow struct {
 // stateQuery is the one statement that checks an entry: the generation,
 // how many of viewer's own hidden shows e's list matches, and the volatile
 // fields of e's shows (one row each; one row of NULLs for an empty list).
-func (s *Service) stateQuery(e *listEntry, viewer int64) *bun.SelectQuery {
-	sel := s.db.NewSelect().TableExpr("show_generation AS g").ColumnExpr("g.n AS gen").Where("g.id = 1")
+func (l *Lister) stateQuery(e *listEntry, viewer int64) *bun.SelectQuery {
+	sel := l.db.NewSelect().TableExpr("show_generation AS g").ColumnExpr("g.n AS gen").Where("g.id = 1")
 	if e.empty || e.viewer != 0 || e.othersOnly(viewer) {
 		// A viewer's own entry already holds their hidden shows; another
 		// user's shows hold none.
@@ -551,7 +538,7 @@ func (s *Service) stateQuery(e *listEntry, viewer int64) *bun.SelectQuery {
 	} else {
 		q := e.q
 		q.Viewer = &app.Principal{UserID: viewer}
-		own := s.filtered(s.listFrom(q, seeHidden), q, e.tagID, app.Now(), seeHidden).ColumnExpr("COUNT(*)")
+		own := l.selectFor(&listFilter{q: q, tagID: e.tagID, now: app.Now()}, seeHidden).ColumnExpr("COUNT(*)")
 		sel = sel.ColumnExpr("(?) AS own", own)
 	}
 	if len(e.shows) == 0 {
@@ -573,8 +560,8 @@ func (s *Service) stateQuery(e *listEntry, viewer int64) *bun.SelectQuery {
 // checkList runs stateQuery and compares the volatile fields with e's as
 // the driver hands them over (no values built: this is every hit's cost).
 // same is false when one differs or a show is missing.
-func (s *Service) checkList(ctx context.Context, e *listEntry, viewer int64) (gen, own int64, same bool, err error) {
-	rows, err := s.stateQuery(e, viewer).Rows(ctx)
+func (l *Lister) checkList(ctx context.Context, e *listEntry, viewer int64) (gen, own int64, same bool, err error) {
+	rows, err := l.stateQuery(e, viewer).Rows(ctx)
 	if err != nil {
 		return 0, 0, false, fmt.Errorf("shows: list cache: check: %w", err)
 	}
@@ -655,8 +642,8 @@ func rawNullIs(b []byte, v sql.NullString) bool {
 }
 
 // listState reads stateQuery into values, for a patch.
-func (s *Service) listState(ctx context.Context, e *listEntry, viewer int64) (listState, error) {
-	sel := s.stateQuery(e, viewer)
+func (l *Lister) listState(ctx context.Context, e *listEntry, viewer int64) (listState, error) {
+	sel := l.stateQuery(e, viewer)
 	var rows []listStateRow
 	if err := sel.Scan(ctx, &rows); err != nil {
 		return listState{}, fmt.Errorf("shows: list cache: check: %w", err)
@@ -705,7 +692,7 @@ func (st listState) same(e *listEntry) bool {
 }
 
 // patchList is e with the volatile fields st read, re-encoded.
-func (s *Service) patchList(e *listEntry, st listState) (*listEntry, error) {
+func (l *Lister) patchList(e *listEntry, st listState) (*listEntry, error) {
 	n := *e
 	n.shows = make([]Show, len(e.shows))
 	n.vol = make([]listVolatile, len(e.shows))
@@ -727,7 +714,7 @@ func (s *Service) patchList(e *listEntry, st listState) (*listEntry, error) {
 		}
 		n.shows[i], n.vol[i] = sh, v
 	}
-	if err := s.encodeList(&n); err != nil {
+	if err := l.encodeList(&n); err != nil {
 		return nil, err
 	}
 	return &n, nil

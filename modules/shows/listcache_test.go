@@ -514,3 +514,19 @@ func TestListCacheFillAnswers(t *testing.T) {
 		ask("owner asks the viewer's, stored", owner, ownerTok, viewer.ID, 0, "miss")
 	})
 }
+
+// A slug that no show can have (SlugQuery refuses it) lists nothing,
+// cached or not: the list cache once stored the list without the slug
+// filter for it, so its second request listed every show.
+func TestListCacheUnmatchableSlug(t *testing.T) {
+	env := onairtest.New(t, onairtest.Options{})
+	_, owner := env.CreateUser("Slug Owner")
+	onairtest.CreateShow(t, env, owner, map[string]any{"name": "Listed"})
+	_, viewer := env.CreateUser("Slug Viewer")
+	for i := range 3 { // missed, stored, served from the cache
+		r := env.Do("GET", "/v1/shows?slug=no_such", viewer, nil).Expect(t, http.StatusOK)
+		if count, items := listAnswer(t, r); count != 0 || string(items) != "[]" {
+			t.Fatalf("request %d: count %d, items %s; want none", i+1, count, items)
+		}
+	}
+}

@@ -45,7 +45,7 @@ func TestListedTags(t *testing.T) {
 		check := func(step string, svc *shows.Service, q shows.ListQuery, wantReads int64) {
 			t.Helper()
 			before := reads.n.Load()
-			list, count, err := svc.List(f.ctx, q)
+			list, count, err := svc.Lists.List(f.ctx, q)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -82,7 +82,7 @@ func TestListedTags(t *testing.T) {
 		// one that leaves them alone does not.
 		update := func(sh map[string]any, body map[string]any) {
 			t.Helper()
-			f.do(t, "PUT", "/v1/shows/"+strconv.FormatInt(int64(sh["id"].(float64)), 10), tok, body).Expect(t, http.StatusOK)
+			f.do(t, "PUT", "/v1/shows/"+strconv.FormatInt(onairtest.ID(sh), 10), tok, body).Expect(t, http.StatusOK)
 		}
 		update(retagged, map[string]any{"tags": []string{"new", "Apple"}})
 		update(cleared, map[string]any{"tags": []string{}})

@@ -67,36 +67,37 @@ func (c *matchCache) put(key string, e matchSet) {
 // serves (no filter, a term under three characters, one owner's list,
 // scheduled=true, the system's view) or has more than matchCap public
 // matches; List then counts and pages as for any list.
-func (s *Service) nameMatches(ctx context.Context, q ListQuery, tagID int64, now time.Time) (int, []int64, bool, error) {
+func (l *Lister) nameMatches(ctx context.Context, f *listFilter) (int, []int64, bool, error) {
+	q := f.q
 	if q.Viewer == nil || q.UserID != 0 || len(NameGrams(q.Filter)) == 0 || (q.Scheduled != nil && *q.Scheduled) {
 		return 0, nil, false, nil
 	}
-	gen, err := s.generation(ctx)
+	gen, err := l.Generation(ctx)
 	if err != nil {
 		return 0, nil, false, err
 	}
 	pq := q
 	pq.Viewer = nil
-	key := pq.pageKey(tagID)
-	set, ok := s.matches.get(key, gen)
+	key := pq.pageKey(f.tagID)
+	set, ok := l.matches.get(key, gen)
 	if !ok {
 		// The read is shared: it runs detached from the request that
 		// happens to start it, so that one's cancellation does not
 		// fail the others.
 		shared := context.WithoutCancel(ctx)
-		v, err, _ := s.matches.flight.Do(strconv.FormatInt(gen, 10)+"|"+key, func() (any, error) {
-			if set, ok := s.matches.get(key, gen); ok {
+		v, err, _ := l.matches.flight.Do(strconv.FormatInt(gen, 10)+"|"+key, func() (any, error) {
+			if set, ok := l.matches.get(key, gen); ok {
 				return set, nil
 			}
 			set := matchSet{gen: gen}
-			rows, err := s.matchRows(shared, q, tagID, now, seePublic, matchCap+1)
+			rows, err := l.matchRows(shared, f, seePublic, matchCap+1)
 			if err != nil {
 				return nil, err
 			}
 			if len(rows) <= matchCap {
 				set.rows = rows
 			}
-			s.matches.put(key, set)
+			l.matches.put(key, set)
 			return set, nil
 		})
 		if err != nil {
@@ -107,7 +108,7 @@ func (s *Service) nameMatches(ctx context.Context, q ListQuery, tagID int64, now
 	if set.rows == nil {
 		return 0, nil, false, nil
 	}
-	own, err := s.matchRows(ctx, q, tagID, now, seeHidden, 0)
+	own, err := l.matchRows(ctx, f, seeHidden, 0)
 	if err != nil {
 		return 0, nil, false, err
 	}
@@ -141,9 +142,9 @@ func before(a, b matchRow) bool {
 // matchRows reads the sort keys of the list's rows visible as vis, in list
 // order (when limit > 0, at most limit of them, any: a caller that gets
 // limit rows does not use them).
-func (s *Service) matchRows(ctx context.Context, q ListQuery, tagID int64, now time.Time, vis visibility, limit int) ([]matchRow, error) {
-	sel := s.filtered(s.listFrom(q, vis), q, tagID, now, vis)
-	if tagID != 0 {
+func (l *Lister) matchRows(ctx context.Context, f *listFilter, vis visibility, limit int) ([]matchRow, error) {
+	sel := l.selectFor(f, vis)
+	if f.tagID != 0 {
 		sel = sel.ColumnExpr("st.show_id AS id, st.start AS start")
 	} else {
 		sel = sel.ColumnExpr("s.id AS id, s.start AS start")

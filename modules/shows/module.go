@@ -190,9 +190,9 @@ func (m *Module) Provision(core *app.Core) error {
 		return fmt.Errorf("shows: the users module is not provisioned")
 	}
 	m.Service = NewService(core)
-	m.Service.images = um.Service
+	m.Service.images = &imageStore{users: um.Service, log: core.Log}
 	m.core = core
-	if c := m.Service.lists; c != nil {
+	if c := m.Service.Lists.cache; c != nil {
 		for _, col := range c.collectors() {
 			if err := core.Metrics.Register(col); err != nil {
 				return fmt.Errorf("shows: metrics: %w", err)

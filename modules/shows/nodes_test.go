@@ -139,7 +139,7 @@ func TestEventsAcrossNodes(t *testing.T) {
 	create := func(name string) int64 {
 		t.Helper()
 		r := b.env.Do("POST", "/v1/shows", tok, map[string]any{"name": name, "description": "d"}).Expect(t, http.StatusCreated)
-		return int64(r.JSON(t)["show"].(map[string]any)["id"].(float64))
+		return onairtest.ID(r.JSON(t)["show"].(map[string]any))
 	}
 	within := func(what string, took time.Duration) {
 		t.Helper()
@@ -276,7 +276,7 @@ func TestOutboxSweep(t *testing.T) {
 	a, b := twoNodes(t)
 	_, tok := a.env.CreateUser("Swept DJ")
 	r := a.env.Do("POST", "/v1/shows", tok, map[string]any{"name": "Swept", "description": "d"}).Expect(t, http.StatusCreated)
-	id := int64(r.JSON(t)["show"].(map[string]any)["id"].(float64))
+	id := onairtest.ID(r.JSON(t)["show"].(map[string]any))
 	b.await(t, id, shows.EventCreated, time.Now())
 	ctx := context.Background()
 
@@ -364,7 +364,7 @@ func TestOutboxSweepSQLite(t *testing.T) {
 	n.svc.Subscribe(n.rec.add)
 	_, tok := env.CreateUser("Lone DJ")
 	r := env.Do("POST", "/v1/shows", tok, map[string]any{"name": "Lone", "description": "d"}).Expect(t, http.StatusCreated)
-	id := int64(r.JSON(t)["show"].(map[string]any)["id"].(float64))
+	id := onairtest.ID(r.JSON(t)["show"].(map[string]any))
 	ctx := context.Background()
 	sh, err := n.svc.Get(ctx, id)
 	if err != nil {
@@ -406,7 +406,7 @@ func TestEventsStreamCapped(t *testing.T) {
 	svc.Subscribe(rec.add)
 	_, tok := env.CreateUser("Busy DJ")
 	r := env.Do("POST", "/v1/shows", tok, map[string]any{"name": "Busy", "description": "d"}).Expect(t, http.StatusCreated)
-	id := int64(r.JSON(t)["show"].(map[string]any)["id"].(float64))
+	id := onairtest.ID(r.JSON(t)["show"].(map[string]any))
 	ctx := context.Background()
 	for i := range events {
 		if _, err := svc.SetFeatured(ctx, id, i%2 == 0, nil); err != nil {

@@ -209,7 +209,7 @@ func TestShowOptionsMigration(t *testing.T) {
 		env := onairtest.New(t, onairtest.Options{Backend: backend})
 		_, tok := env.CreateUser("Old Shows")
 		r := env.Do("POST", "/v1/shows", tok, map[string]any{"name": "Before the options", "description": "d"}).Expect(t, http.StatusCreated)
-		showID := int64(r.JSON(t)["show"].(map[string]any)["id"].(float64))
+		showID := onairtest.ID(r.JSON(t)["show"].(map[string]any))
 		for _, q := range []string{
 			"ALTER TABLE shows DROP COLUMN ends_at",
 			"ALTER TABLE shows DROP COLUMN audio_only",

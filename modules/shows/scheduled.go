@@ -31,44 +31,38 @@ const scheduledEntries = 256
 
 // scheduledCount counts a scheduled=true list visible as vis (seePublic or
 // seeAll).
-func (s *Service) scheduledCount(ctx context.Context, q ListQuery, tagID int64, now time.Time, vis visibility) (int, error) {
-	gen, err := s.generation(ctx)
+func (l *Lister) scheduledCount(ctx context.Context, f *listFilter, vis visibility) (int, error) {
+	gen, err := l.Generation(ctx)
 	if err != nil {
 		return 0, err
 	}
-	kq := q
+	kq := f.q
 	kq.Viewer = nil
-	key := fmt.Sprintf("%d|%s", vis, kq.pageKey(tagID))
-	s.scheduled.mu.Lock()
-	e, ok := s.scheduled.m[key]
-	s.scheduled.mu.Unlock()
-	if ok && e.gen == gen && now.Before(e.until) {
+	key := fmt.Sprintf("%d|%s", vis, kq.pageKey(f.tagID))
+	l.scheduled.mu.Lock()
+	e, ok := l.scheduled.m[key]
+	l.scheduled.mu.Unlock()
+	if ok && e.gen == gen && f.now.Before(e.until) {
 		return e.n, nil
 	}
-	n64, err := s.filtered(s.listFrom(q, vis), q, tagID, now, vis).Count(ctx)
+	n64, err := l.selectFor(f, vis).Count(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("shows: list: count: %w", err)
 	}
-	first := s.filtered(s.listFrom(q, vis), q, tagID, now, vis)
-	if tagID != 0 {
-		first = first.ColumnExpr("st.start AS start").OrderExpr("st.start ASC")
-	} else {
-		first = first.ColumnExpr("s.start AS start").OrderExpr("s.start ASC")
-	}
-	var starts []time.Time
-	if err := first.Limit(1).Scan(ctx, &starts); err != nil {
+	first, found, err := l.firstStart(ctx, f, vis)
+	if err != nil {
 		return 0, fmt.Errorf("shows: list: count: %w", err)
 	}
 	n := int(n64)
-	e = scheduledEntry{gen: gen, n: n, until: now} // empty set: not kept
-	if len(starts) == 1 {
-		e.until = starts[0]
+	e = scheduledEntry{gen: gen, n: n, until: f.now} // empty set: not kept
+	if found {
+		e.until = first
 	}
-	s.scheduled.mu.Lock()
-	if s.scheduled.m == nil || len(s.scheduled.m) >= scheduledEntries {
-		s.scheduled.m = make(map[string]scheduledEntry)
+	l.scheduled.mu.Lock()
+	if l.scheduled.m == nil || len(l.scheduled.m) >= scheduledEntries {
+		l.scheduled.m = make(map[string]scheduledEntry)
 	}
-	s.scheduled.m[key] = e
-	s.scheduled.mu.Unlock()
+	l.scheduled.m[key] = e
+	l.scheduled.mu.Unlock()
 	return n, nil
 }

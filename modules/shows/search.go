@@ -111,9 +111,9 @@ const nameCoverIndex = "shows_name_cover_idx"
 const userCoverIndex = "shows_user_cover_idx"
 
 // listFrom starts a list query (the page of ids or the count) on shows.
-func (s *Service) listFrom(q ListQuery, vis visibility) *bun.SelectQuery {
-	sel := s.db.NewSelect().Model((*Show)(nil))
-	if !app.IsMySQL(s.db) {
+func (l *Lister) listFrom(q ListQuery, vis visibility) *bun.SelectQuery {
+	sel := l.db.NewSelect().Model((*Show)(nil))
+	if !app.IsMySQL(l.db) {
 		return sel
 	}
 	switch {

@@ -21,7 +21,7 @@ func TestNameFilterIndex(t *testing.T) {
 		env := onairtest.New(t, onairtest.Options{Backend: backend})
 		_, tok := env.CreateUser("Gram Tester")
 		r := env.Do("POST", "/v1/shows", tok, map[string]any{"name": "Déjà Vu Sessions", "description": "x"}).Expect(t, http.StatusCreated)
-		id := int64(r.JSON(t)["show"].(map[string]any)["id"].(float64))
+		id := onairtest.ID(r.JSON(t)["show"].(map[string]any))
 		env.Do("POST", "/v1/shows", tok, map[string]any{"name": "Vu", "description": "short name"}).Expect(t, http.StatusCreated)
 		// Trigrams equal under MySQL's accent-insensitive collation.
 		env.Do("POST", "/v1/shows", tok, map[string]any{"name": "Café Cafe", "description": "x"}).Expect(t, http.StatusCreated)
@@ -94,7 +94,7 @@ func TestNameFilterIndexAroundService(t *testing.T) {
 		env := onairtest.New(t, onairtest.Options{Backend: backend})
 		_, tok := env.CreateUser("Raw Writer")
 		r := env.Do("POST", "/v1/shows", tok, map[string]any{"name": "Harbour Lights", "description": "x"}).Expect(t, http.StatusCreated)
-		id := int64(r.JSON(t)["show"].(map[string]any)["id"].(float64))
+		id := onairtest.ID(r.JSON(t)["show"].(map[string]any))
 		ctx := context.Background()
 		count := func(filter string) int {
 			t.Helper()
@@ -139,7 +139,7 @@ func TestRegenerateStreamKey(t *testing.T) {
 	_, other := env.CreateUser("Key Other")
 	r := env.Do("POST", "/v1/shows", owner, map[string]any{"name": "Leaky", "description": "x"}).Expect(t, http.StatusCreated)
 	show := r.JSON(t)["show"].(map[string]any)
-	id, oldKey := int64(show["id"].(float64)), show["stream_key"].(string)
+	id, oldKey := onairtest.ID(show), show["stream_key"].(string)
 	env.Do("POST", fmt.Sprintf("/v1/shows/%d/stream_key", id), other, nil).Expect(t, http.StatusForbidden)
 	fresh := env.Do("POST", fmt.Sprintf("/v1/shows/%d/stream_key", id), owner, nil).Expect(t, http.StatusOK).JSON(t)["show"].(map[string]any)
 	newKey, _ := fresh["stream_key"].(string)
@@ -147,10 +147,10 @@ func TestRegenerateStreamKey(t *testing.T) {
 		t.Fatalf("new key %q (old %q), stream_url %v", newKey, oldKey, fresh["stream_url"])
 	}
 	svc := shows.From(env.Core)
-	if _, err := svc.Authorize(context.Background(), oldKey); err == nil {
+	if _, err := svc.Keys.Authorize(context.Background(), oldKey); err == nil {
 		t.Error("the old key is still accepted")
 	}
-	if sh, err := svc.Authorize(context.Background(), newKey); err != nil || sh.ID != id {
+	if sh, err := svc.Keys.Authorize(context.Background(), newKey); err != nil || sh.ID != id {
 		t.Errorf("the new key is refused: %v", err)
 	}
 }
@@ -166,7 +166,7 @@ func TestNameMatchesConcurrentMisses(t *testing.T) {
 		var ids []int64
 		for i := 0; i < 6; i++ {
 			r := env.Do("POST", "/v1/shows", tok, map[string]any{"name": fmt.Sprintf("Sunrise Set %d", i), "description": "x"}).Expect(t, http.StatusCreated)
-			ids = append(ids, int64(r.JSON(t)["show"].(map[string]any)["id"].(float64)))
+			ids = append(ids, onairtest.ID(r.JSON(t)["show"].(map[string]any)))
 		}
 		want := len(ids)
 		for step, id := range ids {

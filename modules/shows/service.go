@@ -20,14 +20,24 @@ import (
 
 // Service holds the shows module's operations: reads with the visibility
 // rule, create and update, and the lifecycle (lifecycle.go). Handlers, the
-// live-media module and the admin console all go through it.
+// live-media module and the admin console all go through it. Its parts
+// have their own types: the lists (Lists, lister.go), the API form of a
+// show (Views, view.go), the stream keys (Keys, keys.go), the tags of
+// listed shows (listTags, tags.go) and the uploaded images (image.go).
 type Service struct {
 	db     *bun.DB
-	authz  *app.Authz
+	access access
 	log    *slog.Logger
-	public string // ONAIR_PUBLIC_URL
-	rtmp   string // ONAIR_RTMP_URL
 	window time.Duration
+
+	// Lists answers the show lists (GET /v1/shows, a user's shows, the
+	// pages and the console).
+	Lists *Lister
+	// Views renders shows in their API form; the live and downloads
+	// modules install their media links in it.
+	Views *Views
+	// Keys checks and rotates stream keys.
+	Keys *Keys
 
 	subsMu  sync.RWMutex
 	subs    []func(context.Context, Event)
@@ -37,55 +47,23 @@ type Service struct {
 	// nil without Redis.
 	relay *relay
 
-	// keys batches the stream key checks (keys.go).
-	keys keyLoader
-
-	// pages remembers deep pages' boundaries (keyset.go).
-	pages pageCache
-	// matches keeps name filters' public matches (matches.go).
-	matches matchCache
-	// tags are the tags of listed shows by id (list.go, listed).
-	tags *users.TagCache
-	// scheduled keeps scheduled=true counts (scheduled.go).
-	scheduled scheduledCache
-	// lists keeps the public form of list answers (listcache.go); nil
-	// when ONAIR_SHOWS_LIST_CACHE_MB is 0.
-	lists *listCache
-
 	// images checks, re-encodes and stores uploaded show images (the
-	// users service's profile image code, image.go).
-	images *users.Service
-
-	// signMedia, set by the live module, turns the media URLs of a private
-	// show into signed, expiring ones.
-	signMedia func(sh *Show, url string) string
-	// viewerToken, set by the live module, makes a playback session
-	// token (SetViewerTokens).
-	viewerToken func(showID int64) string
-	// downloads gives an archived show's download URLs (SetDownloads).
-	downloads func(sh *Show) *Downloads
-	// ingest, set by the live module, lists the addresses a stream key
-	// publishes to (View's ingest).
-	ingest func(key string) Ingest
+	// users service's profile image code, image.go); nil until Provision.
+	images *imageStore
 }
-
-// maxCachedTags bounds the tag cache: 100,000 tags of at most 30
-// characters are a few tens of MB at worst.
-const maxCachedTags = 100_000
 
 // NewService returns the shows service of a booted core.
 func NewService(core *app.Core) *Service {
+	acc := access{authz: core.Authz}
+	views := &Views{public: core.Config.PublicURL, rtmp: app.Get[string](core.Config, SettingRTMPURL)}
 	s := &Service{
 		db:     core.DB,
-		authz:  core.Authz,
+		access: acc,
 		log:    core.Log,
-		public: core.Config.PublicURL,
-		rtmp:   app.Get[string](core.Config, SettingRTMPURL),
 		window: app.Get[time.Duration](core.Config, SettingReconnectWindow),
-		tags:   users.NewTagCache(maxCachedTags),
-	}
-	if mb := app.Get[int](core.Config, SettingListCache); mb > 0 {
-		s.lists = newListCache(mb << 20)
+		Views:  views,
+		Keys:   &Keys{db: core.DB, access: acc},
+		Lists:  newLister(core.DB, views, app.Get[int](core.Config, SettingListCache)),
 	}
 	return s
 }
@@ -126,10 +104,11 @@ const (
 // Get returns a show with its owner and tags, without the visibility rule
 // (for the system: live module, admin console).
 func (s *Service) Get(ctx context.Context, id int64) (*Show, error) {
-	return s.get(ctx, s.db, id)
+	return getShow(ctx, s.db, id)
 }
 
-func (s *Service) get(ctx context.Context, db bun.IDB, id int64) (*Show, error) {
+// getShow is Get on db (a transaction's, or the service's).
+func getShow(ctx context.Context, db bun.IDB, id int64) (*Show, error) {
 	sh := new(Show)
 	err := db.NewSelect().Model(sh).Relation("User").Relation("Tags", orderTags).
 		Where("s.id = ?", id).Scan(ctx)
@@ -161,19 +140,25 @@ func (s *Service) Visible(ctx context.Context, id int64, viewer *app.Principal) 
 
 // CanView is the visibility rule: a private or off show is seen only by its
 // owner and staff. A nil viewer is the system and sees everything.
-func (s *Service) CanView(sh *Show, viewer *app.Principal) bool {
+func (s *Service) CanView(sh *Show, viewer *app.Principal) bool { return canView(sh, viewer) }
+
+func canView(sh *Show, viewer *app.Principal) bool {
 	if viewer == nil || (!sh.Private && !sh.Off) || viewer.UserID == sh.UserID {
 		return true
 	}
 	return viewer.IsStaff()
 }
 
+// access is the permission rule of the shows' changes: Casbin, with the
+// relation role "owner" for the show's owner, and the visibility rule.
+type access struct{ authz *app.Authz }
+
 // can asks Casbin, adding the relation role "owner" when by owns the show.
-func (s *Service) can(by *app.Principal, sh *Show, act string) error {
+func (a access) can(by *app.Principal, sh *Show, act string) error {
 	if sh != nil && by != nil && by.UserID == sh.UserID {
-		return s.authz.Can(by, "shows", act, "owner")
+		return a.authz.Can(by, "shows", act, "owner")
 	}
-	return s.authz.Can(by, "shows", act)
+	return a.authz.Can(by, "shows", act)
 }
 
 // AddComments moves comments_count by delta (never below zero). Chat calls
@@ -222,6 +207,10 @@ type Input struct {
 	// studio's form, where a show may start as a name alone. The v1 API
 	// never sets it, since the spec requires a description.
 	DescriptionOptional bool
+
+	// staff is set by StaffUpdate: the console's edit, which the owner
+	// rule of Update does not bind.
+	staff bool
 }
 
 // Limits of product-decisions.md, and of the extensions
@@ -360,16 +349,16 @@ func (in *Input) validateEnd(cur *Show, now time.Time, out *checked, v app.Valid
 // Create stores a new show owned by by, with a slug unique among the
 // owner's shows and a fresh stream key.
 func (s *Service) Create(ctx context.Context, by *app.Principal, in Input) (*Show, error) {
-	if err := s.can(by, nil, "create"); err != nil {
+	if err := s.access.can(by, nil, "create"); err != nil {
 		return nil, err
 	}
 	if in.Radio != nil && *in.Radio {
-		if err := s.can(by, nil, "create_radio"); err != nil {
+		if err := s.access.can(by, nil, "create_radio"); err != nil {
 			return nil, app.Forbidden("radio shows need a user approved for radio")
 		}
 	}
 	now := app.Now()
-	jpg, imgErr, err := s.encodeImage(ctx, &in)
+	jpg, imgErr, err := s.images.encodeImage(ctx, &in)
 	if err != nil {
 		return nil, err
 	}
@@ -405,7 +394,7 @@ func (s *Service) Create(ctx context.Context, by *app.Principal, in Input) (*Sho
 	var evs []Event
 	var images []string // stored by each attempt
 	err = app.RunInTxRetry(ctx, s.db, app.SlugAttempts, func(ctx context.Context, tx bun.Tx, attempt int) error {
-		slug, err := s.freeSlug(ctx, tx, sh.UserID, sh.Name, attempt)
+		slug, err := freeSlug(ctx, tx, sh.UserID, sh.Name, attempt)
 		if err != nil {
 			return err
 		}
@@ -419,7 +408,7 @@ func (s *Service) Create(ctx context.Context, by *app.Principal, in Input) (*Sho
 		if jpg != nil {
 			// The key needs the id: the image is stored once the row
 			// exists, and dropped below if this attempt does not commit.
-			key, err := s.putImage(ctx, sh.ID, jpg)
+			key, err := s.images.putImage(ctx, sh.ID, jpg)
 			if err != nil {
 				return err
 			}
@@ -444,37 +433,35 @@ func (s *Service) Create(ctx context.Context, by *app.Principal, in Input) (*Sho
 		return err
 	})
 	if err != nil {
-		s.dropImages(ctx, images, "")
+		s.images.dropImages(ctx, images, "")
 		return nil, fmt.Errorf("shows: create: %w", err)
 	}
 	if sh.ImageKey != nil {
-		s.dropImages(ctx, images, *sh.ImageKey)
+		s.images.dropImages(ctx, images, *sh.ImageKey)
 	}
 	s.deliver(ctx, evs)
 	return evs[0].Show, nil
+}
+
+// StaffUpdate is Update for staff in the console (Casbin "edit": name,
+// description, tags and the like of anyone's show). The API never calls it.
+func (s *Service) StaffUpdate(ctx context.Context, id int64, by *app.Principal, in Input) (*Show, error) {
+	if err := s.access.authz.Can(by, "shows", "edit"); err != nil {
+		return nil, err
+	}
+	in.staff = true
+	return s.Update(ctx, id, by, in)
 }
 
 // Update changes the fields sent. Only the owner may (Casbin "update" with
 // the owner relation), as the spec says of PUT /shows/:id; staff edit
 // through StaffUpdate (the console).
 func (s *Service) Update(ctx context.Context, id int64, by *app.Principal, in Input) (*Show, error) {
-	return s.update(ctx, id, by, in, false)
-}
-
-// StaffUpdate is Update for staff in the console (Casbin "edit": name,
-// description, tags and the like of anyone's show). The API never calls it.
-func (s *Service) StaffUpdate(ctx context.Context, id int64, by *app.Principal, in Input) (*Show, error) {
-	if err := s.authz.Can(by, "shows", "edit"); err != nil {
-		return nil, err
-	}
-	return s.update(ctx, id, by, in, true)
-}
-
-func (s *Service) update(ctx context.Context, id int64, by *app.Principal, in Input, staff bool) (*Show, error) {
+	staff := in.staff
 	now := app.Now()
 	// The image is decoded before the row is locked; its refusal is
 	// reported after the permission checks, with the other fields.
-	jpg, imgErr, err := s.encodeImage(ctx, &in)
+	jpg, imgErr, err := s.images.encodeImage(ctx, &in)
 	if err != nil {
 		return nil, wrap("update", id, err)
 	}
@@ -508,11 +495,11 @@ func (s *Service) update(ctx context.Context, id int64, by *app.Principal, in In
 		if err != nil {
 			return err
 		}
-		if err := s.can(by, sh, "update"); err != nil && !staff {
+		if err := s.access.can(by, sh, "update"); err != nil && !staff {
 			return app.Forbidden("only the owner of the show may update it")
 		}
 		if in.Radio != nil && *in.Radio {
-			if err := s.can(by, sh, "create_radio"); err != nil {
+			if err := s.access.can(by, sh, "create_radio"); err != nil {
 				return app.Forbidden("radio shows need a user approved for radio")
 			}
 		}
@@ -573,7 +560,7 @@ func (s *Service) update(ctx context.Context, id int64, by *app.Principal, in In
 			cols = append(cols, "start")
 		}
 		if jpg != nil {
-			if newImage, err = s.putImage(ctx, sh.ID, jpg); err != nil {
+			if newImage, err = s.images.putImage(ctx, sh.ID, jpg); err != nil {
 				return err
 			}
 			oldImage = ""
@@ -605,17 +592,17 @@ func (s *Service) update(ctx context.Context, id int64, by *app.Principal, in In
 	if err != nil {
 		// An image stored by an attempt that did not commit, unless it
 		// is the one the show had (the same picture again).
-		s.dropImages(ctx, []string{newImage}, oldImage)
+		s.images.dropImages(ctx, []string{newImage}, oldImage)
 		return nil, wrap("update", id, err)
 	}
-	s.dropImages(ctx, []string{oldImage}, newImage)
+	s.images.dropImages(ctx, []string{oldImage}, newImage)
 	s.deliver(ctx, evs)
 	return evs[0].Show, nil
 }
 
 // freeSlug derives a slug from name that no other show of the user has
 // (app.NextSlug: name, name-2, name-3…).
-func (s *Service) freeSlug(ctx context.Context, db bun.IDB, userID int64, name string, attempt int) (string, error) {
+func freeSlug(ctx context.Context, db bun.IDB, userID int64, name string, attempt int) (string, error) {
 	base := app.Slugify(name, slugMax)
 	if base == "" {
 		base = "show"
@@ -634,75 +621,6 @@ func (s *Service) freeSlug(ctx context.Context, db bun.IDB, userID int64, name s
 		used[t] = true
 	}
 	return app.NextSlug(base, func(slug string) bool { return used[slug] }, attempt), nil
-}
-
-// setTags replaces the show's tags with the checked names, and the copy
-// of their ids in its row.
-func setTags(ctx context.Context, tx bun.IDB, sh *Show, names []string) error {
-	if _, err := tx.NewDelete().Model((*ShowTag)(nil)).Where("show_id = ?", sh.ID).Exec(ctx); err != nil {
-		return err
-	}
-	tags, err := users.EnsureTags(ctx, tx, names)
-	if err != nil {
-		return err
-	}
-	if err := addTags(ctx, tx, sh, tags); err != nil {
-		return err
-	}
-	sh.TagIDs = tagIDList(tags)
-	_, err = tx.NewUpdate().Model(sh).Column("tag_ids").WherePK().Exec(ctx)
-	return err
-}
-
-// tagIDList is Show.TagIDs of a show tagged with tags.
-func tagIDList(tags []users.Tag) string {
-	b := make([]byte, 0, 8*len(tags))
-	for i, t := range tags {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = strconv.AppendInt(b, t.ID, 10)
-	}
-	return string(b)
-}
-
-// fillTagIDs writes every show's Show.TagIDs from show_tags, a range of
-// ids at a time (migration 0032, and after a tag merge).
-func fillTagIDs(ctx context.Context, db bun.IDB) error {
-	var last int64
-	if err := db.NewSelect().Model((*Show)(nil)).ColumnExpr("COALESCE(MAX(id), 0)").Scan(ctx, &last); err != nil {
-		return fmt.Errorf("shows: fill tag ids: %w", err)
-	}
-	const batch = 10_000
-	for lo := int64(0); lo < last; lo += batch {
-		_, err := db.NewUpdate().Model((*Show)(nil)).
-			Set("tag_ids = COALESCE((SELECT GROUP_CONCAT(st.tag_id) FROM show_tags AS st WHERE st.show_id = s.id), '')").
-			Where("s.id > ? AND s.id <= ?", lo, lo+batch).Exec(ctx)
-		if err != nil {
-			return fmt.Errorf("shows: fill tag ids: %w", err)
-		}
-	}
-	return nil
-}
-
-// addTags links a show that has no tags yet to tags (its Show.TagIDs is
-// the caller's to write).
-func addTags(ctx context.Context, tx bun.IDB, sh *Show, tags []users.Tag) error {
-	if len(tags) == 0 {
-		return nil
-	}
-	rows := make([]ShowTag, 0, len(tags))
-	for _, t := range tags {
-		rows = append(rows, ShowTag{ShowID: sh.ID, TagID: t.ID, Start: sh.Start})
-	}
-	_, err := tx.NewInsert().Model(&rows).Exec(ctx)
-	return err
-}
-
-// syncTagStart keeps the copy of start in show_tags in step.
-func syncTagStart(ctx context.Context, tx bun.IDB, sh *Show) error {
-	_, err := tx.NewUpdate().Model((*ShowTag)(nil)).Set("start = ?", sh.Start).Where("show_id = ?", sh.ID).Exec(ctx)
-	return err
 }
 
 // clearOtherHeadlines makes sh the user's only headline show.

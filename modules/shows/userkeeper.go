@@ -14,7 +14,7 @@ var _ users.UserKeeper = (*Module)(nil)
 // UserSuspended stops the user's live shows as staff member by.
 func (m *Module) UserSuspended(ctx context.Context, userID int64, by *app.Principal) ([]int64, error) {
 	yes := true
-	list, _, err := m.Service.List(ctx, ListQuery{UserID: userID, Live: &yes, Page: app.Page{Number: 1, Size: 50}})
+	list, _, err := m.Service.Lists.List(ctx, ListQuery{UserID: userID, Live: &yes, Page: app.Page{Number: 1, Size: 50}})
 	if err != nil {
 		return nil, err
 	}
@@ -33,7 +33,7 @@ func (m *Module) UserSuspended(ctx context.Context, userID int64, by *app.Princi
 func (m *Module) DeletingUser(ctx context.Context, userID int64, by *app.Principal) ([]int64, error) {
 	var deleted []int64
 	for {
-		list, _, err := m.Service.List(ctx, ListQuery{UserID: userID, Page: app.Page{Number: 1, Size: 100}})
+		list, _, err := m.Service.Lists.List(ctx, ListQuery{UserID: userID, Page: app.Page{Number: 1, Size: 100}})
 		if err != nil {
 			return deleted, err
 		}

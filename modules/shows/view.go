@@ -55,20 +55,43 @@ type View struct {
 	User        *users.View     `json:"user"`
 }
 
+// Views renders shows in their API form. The media links are the live
+// module's (signed for a private show, ingest addresses, playback
+// sessions) and the downloads module's: each installs its part here.
+type Views struct {
+	public string // ONAIR_PUBLIC_URL
+	rtmp   string // ONAIR_RTMP_URL
+
+	// signMedia, set by the live module, turns the media URLs of a private
+	// show into signed, expiring ones.
+	signMedia func(sh *Show, url string) string
+	// viewerToken, set by the live module, makes a playback session
+	// token (SetViewerTokens).
+	viewerToken func(showID int64) string
+	// downloads gives an archived show's download URLs (SetDownloads).
+	downloads func(sh *Show) *Downloads
+	// ingest, set by the live module, lists the addresses a stream key
+	// publishes to (View's ingest).
+	ingest func(key string) Ingest
+}
+
+// View is Views.View: the form most callers want.
+func (s *Service) View(sh *Show, write bool) *View { return s.Views.View(sh, write) }
+
 // View renders sh (loaded with User and Tags). write=true is the form of
 // the POST, PUT and stop responses: it adds stream_url and stream_key and
 // the owner's email and radio.
-func (s *Service) View(sh *Show, write bool) *View {
-	return s.view(sh, write, nil)
+func (vs *Views) View(sh *Show, write bool) *View {
+	return vs.view(sh, write, nil)
 }
 
 // view is View with the owner's rendering given (nil: rendered here from
 // sh.User). It must be that of sh.User in the form write asks for.
-func (s *Service) view(sh *Show, write bool, owner *users.View) *View {
+func (vs *Views) view(sh *Show, write bool, owner *users.View) *View {
 	id := strconv.FormatInt(sh.ID, 10)
 	v := &View{
 		ID:             sh.ID,
-		ObjectURL:      s.public + "/v1/shows/" + id,
+		ObjectURL:      vs.public + "/v1/shows/" + id,
 		Slug:           sh.Slug,
 		Name:           sh.Name,
 		Description:    sh.Description,
@@ -89,15 +112,15 @@ func (s *Service) view(sh *Show, write bool, owner *users.View) *View {
 		CommentsCount:  sh.CommentsCount,
 		FavoritesCount: sh.FavoritesCount,
 		ThumbnailLabel: sh.ThumbnailLabel,
-		VideoURL:       s.media(sh, sh.VideoURL),
-		AudioURL:       s.media(sh, sh.AudioURL),
-		GifURL:         s.media(sh, sh.GifURL),
-		EmbedCode: `<iframe src="` + html.EscapeString(s.public+"/embed/"+id) +
+		VideoURL:       vs.media(sh, sh.VideoURL),
+		AudioURL:       vs.media(sh, sh.AudioURL),
+		GifURL:         vs.media(sh, sh.GifURL),
+		EmbedCode: `<iframe src="` + html.EscapeString(vs.public+"/embed/"+id) +
 			`" width="640" height="360" frameborder="0" allow="autoplay; fullscreen" allowfullscreen></iframe>`,
 		Tags: users.TagViews(sh.Tags),
 	}
-	if sh.Archive && !sh.DownloadsOff && s.downloads != nil {
-		v.Downloads = s.downloads(sh)
+	if sh.Archive && !sh.DownloadsOff && vs.downloads != nil {
+		v.Downloads = vs.downloads(sh)
 	}
 	if sh.EndsAt != nil {
 		end := app.Timestamp(*sh.EndsAt)
@@ -108,27 +131,27 @@ func (s *Service) view(sh *Show, write bool, owner *users.View) *View {
 		u := "/media/" + *sh.ImageKey
 		uploaded = &u
 	}
-	if img := s.media(sh, uploaded); img != nil {
+	if img := vs.media(sh, uploaded); img != nil {
 		v.ImageURL = *img
-	} else if img := s.media(sh, sh.ImageURL); img != nil {
+	} else if img := vs.media(sh, sh.ImageURL); img != nil {
 		v.ImageURL = *img
 	} else {
-		v.ImageURL = s.public + "/media/shows/" + id + "/placeholder.svg"
+		v.ImageURL = vs.public + "/media/shows/" + id + "/placeholder.svg"
 	}
 	opts := users.ForShowRead
 	if write {
 		opts = users.ForShowWrite
-		rtmp, key := s.rtmp, sh.StreamKey
+		rtmp, key := vs.rtmp, sh.StreamKey
 		v.StreamURL, v.StreamKey = &rtmp, &key
-		in := s.IngestOf(key)
+		in := vs.IngestOf(key)
 		v.Ingest = &in
 	}
 	if sh.User != nil {
 		if owner == nil {
-			owner = users.NewView(s.public, sh.User, opts)
+			owner = users.NewView(vs.public, sh.User, opts)
 		}
 		v.User = owner
-		v.URL = s.public + "/" + sh.User.Slug + "/" + sh.Slug
+		v.URL = vs.public + "/" + sh.User.Slug + "/" + sh.Slug
 	}
 	return v
 }
@@ -136,12 +159,12 @@ func (s *Service) view(sh *Show, write bool, owner *users.View) *View {
 // ViewFor is View for a reader: the show's owner and staff also get
 // peak_viewers, the most viewers it had at once (an audience figure of the
 // broadcaster's, as on Twitch's dashboard, not the public's).
-func (s *Service) ViewFor(sh *Show, write bool, by *app.Principal) *View {
-	return s.viewFor(sh, write, by, nil)
+func (vs *Views) ViewFor(sh *Show, write bool, by *app.Principal) *View {
+	return vs.viewFor(sh, write, by, nil)
 }
 
-func (s *Service) viewFor(sh *Show, write bool, by *app.Principal, owner *users.View) *View {
-	v := s.view(sh, write, owner)
+func (vs *Views) viewFor(sh *Show, write bool, by *app.Principal, owner *users.View) *View {
+	v := vs.view(sh, write, owner)
 	if by != nil && (by.UserID == sh.UserID || by.IsStaff()) {
 		peak := sh.PeakViewers
 		v.PeakViewers = &peak
@@ -152,12 +175,12 @@ func (s *Service) viewFor(sh *Show, write bool, by *app.Principal, owner *users.
 // listViews renders a page of a list for by. The shows of one owner share
 // one rendering of the owner (views are not changed once made): a page of
 // an owner's list is 50 shows of one owner.
-func (s *Service) listViews(list []Show, by *app.Principal) []*View {
+func (vs *Views) listViews(list []Show, by *app.Principal) []*View {
 	views := make([]*View, len(list))
 	owners := make(map[int64]*users.View)
 	for i := range list {
 		sh := &list[i]
-		v := s.viewFor(sh, false, by, owners[sh.UserID])
+		v := vs.viewFor(sh, false, by, owners[sh.UserID])
 		if v.User != nil {
 			owners[sh.UserID] = v.User
 		}
@@ -168,12 +191,12 @@ func (s *Service) listViews(list []Show, by *app.Principal) []*View {
 
 // media is a stored media URL made absolute and, for a private show,
 // signed by the live module (see SetMediaSigner).
-func (s *Service) media(sh *Show, u *string) *string {
-	abs := s.absolute(u)
-	if abs == nil || s.signMedia == nil || !sh.Private {
+func (vs *Views) media(sh *Show, u *string) *string {
+	abs := vs.absolute(u)
+	if abs == nil || vs.signMedia == nil || !sh.Private {
 		return abs
 	}
-	signed := s.signMedia(sh, *abs)
+	signed := vs.signMedia(sh, *abs)
 	return &signed
 }
 
@@ -189,34 +212,34 @@ type Ingest struct {
 
 // SetIngest installs the function that lists a key's ingest addresses.
 // The live module, which runs the listeners, provides it.
-func (s *Service) SetIngest(list func(key string) Ingest) { s.ingest = list }
+func (vs *Views) SetIngest(list func(key string) Ingest) { vs.ingest = list }
 
 // IngestOf lists the ingest addresses of key (the studio shows them).
-func (s *Service) IngestOf(key string) Ingest {
-	if s.ingest == nil {
-		return Ingest{RTMP: s.rtmp}
+func (vs *Views) IngestOf(key string) Ingest {
+	if vs.ingest == nil {
+		return Ingest{RTMP: vs.rtmp}
 	}
-	return s.ingest(key)
+	return vs.ingest(key)
 }
 
 // SetMediaSigner installs the function that signs the media URLs of
 // private shows. The live module, which serves the media, provides it.
-func (s *Service) SetMediaSigner(sign func(sh *Show, url string) string) { s.signMedia = sign }
+func (vs *Views) SetMediaSigner(sign func(sh *Show, url string) string) { vs.signMedia = sign }
 
 // SetViewerTokens installs the function that makes a playback session
 // token of a live show. The live module, which counts the viewers,
 // provides it.
-func (s *Service) SetViewerTokens(token func(showID int64) string) { s.viewerToken = token }
+func (vs *Views) SetViewerTokens(token func(showID int64) string) { vs.viewerToken = token }
 
 // ViewerToken is a new playback session of the show for a player page to
 // put in the live master playlist's URL (?vs=), so the page's player
 // counts as one viewer whoever shares its address; "" without the live
 // module.
-func (s *Service) ViewerToken(showID int64) string {
-	if s.viewerToken == nil {
+func (vs *Views) ViewerToken(showID int64) string {
+	if vs.viewerToken == nil {
 		return ""
 	}
-	return s.viewerToken(showID)
+	return vs.viewerToken(showID)
 }
 
 // Downloads are the URLs of an archived show's files (extension): the
@@ -230,15 +253,15 @@ type Downloads struct {
 // download URLs (signed for a private show), or nil when it has none. The
 // downloads module, which makes and serves the files, provides it; View
 // asks it only for archived shows whose owner allows downloads.
-func (s *Service) SetDownloads(fn func(sh *Show) *Downloads) { s.downloads = fn }
+func (vs *Views) SetDownloads(fn func(sh *Show) *Downloads) { vs.downloads = fn }
 
 // absolute makes a stored media URL absolute on the public base.
-func (s *Service) absolute(u *string) *string {
+func (vs *Views) absolute(u *string) *string {
 	if u == nil || *u == "" {
 		return nil
 	}
 	if strings.HasPrefix(*u, "/") {
-		abs := s.public + *u
+		abs := vs.public + *u
 		return &abs
 	}
 	return u

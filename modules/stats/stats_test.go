@@ -72,7 +72,7 @@ func TestShowStatsOfAFiftySecondShow(t *testing.T) {
 	host, hostToken := env.CreateUser("Stats Host")
 	_, fanToken := env.CreateUser("Stats Fan")
 	r := env.Do("POST", "/v1/shows", hostToken, map[string]any{"name": "Fifty Seconds", "description": "charted"}).Expect(t, http.StatusCreated).JSON(t)["show"].(map[string]any)
-	id, key := int64(r["id"].(float64)), r["stream_key"].(string)
+	id, key := onairtest.ID(r), r["stream_key"].(string)
 	lm, _ := onairtest.Module[*live.Module](env)
 
 	const seconds = 50
@@ -229,7 +229,7 @@ func TestShowStatsAccess(t *testing.T) {
 		_, adminToken := env.CreateUser("An Admin", onairtest.Role("admin"))
 		create := func(private bool) int64 {
 			r := env.Do("POST", "/v1/shows", hostToken, map[string]any{"name": "Access", "description": "x", "private": private}).Expect(t, http.StatusCreated)
-			return int64(r.JSON(t)["show"].(map[string]any)["id"].(float64))
+			return onairtest.ID(r.JSON(t)["show"].(map[string]any))
 		}
 		public, private := create(false), create(true)
 		tests := []struct {

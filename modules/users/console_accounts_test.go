@@ -52,12 +52,10 @@ func TestConsoleAccounts(t *testing.T) {
 		}
 
 		// Suspend: the live show stops, the token and the session die.
-		id := int64(env.Do("POST", "/v1/shows", djToken, map[string]any{"name": "Live Now", "description": "x"}).Expect(t, 201).JSON(t)["show"].(map[string]any)["id"].(float64))
+		id := onairtest.CreateShow(t, env, djToken, map[string]any{"name": "Live Now", "description": "x"}).ID
 		svc := shows.From(env.Core)
 		video := "/media/shows/x/index.m3u8"
-		if _, err := svc.GoLive(context.Background(), id, shows.Media{VideoURL: &video}); err != nil {
-			t.Fatal(err)
-		}
+		onairtest.PublishShow(t, env, id, shows.Media{VideoURL: &video})
 		userClient.Post(userPath+"/suspend", url.Values{"suspended": {"true"}}).Refused(t, "user")
 		mod.Post(fmt.Sprintf("/admin/users/%d/suspend", adminUser.ID), url.Values{"suspended": {"true"}}).Expect(t, http.StatusForbidden)
 		adm.Post(fmt.Sprintf("/admin/users/%d/suspend", adminUser.ID), url.Values{"suspended": {"true"}}).Expect(t, http.StatusConflict)
@@ -122,7 +120,7 @@ func TestConsoleAccounts(t *testing.T) {
 		// Delete (admins only): the user's shows, their chat messages
 		// elsewhere, their follows go with them.
 		gone, goneToken := env.CreateUser("Gone Soon")
-		goneShow := int64(env.Do("POST", "/v1/shows", goneToken, map[string]any{"name": "Last Set", "description": "x"}).Expect(t, 201).JSON(t)["show"].(map[string]any)["id"].(float64))
+		goneShow := onairtest.CreateShow(t, env, goneToken, map[string]any{"name": "Last Set", "description": "x"}).ID
 		env.Do("POST", fmt.Sprintf("/v1/shows/%d/chats", id), goneToken, map[string]any{"message": "bye"}).Expect(t, 201)
 		env.Do("POST", fmt.Sprintf("/v1/users/%d/follow", dj.ID), goneToken, nil).Expect(t, 200)
 		goneChats := func() float64 {

@@ -25,7 +25,7 @@ func TestTagIdentityMigration(t *testing.T) {
 		owner, tok := env.CreateUser("Old Tagger")
 		newShow := func(name string) int64 {
 			r := env.Do("POST", "/v1/shows", tok, map[string]any{"name": name, "description": "d", "tags": []string{"Deep House"}})
-			return int64(r.Expect(t, http.StatusCreated).JSON(t)["show"].(map[string]any)["id"].(float64))
+			return onairtest.ID(r.Expect(t, http.StatusCreated).JSON(t)["show"].(map[string]any))
 		}
 		both, one := newShow("Both spellings"), newShow("One spelling")
 
@@ -149,7 +149,7 @@ func TestTagSlugMigration(t *testing.T) {
 		shows := map[string]int64{}
 		for _, tag := range []string{"C", "C#", "C++", "Café", "Cafe", "Deep House"} {
 			r := env.Do("POST", "/v1/shows", tok, map[string]any{"name": tag + " show", "description": "d", "tags": []string{tag}})
-			shows[tag] = int64(r.Expect(t, http.StatusCreated).JSON(t)["show"].(map[string]any)["id"].(float64))
+			shows[tag] = onairtest.ID(r.Expect(t, http.StatusCreated).JSON(t)["show"].(map[string]any))
 		}
 		db := env.Core.DB
 		for _, q := range []string{

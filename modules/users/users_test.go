@@ -13,7 +13,7 @@ func TestMeSmoke(t *testing.T) {
 		u, tok := env.CreateUser("Ann Example")
 		body := env.Do("GET", "/v1/users/me", tok, nil).Expect(t, http.StatusOK).JSON(t)
 		user := body["user"].(map[string]any)
-		if user["id"].(float64) != float64(u.ID) {
+		if onairtest.ID(user) != u.ID {
 			t.Fatalf("me is %v, want %d", user["id"], u.ID)
 		}
 	})

@@ -26,7 +26,7 @@ func TestWebhookCRUDAndValidation(t *testing.T) {
 			"url": "https://example.com/hooks", "events": []string{"show.live", "show.stopped", "show.live"}, "description": "my bot",
 		}).Expect(t, 201)
 		w := resp.JSON(t)["webhook"].(map[string]any)
-		id := int64(w["id"].(float64))
+		id := onairtest.ID(w)
 		if sec, _ := w["secret"].(string); !strings.HasPrefix(sec, "whsec_") || len(sec) < 6+32 {
 			t.Fatalf("secret %q", sec)
 		}

@@ -25,16 +25,6 @@ func showsService(t *testing.T, env *onairtest.Env) *shows.Service {
 	return m.Service
 }
 
-func createShow(t *testing.T, env *onairtest.Env, tok string, extra map[string]any) int64 {
-	t.Helper()
-	body := map[string]any{"name": "Night Set", "description": "beats"}
-	for k, v := range extra {
-		body[k] = v
-	}
-	sh := env.Do("POST", "/v1/shows", tok, body).Expect(t, 201).JSON(t)["show"].(map[string]any)
-	return int64(sh["id"].(float64))
-}
-
 // A real show's lifecycle reaches the owner's webhook in order, each
 // request signed (checked with the Standard Webhooks library), with the
 // v1 show object.
@@ -47,13 +37,11 @@ func TestShowLifecycleIsDeliveredSigned(t *testing.T) {
 		svc := showsService(t, env)
 		ctx := context.Background()
 
-		id := createShow(t, env, tok, nil)
+		id := onairtest.CreateShow(t, env, tok, nil).ID
 		env.Do("PUT", fmt.Sprintf("/v1/shows/%d", id), tok, map[string]any{"name": "Night Set II"}).Expect(t, 200)
 		video := "/media/shows/" + strconv.FormatInt(id, 10) + "/live.m3u8"
 		wentLive := time.Now()
-		if _, err := svc.GoLive(ctx, id, shows.Media{VideoURL: &video}); err != nil {
-			t.Fatal(err)
-		}
+		onairtest.PublishShow(t, env, id, shows.Media{VideoURL: &video})
 		got := rcv.waitFor(3)
 		if got[2].Event.Type != "show.live" {
 			t.Fatalf("third event %s", got[2].Event.Type)
@@ -148,9 +136,9 @@ func TestPrivateShowsOnlyReachTheirOwner(t *testing.T) {
 	createWebhook(t, env, tok, owner.URL, "show.created")
 	env.Do("POST", "/v1/webhooks", admin, map[string]any{"url": staff.URL, "events": []string{"show.created"}, "scope": "all"}).Expect(t, 201)
 
-	public := createShow(t, env, tok, nil)
-	private := createShow(t, env, tok, map[string]any{"private": true, "name": "Secret Set"})
-	mine := createShow(t, env, admin, map[string]any{"name": "Admin Set"})
+	public := onairtest.CreateShow(t, env, tok, nil).ID
+	private := onairtest.CreateShow(t, env, tok, map[string]any{"private": true, "name": "Secret Set"}).ID
+	mine := onairtest.CreateShow(t, env, admin, map[string]any{"name": "Admin Set"}).ID
 	owner.waitFor(2)
 	staff.waitFor(2)
 	// The last show created reached the staff webhook: the private one,
@@ -185,9 +173,9 @@ func TestChatAndFollowEvents(t *testing.T) {
 		star, tok := env.CreateUser("Stella Star")
 		fan, fanTok := env.CreateUser("Fred Fan")
 		_, secret := createWebhook(t, env, tok, rcv.URL, "chat.message.created", "chat.message.deleted", "user.followed")
-		id := createShow(t, env, tok, nil)
+		id := onairtest.CreateShow(t, env, tok, nil).ID
 		msg := env.Do("POST", fmt.Sprintf("/v1/shows/%d/chats", id), fanTok, map[string]any{"message": "hello there"}).Expect(t, 201).JSON(t)
-		chatID := int64(msg["chat"].(map[string]any)["id"].(float64))
+		chatID := onairtest.ID(msg["chat"].(map[string]any))
 		env.Do("DELETE", fmt.Sprintf("/v1/shows/%d/chats/%d", id, chatID), fanTok, nil).Expect(t, 200)
 		env.Do("POST", fmt.Sprintf("/v1/users/%d/follow", star.ID), fanTok, nil).Expect(t, 200)
 		env.Do("POST", fmt.Sprintf("/v1/users/%d/follow", star.ID), fanTok, nil).Expect(t, 200) // a repeat is no event

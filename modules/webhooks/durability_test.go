@@ -45,7 +45,7 @@ func TestDeliveriesCommitWithTheChange(t *testing.T) {
 		_, fan2Tok := env.CreateUser("Fan Two")
 		createWebhook(t, env, tok, rcv.URL, "show.created", "chat.message.created")
 		db := env.Core.DB
-		ok := createShow(t, env, tok, nil)
+		ok := onairtest.CreateShow(t, env, tok, nil).ID
 		rcv.waitFor(1)
 		before := countDeliveries(t, db)
 
@@ -97,10 +97,10 @@ func TestOrderWithinAShow(t *testing.T) {
 	rcv := newReceiver(t, 500)
 	_, tok := env.CreateUser("Otis Order")
 	createWebhook(t, env, tok, rcv.URL, "show.created", "show.updated")
-	a := createShow(t, env, tok, map[string]any{"name": "First"})
+	a := onairtest.CreateShow(t, env, tok, map[string]any{"name": "First"}).ID
 	rcv.waitFor(1) // show.created of a, answered 500
 	env.Do("PUT", fmt.Sprintf("/v1/shows/%d", a), tok, map[string]any{"name": "First, renamed"}).Expect(t, 200)
-	b := createShow(t, env, tok, map[string]any{"name": "Second"})
+	b := onairtest.CreateShow(t, env, tok, map[string]any{"name": "Second"}).ID
 	got := rcv.waitFor(4)
 	var order []string
 	for _, g := range got {
@@ -265,7 +265,7 @@ func twoNodes(t *testing.T, redis bool) {
 		for _, id := range ids {
 			env.Do("POST", fmt.Sprintf("/v1/webhooks/%d/ping", id), tok, nil).Expect(t, 202)
 		}
-		sh := createShow(t, env, tok, map[string]any{"name": fmt.Sprintf("Show %d", i)})
+		sh := onairtest.CreateShow(t, env, tok, map[string]any{"name": fmt.Sprintf("Show %d", i)}).ID
 		env.Do("PUT", fmt.Sprintf("/v1/shows/%d", sh), tok, map[string]any{"name": fmt.Sprintf("Show %d again", i)}).Expect(t, 200)
 	}
 	want := len(ids) * rounds * 3

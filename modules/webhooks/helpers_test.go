@@ -130,7 +130,7 @@ func createWebhook(t *testing.T, env *onairtest.Env, tok, url string, events ...
 	t.Helper()
 	body := env.Do("POST", "/v1/webhooks", tok, map[string]any{"url": url, "events": events}).Expect(t, 201).JSON(t)
 	w := body["webhook"].(map[string]any)
-	return int64(w["id"].(float64)), w["secret"].(string)
+	return onairtest.ID(w), w["secret"].(string)
 }
 
 func module(t *testing.T, env *onairtest.Env) *webhooks.Module {

@@ -73,7 +73,7 @@ func TestFailedDeliveryIsRetriedWithTheSameID(t *testing.T) {
 		}
 
 		// A manual retry resends it, same id.
-		did := int64(d["id"].(float64))
+		did := onairtest.ID(d)
 		env.Do("POST", fmt.Sprintf("/v1/webhooks/%d/deliveries/%d/retry", id, did), tok, nil).Expect(t, 202)
 		got = rcv.waitFor(3)
 		if got[2].Header.Get("webhook-id") != got[0].Header.Get("webhook-id") {
