@@ -64,7 +64,12 @@ hls.on(Hls.Events.MANIFEST_PARSED, () => {
   if (q.get('level') === 'highest') hls.currentLevel = hls.levels.length - 1;
   v.play();
 });
-hls.on(Hls.Events.ERROR, (_, d) => { if (d.fatal) setTimeout(() => hls.loadSource(q.get('src')), 500); });
+window.errors = {};
+hls.on(Hls.Events.ERROR, (_, d) => {
+  const k = d.details + (d.fatal ? ' (fatal)' : '');
+  window.errors[k] = (window.errors[k] || 0) + 1;
+  if (d.fatal) setTimeout(() => hls.loadSource(q.get('src')), 500);
+});
 hls.loadSource(q.get('src'));
 hls.attachMedia(v);
 window.hls = hls;
@@ -94,6 +99,7 @@ type latencyResult struct {
 	// before: misread codes (or a player gone back), which make samples
 	// wrong.
 	backwards int
+	errors    map[string]int // hls.js's errors by details, counted
 }
 
 func (r *latencyResult) summarize() {
@@ -252,8 +258,9 @@ func measure(browser context.Context, pageAddr string, t latencyTarget, t0 float
 		FirstFrame float64
 		Latency    float64
 		Backwards  int
+		Errors     map[string]int
 	}
-	out, err := chromedp.Run(tab, chromedp.Evaluate[result](`({Samples: window.samples, FirstFrame: window.firstFrame, Latency: window.hls.latency, Backwards: window.backwards})`))
+	out, err := chromedp.Run(tab, chromedp.Evaluate[result](`({Samples: window.samples, FirstFrame: window.firstFrame, Latency: window.hls.latency, Backwards: window.backwards, Errors: window.errors})`))
 	if err != nil {
 		return err
 	}
@@ -263,6 +270,7 @@ func measure(browser context.Context, pageAddr string, t latencyTarget, t0 float
 	r.firstFrame = time.Duration((out.FirstFrame - t0) * 1e6)
 	r.hlsLatency = out.Latency
 	r.backwards = out.Backwards
+	r.errors = out.Errors
 	from := out.FirstFrame + float64(warmup)*1000
 	for _, s := range out.Samples {
 		if s[0] >= from && s[1] > 0 && s[1] < 60000 {

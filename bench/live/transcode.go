@@ -440,6 +440,7 @@ func transcodeMarkdown(o options, rounds []transcodeRound, lat []latencyResult, 
 		b.WriteString(latencyMarkdown(lat, o.latency, min(10, o.latency/4)))
 		fmt.Fprintf(&b, "\nLowest rung − source, glass to glass (median): %+.2f s. Frame numbers read lower than the frame before (misread codes or the player going back): source %d, lowest rung %d. The transcoder's slowest speed in health meanwhile: %.2f (dropped rungs %v, restarts %d).\n",
 			lat[1].p50-lat[0].p50, lat[0].backwards, lat[1].backwards, latHealth.minSpeed, latHealth.dropped, latHealth.restarts)
+		fmt.Fprintf(&b, "hls.js's errors: source %v, lowest rung %v.\n", lat[0].errors, lat[1].errors)
 	}
 	if len(argv) > 0 {
 		fmt.Fprintf(&b, "\nThe ladder's command line, as OnAir ran it and as it was run alone:\n\n    %s\n", strings.Join(argv, " "))
