@@ -39,7 +39,7 @@ const latencyPage = `<!DOCTYPE html><meta charset="utf-8"><title>latency</title>
 <script>
 const q = new URLSearchParams(location.search);
 const t0 = Number(q.get('t0')), fps = Number(q.get('fps'));
-window.samples = []; window.firstFrame = 0;
+window.samples = []; window.firstFrame = 0; window.backwards = 0; let lastN = -1;
 const v = document.getElementById('v');
 const c = document.createElement('canvas'); c.width = 640; c.height = 16;
 const g = c.getContext('2d', {willReadFrequently: true});
@@ -48,6 +48,8 @@ function onFrame(now, meta) {
   const row = g.getImageData(0, 8, 640, 1).data;
   let n = 0;
   for (let k = 0; k < 20; k++) if (row[4 * (32 * k + 16)] > 128) n += 1 << k;
+  if (n < lastN) window.backwards++;
+  lastN = n;
   const shown = performance.timeOrigin + meta.expectedDisplayTime;
   if (!window.firstFrame) window.firstFrame = shown;
   window.samples.push([shown, shown - (t0 + 1000 * n / fps)]);
@@ -55,8 +57,19 @@ function onFrame(now, meta) {
 }
 v.requestVideoFrameCallback(onFrame);
 const hls = new Hls({ backBufferLength: 60, lowLatencyMode: true, maxLiveSyncPlaybackRate: 1.5 });
-hls.on(Hls.Events.MANIFEST_PARSED, () => v.play());
-hls.on(Hls.Events.ERROR, (_, d) => { if (d.fatal) setTimeout(() => hls.loadSource(q.get('src')), 500); });
+hls.on(Hls.Events.MANIFEST_PARSED, () => {
+  // A level locked (the ladder's benchmark): hls.js's levels are the
+  // video variants by bit rate.
+  if (q.get('level') === 'lowest') hls.currentLevel = 0;
+  if (q.get('level') === 'highest') hls.currentLevel = hls.levels.length - 1;
+  v.play();
+});
+window.errors = {};
+hls.on(Hls.Events.ERROR, (_, d) => {
+  const k = d.details + (d.fatal ? ' (fatal)' : '');
+  window.errors[k] = (window.errors[k] || 0) + 1;
+  if (d.fatal) setTimeout(() => hls.loadSource(q.get('src')), 500);
+});
 hls.loadSource(q.get('src'));
 hls.attachMedia(v);
 window.hls = hls;
@@ -68,6 +81,9 @@ type latencyTarget struct {
 	// ready reports whether a playlist text is playable for this server:
 	// OnAir's has a part, nginx-rtmp's a segment.
 	ready func(text string) bool
+	// level, when set, locks hls.js to the master's "lowest" or
+	// "highest" video level.
+	level string
 }
 
 // latencyResult is what one server achieved.
@@ -79,6 +95,11 @@ type latencyResult struct {
 	p50, p10   float64
 	p90, max   float64
 	hlsLatency float64 // hls.js's own latency estimate at the end
+	// backwards counts frames whose number read lower than the one
+	// before: misread codes (or a player gone back), which make samples
+	// wrong.
+	backwards int
+	errors    map[string]int // hls.js's errors by details, counted
 }
 
 func (r *latencyResult) summarize() {
@@ -93,16 +114,25 @@ func (r *latencyResult) summarize() {
 
 // latencyArgs encodes the frame-numbered test card and a tone live and
 // publishes them to every url.
-func latencyArgs(urls []string, seconds int) []string {
-	outs := make([]string, len(urls))
-	for i, u := range urls {
-		outs[i] = "[f=flv:onfail=ignore]" + u
+func latencyArgs(urls []string, seconds int, scale string) []string {
+	scaled := ""
+	if scale != "" {
+		// The whole card, code strip included, at another size (the
+		// page reads the strip relative to the picture's height).
+		scaled = ",scale=" + scale
+	}
+	var outs []string
+	for _, u := range urls {
+		if u == "" {
+			continue
+		}
+		outs = append(outs, "[f=flv:onfail=ignore]"+u)
 	}
 	return []string{"-hide_banner", "-loglevel", "error", "-re",
 		"-f", "lavfi", "-i", fmt.Sprintf("testsrc2=size=640x360:rate=%d", latencyFPS),
 		"-f", "lavfi", "-i", fmt.Sprintf("nullsrc=size=640x16:rate=%d", latencyFPS),
 		"-f", "lavfi", "-i", "sine=frequency=440:sample_rate=44100",
-		"-filter_complex", "[1]format=gray,geq=lum='255*bitand(floor(N/pow(2,floor(X/32))),1)',format=yuv420p[code];[0][code]overlay=0:0[v]",
+		"-filter_complex", "[1]format=gray,geq=lum='255*bitand(floor(N/pow(2,floor(X/32))),1)',format=yuv420p[code];[0][code]overlay=0:0" + scaled + "[v]",
 		"-map", "[v]", "-map", "2:a", "-t", fmt.Sprint(seconds),
 		"-c:v", "libx264", "-preset", "veryfast", "-tune", "zerolatency", "-pix_fmt", "yuv420p",
 		"-g", fmt.Sprint(2 * latencyFPS), "-keyint_min", fmt.Sprint(2 * latencyFPS), "-b:v", "1500k",
@@ -113,6 +143,13 @@ func latencyArgs(urls []string, seconds int) []string {
 
 // runLatency measures every target at once on one publication.
 func runLatency(ctx context.Context, root string, targets []latencyTarget, seconds, warmup int) ([]latencyResult, error) {
+	return runLatencySized(ctx, root, targets, seconds, warmup, "")
+}
+
+// runLatencySized is runLatency with the test card scaled (ffmpeg's
+// scale=W:H; empty: 640x360). Targets without an RTMP URL are fed by the
+// publication of another.
+func runLatencySized(ctx context.Context, root string, targets []latencyTarget, seconds, warmup int, scale string) ([]latencyResult, error) {
 	chromium, err := exec.LookPath("chromium")
 	if err != nil {
 		if chromium, err = exec.LookPath("chromium-browser"); err != nil {
@@ -168,7 +205,7 @@ func runLatency(ctx context.Context, root string, targets []latencyTarget, secon
 	}
 	began := time.Now()
 	t0 := float64(began.UnixNano()) / 1e6
-	ff := exec.CommandContext(ctx, "ffmpeg", latencyArgs(urls, seconds+10)...)
+	ff := exec.CommandContext(ctx, "ffmpeg", latencyArgs(urls, seconds+10, scale)...)
 	var stderr strings.Builder
 	ff.Stderr = &stderr
 	if err := ff.Start(); err != nil {
@@ -211,7 +248,7 @@ func measure(browser context.Context, pageAddr string, t latencyTarget, t0 float
 		time.Sleep(20 * time.Millisecond)
 	}
 	tab := browser
-	url := fmt.Sprintf("http://%s/?fps=%d&t0=%.3f&src=%s", pageAddr, latencyFPS, t0, t.playlist)
+	url := fmt.Sprintf("http://%s/?fps=%d&t0=%.3f&level=%s&src=%s", pageAddr, latencyFPS, t0, t.level, t.playlist)
 	if err := chromedp.Do(tab, chromedp.Navigate(url)); err != nil {
 		return err
 	}
@@ -220,8 +257,10 @@ func measure(browser context.Context, pageAddr string, t latencyTarget, t0 float
 		Samples    [][2]float64
 		FirstFrame float64
 		Latency    float64
+		Backwards  int
+		Errors     map[string]int
 	}
-	out, err := chromedp.Run(tab, chromedp.Evaluate[result](`({Samples: window.samples, FirstFrame: window.firstFrame, Latency: window.hls.latency})`))
+	out, err := chromedp.Run(tab, chromedp.Evaluate[result](`({Samples: window.samples, FirstFrame: window.firstFrame, Latency: window.hls.latency, Backwards: window.backwards, Errors: window.errors})`))
 	if err != nil {
 		return err
 	}
@@ -230,6 +269,8 @@ func measure(browser context.Context, pageAddr string, t latencyTarget, t0 float
 	}
 	r.firstFrame = time.Duration((out.FirstFrame - t0) * 1e6)
 	r.hlsLatency = out.Latency
+	r.backwards = out.Backwards
+	r.errors = out.Errors
 	from := out.FirstFrame + float64(warmup)*1000
 	for _, s := range out.Samples {
 		if s[0] >= from && s[1] > 0 && s[1] < 60000 {

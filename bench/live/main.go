@@ -18,6 +18,7 @@
 //	go run ./bench/live                      # 1 and 4 publishers, 30 s each
 //	go run ./bench/live -publishers 1,2,8 -seconds 20 -docs ''
 //	go run ./bench/live -serve-only          # only the HLS serving rows
+//	go run ./bench/live -transcode -rounds 3 # what a ladder costs (transcode.go)
 //
 // Needs ffmpeg, nginx, libnginx-mod-rtmp and wrk. It is a program, not a
 // timed test: the figures go to bench/results/DATE-live.md (docs/benchmarks.md
@@ -43,26 +44,29 @@ import (
 )
 
 type options struct {
-	publishers   []int
-	rounds       int
-	seconds      int
-	inputSeconds int
-	cacheDir     string
-	nginxModule  string
-	nginxWorkers int
-	wrkDuration  time.Duration
-	wrkConns     int
-	wrkThreads   int
-	segmentSize  int
-	docs         string
-	keep         bool
-	profile      string
-	latency      int
-	latencyOnly  bool
-	serveOnly    bool
-	ingestOnly   bool
-	srt          bool
-	partDuration string
+	publishers     []int
+	rounds         int
+	seconds        int
+	inputSeconds   int
+	cacheDir       string
+	nginxModule    string
+	nginxWorkers   int
+	wrkDuration    time.Duration
+	wrkConns       int
+	wrkThreads     int
+	segmentSize    int
+	docs           string
+	keep           bool
+	profile        string
+	latency        int
+	latencyOnly    bool
+	serveOnly      bool
+	ingestOnly     bool
+	srt            bool
+	partDuration   string
+	transcode      bool
+	transcodeRungs string
+	transcodeCard  string
 }
 
 func main() {
@@ -87,6 +91,9 @@ func main() {
 	flag.BoolVar(&o.serveOnly, "serve-only", false, "measure only HLS serving: one publisher streams -seconds to OnAir (not measured), then wrk; the docs get the serving table in its own block")
 	flag.BoolVar(&o.srt, "srt", os.Getenv("ONAIR_BENCH_SRT") == "1", "also publish the same input over SRT (MPEG-TS, -c copy) to OnAir's SRT listener, beside RTMP and nginx-rtmp ($ONAIR_BENCH_SRT=1)")
 	flag.BoolVar(&o.ingestOnly, "ingest-only", false, "measure only the ingest CPU (no latency, no wrk); the figures go to their own generated block of the docs section")
+	flag.BoolVar(&o.transcode, "transcode", false, "measure only what a ladder costs: the CPU of an OnAir with ONAIR_TRANSCODE=-transcode-rungs and its ffmpeg, less a plain OnAir's, against the same ffmpeg command run alone on the same input; then glass to glass on the lowest rung against the source's")
+	flag.StringVar(&o.transcodeRungs, "transcode-rungs", "360p,240p", "the ladder of -transcode (ONAIR_TRANSCODE)")
+	flag.StringVar(&o.transcodeCard, "transcode-card", "640:360", "the size of -transcode's latency test card, W:H (its lowest rung is the lowest of -transcode-rungs below it)")
 	flag.StringVar(&o.partDuration, "part-duration", "", "OnAir's ONAIR_HLS_PART_DURATION for the run (default: OnAir's own; 0 turns LL-HLS parts off)")
 	flag.Parse()
 	for _, s := range strings.Split(*pubs, ",") {
@@ -100,8 +107,8 @@ func main() {
 	if o.serveOnly {
 		o.publishers, o.latency, o.latencyOnly, o.rounds = []int{1}, 0, false, 1
 	}
-	if o.rounds < 1 || o.rounds > 20 {
-		fmt.Fprintln(os.Stderr, "live: -rounds must be between 1 and 20")
+	if (o.rounds < 1 && !(o.transcode && o.rounds == 0)) || o.rounds > 20 {
+		fmt.Fprintln(os.Stderr, "live: -rounds must be between 1 and 20 (0 with -transcode: only the latency)")
 		os.Exit(2)
 	}
 	if o.seconds < 5 || o.seconds > o.inputSeconds {
@@ -125,7 +132,10 @@ func envInt(name string, def int) int {
 
 func run(ctx context.Context, o options) error {
 	tools := []string{"ffmpeg", "nginx", "wrk"}
-	if o.latencyOnly || o.ingestOnly {
+	switch {
+	case o.transcode:
+		tools = tools[:1]
+	case o.latencyOnly || o.ingestOnly:
 		tools = tools[:2]
 	}
 	for _, tool := range tools {
@@ -133,7 +143,7 @@ func run(ctx context.Context, o options) error {
 			return fmt.Errorf("%s is not on PATH (apt-get install -y ffmpeg nginx libnginx-mod-rtmp wrk)", tool)
 		}
 	}
-	if _, err := os.Stat(o.nginxModule); err != nil {
+	if _, err := os.Stat(o.nginxModule); err != nil && !o.transcode {
 		return fmt.Errorf("nginx RTMP module: %w (apt-get install -y libnginx-mod-rtmp)", err)
 	}
 	root, err := benchkit.RepoRoot()
@@ -156,6 +166,9 @@ func run(ctx context.Context, o options) error {
 	bin, err := benchkit.Build(root, tmp, o.profile != "")
 	if err != nil {
 		return err
+	}
+	if o.transcode {
+		return runTranscode(ctx, o, root, bin, input, tmp)
 	}
 
 	// OnAir: a user, a token and one show per publisher of every run.

@@ -7,10 +7,12 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/onair/onair/app"
 	"github.com/onair/onair/internal/onairtest"
@@ -29,7 +31,10 @@ type masterVariant struct {
 	frameRate  float64
 }
 
-var streamInf = regexp.MustCompile(`([A-Z-]+)=("[^"]*"|[^,]*)`)
+var (
+	streamInf       = regexp.MustCompile(`([A-Z-]+)=("[^"]*"|[^,]*)`)
+	renditionReport = regexp.MustCompile(`(?m)^#EXT-X-RENDITION-REPORT:URI="([^"]+)",LAST-MSN=\d+,LAST-PART=\d+$`)
+)
 
 func parseMaster(t *testing.T, text string) []masterVariant {
 	t.Helper()
@@ -69,14 +74,21 @@ type mediaSegment struct {
 	duration string
 	pdt      string
 	uri      string
+	gap      bool // EXT-X-GAP
+	later    bool // after an EXT-X-DISCONTINUITY
 }
 
 func parseMedia(text string) map[uint64]mediaSegment {
 	out := map[uint64]mediaSegment{}
 	var seq uint64
 	var cur mediaSegment
+	later := false
 	for _, l := range strings.Split(text, "\n") {
 		switch {
+		case l == "#EXT-X-GAP":
+			cur.gap = true
+		case l == "#EXT-X-DISCONTINUITY":
+			later = true
 		case strings.HasPrefix(l, "#EXT-X-MEDIA-SEQUENCE:"):
 			seq, _ = strconv.ParseUint(strings.TrimPrefix(l, "#EXT-X-MEDIA-SEQUENCE:"), 10, 64)
 		case strings.HasPrefix(l, "#EXT-X-PROGRAM-DATE-TIME:"):
@@ -84,7 +96,7 @@ func parseMedia(text string) map[uint64]mediaSegment {
 		case strings.HasPrefix(l, "#EXTINF:"):
 			cur.duration = strings.TrimSuffix(strings.TrimPrefix(l, "#EXTINF:"), ",")
 		case l != "" && !strings.HasPrefix(l, "#"):
-			cur.seq, cur.uri = seq, l
+			cur.seq, cur.uri, cur.later = seq, l, later
 			out[seq] = cur
 			seq++
 			cur = mediaSegment{}
@@ -150,6 +162,7 @@ func TestLadder(t *testing.T) {
 			t.Fatal(err)
 		}
 		c.Set(live.SettingTranscode, v)
+		c.Set(live.SettingDVRWindow, 20*time.Second)
 	}})
 	_, token := env.CreateUser("Ladder DJ")
 	b := newBroadcast(t, env, token, nil)
@@ -215,6 +228,26 @@ func TestLadder(t *testing.T) {
 		}
 		return nil
 	})
+	// Each live playlist reports the newest part of every other variant
+	// (EXT-X-RENDITION-REPORT), in the master's order, rungs included.
+	testload.Poll(t, "every live playlist reporting the other variants", func() error {
+		for _, self := range vs {
+			_, _, text := getText(t, resolve(t, master, self.uri))
+			var got, want []string
+			for _, m := range renditionReport.FindAllStringSubmatch(text, -1) {
+				got = append(got, m[1])
+			}
+			for _, o := range vs {
+				if o.uri != self.uri {
+					want = append(want, o.uri)
+				}
+			}
+			if !slices.Equal(got, want) {
+				return fmt.Errorf("%s reports %v, want %v:\n%s", self.uri, got, want, text)
+			}
+		}
+		return nil
+	})
 	var last uint64
 	for seq, src := range lists[0] {
 		r1, ok1 := lists[1][seq]
@@ -271,6 +304,34 @@ func TestLadder(t *testing.T) {
 		}
 		return nil
 	})
+	// The rungs keep the source's numbers across the restart: segment
+	// for segment the same program date time, the segments missed while
+	// ffmpeg restarted listed as EXT-X-GAP.
+	testload.Poll(t, "rung segments after the restart, numbered as the source's", func() error {
+		_, _, srcText := getText(t, resolve(t, master, vs[0].uri))
+		src := parseMedia(srcText)
+		for _, v := range vs[1:3] {
+			_, _, text := getText(t, resolve(t, master, v.uri))
+			resumed := 0
+			for seq, r := range parseMedia(text) {
+				o, ok := src[seq]
+				if !ok {
+					continue
+				}
+				if r.pdt != o.pdt {
+					t.Fatalf("%s segment %d starts at %s, the source's at %s:\n%s\nsource:\n%s", v.uri, seq, r.pdt, o.pdt, text, srcText)
+				}
+				if r.later && !r.gap {
+					resumed++
+				}
+			}
+			if resumed == 0 {
+				return fmt.Errorf("%s: no segment after the restart yet:\n%s", v.uri, text)
+			}
+			t.Logf("%s after the restart:\n%s", v.uri, text[max(0, strings.Index(text, "#EXT-X-DISCONTINUITY")-200):])
+		}
+		return nil
+	})
 	h := env.Do("GET", health, token, nil).Expect(t, http.StatusOK).JSON(t)["health"].(map[string]any)
 	if h["transcode"].(map[string]any)["restarts"].(float64) < 1 {
 		t.Errorf("health after the restart: %v", h)
@@ -282,6 +343,24 @@ func TestLadder(t *testing.T) {
 	if lastAfter, _, _ := newestOf(t, after); lastAfter <= lastSrc {
 		t.Errorf("the source stopped at segment %d", lastSrc)
 	}
+
+	// The rungs follow ONAIR_DVR_WINDOW (20 s here) as the source does:
+	// once the show is longer, each lists its last 20 s, from the
+	// source's media sequence.
+	testload.Poll(t, "every variant's playlist sliding with the 20 s DVR window", func() error {
+		_, _, srcText := getText(t, resolve(t, master, vs[0].uri))
+		n := mediaSequence(srcText)
+		if n == 0 {
+			return fmt.Errorf("the source's window has not slid yet:\n%s", srcText)
+		}
+		for _, v := range vs[:3] {
+			_, _, text := getText(t, resolve(t, master, v.uri))
+			if secs, m := playlistSeconds(text), mediaSequence(text); secs < 18 || secs > 26 || m < n-1 || m > n+1 {
+				return fmt.Errorf("%s lists %.1f s from %d (the source from %d), want the last 20 s:\n%s", v.uri, secs, m, n, text)
+			}
+		}
+		return nil
+	})
 
 	// The publisher leaves, the show stops: the archive keeps the ladder.
 	cmd.Process.Signal(os.Interrupt)

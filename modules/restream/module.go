@@ -11,6 +11,8 @@ package restream
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	_ "embed"
 	"fmt"
 	"log/slog"
@@ -51,6 +53,9 @@ type Module struct {
 	metrics *metrics
 	// backoff is the first pause before a retry (tests shorten it).
 	backoff time.Duration
+	// roots, when set, are the certificate authorities rtmps://
+	// destinations are checked against instead of the system's (tests).
+	roots *x509.CertPool
 }
 
 var (
@@ -149,6 +154,26 @@ func (m *Module) Stop(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// SetRoots makes rtmps:// destinations be checked against these
+// certificate authorities instead of the system's (tests, with a
+// self-signed certificate).
+func (m *Module) SetRoots(pool *x509.CertPool) {
+	m.mu.Lock()
+	m.roots = pool
+	m.mu.Unlock()
+}
+
+// tlsConfig is the TLS configuration of rtmps:// pushes: nil, the
+// system's roots, unless SetRoots.
+func (m *Module) tlsConfig() *tls.Config {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.roots == nil {
+		return nil
+	}
+	return &tls.Config{RootCAs: m.roots}
 }
 
 // SetBackoff sets the first pause before a destination is retried (tests).

@@ -316,7 +316,7 @@ func (ps *pusher) run() {
 		}
 	}()
 	for attempt := 0; ; attempt++ {
-		c, err := rtmp.Publish(ctx, ps.url, rtmp.ClientOptions{Dialer: ps.m.dialer()})
+		c, err := rtmp.Publish(ctx, ps.url, rtmp.ClientOptions{Dialer: ps.m.dialer(), TLS: ps.m.tlsConfig()})
 		if ctx.Err() != nil {
 			if c != nil {
 				c.Close()

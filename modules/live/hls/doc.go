@@ -36,8 +36,8 @@
 // (Live.PartPublished). The live playlists carry
 // EXT-X-SERVER-CONTROL (CAN-BLOCK-RELOAD, PART-HOLD-BACK), EXT-X-PART-INF,
 // the parts of the last three segments and of the one being written,
-// EXT-X-PRELOAD-HINT for the next part and EXT-X-RENDITION-REPORT of the
-// other rendition; a Live hears of every playlist published, so that
+// EXT-X-PRELOAD-HINT for the next part and EXT-X-RENDITION-REPORT of every
+// other rendition (the ladder's rungs too); a Live hears of every playlist published, so that
 // blocking playlist reloads and hinted part requests wait on it.
 //
 // Master playlists (MasterAV, MasterAudio; ArchiveMasterAV,

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -27,7 +28,9 @@ import (
 // segment the variants have the same number, duration and program date
 // time, and a player switches between them at any boundary. A rung's
 // first segment takes the source's number; after a pause (its transcoder
-// restarted) the rung continues its own numbering after a discontinuity.
+// restarted) the source's segments the rung missed are listed as
+// EXT-X-GAP segments, and the rung goes on after a discontinuity with the
+// source's number again.
 //
 // The master playlists list the rungs between the source's variant and
 // the audio-only one, highest first, once each has a segment; a rung
@@ -94,6 +97,64 @@ type ladder struct {
 	bounds  []bound // the A/V rendition's latest segment starts, oldest first
 	rungs   []*Rung // in the master playlists, once they have a segment
 	indexMu sync.Mutex
+	board   reportBoard
+}
+
+// reportBoard holds the newest part of each live rendition of a
+// Packager, for the EXT-X-RENDITION-REPORT tags by which every live
+// playlist tells of the others (LL-HLS: a player switching variants asks
+// the other playlist for the part it needs at once). The renditions write
+// on goroutines of their own (the source's, each rung's), hence the lock.
+type reportBoard struct {
+	mu   sync.Mutex
+	last []boardEntry // in the master playlist's order
+}
+
+type boardEntry struct {
+	playlist string
+	rank     int // the source's first, then the rungs highest first, the audio last
+	ref      partRef
+}
+
+// Ranks of the renditions on the board.
+const (
+	rankAV    = math.MinInt
+	rankAudio = math.MaxInt
+)
+
+func rankOfRung(height int) int { return -height }
+
+// set records a rendition's newest part.
+func (b *reportBoard) set(playlist string, rank int, ref partRef) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for i := range b.last {
+		if b.last[i].playlist == playlist {
+			b.last[i].ref = ref
+			return
+		}
+	}
+	b.last = append(b.last, boardEntry{playlist: playlist, rank: rank, ref: ref})
+	slices.SortStableFunc(b.last, func(x, y boardEntry) int { return cmp.Compare(x.rank, y.rank) })
+}
+
+// remove takes a rendition off the board (a rung dropped).
+func (b *reportBoard) remove(playlist string) {
+	b.mu.Lock()
+	b.last = slices.DeleteFunc(b.last, func(e boardEntry) bool { return e.playlist == playlist })
+	b.mu.Unlock()
+}
+
+// others appends the reports of every rendition but self.
+func (b *reportBoard) others(self string, out []renditionReport) []renditionReport {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, e := range b.last {
+		if e.playlist != self && e.ref.part >= 0 {
+			out = append(out, renditionReport{uri: e.playlist, msn: e.ref.msn, part: e.ref.part})
+		}
+	}
+	return out
 }
 
 // bound is where the A/V rendition began a segment.
@@ -128,6 +189,20 @@ func (l *ladder) boundAt(pts int64) (bound, bool) {
 		}
 	}
 	return bound{}, false
+}
+
+// starts is the source's segment starts, by number from..to, that the
+// ladder still knows.
+func (l *ladder) starts(from, to uint64) map[uint64]int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := map[uint64]int64{}
+	for _, b := range l.bounds {
+		if b.seq >= from && b.seq <= to {
+			out[b.seq] = b.dts
+		}
+	}
+	return out
 }
 
 // ErrNotStarted is returned by a rung written before its Packager's first
@@ -191,6 +266,8 @@ func (r *Rung) open(sps, pps []byte) error {
 	rd := newRendition(r.name, PlaylistOf(r.name), r.p.dir, true, r.asc != nil, r.p.opts, &r.clk, prior)
 	rd.indexMu = &l.indexMu
 	rd.onSegment = r.segmentDone
+	rd.board, rd.rank = &l.board, rankOfRung(r.height)
+	rd.gapStarts = l.starts
 	codecs := avcCodec(r.avc)
 	if r.asc != nil {
 		codecs += "," + aacCodec(r.asc)
@@ -301,6 +378,7 @@ func (r *Rung) Close(remove bool) error {
 	}
 	if remove {
 		l := &r.p.ladder
+		l.board.remove(r.Playlist())
 		l.mu.Lock()
 		if i := slices.Index(l.rungs, r); i >= 0 {
 			l.rungs = slices.Delete(l.rungs, i, i+1)

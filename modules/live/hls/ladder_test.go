@@ -2,6 +2,7 @@ package hls
 
 import (
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -60,6 +61,101 @@ func TestRungAlignsWithSource(t *testing.T) {
 	archived := readFile(t, filepath.Join(dir, ArchiveMasterAV))
 	if !strings.Contains(archived, "archive_v240.m3u8") || !strings.Contains(readFile(t, filepath.Join(dir, "archive_v240.m3u8")), "#EXT-X-ENDLIST") {
 		t.Errorf("archived master:\n%s", archived)
+	}
+}
+
+// A rung whose transcoder restarted (Pause, then frames again seconds
+// later) keeps the source's numbers: the source's segments it missed are
+// listed as EXT-X-GAP segments with the source's durations and program
+// date times, and it goes on after a discontinuity at the source's
+// number; the gaps are in no index (they have no file).
+func TestRungGapAfterRestart(t *testing.T) {
+	dir := t.TempDir()
+	p := openTest(t, dir, Options{})
+	feed(t, p, 1000, 20_000, 2000, true)
+	r := p.Packager.Rung(240, nil)
+	sps, pps := avcRecord[8:17], avcRecord[20:24]
+	rungFrames := func(from, to int64) {
+		for ms := from; ms < to; ms += 40 {
+			nalus := [][]byte{{0x41, 0x9A, 1, 2, 3}}
+			if ms%2000 == 0 {
+				nalus = [][]byte{sps, pps, {0x65, 0x88, 1, 2, 3, 4}}
+			}
+			ts := (1000 + ms) * 90
+			if err := r.Video(ts, ts, nalus); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// Segments 1 and 2, and 3 cut short by the restart; then from the
+	// source's segment 6 on (12 s).
+	rungFrames(2000, 7000)
+	if err := r.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	rungFrames(12_000, 18_000)
+	text := readFile(t, filepath.Join(dir, "v240.m3u8"))
+
+	src := map[uint64]Segment{}
+	for _, s := range segmentsOf(t, dir, RenditionAV) {
+		src[s.Sequence] = s
+	}
+	type listed struct {
+		uri, dur, pdt string
+		gap, disc     bool
+	}
+	got := map[uint64]listed{}
+	var seq uint64
+	var cur listed
+	for _, l := range strings.Split(text, "\n") {
+		switch {
+		case strings.HasPrefix(l, "#EXT-X-MEDIA-SEQUENCE:"):
+			n, _ := strconv.ParseUint(strings.TrimPrefix(l, "#EXT-X-MEDIA-SEQUENCE:"), 10, 64)
+			seq = n
+		case l == "#EXT-X-GAP":
+			cur.gap = true
+		case l == "#EXT-X-DISCONTINUITY":
+			cur.disc = true
+		case strings.HasPrefix(l, "#EXT-X-PROGRAM-DATE-TIME:"):
+			cur.pdt = strings.TrimPrefix(l, "#EXT-X-PROGRAM-DATE-TIME:")
+		case strings.HasPrefix(l, "#EXTINF:"):
+			cur.dur = strings.TrimSuffix(strings.TrimPrefix(l, "#EXTINF:"), ",")
+		case l != "" && !strings.HasPrefix(l, "#"):
+			cur.uri = l
+			got[seq] = cur
+			seq++
+			cur = listed{}
+		}
+	}
+	for n := uint64(1); n <= 7; n++ {
+		g, ok := got[n]
+		o := src[n]
+		if !ok || g.uri != segmentFile("v240", n) || g.pdt != o.ProgramDateTime.UTC().Format("2006-01-02T15:04:05.000Z07:00") {
+			t.Errorf("rung segment %d listed as %+v; the source's starts at %s", n, g, o.ProgramDateTime.UTC().Format("15:04:05.000"))
+		}
+		if wantGap := n == 4 || n == 5; g.gap != wantGap {
+			t.Errorf("rung segment %d: gap %v, want %v", n, g.gap, wantGap)
+		}
+		if (n == 4 || n == 5 || n == 7) && g.dur != strconv.FormatFloat(o.Duration, 'f', 3, 64) {
+			t.Errorf("rung segment %d lasts %s, the source's %.3f", n, g.dur, o.Duration)
+		}
+		if g.disc != (n == 6) {
+			t.Errorf("rung segment %d: discontinuity %v", n, g.disc)
+		}
+	}
+	if t.Failed() {
+		t.Logf("rung playlist:\n%s", text)
+	}
+	for _, s := range segmentsOf(t, dir, "v240") {
+		if s.Gap || s.Sequence == 4 || s.Sequence == 5 {
+			t.Errorf("a gap in the index: %+v", s)
+		}
+	}
+	if err := r.Close(false); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
 	}
 }
 

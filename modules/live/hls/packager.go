@@ -429,8 +429,11 @@ func (p *Packager) wire() {
 		p.aud.codecs = audio
 		p.aud.onSegment = p.segmentDone
 	}
-	if p.av != nil && p.aud != nil {
-		p.aud.peer, p.av.peer = p.av, p.aud
+	if p.av != nil {
+		p.av.board, p.av.rank = &p.ladder.board, rankAV
+	}
+	if p.aud != nil {
+		p.aud.board, p.aud.rank = &p.ladder.board, rankAudio
 	}
 }
 

@@ -151,6 +151,9 @@ func (s Segment) appendLines(b []byte, parts []Part) []byte {
 	for _, part := range parts {
 		b = part.appendTag(b)
 	}
+	if s.Gap {
+		b = append(b, "#EXT-X-GAP\n"...)
+	}
 	b = append(b, "#EXTINF:"...)
 	b = strconv.AppendFloat(b, s.Duration, 'f', 3, 64)
 	b = append(b, ",\n"...)

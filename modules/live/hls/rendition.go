@@ -49,18 +49,24 @@ type rendition struct {
 	// decoding and presentation time and sequence number (the A/V
 	// rendition tells the ladder's rungs where to cut, ladder.go).
 	began func(dts, pts int64, seq uint64)
+	// gapStarts, on a rung, gives the source's segment starts (decoding
+	// times) by number from..to, those the ladder still knows (gapTo).
+	gapStarts func(from, to uint64) map[uint64]int64
 
 	// Low latency: parts of partLen ticks, none longer than partTarget.
 	partLen, partTarget int64
 	notify              *Live
-	peer                *rendition // reported in EXT-X-RENDITION-REPORT
-	parts               map[uint64][]Part
-	curParts            []Part
-	partStart           int64
-	partIndep           bool
-	lastPart            partRef // the newest part published
-	closed              bool
-	frames              int // video frames in the current segment
+	// board, when set, hears of this rendition's parts and gives the
+	// others' for EXT-X-RENDITION-REPORT (rank: its place there).
+	board     *reportBoard
+	rank      int
+	parts     map[uint64][]Part
+	curParts  []Part
+	partStart int64
+	partIndep bool
+	lastPart  partRef // the newest part published
+	closed    bool
+	frames    int // video frames in the current segment
 
 	seq      uint64 // sequence number of the next segment
 	fresh    bool   // no segment yet, nor any before a reconnection
@@ -216,8 +222,11 @@ func (r *rendition) writeRungVideo(dts, pts, frameDur int64, au []byte, idr, bou
 		if !idr || !boundary {
 			return nil
 		}
-		if r.fresh {
+		switch {
+		case r.fresh:
 			r.seq = seq
+		case seq > r.seq && r.gapStarts != nil:
+			r.gapTo(seq, dts, r.gapStarts(r.seq, seq))
 		}
 		if err := r.start(dts, true); err != nil {
 			return err
@@ -241,6 +250,46 @@ func (r *rendition) writeRungVideo(dts, pts, frameDur int64, au []byte, idr, bou
 	r.end = max(r.end, dts+frameDur)
 	r.videoEnd = dts + frameDur
 	return r.spill()
+}
+
+// gapTo lists the source's segments from r.seq up to seq (excluded),
+// which a rung missed while its transcoder restarted, as EXT-X-GAP
+// segments: the rung's next segment then has the source's number, as
+// every one before the restart had. starts holds the source's segment
+// starts it still knows by number; next is where segment seq begins.
+// Spans it does not know are shared evenly.
+func (r *rendition) gapTo(seq uint64, next int64, starts map[uint64]int64) {
+	begin := r.end
+	if v, ok := starts[r.seq]; ok {
+		begin = v
+	}
+	n := int64(seq - r.seq)
+	even := max(next-begin, 0) / n
+	for k := r.seq; k < seq; k++ {
+		from, ok := starts[k]
+		if !ok {
+			from = begin + int64(k-r.seq)*even
+		}
+		to, ok := starts[k+1]
+		switch {
+		case k+1 == seq:
+			to = next
+		case !ok:
+			to = from + even
+		}
+		r.live = append(r.live, Segment{
+			Rendition:       r.name,
+			Sequence:        k,
+			File:            segmentFile(r.name, k),
+			Duration:        float64(max(to-from, 90)) / 90000,
+			ProgramDateTime: r.clock.at(from),
+			Independent:     true,
+			Target:          r.td,
+			Gap:             true,
+		})
+	}
+	r.seq = seq
+	r.trim()
 }
 
 // pause finishes the segment in progress (a rung whose transcoder
@@ -387,6 +436,9 @@ func (r *rendition) finishPart(next int64) error {
 	}
 	r.curParts = append(r.curParts, Part{File: name, Duration: float64(dur) / 90000, Independent: r.partIndep})
 	r.lastPart = partRef{msn: r.seq, part: len(r.curParts) - 1}
+	if r.board != nil {
+		r.board.set(r.playlist, r.rank, r.lastPart)
+	}
 	return nil
 }
 
@@ -583,8 +635,8 @@ func (r *rendition) writePlaylist(segment bool) error {
 		if !r.closed {
 			ll.hint = partFile(r.name, r.seq, len(r.curParts))
 		}
-		if q := r.peer; q != nil && q.lastPart.part >= 0 {
-			ll.reports = append(ll.reports, renditionReport{uri: q.playlist, msn: q.lastPart.msn, part: q.lastPart.part})
+		if r.board != nil {
+			ll.reports = r.board.others(r.playlist, nil)
 		}
 		p.ll = ll
 	}

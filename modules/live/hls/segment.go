@@ -62,6 +62,10 @@ type Segment struct {
 	Codecs     string  `json:"codecs,omitempty"`
 	Resolution string  `json:"res,omitempty"`
 	FrameRate  float64 `json:"fps,omitempty"`
+	// Gap marks a segment a rung lacks (EXT-X-GAP): the source's, while
+	// the rung's transcoder restarted. It has no file and is in no index;
+	// it keeps the rung's numbers the source's.
+	Gap bool `json:"gap,omitempty"`
 }
 
 // segmentFile is the file name of a segment of a rendition.
