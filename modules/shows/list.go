@@ -144,8 +144,8 @@ func ownerColumns(q *bun.SelectQuery) *bun.SelectQuery {
 		"dj", "producer", "featured", "radio", "created_at")
 }
 
-// listed gives the rows of a page their tags, in the order of their
-// folded names (the order Relation("Tags", orderTags) reads).
+// listed gives the rows of a page their tags, in the order they were
+// given (Show.TagIDs, the order Show.SortTags gives a show read alone).
 func (s *Service) listed(ctx context.Context, rows []listRow) ([]Show, error) {
 	var ids []int64
 	of := make([][]int64, len(rows))
@@ -176,7 +176,6 @@ func (s *Service) listed(ctx context.Context, rows []listRow) ([]Show, error) {
 				sh.Tags = append(sh.Tags, t)
 			}
 		}
-		slices.SortFunc(sh.Tags, func(a, b users.Tag) int { return strings.Compare(a.Folded, b.Folded) })
 		list[i] = sh
 	}
 	return list, nil
