@@ -1,6 +1,9 @@
 package shows
 
 import (
+	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -83,10 +86,44 @@ type Show struct {
 	DisconnectedAt *time.Time `bun:"disconnected_at"`
 
 	Tags []users.Tag `bun:"m2m:show_tags,join:Show=Tag"`
-	// TagIDs is a copy of the ids of the show's tags, comma-separated,
-	// written with show_tags in the same transaction (linkTags): a list
-	// reads a page's tags in its rows, without a subquery a row.
+	// TagIDs is a copy of the ids of the show's tags, comma-separated, in
+	// the order the owner gave them, written with show_tags in the same
+	// transaction (setTags): a list reads a page's tags in its rows,
+	// without a subquery a row, and every answer gives the tags in its
+	// order.
 	TagIDs string `bun:"tag_ids,notnull,type:varchar(200),default:''" json:"-"`
+}
+
+// SortTags puts Tags in the order the owner gave them (TagIDs); a tag
+// TagIDs does not name (a row written before the copy existed) goes last,
+// in the order it was read.
+func (sh *Show) SortTags() {
+	if len(sh.Tags) < 2 || sh.TagIDs == "" {
+		return
+	}
+	at := make(map[int64]int, len(sh.Tags))
+	i := 0
+	for f := range strings.SplitSeq(sh.TagIDs, ",") {
+		if id, err := strconv.ParseInt(f, 10, 64); err == nil {
+			if _, dup := at[id]; !dup {
+				at[id] = i
+				i++
+			}
+		}
+	}
+	slices.SortStableFunc(sh.Tags, func(a, b users.Tag) int {
+		pa, oka := at[a.ID]
+		pb, okb := at[b.ID]
+		switch {
+		case oka && okb:
+			return pa - pb
+		case oka:
+			return -1
+		case okb:
+			return 1
+		}
+		return 0
+	})
 }
 
 // ShowTag joins shows and the tags they share with users. Start is a copy

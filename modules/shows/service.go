@@ -118,11 +118,13 @@ func getShow(ctx context.Context, db bun.IDB, id int64) (*Show, error) {
 	if err != nil {
 		return nil, fmt.Errorf("shows: get %d: %w", id, err)
 	}
+	sh.SortTags()
 	return sh, nil
 }
 
-// orderTags answers a show's tags in the order of their identity, byte for
-// byte, the same on both databases.
+// orderTags reads a show's tags in the order of their identity, byte for
+// byte, the same on both databases; Show.SortTags then puts them in the
+// order they were given.
 func orderTags(q *bun.SelectQuery) *bun.SelectQuery { return q.OrderExpr("t.folded ASC") }
 
 // Visible returns the show when viewer may see it, and ErrNotFound (a 404)

@@ -3,7 +3,6 @@ package shows
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -32,8 +31,8 @@ func newListTags(db *bun.DB) *listTags {
 	return &listTags{db: db, cache: users.NewTagCache(maxCachedTags)}
 }
 
-// attach gives the rows of a page their tags, in the order of their
-// folded names (the order Relation("Tags", orderTags) reads).
+// attach gives the rows of a page their tags, in the order they were
+// given (Show.TagIDs, the order Show.SortTags gives a show read alone).
 func (t *listTags) attach(ctx context.Context, rows []listRow) ([]Show, error) {
 	var ids []int64
 	of := make([][]int64, len(rows))
@@ -64,7 +63,6 @@ func (t *listTags) attach(ctx context.Context, rows []listRow) ([]Show, error) {
 				sh.Tags = append(sh.Tags, t)
 			}
 		}
-		slices.SortFunc(sh.Tags, func(a, b users.Tag) int { return strings.Compare(a.Folded, b.Folded) })
 		list[i] = sh
 	}
 	return list, nil

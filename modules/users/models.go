@@ -52,12 +52,16 @@ type Tag struct {
 
 // UserTag joins users and tags.
 type UserTag struct {
-	bun.BaseModel `bun:"table:user_tags"`
+	bun.BaseModel `bun:"table:user_tags,alias:ut"`
 
 	UserID int64 `bun:"user_id,pk"`
 	User   *User `bun:"rel:belongs-to,join:user_id=id,on_delete:CASCADE"`
 	TagID  int64 `bun:"tag_id,pk"`
 	Tag    *Tag  `bun:"rel:belongs-to,join:tag_id=id,on_delete:CASCADE"`
+	// Position is the tag's place in the list the user gave, from 1 (0:
+	// a link older than the order). Never 0 on insert: a zero value with a
+	// default is left out of a multi-row insert on SQLite.
+	Position int `bun:"position,notnull,default:0"`
 }
 
 // Token is an API token. Only its SHA-256 hash is stored.

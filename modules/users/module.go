@@ -86,6 +86,9 @@ func (*Module) Migrations() []migrations.Migration {
 		{ID: "0007_profile", Up: migrateProfile},
 		{ID: "0008_password_resets", Up: migrations.CreateTables((*PasswordReset)(nil))},
 		{ID: "0009_tag_slugs", Up: migrateTagSlugs},
+		// A profile's tags in the order they were given (older links: 0,
+		// then by identity).
+		{ID: "0010_tag_position", Up: migrations.AddColumns((*UserTag)(nil), "position")},
 	}
 }
 

@@ -116,8 +116,8 @@ func (s *Service) UpdateProfile(ctx context.Context, id int64, in ProfileInput) 
 			return err
 		}
 		links := make([]UserTag, 0, len(rows))
-		for _, t := range rows {
-			links = append(links, UserTag{UserID: u.ID, TagID: t.ID})
+		for i, t := range rows {
+			links = append(links, UserTag{UserID: u.ID, TagID: t.ID, Position: i + 1})
 		}
 		_, err = tx.NewInsert().Model(&links).Exec(ctx)
 		return err

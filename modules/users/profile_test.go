@@ -3,6 +3,7 @@ package users_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"image"
 	"image/color"
 	"image/jpeg"
@@ -11,6 +12,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -76,6 +78,19 @@ func TestProfileAPI(t *testing.T) {
 		}).Expect(t, http.StatusOK).JSON(t)["user"].(map[string]any)
 		if r["name"] != "Pro File Renamed" || r["description"] != "I play records." || r["location"] != "Lisbon" || len(r["tags"].([]any)) != 2 || r["slug"] != me.Slug {
 			t.Errorf("after PUT: %v", r)
+		}
+		// The tags in the order given, House before Disco, here and on a
+		// read.
+		for name, user := range map[string]map[string]any{
+			"PUT": r, "GET": env.Do("GET", fmt.Sprintf("/v1/users/%d", me.ID), token, nil).Expect(t, http.StatusOK).JSON(t)["user"].(map[string]any),
+		} {
+			var names []string
+			for _, tg := range user["tags"].([]any) {
+				names = append(names, tg.(map[string]any)["name"].(string))
+			}
+			if !slices.Equal(names, []string{"House", "Disco"}) {
+				t.Errorf("%s: tags %v, want [House Disco] as given", name, names)
+			}
 		}
 		um, _ := onairtest.Module[*users.Module](env)
 		u, _ := um.Service.Get(context.Background(), me.ID)

@@ -312,9 +312,12 @@ func (q ListQuery) check() error {
 	return nil
 }
 
-// orderTags sorts a relation of tags by their identity, byte for byte, so
-// both databases answer them in one order.
-func orderTags(q *bun.SelectQuery) *bun.SelectQuery { return q.OrderExpr("t.folded ASC") }
+// orderTags sorts a relation of a user's tags in the order they were
+// given, then (links older than the order) by their identity, byte for
+// byte, so both databases answer them in one order.
+func orderTags(q *bun.SelectQuery) *bun.SelectQuery {
+	return q.OrderExpr("ut.position ASC, t.folded ASC")
+}
 
 // filterUsers adds the WHERE clauses of q.
 func filterUsers(sel *bun.SelectQuery, q ListQuery) *bun.SelectQuery {

@@ -152,6 +152,7 @@ func (m *Module) loadShow(ctx context.Context, tx bun.IDB, id int64) (*shows.Sho
 	if err != nil {
 		return nil, fmt.Errorf("webhooks: show %d: %w", id, err)
 	}
+	sh.SortTags()
 	return sh, nil
 }
 
