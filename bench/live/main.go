@@ -11,6 +11,10 @@
 // from a publisher's start to the first live playlist that lists a segment;
 // then the same input to OnAir's audio-only shows (audio_only: the video
 // dropped, the audio rendition alone), against OnAir's own A/V figure.
+// With -srt, the same input as MPEG-TS over SRT to OnAir, to a bare gosrt
+// listener that discards what it reads and to one that also demuxes it
+// (bench/internal/srtfloor, each a process of its own): SRT's CPU beside
+// RTMP's and beside the library's own floor.
 // Then wrk measures requests per second for a live playlist and a ~600 KB
 // segment from OnAir's /media route and the same bytes as static files of
 // nginx.
@@ -18,6 +22,8 @@
 //	go run ./bench/live                      # 1 and 4 publishers, 30 s each
 //	go run ./bench/live -publishers 1,2,8 -seconds 20 -docs ''
 //	go run ./bench/live -serve-only          # only the HLS serving rows
+//	go run ./bench/live -ingest-only -srt -rounds 3
+//	go run ./bench/live -srt-only            # RTMP, SRT and the gosrt floors only
 //
 // Needs ffmpeg, nginx, libnginx-mod-rtmp and wrk. It is a program, not a
 // timed test: the figures go to bench/results/DATE-live.md (docs/benchmarks.md
@@ -62,6 +68,7 @@ type options struct {
 	serveOnly    bool
 	ingestOnly   bool
 	srt          bool
+	srtOnly      bool
 	partDuration string
 }
 
@@ -86,6 +93,7 @@ func main() {
 	flag.BoolVar(&o.latencyOnly, "latency-only", false, "measure only the glass-to-glass latency (no ingest CPU, no wrk)")
 	flag.BoolVar(&o.serveOnly, "serve-only", false, "measure only HLS serving: one publisher streams -seconds to OnAir (not measured), then wrk; the docs get the serving table in its own block")
 	flag.BoolVar(&o.srt, "srt", os.Getenv("ONAIR_BENCH_SRT") == "1", "also publish the same input over SRT (MPEG-TS, -c copy) to OnAir's SRT listener, beside RTMP and nginx-rtmp ($ONAIR_BENCH_SRT=1)")
+	flag.BoolVar(&o.srtOnly, "srt-only", false, "with -ingest-only: only OnAir over RTMP, over SRT and the bare gosrt floors (no nginx, no audio-only shows); implies -srt")
 	flag.BoolVar(&o.ingestOnly, "ingest-only", false, "measure only the ingest CPU (no latency, no wrk); the figures go to their own generated block of the docs section")
 	flag.StringVar(&o.partDuration, "part-duration", "", "OnAir's ONAIR_HLS_PART_DURATION for the run (default: OnAir's own; 0 turns LL-HLS parts off)")
 	flag.Parse()
@@ -96,6 +104,9 @@ func main() {
 			os.Exit(2)
 		}
 		o.publishers = append(o.publishers, n)
+	}
+	if o.srtOnly {
+		o.srt, o.ingestOnly = true, true
 	}
 	if o.serveOnly {
 		o.publishers, o.latency, o.latencyOnly, o.rounds = []int{1}, 0, false, 1
@@ -230,6 +241,17 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	defer ngx.stop()
+	var floors [2]*srtFloor
+	if o.srt {
+		for i := range floors {
+			f, err := startSRTFloor(root, tmp, i == 1)
+			if err != nil {
+				return err
+			}
+			defer f.stop()
+			floors[i] = f
+		}
+	}
 
 	if o.latency > 0 && !o.ingestOnly {
 		sh, err := srv.CreateShow(ctx, token, "Bench latency")
@@ -279,7 +301,7 @@ func run(ctx context.Context, o options) error {
 			if o.srt {
 				overSRT = srtShows[n][round*n : (round+1)*n]
 			}
-			runs, err := ingestRound(ctx, o, srv, ngx, n, round, list, audio, overSRT, input)
+			runs, err := ingestRound(ctx, o, srv, ngx, floors, n, round, list, audio, overSRT, input)
 			if err != nil {
 				return err
 			}
