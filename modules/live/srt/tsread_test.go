@@ -13,7 +13,7 @@ import (
 // bigPictures is a video-only MPEG-TS of n pictures of about 2 KB each
 // (every picture spans a dozen transport packets), a keyframe with SPS and
 // PPS first; picture i's slice is filled with byte i.
-func bigPictures(t *testing.T, n int) []byte {
+func bigPictures(t testing.TB, n int) []byte {
 	t.Helper()
 	var buf bytes.Buffer
 	w := &mpegts.Writer{W: &buf, Tracks: []*mpegts.Track{{PID: 256, Codec: &mpegts.CodecH264{}}}}
