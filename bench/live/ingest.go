@@ -140,6 +140,9 @@ func runIngest(ctx context.Context, t target, input string, n, seconds int) (ing
 		}()
 		go func() {
 			defer wg.Done()
+			if playlist == "" {
+				return // a floor of bare gosrt: nothing is packaged
+			}
 			d, err := awaitSegment(ctx, playlist, began, 30*time.Second)
 			if err != nil {
 				fail("%s publisher %d: %v", t.name, i, err)
@@ -240,17 +243,29 @@ func measureIdle(ctx context.Context, groups [][]int, d time.Duration) ([]time.D
 }
 
 // ingestSet is every round of one publisher count; a round is OnAir,
-// nginx and OnAir's audio-only shows, in that order in the table.
+// nginx and OnAir's audio-only shows, in that order in the table, and
+// with -srt OnAir over SRT and the floors of bare gosrt.
 type ingestSet struct {
 	publishers int
-	runs       [][4]ingestResult // OnAir, nginx, OnAir audio-only, OnAir over SRT
+	runs       [][nTargets]ingestResult
 }
+
+// The targets of a round, in the order of ingestSet's runs.
+const (
+	tOnAir      = iota // RTMP
+	tNginx             // nginx-rtmp
+	tAudio             // OnAir's audio-only shows over RTMP
+	tSRT               // OnAir over SRT
+	tFloor             // bare gosrt listener, bytes discarded
+	tFloorDemux        // bare gosrt listener and OnAir's MPEG-TS demuxer, units discarded
+	nTargets
+)
 
 // ingestRound runs n publishers against OnAir's shows, nginx and OnAir's
 // audio-only shows, and with -srt OnAir's shows over SRT. Every other round nginx goes first, so neither server
 // always has the first run after a pause.
-func ingestRound(ctx context.Context, o options, srv *benchkit.Server, ngx *nginx, n, round int, list, audio, overSRT []benchkit.Show, input string) ([4]ingestResult, error) {
-	var runs [4]ingestResult
+func ingestRound(ctx context.Context, o options, srv *benchkit.Server, ngx *nginx, floors [2]*srtFloor, n, round int, list, audio, overSRT []benchkit.Show, input string) ([nTargets]ingestResult, error) {
+	var runs [nTargets]ingestResult
 	onair := target{
 		name:     "OnAir",
 		pids:     func() []int { return []int{srv.PID()} },
@@ -290,14 +305,30 @@ func ingestRound(ctx context.Context, o options, srv *benchkit.Server, ngx *ngin
 				fmt.Sprintf("%s/media/shows/%d/index.m3u8", srv.URL, overSRT[i].ID)
 		},
 	}
-	targets := []target{onair, nginxT, onairAudio, onairSRT}
-	order := []int{0, 1, 2}
+	targets := []target{onair, nginxT, onairAudio, onairSRT, {}, {}}
+	for i, f := range floors {
+		if f == nil {
+			continue
+		}
+		name := []string{"bare gosrt", "bare gosrt + demuxer"}[i]
+		targets[tFloor+i] = target{name: name, pids: f.pids, idle: func() { time.Sleep(time.Second) },
+			urls: func(p int) (string, string) {
+				return fmt.Sprintf("srt://%s?streamid=floor-%d-%d-%d", f.addr, n, round, p), ""
+			}}
+	}
+	order := []int{tOnAir, tNginx, tAudio}
+	if o.srtOnly {
+		order = []int{tOnAir}
+	}
 	if o.srt {
-		order = append(order, 3)
+		order = append(order, tSRT, tFloor, tFloorDemux)
 	}
 	switch {
 	case o.serveOnly:
 		order = order[:1] // only to have live media to serve
+	case round%2 == 1 && o.srt:
+		// The other way round: RTMP and SRT each have the other's place.
+		slices.Reverse(order)
 	case round%2 == 1:
 		order[0], order[1] = 1, 0
 	}
@@ -305,8 +336,11 @@ func ingestRound(ctx context.Context, o options, srv *benchkit.Server, ngx *ngin
 		t := targets[j]
 		fmt.Fprintf(os.Stderr, "%s: %d publisher(s) for %d s (round %d of %d)...\n", t.name, n, o.seconds, round+1, o.rounds)
 		var profiled chan error
-		if o.profile != "" && j == 0 && !o.serveOnly {
+		if o.profile != "" && (j == tOnAir || j == tSRT) && !o.serveOnly {
 			name := fmt.Sprintf("ingest-%d", n)
+			if j == tSRT {
+				name = fmt.Sprintf("ingest-srt-%d", n)
+			}
 			if round > 0 {
 				name += fmt.Sprintf("-round%d", round+1)
 			}

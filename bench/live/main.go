@@ -11,6 +11,10 @@
 // from a publisher's start to the first live playlist that lists a segment;
 // then the same input to OnAir's audio-only shows (audio_only: the video
 // dropped, the audio rendition alone), against OnAir's own A/V figure.
+// With -srt, the same input as MPEG-TS over SRT to OnAir, to a bare gosrt
+// listener that discards what it reads and to one that also demuxes it
+// (bench/internal/srtfloor, each a process of its own): SRT's CPU beside
+// RTMP's and beside the library's own floor.
 // Then wrk measures requests per second for a live playlist and a ~600 KB
 // segment from OnAir's /media route and the same bytes as static files of
 // nginx.
@@ -19,6 +23,8 @@
 //	go run ./bench/live -publishers 1,2,8 -seconds 20 -docs ''
 //	go run ./bench/live -serve-only          # only the HLS serving rows
 //	go run ./bench/live -transcode -rounds 3 # what a ladder costs (transcode.go)
+//	go run ./bench/live -ingest-only -srt -rounds 3
+//	go run ./bench/live -srt-only            # RTMP, SRT and the gosrt floors only
 //
 // Needs ffmpeg, nginx, libnginx-mod-rtmp and wrk. It is a program, not a
 // timed test: the figures go to bench/results/DATE-live.md (docs/benchmarks.md
@@ -67,6 +73,7 @@ type options struct {
 	transcode      bool
 	transcodeRungs string
 	transcodeCard  string
+	srtOnly        bool
 }
 
 func main() {
@@ -90,6 +97,7 @@ func main() {
 	flag.BoolVar(&o.latencyOnly, "latency-only", false, "measure only the glass-to-glass latency (no ingest CPU, no wrk)")
 	flag.BoolVar(&o.serveOnly, "serve-only", false, "measure only HLS serving: one publisher streams -seconds to OnAir (not measured), then wrk; the docs get the serving table in its own block")
 	flag.BoolVar(&o.srt, "srt", os.Getenv("ONAIR_BENCH_SRT") == "1", "also publish the same input over SRT (MPEG-TS, -c copy) to OnAir's SRT listener, beside RTMP and nginx-rtmp ($ONAIR_BENCH_SRT=1)")
+	flag.BoolVar(&o.srtOnly, "srt-only", false, "with -ingest-only: only OnAir over RTMP, over SRT and the bare gosrt floors (no nginx, no audio-only shows); implies -srt")
 	flag.BoolVar(&o.ingestOnly, "ingest-only", false, "measure only the ingest CPU (no latency, no wrk); the figures go to their own generated block of the docs section")
 	flag.BoolVar(&o.transcode, "transcode", false, "measure only what a ladder costs: the CPU of an OnAir with ONAIR_TRANSCODE=-transcode-rungs and its ffmpeg, less a plain OnAir's, against the same ffmpeg command run alone on the same input; then glass to glass on the lowest rung against the source's")
 	flag.StringVar(&o.transcodeRungs, "transcode-rungs", "360p,240p", "the ladder of -transcode (ONAIR_TRANSCODE)")
@@ -103,6 +111,9 @@ func main() {
 			os.Exit(2)
 		}
 		o.publishers = append(o.publishers, n)
+	}
+	if o.srtOnly {
+		o.srt, o.ingestOnly = true, true
 	}
 	if o.serveOnly {
 		o.publishers, o.latency, o.latencyOnly, o.rounds = []int{1}, 0, false, 1
@@ -243,6 +254,17 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	defer ngx.stop()
+	var floors [2]*srtFloor
+	if o.srt {
+		for i := range floors {
+			f, err := startSRTFloor(root, tmp, i == 1)
+			if err != nil {
+				return err
+			}
+			defer f.stop()
+			floors[i] = f
+		}
+	}
 
 	if o.latency > 0 && !o.ingestOnly {
 		sh, err := srv.CreateShow(ctx, token, "Bench latency")
@@ -292,7 +314,7 @@ func run(ctx context.Context, o options) error {
 			if o.srt {
 				overSRT = srtShows[n][round*n : (round+1)*n]
 			}
-			runs, err := ingestRound(ctx, o, srv, ngx, n, round, list, audio, overSRT, input)
+			runs, err := ingestRound(ctx, o, srv, ngx, floors, n, round, list, audio, overSRT, input)
 			if err != nil {
 				return err
 			}

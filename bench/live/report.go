@@ -48,44 +48,77 @@ func (r *report) tables() string {
 	return r.ingestTable() + "\n" + r.servingTable() + r.notes()
 }
 
-// ingestTable is the table of the ingest runs: with several rounds, each
-// figure is the median of the rounds followed by every round's.
+// ingestTable is the table of the ingest runs (with -srt, followed by the
+// SRT table): with several rounds, each figure is the median of the
+// rounds followed by every round's.
 func (r *report) ingestTable() string {
 	var b strings.Builder
-	b.WriteString("| Publishers | OnAir CPU s/stream | nginx CPU s/stream | CPU OnAir ÷ nginx | OnAir first segment p50 (max) | nginx first segment p50 (max) | first segment OnAir ÷ nginx | OnAir audio-only show CPU s/stream | CPU audio-only ÷ A/V show | OnAir SRT CPU s/stream | CPU SRT ÷ RTMP | SRT first segment p50 (max) | load (1/5/15 min) |\n")
-	b.WriteString("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
+	if !r.o.srtOnly {
+		b.WriteString("| Publishers | OnAir CPU s/stream | nginx CPU s/stream | CPU OnAir ÷ nginx | OnAir first segment p50 (max) | nginx first segment p50 (max) | first segment OnAir ÷ nginx | OnAir audio-only show CPU s/stream | CPU audio-only ÷ A/V show | load (1/5/15 min) |\n")
+		b.WriteString("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
+		for _, set := range r.ingest {
+			cpu := set.cpu()
+			var cpuRatio, audioRatio []float64
+			var first [2]ingestResult // every round's first segments, OnAir and nginx
+			var loads []string
+			for _, run := range set.runs {
+				cpuRatio = append(cpuRatio, quotient(run[tOnAir].cpu.Seconds(), run[tNginx].cpu.Seconds()))
+				audioRatio = append(audioRatio, quotient(run[tAudio].cpu.Seconds(), run[tOnAir].cpu.Seconds()))
+				for j := range first {
+					first[j].first = append(first[j].first, run[j].first...)
+				}
+				loads = append(loads, run[tNginx].load)
+			}
+			fmt.Fprintf(&b, "| %d | %s | %s | %s | %s s (%s) | %s s (%s) | %s | %s | %s | %s |\n",
+				set.publishers, rounds(cpu[tOnAir], "%.2f"), rounds(cpu[tNginx], "%.2f"), rounds(cpuRatio, "%.2f×"),
+				secs(first[0].firstMedian()), secs(first[0].firstMax()), secs(first[1].firstMedian()), secs(first[1].firstMax()),
+				ratio(first[0].firstMedian().Seconds(), first[1].firstMedian().Seconds()),
+				rounds(cpu[tAudio], "%.2f"), rounds(audioRatio, "%.2f×"), strings.Join(loads, "; "))
+		}
+	}
+	if r.o.srt {
+		if b.Len() > 0 {
+			b.WriteString("\n")
+		}
+		b.WriteString(r.srtTable())
+	}
+	return b.String()
+}
+
+// cpu is each target's CPU seconds per stream, one value a round.
+func (set ingestSet) cpu() [nTargets][]float64 {
+	var cpu [nTargets][]float64
+	for _, run := range set.runs {
+		for j := range run {
+			cpu[j] = append(cpu[j], run[j].cpu.Seconds())
+		}
+	}
+	return cpu
+}
+
+// srtTable sets OnAir's SRT ingest beside its RTMP ingest of the same
+// input and beside the floors of bare gosrt, in the same rounds.
+func (r *report) srtTable() string {
+	var b strings.Builder
+	b.WriteString("| Publishers | OnAir RTMP CPU s/stream | OnAir SRT CPU s/stream | CPU SRT ÷ RTMP | bare gosrt CPU s/stream | gosrt + demuxer CPU s/stream | CPU SRT ÷ bare gosrt | CPU SRT ÷ gosrt + demuxer | SRT first segment p50 (max) | load (1/5/15 min) |\n")
+	b.WriteString("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
 	for _, set := range r.ingest {
-		var cpu [4][]float64
-		var cpuRatio, audioRatio, srtRatio []float64
-		var overSRT ingestResult
-		var first [2]ingestResult // every round's first segments, OnAir and nginx
+		cpu := set.cpu()
+		var vsRTMP, vsFloor, vsDemux []float64
+		var first ingestResult
 		var loads []string
 		for _, run := range set.runs {
-			for j := range run {
-				cpu[j] = append(cpu[j], run[j].cpu.Seconds())
-			}
-			if !r.o.srt {
-				cpu[3][len(cpu[3])-1] = math.NaN()
-			}
-			srtRatio = append(srtRatio, quotient(cpu[3][len(cpu[3])-1], run[0].cpu.Seconds()))
-			overSRT.first = append(overSRT.first, run[3].first...)
-			cpuRatio = append(cpuRatio, quotient(run[0].cpu.Seconds(), run[1].cpu.Seconds()))
-			audioRatio = append(audioRatio, quotient(run[2].cpu.Seconds(), run[0].cpu.Seconds()))
-			for j := range first {
-				first[j].first = append(first[j].first, run[j].first...)
-			}
-			loads = append(loads, run[1].load)
+			srt := run[tSRT].cpu.Seconds()
+			vsRTMP = append(vsRTMP, quotient(srt, run[tOnAir].cpu.Seconds()))
+			vsFloor = append(vsFloor, quotient(srt, run[tFloor].cpu.Seconds()))
+			vsDemux = append(vsDemux, quotient(srt, run[tFloorDemux].cpu.Seconds()))
+			first.first = append(first.first, run[tSRT].first...)
+			loads = append(loads, run[tSRT].load)
 		}
-		srtFirst := "–"
-		if r.o.srt {
-			srtFirst = fmt.Sprintf("%s s (%s)", secs(overSRT.firstMedian()), secs(overSRT.firstMax()))
-		}
-		fmt.Fprintf(&b, "| %d | %s | %s | %s | %s s (%s) | %s s (%s) | %s | %s | %s | %s | %s | %s | %s |\n",
-			set.publishers, rounds(cpu[0], "%.2f"), rounds(cpu[1], "%.2f"), rounds(cpuRatio, "%.2f×"),
-			secs(first[0].firstMedian()), secs(first[0].firstMax()), secs(first[1].firstMedian()), secs(first[1].firstMax()),
-			ratio(first[0].firstMedian().Seconds(), first[1].firstMedian().Seconds()),
-			rounds(cpu[2], "%.2f"), rounds(audioRatio, "%.2f×"), rounds(cpu[3], "%.2f"), rounds(srtRatio, "%.2f×"), srtFirst,
-			strings.Join(loads, "; "))
+		fmt.Fprintf(&b, "| %d | %s | %s | %s | %s | %s | %s | %s | %s s (%s) | %s |\n",
+			set.publishers, rounds(cpu[tOnAir], "%.2f"), rounds(cpu[tSRT], "%.2f"), rounds(vsRTMP, "%.2f×"),
+			rounds(cpu[tFloor], "%.2f"), rounds(cpu[tFloorDemux], "%.2f"), rounds(vsFloor, "%.2f×"), rounds(vsDemux, "%.2f×"),
+			secs(first.firstMedian()), secs(first.firstMax()), strings.Join(loads, "; "))
 	}
 	return b.String()
 }
@@ -151,7 +184,7 @@ func (r *report) notes() string {
 			for _, x := range run {
 				notes = append(notes, x.failures...)
 			}
-			children = append(children, run[0].children.Seconds())
+			children = append(children, run[tOnAir].children.Seconds())
 		}
 		if slices.Max(children) > 0 {
 			notes = append(notes, fmt.Sprintf("OnAir's thumbnail ffmpeg (niced child processes, not in the CPU column) used %s s/stream more with %d publisher(s).", rounds(children, "%.2f"), set.publishers))
@@ -239,6 +272,12 @@ func (r *report) markdown() string {
 	if o.rounds > 1 {
 		extra += fmt.Sprintf(" -rounds %d", o.rounds)
 	}
+	switch {
+	case o.srtOnly:
+		extra += " -srt-only"
+	case o.srt:
+		extra += " -srt"
+	}
 	if o.ingestOnly {
 		fmt.Fprintf(&b, "go run ./bench/live -ingest-only -publishers %s -seconds %d%s\n", strings.Join(pubs, ","), o.seconds, extra)
 	} else {
@@ -251,6 +290,9 @@ func (r *report) markdown() string {
 		order += " (nginx first in every other round)"
 	}
 	fmt.Fprintf(&b, "# each publisher, against %s:\nffmpeg %s\n", order, shellJoin(publishArgs("$INPUT", "rtmp://127.0.0.1:$PORT/live/$KEY", o.seconds)))
+	if o.srt {
+		fmt.Fprintf(&b, "# then over SRT to OnAir, to a bare gosrt listener (bench/internal/srtfloor) and to one with the demuxer (-demux):\nffmpeg %s\n", shellJoin(publishArgs("$INPUT", "srt://127.0.0.1:$PORT?streamid=$KEY", o.seconds)))
+	}
 	if !o.ingestOnly {
 		fmt.Fprintf(&b, "# serving, twice each in the order OnAir, nginx, nginx, OnAir; OnAir's /media/shows/$ID/$FILE, nginx's /static/$FILE (the same bytes):\nwrk %s\n", shellJoin(wrkArgs("$URL", o.wrkThreads, o.wrkConns, o.wrkDuration)))
 	}

@@ -1,12 +1,14 @@
 package srt
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"time"
 
 	"github.com/bluenviron/mediacommon/v2/pkg/codecs/h264"
+	"github.com/bluenviron/mediacommon/v2/pkg/codecs/mpeg4audio"
 	"github.com/bluenviron/mediacommon/v2/pkg/formats/mpegts"
 
 	"github.com/onair/onair/modules/live/flv"
@@ -39,7 +41,7 @@ const (
 // decoder configuration before the first unit of each track and again when
 // the SPS or PPS change. It is not safe for concurrent use.
 type Demuxer struct {
-	r     mpegts.Reader
+	ts    *tsReader
 	src   *budget
 	emit  func(streamcore.Unit) error
 	now   func() time.Time
@@ -51,6 +53,7 @@ type Demuxer struct {
 	ascSent      bool
 	sampleRate   int64
 	errs         uint64
+	nalus        [][]byte // scratch of h264
 }
 
 // NewDemuxer reads r up to the program map (at most MaxProbeBytes) and
@@ -63,22 +66,25 @@ func NewDemuxer(r io.Reader, emit func(streamcore.Unit) error, now func() time.T
 		now = time.Now
 	}
 	d := &Demuxer{src: &budget{r: r, left: MaxProbeBytes}, emit: emit, now: now}
-	d.r.R = d.src
-	if err := d.r.Initialize(); err != nil {
+	// mediacommon's reader finds the program map and the tracks; the bytes
+	// it read are then read again by the data path (tsread.go).
+	rec := &recorder{r: d.src}
+	probe := mpegts.Reader{R: rec}
+	if err := probe.Initialize(); err != nil {
 		if errors.Is(err, errBudget) {
 			return nil, ErrProbeTooLong
 		}
 		return nil, err
 	}
 	d.src.left = -1
-	d.r.OnDecodeError(func(error) { d.errs++ })
+	d.ts = newTSReader(io.MultiReader(bytes.NewReader(rec.buf), d.src), func() { d.errs++ })
 	var badVideo, badAudio *flv.Codec
-	for _, t := range d.r.Tracks() {
+	for _, t := range probe.Tracks() {
 		switch c := t.Codec.(type) {
 		case *mpegts.CodecH264:
 			if !d.video {
 				d.video = true
-				d.r.OnDataH264(t, d.h264)
+				d.ts.track(t.PID, d.h264PES)
 			}
 		case *mpegts.CodecMPEG4Audio:
 			if !d.audio {
@@ -86,7 +92,7 @@ func NewDemuxer(r io.Reader, emit func(streamcore.Unit) error, now func() time.T
 					return nil, err
 				}
 				d.audio = true
-				d.r.OnDataMPEG4Audio(t, d.aac)
+				d.ts.track(t.PID, d.aacPES)
 			}
 		default:
 			if codec, ok := unsupported(t.Codec); ok {
@@ -142,7 +148,32 @@ func (d *Demuxer) DecodeErrors() uint64 { return d.errs }
 // Read reads the next piece of the stream and emits the units it
 // completes. It returns the reader's error (io.EOF at the end) or the
 // first error emit returned.
-func (d *Demuxer) Read() error { return d.r.Read() }
+func (d *Demuxer) Read() error { return d.ts.Read() }
+
+// h264PES splits the access unit of one PES into its NAL units.
+func (d *Demuxer) h264PES(pts, dts int64, data []byte) error {
+	nalus, ok := splitAnnexB(d.nalus[:0], data)
+	d.nalus = nalus
+	if !ok {
+		d.errs++
+		return nil
+	}
+	return d.h264(pts, dts, nalus)
+}
+
+// aacPES splits the ADTS frames of one PES.
+func (d *Demuxer) aacPES(pts, dts int64, data []byte) error {
+	var pkts mpeg4audio.ADTSPackets
+	if pts != dts || pkts.Unmarshal(data) != nil {
+		d.errs++
+		return nil
+	}
+	aus := make([][]byte, len(pkts))
+	for i, p := range pkts {
+		aus[i] = p.AU
+	}
+	return d.aac(pts, aus)
+}
 
 // audioConfig takes the AAC configuration the reader found in the first
 // ADTS header, through FLV's parser so that it is checked as an RTMP
@@ -258,6 +289,19 @@ func (d *Demuxer) aac(pts int64, aus [][]byte) error {
 		}
 	}
 	return nil
+}
+
+// recorder keeps a copy of what the probe reads, for the data path to
+// read again.
+type recorder struct {
+	r   io.Reader
+	buf []byte
+}
+
+func (r *recorder) Read(p []byte) (int, error) {
+	n, err := r.r.Read(p)
+	r.buf = append(r.buf, p[:n]...)
+	return n, err
 }
 
 // errBudget ends the probe's reads past MaxProbeBytes.

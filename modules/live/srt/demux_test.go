@@ -239,6 +239,7 @@ func FuzzDemux(f *testing.F) {
 		b[i] ^= 0x5a
 	}
 	f.Add(b)
+	f.Add(bigPictures(f, 2)) // pictures over many transport packets
 	f.Fuzz(func(t *testing.T, b []byte) {
 		d, err := NewDemuxer(bytes.NewReader(b), func(u streamcore.Unit) error {
 			switch {

@@ -147,13 +147,20 @@ type conn struct {
 	timer    *time.Timer
 }
 
+// Config is the gosrt configuration of a listener with the least receive
+// latency (DefaultLatency when 0), requiring encryption when passphrase is
+// set: the Server's, and bench/live's bare listener's.
+func Config(latency time.Duration, passphrase string) gosrt.Config {
+	cfg := gosrt.DefaultConfig()
+	lat := durationOr(latency, DefaultLatency)
+	cfg.ReceiverLatency, cfg.PeerLatency = lat, lat
+	cfg.EnforcedEncryption = passphrase != ""
+	return cfg
+}
+
 // Listen opens the UDP socket at addr.
 func (s *Server) Listen(addr string) error {
-	cfg := gosrt.DefaultConfig()
-	lat := durationOr(s.Latency, DefaultLatency)
-	cfg.ReceiverLatency, cfg.PeerLatency = lat, lat
-	cfg.EnforcedEncryption = s.Passphrase != ""
-	ln, err := gosrt.Listen("srt", addr, cfg)
+	ln, err := gosrt.Listen("srt", addr, Config(s.Latency, s.Passphrase))
 	if err != nil {
 		return err
 	}
