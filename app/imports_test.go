@@ -23,9 +23,9 @@ var testKits = map[string]bool{
 }
 
 // TestImportRules keeps the house's shape (docs/modules.md): the kernel
-// (app) and the console (admin) know no module; no module imports the
-// public pages (modules/pages), which sit on top of the others; the shared
-// packages under internal/ import no module. Only the production files of
+// (app), the console (admin) and the site's frame (site) know no module;
+// no module imports the public pages (modules/pages), which sit on top of
+// the others; the shared packages under internal/ import no module. Only the production files of
 // each package count: a package's tests may boot every module.
 func TestImportRules(t *testing.T) {
 	root, err := filepath.Abs("..")
@@ -63,6 +63,8 @@ func breaks(pkg, dep string) string {
 		return "the console knows no module (app declares what it needs; a module provides it)"
 	case module && under(pkg, "internal"):
 		return "shared packages know no module"
+	case module && under(pkg, "site"):
+		return "the site's frame knows no module (a module draws its pages in it: app.SitePager)"
 	case module && under(pkg, "migrations"):
 		return "the migration runner knows no module"
 	case under(dep, "modules/pages") && strings.HasPrefix(pkg, "modules/") && !under(pkg, "modules/pages"):
@@ -136,6 +138,8 @@ func TestImportRulesCatchABreak(t *testing.T) {
 		{"admin", "modules/users", true},
 		{"internal/imaging", "modules/shows", true},
 		{"migrations", "modules/shows", true},
+		{"site", "modules/users", true},
+		{"modules/webhooks", "site", false},
 		{"modules/webhooks", "modules/pages", true},
 		{"modules/pages/studio", "modules/pages", false},
 		{"modules", "modules/pages", false},

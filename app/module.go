@@ -35,7 +35,9 @@ import (
 //	                and their first path segments reserved as user slugs
 //	                (Core.ReservedSlug).
 //	Routes          the server mounts /v1 routes (behind auth), then public
-//	                routes; the console mounts the admin pages.
+//	                routes; the console mounts the admin pages
+//	                (AdminPager), the site host (modules/pages) the site's
+//	                public and account pages (SitePager, AccountSectioner).
 //	Start           background services start, in registration order, when
 //	                the server begins to serve.
 //	Stop            services stop, in reverse order, once the server has
@@ -130,6 +132,48 @@ type AdminPage struct {
 	// Mount registers the page's GET and POST handlers on r (already
 	// prefixed with /admin + Path).
 	Mount func(r fiber.Router)
+}
+
+// SitePager contributes pages to the public site: pages anyone may see
+// and account pages of the signed-in user (under /account, /studio or a
+// path of the module's own). The module serving the site (modules/pages)
+// collects them from Core.Modules and mounts them before its catch-alls
+// (/{user}, /{user}/{show}), behind the session of the request; it knows no
+// module by name. A page draws itself in the site's shared frame with
+// package site (site.Page, site.LayoutOf, site.Render): header, footer,
+// session, CSRF; an error it returns is shown as the site's HTML error
+// page. Like every public route, a page's first path segment is reserved.
+type SitePager interface {
+	SitePages() []SitePage
+}
+
+// SitePage is one page (and its form actions) of the public site.
+type SitePage struct {
+	// Path of the page, e.g. "/account/webhooks": it starts and does not end
+	// with "/", and no other site page has it.
+	Path string
+	// Account keeps the page to signed-in users: a signed-out GET or HEAD
+	// is sent to sign in and come back (303 to /signin?next=Path...), any
+	// other method is a 401; a form (any method but GET and HEAD) must carry
+	// the session's CSRF token from this site, else 403 (site.CheckPost).
+	Account bool
+	// Mount registers the page's handlers on r (already prefixed with Path).
+	Mount func(r fiber.Router)
+}
+
+// AccountSectioner adds a section to the signed-in user's account page
+// (/account), below the page's own, in registration order: a summary of
+// what the module keeps for the user, with a link to its own account page.
+// It is called on every view of the account page by a signed-in user
+// (site.Current(c) is the visitor); a nil Component adds nothing.
+type AccountSectioner interface {
+	AccountSection(c *fiber.Ctx) (Component, error)
+}
+
+// Component is a piece of HTML that renders itself, as a templ component
+// does (any templ.Component is one).
+type Component interface {
+	Render(ctx context.Context, w io.Writer) error
 }
 
 // AdminWidgeter contributes cards to the dashboard of the staff console

@@ -104,10 +104,11 @@ func TestABRBrowser(t *testing.T) {
 		setSetting(t, c, live.SettingTranscode, "360p,240p")
 	}})
 	dj := newPerson(t, env, "Ladder Lou")
-	id, showPath, key := createShow(t, env, dj, map[string]any{"name": "Ladder Session"})
+	created := onairtest.CreateShow(t, env, dj.token, map[string]any{"name": "Ladder Session"})
+	id, showPath, key := created.ID, created.Path, created.Key
 	lm, _ := onairtest.Module[*live.Module](env)
 	publish720(t, "rtmp://"+lm.RTMPAddr()+"/live/"+key, 900)
-	s := awaitShow(t, env, dj.token, id, "live", func(s map[string]any) bool { return s["live"] == true })
+	s := onairtest.AwaitShow(t, env, dj.token, id, "live", func(s map[string]any) bool { return s["live"] == true })
 
 	// The page starts once the master lists the ladder: a player that
 	// loaded the source alone would have nothing to switch to.

@@ -2,7 +2,6 @@ package pages
 
 import (
 	"strconv"
-	"strings"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -10,7 +9,7 @@ import (
 	"github.com/onair/onair/modules/podcast"
 	"github.com/onair/onair/modules/shows"
 	"github.com/onair/onair/modules/users"
-	"github.com/onair/onair/modules/webhooks"
+	"github.com/onair/onair/site"
 )
 
 // accountData is the account page. Key is set on the one show whose key
@@ -21,18 +20,13 @@ type accountData struct {
 	Radio, RadioRequested                                    bool
 	Shows                                                    []accountShow
 	Tokens                                                   []accountToken
-	Webhooks                                                 []accountWebhook
+	// Sections are the modules' own sections (app.AccountSectioner),
+	// below the page's: the webhooks', for one.
+	Sections []app.Component
 	// Feed is the user's podcast feed; Mails tells whether go-live mails
 	// are sent at all (ONAIR_SMTP_URL), GoLiveMail the account's switch.
 	Feed              string
 	Mails, GoLiveMail bool
-}
-
-// accountWebhook is one of the user's webhooks with its state in words
-// (why it is failing or disabled: docs/webhooks.md).
-type accountWebhook struct {
-	URL, Events, State string
-	Problem            bool
 }
 
 type accountShow struct {
@@ -54,7 +48,7 @@ func (m *Module) account(c *fiber.Ctx, v *visitor) error {
 // keyOf (0: none) and a new token's plain text (once).
 func (m *Module) renderAccount(c *fiber.Ctx, v *visitor, newToken string, keyOf int64, key string) error {
 	if !v.signedIn() {
-		return redirect(c, "/signin?next=/account")
+		return site.Redirect(c, "/signin?next=/account")
 	}
 	d := accountData{
 		Name: v.user.Name, Email: v.user.Email, UserPath: "/" + v.user.Slug, CSRF: v.csrf(),
@@ -98,15 +92,10 @@ func (m *Module) renderAccount(c *fiber.Ctx, v *visitor, newToken string, keyOf 
 		}
 		d.Tokens = append(d.Tokens, at)
 	}
-	hooks, err := webhooks.OfUser(c.UserContext(), m.users.DB(), v.user.ID)
-	if err != nil {
+	if d.Sections, err = m.accountSections(c); err != nil {
 		return err
 	}
-	for i := range hooks {
-		state, problem := hooks[i].State()
-		d.Webhooks = append(d.Webhooks, accountWebhook{URL: hooks[i].URL, Events: strings.Join(hooks[i].EventList(), ", "), State: state, Problem: problem})
-	}
-	noStore(c)
+	site.NoStore(c)
 	return m.render(c, fiber.StatusOK, accountPage(m.layout(c, v, "Account", ""), d))
 }
 
@@ -144,7 +133,7 @@ func (m *Module) setNotifications(c *fiber.Ctx, v *visitor) error {
 	if err := m.notify.SetAccountNotify(c.UserContext(), v.user.ID, on); err != nil {
 		return err
 	}
-	return redirect(c, "/account#listening")
+	return site.Redirect(c, "/account#listening")
 }
 
 // revokeToken is POST /account/tokens/:id/revoke.
@@ -162,7 +151,7 @@ func (m *Module) revokeToken(c *fiber.Ctx, v *visitor) error {
 		}
 		return err
 	}
-	return redirect(c, "/account")
+	return site.Redirect(c, "/account")
 }
 
 // ownShow is a show of the signed-in visitor; anyone else's is a 404, staff

@@ -7,6 +7,7 @@ import (
 
 	"github.com/onair/onair/app"
 	"github.com/onair/onair/modules/users"
+	"github.com/onair/onair/site"
 )
 
 // authData is the sign-up or sign-in form.
@@ -27,16 +28,16 @@ func (m *Module) authPage(c *fiber.Ctx, v *visitor, status int, f authData) erro
 		return err
 	}
 	f.CSRF = token
-	noStore(c)
+	site.NoStore(c)
 	return m.render(c, status, authForm(m.layout(c, v, title, ""), f))
 }
 
 // signUpForm is GET /signup.
 func (m *Module) signUpForm(c *fiber.Ctx, v *visitor) error {
 	if v.signedIn() {
-		return redirect(c, "/account")
+		return site.Redirect(c, "/account")
 	}
-	return m.authPage(c, v, fiber.StatusOK, authData{SignUp: true, Next: safeNext(c.Query("next"))})
+	return m.authPage(c, v, fiber.StatusOK, authData{SignUp: true, Next: site.SafeNext(c.Query("next"))})
 }
 
 // signUp is POST /signup: create the user, sign them in, and go on to
@@ -45,7 +46,7 @@ func (m *Module) signUp(c *fiber.Ctx, v *visitor) error {
 	if err := m.checkFormToken(c); err != nil {
 		return err
 	}
-	f := authData{SignUp: true, Name: c.FormValue("name"), Email: c.FormValue("email"), Next: safeNext(c.FormValue("next"))}
+	f := authData{SignUp: true, Name: c.FormValue("name"), Email: c.FormValue("email"), Next: site.SafeNext(c.FormValue("next"))}
 	password := c.FormValue("password")
 	if len(password) < 8 {
 		// The service accepts users without a password (CLI, console); a
@@ -65,15 +66,15 @@ func (m *Module) signUp(c *fiber.Ctx, v *visitor) error {
 	if _, err := m.users.StartSession(c, u.ID); err != nil {
 		return err
 	}
-	return redirect(c, orDefault(f.Next, "/account"))
+	return site.Redirect(c, orDefault(f.Next, "/account"))
 }
 
 // signInForm is GET /signin.
 func (m *Module) signInForm(c *fiber.Ctx, v *visitor) error {
 	if v.signedIn() {
-		return redirect(c, orDefault(safeNext(c.Query("next")), "/"))
+		return site.Redirect(c, orDefault(site.SafeNext(c.Query("next")), "/"))
 	}
-	return m.authPage(c, v, fiber.StatusOK, authData{Next: safeNext(c.Query("next"))})
+	return m.authPage(c, v, fiber.StatusOK, authData{Next: site.SafeNext(c.Query("next"))})
 }
 
 // signIn is POST /signin. A wrong email and a wrong password read the same.
@@ -81,7 +82,7 @@ func (m *Module) signIn(c *fiber.Ctx, v *visitor) error {
 	if err := m.checkFormToken(c); err != nil {
 		return err
 	}
-	f := authData{Email: c.FormValue("email"), Next: safeNext(c.FormValue("next"))}
+	f := authData{Email: c.FormValue("email"), Next: site.SafeNext(c.FormValue("next"))}
 	u, err := m.users.SignIn(c.UserContext(), f.Email, c.FormValue("password"), c.IP())
 	if errors.Is(err, users.ErrNotFound) {
 		f.Error = "That email and password do not match an account."
@@ -97,13 +98,13 @@ func (m *Module) signIn(c *fiber.Ctx, v *visitor) error {
 	if _, err := m.users.StartSession(c, u.ID); err != nil {
 		return err
 	}
-	return redirect(c, orDefault(f.Next, "/"))
+	return site.Redirect(c, orDefault(f.Next, "/"))
 }
 
 // signOut is POST /signout.
 func (m *Module) signOut(c *fiber.Ctx, v *visitor) error {
 	if !v.signedIn() {
-		return redirect(c, "/")
+		return site.Redirect(c, "/")
 	}
 	if err := m.checkCSRF(c, v); err != nil {
 		return err
@@ -111,7 +112,7 @@ func (m *Module) signOut(c *fiber.Ctx, v *visitor) error {
 	if err := m.users.EndSession(c); err != nil {
 		return err
 	}
-	return redirect(c, "/")
+	return site.Redirect(c, "/")
 }
 
 func orDefault(s, def string) string {

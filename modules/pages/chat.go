@@ -10,6 +10,7 @@ import (
 	"github.com/onair/onair/app"
 	"github.com/onair/onair/modules/chat"
 	"github.com/onair/onair/modules/shows"
+	"github.com/onair/onair/site"
 )
 
 // postChat is POST /chat/:id, the chat form of a show's page: the signed-in
@@ -43,7 +44,7 @@ func (m *Module) postChat(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return redirect(c, m.shows.View(sh, false).URL)
+	return site.Redirect(c, m.shows.View(sh, false).URL)
 }
 
 // replayLimit caps the messages an archive's replay loads.
@@ -111,7 +112,7 @@ func (m *Module) moderate(c *fiber.Ctx, act func(ctx context.Context, showID int
 	if strings.Contains(c.Get(fiber.HeaderAccept), fiber.MIMEApplicationJSON) {
 		return c.JSON(fiber.Map{"ok": true})
 	}
-	return redirect(c, m.shows.View(sh, false).URL)
+	return site.Redirect(c, m.shows.View(sh, false).URL)
 }
 
 // deleteMessage is POST /chat/:id/messages/:mid/delete.

@@ -6,6 +6,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/onair/onair/modules/shows"
+	"github.com/onair/onair/site"
 )
 
 // embed is GET /embed/:id, the src of a show's embed_code: the player, and
@@ -14,7 +15,7 @@ import (
 // third-party iframe the browser usually withholds our cookies, so a
 // private show is a 404 there like everywhere for a stranger.
 func (m *Module) embed(c *fiber.Ctx, v *visitor) error {
-	embeddable(c)
+	site.Embeddable(c)
 	id, err := strconv.ParseInt(c.Params("id"), 10, 64)
 	if err != nil || id < 1 {
 		return shows.ErrNotFound

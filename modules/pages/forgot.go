@@ -8,6 +8,7 @@ import (
 
 	"github.com/onair/onair/app"
 	"github.com/onair/onair/modules/users"
+	"github.com/onair/onair/site"
 )
 
 // forgotData is the "forgot password" page (/forgot, linked from
@@ -22,7 +23,7 @@ type forgotData struct {
 // password on the profile page instead.
 func (m *Module) forgotForm(c *fiber.Ctx, v *visitor) error {
 	if v.signedIn() {
-		return redirect(c, "/account/profile")
+		return site.Redirect(c, "/account/profile")
 	}
 	return m.renderForgot(c, v, forgotData{}, fiber.StatusOK)
 }
@@ -36,7 +37,7 @@ func (m *Module) renderForgot(c *fiber.Ctx, v *visitor, d forgotData, status int
 		}
 		d.CSRF = token
 	}
-	noStore(c)
+	site.NoStore(c)
 	return m.render(c, status, forgotPage(m.layout(c, v, "Forgot your password?", ""), d))
 }
 
@@ -45,7 +46,7 @@ func (m *Module) renderForgot(c *fiber.Ctx, v *visitor, d forgotData, status int
 // beside the field, and past the limits the page is a 429.
 func (m *Module) forgot(c *fiber.Ctx, v *visitor) error {
 	if v.signedIn() {
-		return redirect(c, "/account/profile")
+		return site.Redirect(c, "/account/profile")
 	}
 	if err := m.checkFormToken(c); err != nil {
 		return err

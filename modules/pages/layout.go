@@ -10,50 +10,14 @@ import (
 
 	"github.com/onair/onair/app"
 	"github.com/onair/onair/modules/shows"
+	"github.com/onair/onair/site"
 )
 
-// layout is what every page's frame needs.
-type layout struct {
-	Title       string
-	Description string
-	Canonical   string
-	// Image, when set, is the page's picture for link previews
-	// (og:image): a show's image_url, a user's avatar.
-	Image     string
-	CSS, JS   string
-	BodyClass string
-	Path      string // the request path, for "sign in and come back"
-	// SignIn is the header's sign-in link: back to this page afterwards,
-	// or, on the sign-in and sign-up pages, to where they lead.
-	SignIn   string
-	SignedIn bool
-	UserName string
-	UserPath string
-	CSRF     string
-	// Feed, when set, is the page's podcast feed (<link rel="alternate">).
-	Feed, FeedTitle string
-}
+// layout is what every page's frame needs (site.Page draws it).
+type layout = site.Layout
 
 func (m *Module) layout(c *fiber.Ctx, v *visitor, title, description string) layout {
-	l := layout{
-		Title: title, Description: description,
-		CSS: m.assets.URL("onair.css"), JS: m.assets.URL("onair.js"),
-		Path: string(c.Request().URI().RequestURI()),
-	}
-	l.SignIn = "/signin?next=" + queryEscape(l.Path)
-	switch c.Path() {
-	case "/signin", "/signup":
-		l.SignIn = "/signin"
-		if next := safeNext(c.Query("next")); next != "" {
-			l.SignIn += "?next=" + queryEscape(next)
-		}
-	case "/":
-		l.SignIn = "/signin"
-	}
-	if v != nil && v.signedIn() {
-		l.SignedIn, l.UserName, l.UserPath, l.CSRF = true, v.user.Name, "/"+v.user.Slug, v.csrf()
-	}
-	return l
+	return site.NewLayout(c, m.siteRequest(v), title, description)
 }
 
 // card is a show in a list.
@@ -125,7 +89,7 @@ func (s state) key() string {
 }
 
 // utc renders a time for people, in UTC (the script shows local time).
-func utc(t time.Time) string { return t.UTC().Format("2006-01-02 15:04") + " UTC" }
+func utc(t time.Time) string { return site.UTC(t) }
 
 // iso is a time for a <time datetime> attribute.
 func iso(t time.Time) string { return t.UTC().Format(time.RFC3339) }

@@ -23,11 +23,9 @@ import (
 	"github.com/onair/onair/internal/csrf"
 	"github.com/onair/onair/modules/chat"
 	"github.com/onair/onair/modules/notify"
-	"github.com/onair/onair/modules/restream"
 	"github.com/onair/onair/modules/shows"
 	"github.com/onair/onair/modules/stats"
 	"github.com/onair/onair/modules/users"
-	"github.com/onair/onair/modules/webhooks"
 )
 
 func init() { app.Register(&Module{}) }
@@ -42,18 +40,16 @@ type Module struct {
 	public string // ONAIR_PUBLIC_URL
 	rtmp   string // ONAIR_RTMP_URL, the stream url shown to owners
 	log    *slog.Logger
-	// webhooks manages the account's webhooks (/account/webhooks).
-	webhooks *webhooks.Module
-	// restream manages the user's restream destinations
-	// (/studio/destinations); nil without it.
-	restream *restream.Module
-	notify   *notify.Module // go-live mails; nil without the module
+	notify *notify.Module // go-live mails; nil without the module
 	// healthOf is a show's stream health (shows.Module.HealthOf).
 	healthOf func(sh *shows.Show) shows.Health
 	// stats charts a show in the studio (stats.go); nil without it.
 	stats *stats.Module
 	// following hands show events to the pages' event streams (follow.go).
 	following following
+	// modules are the boot's modules, whose site pages and account
+	// sections the pages host (sitepages.go).
+	modules []app.Module
 }
 
 var (
@@ -89,8 +85,7 @@ func (m *Module) Provision(core *app.Core) error {
 		m.healthOf = sm.HealthOf
 	}
 	m.assets, m.public, m.rtmp, m.log = assets, core.Config.PublicURL, app.Get[string](core.Config, shows.SettingRTMPURL), core.Log
-	m.webhooks, _ = app.Lookup[*webhooks.Module](core)
-	m.restream, _ = app.Lookup[*restream.Module](core)
+	m.modules = core.Modules
 	m.stats, _ = app.Lookup[*stats.Module](core)
 	m.notify, _ = app.Lookup[*notify.Module](core)
 	m.shows.Subscribe(m.following.event)
@@ -122,12 +117,6 @@ func (m *Module) PublicRoutes(r fiber.Router) {
 	r.Post("/account/tokens/:id/revoke", m.page(m.revokeToken))
 	r.Post("/account/shows/:id/key", m.page(m.revealKey))
 	r.Post("/account/shows/:id/key/regenerate", m.page(m.regenerateKey))
-	r.Get("/account/webhooks", m.page(m.webhooksPage))
-	r.Post("/account/webhooks", m.page(m.createWebhook))
-	r.Post("/account/webhooks/:id/ping", m.page(m.webhookAction("ping")))
-	r.Post("/account/webhooks/:id/enable", m.page(m.webhookAction("enable")))
-	r.Post("/account/webhooks/:id/delete", m.page(m.webhookAction("delete")))
-	r.Post("/account/webhooks/:id/deliveries/:delivery_id/retry", m.page(m.webhookAction("retry")))
 	r.Get("/account/profile", m.page(m.profileForm))
 	r.Post("/account/profile", m.page(m.saveProfile))
 	r.Post("/account/password", m.page(m.changePassword))
@@ -135,10 +124,6 @@ func (m *Module) PublicRoutes(r fiber.Router) {
 
 	r.Get("/studio", m.page(m.studio))
 	r.Get("/studio/shows/new", m.page(m.newShowForm))
-	r.Get("/studio/destinations", m.page(m.destinationsPage))
-	r.Post("/studio/destinations", m.page(m.createDestination))
-	r.Post("/studio/destinations/:id", m.page(m.updateDestination))
-	r.Post("/studio/destinations/:id/delete", m.page(m.deleteDestination))
 	r.Post("/studio/shows", m.page(m.createShowForm))
 	r.Get("/studio/shows/:id", m.page(m.studioShow))
 	r.Post("/studio/shows/:id", m.page(m.updateShowForm))
@@ -158,6 +143,9 @@ func (m *Module) PublicRoutes(r fiber.Router) {
 	r.Get("/chat/:id/replay", m.replayChat)
 	r.Post("/chat/:id/messages/:mid/delete", m.deleteMessage)
 	r.Post("/chat/:id/users/:uid/ban", m.banUser)
+
+	// The modules' own pages (app.SitePager), before the catch-alls.
+	m.mountSitePages(r)
 
 	// Catch-alls, last.
 	r.Get("/:user", m.page(m.userPage))

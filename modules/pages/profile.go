@@ -4,6 +4,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/onair/onair/modules/users"
+	"github.com/onair/onair/site"
 )
 
 // profileData is /account/profile: the profile form and the password
@@ -19,7 +20,7 @@ type profileData struct {
 // profileForm is GET /account/profile.
 func (m *Module) profileForm(c *fiber.Ctx, v *visitor) error {
 	if !v.signedIn() {
-		return redirect(c, "/signin?next=/account/profile")
+		return site.Redirect(c, "/signin?next=/account/profile")
 	}
 	u, err := m.users.Get(c.UserContext(), v.user.ID)
 	if err != nil {
@@ -48,7 +49,7 @@ func (m *Module) profileOf(v *visitor, u *users.User) profileData {
 }
 
 func (m *Module) renderProfile(c *fiber.Ctx, v *visitor, d profileData, status int) error {
-	noStore(c)
+	site.NoStore(c)
 	return m.render(c, status, profilePage(m.layout(c, v, "Your profile", ""), d))
 }
 
@@ -67,7 +68,7 @@ func (m *Module) saveProfile(c *fiber.Ctx, v *visitor) error {
 	in := users.ProfileInput{Name: &d.Name, Description: &d.Description, Location: &d.Location, Website: &d.Website, Tags: &tags}
 	_, err = m.users.SaveProfile(c, v.user.ID, in)
 	if err == nil {
-		return redirect(c, "/account/profile?saved=1")
+		return site.Redirect(c, "/account/profile?saved=1")
 	}
 	status, ok := fieldErrors(err, d.Errors)
 	if !ok {
@@ -94,7 +95,7 @@ func (m *Module) changePassword(c *fiber.Ctx, v *visitor) error {
 	}
 	err = m.users.ChangePassword(c.UserContext(), v.user.ID, c.FormValue("current_password"), next, v.sess.Hash)
 	if err == nil {
-		return redirect(c, "/account/profile?password=changed#password")
+		return site.Redirect(c, "/account/profile?password=changed#password")
 	}
 	status, ok := fieldErrors(err, d.PasswordErrors)
 	if !ok {
@@ -111,7 +112,7 @@ func (m *Module) requestRadio(c *fiber.Ctx, v *visitor) error {
 	if _, err := m.users.RequestRadio(c.UserContext(), v.user.ID); err != nil {
 		return err
 	}
-	return redirect(c, "/account#radio")
+	return site.Redirect(c, "/account#radio")
 }
 
 func deref(s *string) string {

@@ -4,14 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
-	"strings"
 
 	"github.com/a-h/templ"
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/onair/onair/app"
 	"github.com/onair/onair/modules/users"
+	"github.com/onair/onair/site"
 )
 
 // visitor is who is looking at a page: a signed-in user with their session,
@@ -51,7 +50,22 @@ func (m *Module) visitorOf(c *fiber.Ctx) (*visitor, error) {
 		app.SetPrincipal(c, v.p)
 	}
 	c.Locals(visitorKey, v)
+	site.With(c, m.siteRequest(v))
 	return v, nil
+}
+
+// siteRequest is v as package site shows it to every page, the modules'
+// included.
+func (m *Module) siteRequest(v *visitor) *site.Request {
+	r := &site.Request{Principal: &app.Principal{}, CSS: m.assets.URL("onair.css"), JS: m.assets.URL("onair.js"), Guard: m.csrf}
+	if v == nil {
+		return r
+	}
+	r.Principal, r.CSRF = v.p, v.csrf()
+	if v.user != nil {
+		r.User = &site.User{ID: v.user.ID, Name: v.user.Name, Slug: v.user.Slug}
+	}
+	return r
 }
 
 // page wraps an HTML handler: security headers, and errors rendered as an
@@ -122,45 +136,11 @@ func (m *Module) next(c *fiber.Ctx, v *visitor) error {
 	return nil
 }
 
-// Content-Security-Policy of the pages: scripts and styles only from our
-// own files (no inline code), media and playlists from anywhere (the
-// ingest node may be another host), and framing only by ourselves, except
-// the embed page, which any site may frame.
-const (
-	cspBase = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data: http: https:; " +
-		"media-src 'self' blob: http: https:; connect-src 'self' http: https:; worker-src 'self' blob:; " +
-		"object-src 'none'; base-uri 'self'; form-action 'self'; "
-	cspPage  = cspBase + "frame-ancestors 'self'"
-	cspEmbed = cspBase + "frame-ancestors *"
-)
-
-// render writes a component as the HTML response.
+// render writes a component as the HTML response (site.Render: the
+// security headers of every page).
 func (m *Module) render(c *fiber.Ctx, status int, comp templ.Component) error {
-	c.Set(fiber.HeaderContentType, fiber.MIMETextHTMLCharsetUTF8)
-	if c.GetRespHeader("Content-Security-Policy") == "" {
-		c.Set("Content-Security-Policy", cspPage)
-		c.Set(fiber.HeaderXFrameOptions, "SAMEORIGIN")
-	}
-	c.Set("X-Content-Type-Options", "nosniff")
-	// A page that set its own policy (a reset link's no-referrer) keeps it.
-	if c.GetRespHeader(fiber.HeaderReferrerPolicy) == "" {
-		c.Set(fiber.HeaderReferrerPolicy, "strict-origin-when-cross-origin")
-	}
-	if c.GetRespHeader(fiber.HeaderCacheControl) == "" {
-		c.Set(fiber.HeaderCacheControl, "private, no-cache")
-	}
-	c.Status(status)
-	return comp.Render(c.UserContext(), c.Response().BodyWriter())
+	return site.Render(c, status, comp)
 }
-
-// embeddable lets any site frame the response.
-func embeddable(c *fiber.Ctx) {
-	c.Set("Content-Security-Policy", cspEmbed)
-	c.Response().Header.Del(fiber.HeaderXFrameOptions)
-}
-
-// noStore keeps a page with secrets (tokens, keys) out of every cache.
-func noStore(c *fiber.Ctx) { c.Set(fiber.HeaderCacheControl, "no-store") }
 
 // ---- CSRF -------------------------------------------------------------
 
@@ -169,7 +149,7 @@ func noStore(c *fiber.Ctx) { c.Set(fiber.HeaderCacheControl, "no-store") }
 // (field "csrf" or header X-CSRF-Token), the onair_csrf cookie's value when
 // signed out (sign in, sign up).
 
-var errCSRF = app.Forbidden("the form has expired or did not come from this site; reload the page and try again")
+var errCSRF = site.ErrCSRF
 
 // checkCSRF verifies a POST of a signed-in visitor.
 func (m *Module) checkCSRF(c *fiber.Ctx, v *visitor) error {
@@ -199,27 +179,6 @@ func (m *Module) checkFormToken(c *fiber.Ctx) error {
 func (m *Module) ensureViewerCookie(c *fiber.Ctx) { m.chat.EnsureViewerCookie(c) }
 
 // ---- Small helpers ------------------------------------------------------
-
-// safeNext keeps a post-sign-in redirect on this site.
-func safeNext(next string) string {
-	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.ContainsRune(next, '\\') {
-		return ""
-	}
-	// Browsers drop tabs and newlines inside URLs ("/\t/evil" is "//evil"):
-	// refuse every control character, and anything with a scheme or host.
-	for _, r := range next {
-		if r < 0x20 || r == 0x7f {
-			return ""
-		}
-	}
-	if u, err := url.Parse(next); err != nil || u.Scheme != "" || u.Host != "" {
-		return ""
-	}
-	return next
-}
-
-// redirect answers 303 See Other, the right answer to a form POST.
-func redirect(c *fiber.Ctx, to string) error { return c.Redirect(to, fiber.StatusSeeOther) }
 
 // fieldErrors copies the field errors of a service's refusal into errs
 // (for a form that shows them beside its fields) and returns the refusal's

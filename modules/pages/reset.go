@@ -2,6 +2,8 @@ package pages
 
 import (
 	"github.com/gofiber/fiber/v2"
+
+	"github.com/onair/onair/site"
 )
 
 // resetData is the page of a password reset link.
@@ -26,7 +28,7 @@ func (m *Module) renderReset(c *fiber.Ctx, v *visitor, d resetData, status int) 
 		return err
 	}
 	d.CSRF, d.Action = token, "/reset/"+c.Params("token")
-	noStore(c)
+	site.NoStore(c)
 	c.Set(fiber.HeaderReferrerPolicy, "no-referrer") // the link is a secret
 	return m.render(c, status, resetPage(m.layout(c, v, "Set a new password", ""), d))
 }
@@ -56,5 +58,5 @@ func (m *Module) resetPassword(c *fiber.Ctx, v *visitor) error {
 	if _, err := m.users.StartSession(c, u.ID); err != nil {
 		return err
 	}
-	return redirect(c, "/account/profile?password=changed")
+	return site.Redirect(c, "/account/profile?password=changed")
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/onair/onair/internal/svgchart"
 	"github.com/onair/onair/modules/shows"
+	"github.com/onair/onair/site"
 )
 
 // The studio's statistics of a show (like Twitch's stream summary): its
@@ -88,6 +89,6 @@ func (m *Module) showStats(c *fiber.Ctx, v *visitor) error {
 	if err != nil {
 		return err
 	}
-	noStore(c)
+	site.NoStore(c)
 	return m.render(c, fiber.StatusOK, statsPanel(sv))
 }

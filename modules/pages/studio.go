@@ -12,6 +12,7 @@ import (
 
 	"github.com/onair/onair/app"
 	"github.com/onair/onair/modules/shows"
+	"github.com/onair/onair/site"
 )
 
 // The studio (/studio) is where a broadcaster runs their shows from the
@@ -124,7 +125,7 @@ func (m *Module) studio(c *fiber.Ctx, v *visitor) error {
 		}
 		sort.SliceStable(d.Upcoming, func(i, j int) bool { return d.Upcoming[i].Start.Before(d.Upcoming[j].Start) })
 	}
-	noStore(c)
+	site.NoStore(c)
 	return m.render(c, fiber.StatusOK, studioPage(m.layout(c, v, "Studio", ""), d))
 }
 
@@ -182,7 +183,7 @@ func plural(n int, one, many string) string {
 // newShowForm is GET /studio/shows/new.
 func (m *Module) newShowForm(c *fiber.Ctx, v *visitor) error {
 	if !v.signedIn() {
-		return redirect(c, "/signin?next=/studio/shows/new")
+		return site.Redirect(c, "/signin?next=/studio/shows/new")
 	}
 	f := studioForm{Action: "/studio/shows", Submit: "Create the show", CSRF: v.csrf(), TZ: "UTC", CanRadio: v.user.Radio, ChatOn: true, Downloadable: true, MaxImageKB: m.maxImageKB()}
 	return m.render(c, fiber.StatusOK, studioNewPage(m.layout(c, v, "New show", ""), f))
@@ -205,7 +206,7 @@ func (m *Module) createShowForm(c *fiber.Ctx, v *visitor) error {
 	if ok && len(f.Errors) == 0 {
 		sh, err := m.shows.Create(c.UserContext(), v.p, in)
 		if err == nil {
-			return redirect(c, "/studio/shows/"+strconv.FormatInt(sh.ID, 10)+"?saved=1")
+			return site.Redirect(c, "/studio/shows/"+strconv.FormatInt(sh.ID, 10)+"?saved=1")
 		}
 		if !f.absorb(err) {
 			return err
@@ -218,7 +219,7 @@ func (m *Module) createShowForm(c *fiber.Ctx, v *visitor) error {
 // studioShow is GET /studio/shows/:id.
 func (m *Module) studioShow(c *fiber.Ctx, v *visitor) error {
 	if !v.signedIn() {
-		return redirect(c, "/signin?next="+queryEscape(c.Path()))
+		return site.Redirect(c, "/signin?next="+queryEscape(c.Path()))
 	}
 	sh, err := m.ownShow(c, v)
 	if err != nil {
@@ -247,7 +248,7 @@ func (m *Module) updateShowForm(c *fiber.Ctx, v *visitor) error {
 	if ok && len(f.Errors) == 0 {
 		_, err := m.shows.Update(c.UserContext(), sh.ID, v.p, in)
 		if err == nil {
-			return redirect(c, "/studio/shows/"+strconv.FormatInt(sh.ID, 10)+"?saved=1")
+			return site.Redirect(c, "/studio/shows/"+strconv.FormatInt(sh.ID, 10)+"?saved=1")
 		}
 		if !f.absorb(err) {
 			return err
@@ -269,14 +270,14 @@ func (m *Module) stopShowForm(c *fiber.Ctx, v *visitor) error {
 	if _, err := m.shows.Stop(c.UserContext(), sh.ID, v.p); err != nil {
 		return err
 	}
-	return redirect(c, "/studio/shows/"+strconv.FormatInt(sh.ID, 10))
+	return site.Redirect(c, "/studio/shows/"+strconv.FormatInt(sh.ID, 10))
 }
 
 // deleteShowConfirm is GET /studio/shows/:id/delete: the confirmation
 // step, a page with one button, so deleting needs no script.
 func (m *Module) deleteShowConfirm(c *fiber.Ctx, v *visitor) error {
 	if !v.signedIn() {
-		return redirect(c, "/signin?next="+queryEscape(c.Path()))
+		return site.Redirect(c, "/signin?next="+queryEscape(c.Path()))
 	}
 	sh, err := m.ownShow(c, v)
 	if err != nil {
@@ -301,7 +302,7 @@ func (m *Module) deleteShowForm(c *fiber.Ctx, v *visitor) error {
 	if _, err := m.shows.Delete(c.UserContext(), sh.ID, v.p); err != nil {
 		return err
 	}
-	return redirect(c, "/studio?deleted=1")
+	return site.Redirect(c, "/studio?deleted=1")
 }
 
 // studioKey is POST /studio/shows/:id/key: the page with the key shown.
@@ -340,7 +341,7 @@ func (m *Module) renderStudioShow(c *fiber.Ctx, v *visitor, sh *shows.Show, f st
 	if d.Stats, err = m.statsOf(c.UserContext(), sh); err != nil {
 		return err
 	}
-	noStore(c)
+	site.NoStore(c)
 	return m.render(c, status, studioShowPage(m.layout(c, v, sh.Name+" · Studio", ""), d))
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/onair/onair/modules/podcast"
 	"github.com/onair/onair/modules/shows"
 	"github.com/onair/onair/modules/users"
+	"github.com/onair/onair/site"
 )
 
 // userData is the user page.
@@ -97,7 +98,7 @@ func (m *Module) userPage(c *fiber.Ctx, v *visitor) error {
 // back to the user's page.
 func (m *Module) follow(c *fiber.Ctx, v *visitor) error {
 	if !v.signedIn() {
-		return redirect(c, "/signin")
+		return site.Redirect(c, "/signin")
 	}
 	if err := m.checkCSRF(c, v); err != nil {
 		return err
@@ -121,5 +122,5 @@ func (m *Module) follow(c *fiber.Ctx, v *visitor) error {
 	if err != nil {
 		return err
 	}
-	return redirect(c, "/"+u.Slug)
+	return site.Redirect(c, "/"+u.Slug)
 }

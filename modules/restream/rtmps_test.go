@@ -76,7 +76,8 @@ func TestRestreamOverRTMPS(t *testing.T) {
 	}})
 	bm, _ := onairtest.Module[*live.Module](b)
 	_, btok := b.CreateUser("TLS Target")
-	bShow, bKey := newShow(t, b, btok, "Relayed over TLS")
+	relayed := onairtest.CreateShow(t, b, btok, map[string]any{"name": "Relayed over TLS", "description": "restream"})
+	bShow, bKey := relayed.ID, relayed.Key
 
 	a := onairtest.New(t, onairtest.Options{Configure: func(c *app.Config) { c.Set(webhooks.SettingAllowPrivate, true) }})
 	rm, _ := onairtest.Module[*restream.Module](a)
@@ -84,7 +85,8 @@ func TestRestreamOverRTMPS(t *testing.T) {
 	_, atok := a.CreateUser("Dee Jay")
 	a.Do("POST", "/v1/destinations", atok, map[string]any{"name": "Over TLS", "url": "rtmps://" + bm.RTMPSAddr() + "/live/" + bKey}).
 		Expect(t, http.StatusCreated)
-	aShow, aKey := newShow(t, a, atok, "Source Set")
+	source := onairtest.CreateShow(t, a, atok, map[string]any{"name": "Source Set", "description": "restream"})
+	aShow, aKey := source.ID, source.Key
 	lm, _ := onairtest.Module[*live.Module](a)
 	publish(t, "rtmp://"+lm.RTMPAddr()+"/live/"+aKey)
 
@@ -96,7 +98,7 @@ func TestRestreamOverRTMPS(t *testing.T) {
 		}
 		return nil
 	})
-	if show(t, b, btok, bShow)["live"] == true {
+	if onairtest.GetShow(t, b, btok, bShow)["live"] == true {
 		t.Fatal("B went live through an unverified TLS connection")
 	}
 
@@ -111,7 +113,7 @@ func TestRestreamOverRTMPS(t *testing.T) {
 	})
 	var bs map[string]any
 	testload.Poll(t, "B live over RTMPS", func() error {
-		if bs = show(t, b, btok, bShow); bs["live"] != true {
+		if bs = onairtest.GetShow(t, b, btok, bShow); bs["live"] != true {
 			return fmt.Errorf("B's show: %v", bs)
 		}
 		return nil

@@ -96,7 +96,14 @@ func TestAccountWebhooksPage(t *testing.T) {
 	if strings.Contains(c.Get("/account/webhooks").Body, rcv.URL) {
 		t.Fatal("deleted webhook still listed")
 	}
-	admintest.New(t, env).Get("/account/webhooks").Expect(t, 303)
+	// An account page: signed out, a GET goes to sign in and back, a form
+	// is a 401 page; another user's webhook is the HTML 404 page.
+	anon := admintest.New(t, env)
+	if r := anon.Get("/account/webhooks").Expect(t, 303); r.Location != "/signin?next=/account/webhooks" {
+		t.Fatalf("signed out: sent to %q", r.Location)
+	}
+	anon.PostNoCSRF("/account/webhooks", url.Values{"url": {rcv.URL}, "events": {"ping"}}).Expect(t, 401).Contains(t, `<header class="site">`)
+	o.Post("/account/webhooks/"+id+"/ping", nil).Expect(t, 404).Contains(t, "There is nothing here.")
 }
 
 func webhookIDIn(t *testing.T, body string) string {

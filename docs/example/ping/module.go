@@ -108,10 +108,6 @@ func (m *Module) APIRoutes(r fiber.Router) {
 
 // create is POST /v1/pings with an optional note (JSON, form or multipart).
 func (m *Module) create(c *fiber.Ctx) error {
-	p := app.CurrentPrincipal(c)
-	if err := m.authz.Can(p, "pings", "create"); err != nil {
-		return err
-	}
 	in, err := app.ReadInput(c)
 	if err != nil {
 		return err
@@ -120,14 +116,27 @@ func (m *Module) create(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	if len(note) > 100 {
-		return app.Validation{"note": "must be at most 100 characters"}.Err()
-	}
-	ping := &Ping{UserID: p.UserID, Note: note, CreatedAt: app.Now()}
-	if _, err := m.db.NewInsert().Model(ping).Exec(c.UserContext()); err != nil {
-		return fmt.Errorf("ping: create: %w", err)
+	ping, err := m.record(c.UserContext(), app.CurrentPrincipal(c), note)
+	if err != nil {
+		return err
 	}
 	return c.JSON(fiber.Map{"ping": view(ping)})
+}
+
+// record stores a ping of p: the API and the public page's form both
+// come here, so they check and refuse alike.
+func (m *Module) record(ctx context.Context, p *app.Principal, note string) (*Ping, error) {
+	if err := m.authz.Can(p, "pings", "create"); err != nil {
+		return nil, err
+	}
+	if len(note) > 100 {
+		return nil, app.Validation{"note": "must be at most 100 characters"}.Err()
+	}
+	ping := &Ping{UserID: p.UserID, Note: note, CreatedAt: app.Now()}
+	if _, err := m.db.NewInsert().Model(ping).Exec(ctx); err != nil {
+		return nil, fmt.Errorf("ping: create: %w", err)
+	}
+	return ping, nil
 }
 
 // list is GET /v1/pings: the caller's pings, newest first, 20 a page.

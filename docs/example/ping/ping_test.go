@@ -6,6 +6,7 @@ import (
 	"flag"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -102,6 +103,41 @@ func TestConsolePage(t *testing.T) {
 	}
 }
 
+// The public page: the site's host (modules/pages) mounts it with no line
+// naming the module, draws it in the site's layout with the visitor's
+// session, keeps its first segment from user slugs, and its form needs
+// the session's token.
+func TestPublicPage(t *testing.T) {
+	env := admintest.NewEnv(t, "sqlite")
+	if !env.Core.ReservedSlug("pings") {
+		t.Fatal("/pings is not reserved")
+	}
+	anon := admintest.New(t, env)
+	r := anon.Get("/pings").Expect(t, http.StatusOK).
+		Contains(t, "<title>Pings · OnAir</title>", `<header class="site">`, `<footer class="site">`, "0 pings so far.",
+			`href="/signin?next=%2Fpings"`, "to ping.")
+	if csp := r.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "script-src 'self'") {
+		t.Fatalf("no Content-Security-Policy of the site: %q", csp)
+	}
+	anon.PostNoCSRF("/pings", url.Values{"note": {"hi"}}).Expect(t, http.StatusUnauthorized).Contains(t, `<header class="site">`)
+
+	u, b := admintest.SignedInUser(t, env, "Pat Pinger")
+	b.Get("/pings").Expect(t, http.StatusOK).Contains(t, ">"+u.Name+"</a>", `action="/signout"`, `name="note"`)
+	b.PostNoCSRF("/pings", url.Values{"note": {"forged"}}).Expect(t, http.StatusForbidden).Contains(t, "<h1>Forbidden</h1>")
+	b.Post("/pings", url.Values{"note": {strings.Repeat("n", 101)}}).Expect(t, http.StatusUnprocessableEntity).
+		Contains(t, "note must be at most 100 characters")
+	if r := b.Post("/pings", url.Values{"note": {"from the page"}}).Expect(t, http.StatusSeeOther); r.Location != "/pings" {
+		t.Fatalf("the form went on to %q", r.Location)
+	}
+	b.Get("/pings").Expect(t, http.StatusOK).Contains(t, "1 pings so far.", "from the page")
+	anon.Get("/pings").Expect(t, http.StatusOK).Contains(t, "1 pings so far.")
+	if strings.Contains(anon.Get("/pings").Body, "from the page") {
+		t.Fatal("a signed-out visitor sees someone's pings")
+	}
+	// A path that merely starts with the page's is not the page's.
+	anon.Get("/pingsxyz").Expect(t, http.StatusNotFound).Contains(t, "There is nothing here.")
+}
+
 // onair pings purge, on a database of its own.
 func TestPurgeCommand(t *testing.T) {
 	dir := t.TempDir()
@@ -138,7 +174,7 @@ func TestDocsQuoteTheExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for file, lang := range map[string]string{"module.go": "go", "admin.go": "go", "admin.templ": "templ"} {
+	for file, lang := range map[string]string{"module.go": "go", "admin.go": "go", "admin.templ": "templ", "page.go": "go", "page.templ": "templ"} {
 		src, err := os.ReadFile(file)
 		if err != nil {
 			t.Fatal(err)
