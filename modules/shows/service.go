@@ -15,6 +15,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/onair/onair/app"
+	"github.com/onair/onair/app/events"
 	"github.com/onair/onair/modules/users"
 )
 
@@ -29,10 +30,12 @@ type Service struct {
 	rtmp   string // ONAIR_RTMP_URL
 	window time.Duration
 
-	subsMu  sync.RWMutex
-	subs    []func(context.Context, Event)
-	txHooks []func(context.Context, bun.IDB, Event) error
-	keeps   []func(context.Context) (int64, error) // KeepOutbox
+	// bus carries the Changed events (events.go): the boot's.
+	bus *events.Bus
+	// clock is the kernel's (Core.Clock).
+	clock  *app.Clock
+	subsMu sync.RWMutex
+	keeps  []func(context.Context) (int64, error) // KeepOutbox
 	// relay publishes committed events to the other nodes (relay.go);
 	// nil without Redis.
 	relay *relay
@@ -83,6 +86,8 @@ func NewService(core *app.Core) *Service {
 		rtmp:   app.Get[string](core.Config, SettingRTMPURL),
 		window: app.Get[time.Duration](core.Config, SettingReconnectWindow),
 		tags:   users.NewTagCache(maxCachedTags),
+		bus:    core.Events,
+		clock:  core.Clock,
 	}
 	if mb := app.Get[int](core.Config, SettingListCache); mb > 0 {
 		s.lists = newListCache(mb << 20)
