@@ -11,6 +11,7 @@
 package admin
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"strings"
@@ -66,7 +67,7 @@ func (*Module) Policies() []string {
 	}
 }
 
-func (m *Module) Provision(core *app.Core) error {
+func (m *Module) Provision(ctx context.Context, core *app.Core) error {
 	if core.Accounts == nil {
 		return fmt.Errorf("admin: no module keeps accounts (app.Accounts) to sign staff in")
 	}

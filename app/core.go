@@ -9,11 +9,13 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 	"github.com/uptrace/bun"
 
+	"github.com/onair/onair/app/events"
 	"github.com/onair/onair/internal/store"
 	"github.com/onair/onair/migrations"
 )
@@ -46,6 +48,14 @@ type Core struct {
 	// Stderr receives notices meant for the person at the terminal (the
 	// first-run hint): the command's stderr, never nil after Boot.
 	Stderr io.Writer
+	// Clock is the boot's one clock: modules read the time from it, and
+	// tests move it (BootOptions.Clock, Clock.Set).
+	Clock *Clock
+	// Events is the boot's event bus (package app/events): modules
+	// subscribe in Subscribe or Provision and publish their topics.
+	Events *events.Bus
+
+	run runState // background loops (Go)
 
 	reserved map[string]bool // first path segments of the routes (ReservedSlug)
 	secrets  secrets         // per-install secrets read so far (Secret)
@@ -67,6 +77,8 @@ type BootOptions struct {
 	// QueryHooks see every statement of the database handle the core and
 	// its modules share (tests count statements with them).
 	QueryHooks []bun.QueryHook
+	// Clock is what Core.Clock reads (default the system's time).
+	Clock func() time.Time
 }
 
 // Boot opens the database and Redis, registers models, runs migrations,
@@ -78,7 +90,8 @@ func Boot(ctx context.Context, cfg *Config, opts BootOptions) (*Core, error) {
 	if log == nil {
 		log = NewLogger(os.Stderr, cfg)
 	}
-	core := &Core{Config: cfg, Log: log, Modules: fresh(Modules()), Stderr: opts.Stderr, Metrics: newMetricsRegistry()}
+	core := &Core{Config: cfg, Log: log, Modules: fresh(Modules()), Stderr: opts.Stderr, Metrics: newMetricsRegistry(),
+		Clock: NewClock(opts.Clock), Events: events.NewBus(log)}
 	if core.Stderr == nil {
 		core.Stderr = os.Stderr
 	}
@@ -96,6 +109,11 @@ func Boot(ctx context.Context, cfg *Config, opts BootOptions) (*Core, error) {
 	fail := func(err error) (*Core, error) {
 		core.Close()
 		return nil, err
+	}
+	for _, m := range core.Modules {
+		if sb, ok := m.(Subscriber); ok {
+			sb.Subscribe(core.Events)
+		}
 	}
 	for _, m := range core.Modules {
 		if md, ok := m.(Modeler); ok {
@@ -156,7 +174,7 @@ func Boot(ctx context.Context, cfg *Config, opts BootOptions) (*Core, error) {
 	}
 	for _, m := range core.Modules {
 		if p, ok := m.(Provisioner); ok {
-			if err := p.Provision(core); err != nil {
+			if err := p.Provision(ctx, core); err != nil {
 				return fail(fmt.Errorf("module %s: provision: %w", m.Name(), err))
 			}
 		}
@@ -206,8 +224,14 @@ func (c *Core) Migrate(ctx context.Context) (int, error) {
 	return migrations.Run(ctx, c.DB, sets, c.Log)
 }
 
-// Close releases the database and Redis connections.
+// Close stops the kernel's background loops (a command's; the server
+// stops its own first) and releases the database and Redis connections.
 func (c *Core) Close() {
+	stopCtx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	if err := c.StopBackground(stopCtx); err != nil {
+		c.Log.Error("close", "err", err)
+	}
+	cancel()
 	if c.Redis != nil {
 		c.Redis.Close()
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/onair/onair/app/events"
 	"github.com/onair/onair/internal/svgchart"
 	"github.com/onair/onair/migrations"
 )
@@ -25,12 +26,16 @@ import (
 //	Settings        the module's settings are read with the kernel's, from
 //	                the environment and flags, before anything boots; a bad
 //	                value stops the command naming the variable or flag.
+//	Subscriptions   each Subscriber gets the boot's event bus (Core.Events)
+//	                and subscribes, so it hears the events published from
+//	                here on, migrations included (a tag merge).
 //	Models          models are registered with Bun (m2m join tables first).
 //	Migrations      pending steps run, module by module (see Migrator).
 //	Policies        the module's Casbin lines are parsed into the one enforcer.
-//	Provision       the module receives the Core (DB, config, authz, logger,
-//	                store, Redis, metrics...), after the media store and Redis
-//	                are opened and the one Authenticator is found.
+//	Provision       the module receives the boot's context and the Core (DB,
+//	                config, authz, logger, clock, events, store, Redis,
+//	                metrics...), after the media store and Redis are opened
+//	                and the one Authenticator is found.
 //	Reserved names  every module's routes are mounted on a scratch Fiber app
 //	                and their first path segments reserved as user slugs
 //	                (Core.ReservedSlug).
@@ -38,10 +43,13 @@ import (
 //	                routes; the console mounts the admin pages
 //	                (AdminPager), the site host (modules/pages) the site's
 //	                public and account pages (SitePager, AccountSectioner).
-//	Start           background services start, in registration order, when
-//	                the server begins to serve.
-//	Stop            services stop, in reverse order, once the server has
-//	                stopped taking requests on shutdown.
+//	Start           background work starts (Runner), in registration order,
+//	                when the server begins to serve; the ctx Start gets
+//	                lives until the module stops, and the loops it runs
+//	                with Core.Go belong to it.
+//	Stop            runners stop, in reverse order, once the server has
+//	                stopped taking requests on shutdown: each module's Stop,
+//	                then its context ends and its Core.Go loops are awaited.
 //
 // Every step from Models on walks the modules in registration order (Stop
 // in reverse), which is Go's package initialisation order: a module that
@@ -87,9 +95,22 @@ type Policier interface {
 
 // Provisioner receives the kernel's shared dependencies once per boot,
 // before any route is mounted. Modules that import this module's package
-// are provisioned after it and may use what Provision built (Lookup).
+// are provisioned after it and may use what Provision built (Lookup). ctx
+// is the boot's: it bounds what Provision reads (a key, a secret), and
+// ends with the command's start-up, so nothing that runs on may keep it
+// (background work starts in Start, with Core.Go).
 type Provisioner interface {
-	Provision(core *Core) error
+	Provision(ctx context.Context, core *Core) error
+}
+
+// Subscriber receives the boot's event bus before the migrations run, to
+// subscribe to the events it handles (events.Subscribe, SubscribeTx) and
+// keep the bus to publish its own. It is the one step before Provision
+// that a module sees: a migration may publish (users' tag merge), and the
+// modules owning the rows handle it in the step's transaction. Subscribe
+// must not depend on module state other than the bus.
+type Subscriber interface {
+	Subscribe(bus *events.Bus)
 }
 
 // APIRouter mounts routes under /v1. Every one of them sits behind the
@@ -208,16 +229,19 @@ type AdminChart struct {
 	Order int
 }
 
-// Service is a background worker (an RTMP listener, a janitor...), run by
-// onair serve only. Start must not block; its ctx lasts as long as the
-// server serves. A Start that fails stops the services already started and
-// the server. Stop must return once the work has stopped or ctx ends.
-type Service interface {
+// Runner is a module with background work (an RTMP listener, a
+// janitor...), run by onair serve only. Start must not block; its ctx
+// lives until the module stops (after its Stop returns), and the loops
+// Start runs with Core.Go get that ctx and are awaited then. A Start that
+// fails stops the runners already started and the server. Stop releases
+// what the module holds (listeners, sessions) and must return once that
+// work has stopped or ctx ends.
+type Runner interface {
 	Start(ctx context.Context) error
 	Stop(ctx context.Context) error
 }
 
-// Drainer is a Service that stops taking new work (closes its own
+// Drainer is a Runner that stops taking new work (closes its own
 // listeners) as soon as the process is told to stop, while the HTTP
 // server drains its requests in flight; what it has under way carries on
 // until Stop.

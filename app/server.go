@@ -36,7 +36,7 @@ const (
 type Server struct {
 	App     *fiber.App
 	core    *Core
-	started []Service
+	started []started
 	// metricsLn is the listener of ONAIR_METRICS_ADDR while serving.
 	metricsLn net.Listener
 	// conns guards the listener Serve is given (connection caps, accept
@@ -204,8 +204,8 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	case <-ctx.Done():
 	}
 	s.core.Log.Info("shutting down", "grace", "20s")
-	for _, svc := range s.started {
-		if d, ok := svc.(Drainer); ok {
+	for _, st := range s.started {
+		if d, ok := st.runner.(Drainer); ok {
 			d.Drain()
 		}
 	}
@@ -228,30 +228,55 @@ func (s *Server) MetricsAddr() net.Addr {
 	return s.metricsLn.Addr()
 }
 
-// StartServices starts every module's background services in order.
+// StartServices starts every module's background work (Runner) in
+// order. Each module's Start gets a context of its own that lives until
+// the module stops (not until ctx ends, which only bounds the start), and
+// the loops it runs with Core.Go belong to it.
 func (s *Server) StartServices(ctx context.Context) error {
 	for _, m := range s.core.Modules {
-		svc, ok := m.(Service)
+		svc, ok := m.(Runner)
 		if !ok {
 			continue
 		}
-		if err := svc.Start(ctx); err != nil {
-			s.StopServices(context.Background())
+		g := s.core.startModule(context.WithoutCancel(ctx), m.Name())
+		err := svc.Start(g.ctx)
+		s.core.startedModule()
+		if err != nil {
+			// The module did not start: its loops end, it is not stopped.
+			stopCtx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			_ = g.stop(stopCtx)
+			s.StopServices(stopCtx)
+			cancel()
 			return fmt.Errorf("module %s: start: %w", m.Name(), err)
 		}
-		s.started = append(s.started, svc)
+		s.started = append(s.started, started{runner: svc, group: g})
 	}
 	return nil
 }
 
-// StopServices stops the started services in reverse order.
+// StopServices stops the started modules in reverse order: each module's
+// Stop, then its context ends and its Core.Go loops are awaited (until ctx
+// ends); once every module stopped, the kernel's own loops.
 func (s *Server) StopServices(ctx context.Context) {
 	for i := len(s.started) - 1; i >= 0; i-- {
-		if err := s.started[i].Stop(ctx); err != nil {
+		st := s.started[i]
+		if err := st.runner.Stop(ctx); err != nil {
+			s.core.Log.Error("service stop", "err", err)
+		}
+		if err := st.group.stop(ctx); err != nil {
 			s.core.Log.Error("service stop", "err", err)
 		}
 	}
 	s.started = nil
+	if err := s.core.StopBackground(ctx); err != nil {
+		s.core.Log.Error("service stop", "err", err)
+	}
+}
+
+// started is a module whose Start ran, with the group of its loops.
+type started struct {
+	runner Runner
+	group  *group
 }
 
 const requestIDKey = "requestid"

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/onair/onair/app"
+	"github.com/onair/onair/app/events"
 	"github.com/onair/onair/migrations"
 	"github.com/onair/onair/modules/shows"
 	"github.com/onair/onair/modules/users"
@@ -33,7 +34,6 @@ type Module struct {
 	hub    *Hub
 	ctx    context.Context
 	cancel context.CancelFunc
-	done   chan struct{}
 
 	// sockets counts the open web sockets per client address, capped at
 	// ONAIR_MAX_SOCKETS_PER_IP; refused counts the upgrades refused.
@@ -49,7 +49,7 @@ var (
 	_ app.Provisioner       = (*Module)(nil)
 	_ app.APIRouter         = (*Module)(nil)
 	_ app.PublicRouter      = (*Module)(nil)
-	_ app.Service           = (*Module)(nil)
+	_ app.Runner            = (*Module)(nil)
 	_ app.OpenAPIDocumenter = (*Module)(nil)
 	_ app.Configurer        = (*Module)(nil)
 )
@@ -91,7 +91,7 @@ func (*Module) Policies() []string {
 	}
 }
 
-func (m *Module) Provision(core *app.Core) error {
+func (m *Module) Provision(ctx context.Context, core *app.Core) error {
 	m.core = core
 	m.shows = shows.From(core)
 	um, ok := app.Lookup[*users.Module](core)
@@ -114,21 +114,23 @@ func (m *Module) Provision(core *app.Core) error {
 	if sm, ok := app.Lookup[*shows.Module](core); ok {
 		m.hub.audience = sm.Audience
 	}
-	keyCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	keyCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	secret, err := core.Secret(keyCtx, viewerSecret)
 	cancel()
 	if err != nil {
 		return fmt.Errorf("chat: viewer key: %w", err)
 	}
-	m.ctx, m.cancel = context.WithCancel(context.Background())
+	// The sockets' context: the kernel's, ended by Stop.
+	m.ctx, m.cancel = context.WithCancel(core.Context())
 	m.Service = &Service{
 		db: core.DB, shows: m.shows, users: m.users, authz: core.Authz, rate: rate,
-		hub: m.hub, public: core.Config.PublicURL, nowFunc: time.Now,
+		hub: m.hub, public: core.Config.PublicURL, nowFunc: core.Clock.Now, bus: core.Events,
 		viewers: newViewerKeys(secret, secureURL(core.Config.PublicURL)),
 	}
 	m.hub.mayView = m.mayView
 	m.hub.metrics = newHubMetrics()
 	m.shows.Subscribe(m.onShowEvent)
+	events.SubscribeTx(core.Events, users.Deleted, m.forgetUser)
 	m.sockets = &addrCount{n: map[string]int{}}
 	m.maxSockets = app.Get[int](core.Config, SettingMaxSocketsPerIP)
 	m.refused = prometheus.NewCounter(prometheus.CounterOpts{
@@ -204,28 +206,20 @@ var openAPI []byte
 
 func (*Module) OpenAPI() []byte { return openAPI }
 
-// Start runs the hub: the bus subscription and presence refreshes.
+// Start runs the hub, a Core.Go loop: the bus subscription and presence
+// refreshes.
 func (m *Module) Start(context.Context) error {
-	m.done = make(chan struct{})
-	go func() {
-		defer close(m.done)
-		m.hub.run(m.ctx, presenceTTL/3)
-	}()
+	m.core.Go("chat: hub", func(ctx context.Context) {
+		m.hub.run(ctx, presenceTTL/3) // drops every socket as it ends
+		m.cancel()
+	})
 	m.core.Log.Debug("chat hub started", "shared", m.core.Redis != nil)
 	return nil
 }
 
-// Stop closes every socket and stops the hub.
-func (m *Module) Stop(ctx context.Context) error {
-	m.cancel()
-	if m.done != nil {
-		select {
-		case <-m.done:
-		case <-ctx.Done():
-		}
-	}
-	return nil
-}
+// Stop has nothing of its own to release: the kernel then stops the hub,
+// which closes every socket and ends their context.
+func (*Module) Stop(context.Context) error { return nil }
 
 // Hub is the module's realtime hub (benchmarks and the pages use it).
 func (m *Module) Hub() *Hub { return m.hub }

@@ -13,6 +13,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/onair/onair/app"
+	"github.com/onair/onair/app/events"
 	"github.com/onair/onair/modules/shows"
 	"github.com/onair/onair/modules/users"
 )
@@ -37,9 +38,13 @@ type Service struct {
 	// viewers issue the anonymous viewer cookie and derive each room's ids.
 	viewers *viewerKeys
 
-	// txHooks run inside the transaction of a post or a delete (SubscribeTx).
-	txHooks []func(ctx context.Context, tx bun.IDB, ev TxEvent) error
+	// bus carries the Changed events: the boot's.
+	bus *events.Bus
 }
+
+// Changed is the kernel topic (package app/events) of chat changes, seen
+// from inside their transaction; SubscribeTx subscribes to it.
+var Changed = events.NewTopic[TxEvent]("chat.changed")
 
 // TxEvent is a chat change seen from inside its transaction: Type is
 // EventChatCreated or EventChatDeleted, Message the row as written (its
@@ -56,16 +61,12 @@ type TxEvent struct {
 // Modules subscribe in Provision (the webhooks module writes its
 // deliveries there, so a message and its notifications commit together).
 func (s *Service) SubscribeTx(fn func(ctx context.Context, tx bun.IDB, ev TxEvent) error) {
-	s.txHooks = append(s.txHooks, fn)
+	events.SubscribeTx(s.bus, Changed, func(ctx context.Context, tx *events.Tx, ev TxEvent) error { return fn(ctx, tx, ev) })
 }
 
+// runTxHooks publishes ev to Changed's transaction subscribers inside tx.
 func (s *Service) runTxHooks(ctx context.Context, tx bun.IDB, ev TxEvent) error {
-	for _, fn := range s.txHooks {
-		if err := fn(ctx, tx, ev); err != nil {
-			return err
-		}
-	}
-	return nil
+	return events.PublishTx(ctx, s.bus.Wrap(tx), Changed, ev)
 }
 
 // ErrNotFound is a missing (or deleted) message.

@@ -4,11 +4,12 @@ import (
 	"context"
 
 	"github.com/onair/onair/app"
+	"github.com/onair/onair/app/events"
 	"github.com/onair/onair/modules/users"
 )
 
-// The chat keeps rows of users (their messages): the users module's
-// console calls it when staff delete a user.
+// The chat keeps rows of users (their messages): it forgets them inside
+// the transaction that deletes the user (users.Deleted).
 var _ users.UserKeeper = (*Module)(nil)
 
 // UserSuspended: a suspended user's messages stay (they cannot post).
@@ -16,7 +17,14 @@ func (*Module) UserSuspended(context.Context, int64, *app.Principal) ([]int64, e
 	return nil, nil
 }
 
-// DeletingUser forgets the user's messages everywhere.
-func (m *Module) DeletingUser(ctx context.Context, userID int64, _ *app.Principal) ([]int64, error) {
-	return nil, m.Service.ForgetUser(ctx, userID)
+// forgetUser handles users.Deleted inside the deletion's transaction: the
+// user's messages and bans go everywhere (ForgetUser's change); once the
+// transaction commits, the rooms hear that the messages went.
+func (m *Module) forgetUser(ctx context.Context, tx *events.Tx, d *users.Deletion) error {
+	gone, err := m.Service.forgetInTx(ctx, tx, d.UserID)
+	if err != nil {
+		return err
+	}
+	tx.AfterCommit(func(ctx context.Context) { m.Service.announceForgotten(ctx, gone) })
+	return nil
 }

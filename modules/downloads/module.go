@@ -10,7 +10,6 @@ import (
 	"context"
 	"fmt"
 	"os/exec"
-	"sync"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -30,10 +29,7 @@ type Module struct {
 	ffmpeg string // "" when ffmpeg is not on PATH: no downloads are made or offered
 	signer signer
 
-	jobs   chan int64 // shows to make files of, from this node's archived events
-	ctx    context.Context
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	jobs chan int64 // shows to make files of, from this node's archived events
 }
 
 var (
@@ -41,7 +37,7 @@ var (
 	_ app.Migrator     = (*Module)(nil)
 	_ app.Provisioner  = (*Module)(nil)
 	_ app.PublicRouter = (*Module)(nil)
-	_ app.Service      = (*Module)(nil)
+	_ app.Runner       = (*Module)(nil)
 )
 
 func (*Module) Name() string { return "downloads" }
@@ -58,18 +54,17 @@ func (*Module) Migrations() []migrations.Migration {
 // the install's secrets, so every node agrees on it.
 const signingSecret = "downloads.signing"
 
-func (m *Module) Provision(core *app.Core) error {
+func (m *Module) Provision(ctx context.Context, core *app.Core) error {
 	m.core = core
 	m.shows = shows.From(core)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	key, err := core.Secret(ctx, signingSecret)
+	keyCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	key, err := core.Secret(keyCtx, signingSecret)
 	cancel()
 	if err != nil {
 		return fmt.Errorf("downloads: signing key: %w", err)
 	}
 	m.signer = signer{key: key}
 	m.jobs = make(chan int64, jobQueue)
-	m.ctx, m.cancel = context.WithCancel(context.Background())
 	if m.ffmpeg, err = exec.LookPath("ffmpeg"); err != nil {
 		m.ffmpeg = ""
 		core.Log.Info("ffmpeg not on PATH: archived shows offer no downloads")
@@ -87,31 +82,20 @@ func (m *Module) PublicRoutes(r fiber.Router) {
 	r.Get("/downloads/shows/:id/:file", m.servePublic)
 }
 
-// Start runs the worker: it makes the files of the shows archived on this
-// node as their events come, and of archived shows that have none yet
-// (archived before this module, or while the node was down).
+// Start runs the worker, a Core.Go loop: it makes the files of the shows
+// archived on this node as their events come, and of archived shows that
+// have none yet (archived before this module, or while the node was
+// down). When the module stops, a file being made is abandoned and made
+// again by the next start's sweep.
 func (m *Module) Start(context.Context) error {
-	if m.ffmpeg == "" {
-		return nil
+	if m.ffmpeg != "" {
+		m.core.Go("downloads: worker", m.run)
 	}
-	m.wg.Add(1)
-	go func() { defer m.wg.Done(); m.run(m.ctx) }()
 	return nil
 }
 
-// Stop ends the worker; a file being made is abandoned and made again by
-// the next start's sweep.
-func (m *Module) Stop(ctx context.Context) error {
-	m.cancel()
-	done := make(chan struct{})
-	go func() { m.wg.Wait(); close(done) }()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
+// Stop has nothing of its own to release (the worker is a Core.Go loop).
+func (*Module) Stop(context.Context) error { return nil }
 
 // From returns the provisioned downloads module of a booted core (the
 // podcast feed reads the files' sizes through it).

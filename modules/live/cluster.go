@@ -241,7 +241,9 @@ func (c *cluster) start(ctx context.Context) error {
 		c.sub.Close()
 		return fmt.Errorf("live: subscribe to node commands: %w", err)
 	}
-	run, cancel := context.WithCancel(context.Background())
+	// ctx is the module's Start context, which lives until it stops;
+	// stop ends the loops earlier, once the streams are closed.
+	run, cancel := context.WithCancel(ctx)
 	c.cancel = cancel
 	c.wg.Add(4)
 	go func() { defer c.wg.Done(); c.commands() }()

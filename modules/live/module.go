@@ -113,7 +113,7 @@ type Module struct {
 var (
 	_ app.Provisioner  = (*Module)(nil)
 	_ app.PublicRouter = (*Module)(nil)
-	_ app.Service      = (*Module)(nil)
+	_ app.Runner       = (*Module)(nil)
 	_ app.Configurer   = (*Module)(nil)
 	_ app.Drainer      = (*Module)(nil)
 )
@@ -219,7 +219,7 @@ func parseDVRWindow(v string) (any, error) {
 
 func (*Module) Name() string { return "live" }
 
-func (m *Module) Provision(core *app.Core) error {
+func (m *Module) Provision(ctx context.Context, core *app.Core) error {
 	m.core = core
 	m.shows = shows.From(core)
 	m.streams = map[int64]*stream{}
@@ -236,7 +236,7 @@ func (m *Module) Provision(core *app.Core) error {
 		return fmt.Errorf("live: ONAIR_RTMP_URL: %w", err)
 	}
 	m.app = strings.Trim(u.Path, "/")
-	keyCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	keyCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	m.signer, err = loadSigner(keyCtx, core, filepath.Join(core.Config.DataDir, "media", "signing.key"))
 	if err == nil {
 		m.sessions, err = loadSessions(keyCtx, core)
@@ -257,7 +257,9 @@ func (m *Module) Provision(core *app.Core) error {
 		m.presign = s3
 	}
 	m.vis = newVisibility(m.shows)
-	m.ctx, m.cancel = context.WithCancel(context.Background())
+	// The sessions' context, from the kernel's (publishers may come
+	// before Start ends); Stop cancels it.
+	m.ctx, m.cancel = context.WithCancel(core.Context())
 	if ffmpeg, err := exec.LookPath("ffmpeg"); err == nil {
 		m.thumbs = newThumbnailer(ffmpeg, core.Log)
 	} else {

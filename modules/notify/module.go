@@ -16,13 +16,12 @@ import (
 	"context"
 	_ "embed"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
-	"github.com/uptrace/bun"
 
 	"github.com/onair/onair/app"
+	"github.com/onair/onair/app/events"
 	"github.com/onair/onair/migrations"
 	"github.com/onair/onair/modules/shows"
 	"github.com/onair/onair/modules/users"
@@ -40,10 +39,7 @@ type Module struct {
 	rate   int // mails a minute this node sends at most
 	signer signer
 
-	wake   chan struct{}
-	ctx    context.Context
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	wake chan struct{}
 }
 
 var (
@@ -54,7 +50,7 @@ var (
 	_ app.APIRouter         = (*Module)(nil)
 	_ app.PublicRouter      = (*Module)(nil)
 	_ app.OpenAPIDocumenter = (*Module)(nil)
-	_ app.Service           = (*Module)(nil)
+	_ app.Runner            = (*Module)(nil)
 )
 
 // SettingMailRate bounds the go-live mails one node sends a minute.
@@ -86,7 +82,7 @@ func (*Module) Migrations() []migrations.Migration {
 // the install's secrets.
 const unsubscribeSecret = "notify.unsubscribe"
 
-func (m *Module) Provision(core *app.Core) error {
+func (m *Module) Provision(ctx context.Context, core *app.Core) error {
 	um, ok := app.Lookup[*users.Module](core)
 	if !ok || um.Service == nil {
 		return fmt.Errorf("notify: the users module is not provisioned")
@@ -94,19 +90,18 @@ func (m *Module) Provision(core *app.Core) error {
 	m.core, m.users, m.shows = core, um.Service, shows.From(core)
 	m.mail = app.Get[string](core.Config, users.SettingSMTPURL) != ""
 	m.rate = app.Get[int](core.Config, SettingMailRate)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	key, err := core.Secret(ctx, unsubscribeSecret)
+	keyCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	key, err := core.Secret(keyCtx, unsubscribeSecret)
 	cancel()
 	if err != nil {
 		return fmt.Errorf("notify: unsubscribe key: %w", err)
 	}
 	m.signer = signer{key: key}
 	m.wake = make(chan struct{}, 1)
-	m.ctx, m.cancel = context.WithCancel(context.Background())
 	// A new follow starts with notifications on, whatever an earlier
 	// follow of the same user was set to.
-	m.users.SubscribeFollowTx(func(ctx context.Context, tx bun.IDB, follower, followed int64) error {
-		_, err := tx.NewDelete().Model((*Mute)(nil)).Where("follower_id = ? AND followed_id = ?", follower, followed).Exec(ctx)
+	events.SubscribeTx(core.Events, users.Followed, func(ctx context.Context, tx *events.Tx, f users.Follow) error {
+		_, err := tx.NewDelete().Model((*Mute)(nil)).Where("follower_id = ? AND followed_id = ?", f.FollowerID, f.FollowedID).Exec(ctx)
 		return err
 	})
 	if m.mail {
@@ -138,29 +133,18 @@ var openAPI []byte
 
 func (*Module) OpenAPI() []byte { return openAPI }
 
-// Start runs the mail worker (with ONAIR_SMTP_URL).
+// Start runs the mail worker (with ONAIR_SMTP_URL), a Core.Go loop: when
+// the module stops, a mail being sent is finished or, cut off, sent again
+// later (its claim lapses).
 func (m *Module) Start(context.Context) error {
-	if !m.mail {
-		return nil
+	if m.mail {
+		m.core.Go("notify: mail worker", m.run)
 	}
-	m.wg.Add(1)
-	go func() { defer m.wg.Done(); m.run(m.ctx) }()
 	return nil
 }
 
-// Stop ends the worker; a mail being sent is finished or, cut off, sent
-// again later (its claim lapses).
-func (m *Module) Stop(ctx context.Context) error {
-	m.cancel()
-	done := make(chan struct{})
-	go func() { m.wg.Wait(); close(done) }()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
+// Stop has nothing of its own to release (the worker is a Core.Go loop).
+func (*Module) Stop(context.Context) error { return nil }
 
 // Wake makes the worker look for work now rather than at its next poll.
 func (m *Module) Wake() {

@@ -14,6 +14,7 @@
 package pages
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 
@@ -61,7 +62,7 @@ func (*Module) Name() string { return "pages" }
 
 // Provision finds the services the pages work through. Those modules'
 // packages are imported here, so they are provisioned first.
-func (m *Module) Provision(core *app.Core) error {
+func (m *Module) Provision(ctx context.Context, core *app.Core) error {
 	um, ok := app.Lookup[*users.Module](core)
 	if !ok || um.Service == nil {
 		return fmt.Errorf("pages: the users module is not provisioned")

@@ -7,6 +7,7 @@
 package podcast
 
 import (
+	"context"
 	"strconv"
 
 	"github.com/gofiber/fiber/v2"
@@ -34,7 +35,7 @@ var (
 
 func (*Module) Name() string { return "podcast" }
 
-func (m *Module) Provision(core *app.Core) error {
+func (m *Module) Provision(ctx context.Context, core *app.Core) error {
 	um, ok := app.Lookup[*users.Module](core)
 	if !ok || um.Service == nil {
 		return errNoUsers

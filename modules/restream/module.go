@@ -65,7 +65,7 @@ var (
 	_ app.Provisioner       = (*Module)(nil)
 	_ app.APIRouter         = (*Module)(nil)
 	_ app.OpenAPIDocumenter = (*Module)(nil)
-	_ app.Service           = (*Module)(nil)
+	_ app.Runner            = (*Module)(nil)
 	_ shows.HealthAdder     = (*Module)(nil)
 )
 
@@ -94,11 +94,11 @@ func (*Module) Policies() []string {
 // keySecret names the install's secret the stream keys are encrypted with.
 const keySecret = "restream.keys"
 
-func (m *Module) Provision(core *app.Core) error {
+func (m *Module) Provision(ctx context.Context, core *app.Core) error {
 	m.db, m.authz, m.log, m.public = core.DB, core.Authz, core.Log, core.Config.PublicURL
 	m.allowPrivate = app.Get[bool](core.Config, webhooks.SettingAllowPrivate)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	secret, err := core.Secret(ctx, keySecret)
+	keyCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	secret, err := core.Secret(keyCtx, keySecret)
 	cancel()
 	if err != nil {
 		return fmt.Errorf("restream: key secret: %w", err)
@@ -106,7 +106,9 @@ func (m *Module) Provision(core *app.Core) error {
 	if m.keys, err = newKeyBox(secret); err != nil {
 		return err
 	}
-	m.ctx, m.cancel = context.WithCancel(context.Background())
+	// Pushes begin with publications, which may come before Start: their
+	// context is the kernel's, ended by Stop.
+	m.ctx, m.cancel = context.WithCancel(core.Context())
 	m.pubs = map[int64]*publication{}
 	m.backoff = time.Second
 	lm, ok := app.Lookup[*live.Module](core)

@@ -7,6 +7,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/onair/onair/app"
+	"github.com/onair/onair/app/events"
 )
 
 // Event types. "stopped" and "off" tell the live module to disconnect the
@@ -39,15 +40,19 @@ type Event struct {
 	Remote bool
 }
 
+// Changed is the kernel topic (package app/events) of show changes, on
+// the boot's bus: Subscribe and SubscribeTx below are its subscriptions,
+// and events.Subscribe(core.Events, shows.Changed, fn) is the same as
+// Subscribe(fn).
+var Changed = events.NewTopic[Event]("shows.changed")
+
 // Subscribe registers fn to be called synchronously after each committed
 // change, in registration order. Modules subscribe in Provision. A
 // subscriber that panics is logged and skipped; it should hand slow work to
 // its own goroutine. With Redis, fn is also called for the changes other
 // nodes commit (Event.Remote), once each.
 func (s *Service) Subscribe(fn func(ctx context.Context, ev Event)) {
-	s.subsMu.Lock()
-	defer s.subsMu.Unlock()
-	s.subs = append(s.subs, fn)
+	events.Subscribe(s.bus, Changed, fn)
 }
 
 // SubscribeTx registers fn to run inside the transaction of each change,
@@ -58,9 +63,7 @@ func (s *Service) Subscribe(fn func(ctx context.Context, ev Event)) {
 // registration order on the node that makes the change, only there, and
 // must be quick: they hold the show's row lock.
 func (s *Service) SubscribeTx(fn func(ctx context.Context, tx bun.IDB, ev Event) error) {
-	s.subsMu.Lock()
-	defer s.subsMu.Unlock()
-	s.txHooks = append(s.txHooks, fn)
+	events.SubscribeTx(s.bus, Changed, func(ctx context.Context, tx *events.Tx, ev Event) error { return fn(ctx, tx, ev) })
 }
 
 // record writes, inside the change's transaction tx, the outbox row of
@@ -92,9 +95,7 @@ func (s *Service) record(ctx context.Context, tx bun.IDB, id int64, by *app.Prin
 
 // recordShow is record for a snapshot the caller holds (a deleted show).
 func (s *Service) recordShow(ctx context.Context, tx bun.IDB, sh *Show, by *app.Principal, types ...string) ([]Event, error) {
-	s.subsMu.RLock()
-	hooks := s.txHooks[:len(s.txHooks):len(s.txHooks)]
-	s.subsMu.RUnlock()
+	etx := s.bus.Wrap(tx) // the change's own commit delivers (deliver)
 	evs := make([]Event, 0, len(types))
 	for _, t := range types {
 		ev := Event{Type: t, Show: sh, By: by}
@@ -103,10 +104,8 @@ func (s *Service) recordShow(ctx context.Context, tx bun.IDB, sh *Show, by *app.
 			return nil, fmt.Errorf("outbox: %w", err)
 		}
 		ev.ID = id
-		for _, fn := range hooks {
-			if err := fn(ctx, tx, ev); err != nil {
-				return nil, err
-			}
+		if err := events.PublishTx(ctx, etx, Changed, ev); err != nil {
+			return nil, err
 		}
 		evs = append(evs, ev)
 	}
@@ -128,18 +127,4 @@ func (s *Service) deliver(ctx context.Context, evs []Event) {
 	}
 }
 
-func (s *Service) emit(ctx context.Context, ev Event) {
-	s.subsMu.RLock()
-	subs := s.subs[:len(s.subs):len(s.subs)]
-	s.subsMu.RUnlock()
-	for _, fn := range subs {
-		func() {
-			defer func() {
-				if r := recover(); r != nil {
-					s.log.Error("shows: event subscriber panicked", "event", ev.Type, "show_id", ev.Show.ID, "remote", ev.Remote, "panic", fmt.Sprint(r))
-				}
-			}()
-			fn(ctx, ev)
-		}()
-	}
-}
+func (s *Service) emit(ctx context.Context, ev Event) { events.Emit(ctx, s.bus, Changed, ev) }

@@ -39,11 +39,12 @@ func SetListCacheEntries(s *Service, n int) { s.Lists.cache.maxEntries = n }
 // SetListCacheAsked lowers the bound on the lists remembered as asked once.
 func SetListCacheAsked(s *Service, n int) { s.Lists.cache.maxAsked = n }
 
-// SetListCacheWallClock replaces the clock that bounds the entries holding
-// signed media links; the returned function puts the real one back.
-func SetListCacheWallClock(now func() time.Time) func() {
-	wallNow = now
-	return func() { wallNow = time.Now }
+// SetListCacheWallClock moves the kernel's clock of s, which bounds the
+// entries holding signed media links; the returned function puts the real
+// one back.
+func SetListCacheWallClock(s *Service, now func() time.Time) func() {
+	s.clock.Set(now)
+	return func() { s.clock.Set(nil) }
 }
 
 // OwnerPageTwoWays reads the page of q (one owner's shows, q.UserID set)

@@ -345,34 +345,8 @@ func (s *Service) Delete(ctx context.Context, id int64, by *app.Principal) (*Sho
 	now := app.Now()
 	var evs []Event
 	err := inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
-		if _, err := s.access.lockFor(ctx, tx, id, by, "delete"); err != nil {
-			return err
-		}
-		sh, err := getShow(ctx, tx, id)
-		if err != nil {
-			return err
-		}
-		before, err := countSnapshot(ctx, tx, sh)
-		if err != nil {
-			return err
-		}
-		if err := moveCounts(ctx, tx, before, countState{}); err != nil {
-			return err
-		}
-		types := []string{EventDeleted}
-		if sh.Live {
-			types = []string{EventStopped, EventDeleted}
-			applyStop(sh, now)
-		}
-		for _, model := range []any{(*ShowTag)(nil), (*Favorite)(nil), (*ShowGram)(nil)} {
-			if _, err := tx.NewDelete().Model(model).Where("show_id = ?", id).Exec(ctx); err != nil {
-				return err
-			}
-		}
-		if _, err := tx.NewDelete().Model((*Show)(nil)).Where("id = ?", id).Exec(ctx); err != nil {
-			return err
-		}
-		evs, err = s.recordShow(ctx, tx, sh, by, types...)
+		var err error
+		evs, err = deleteInTx(ctx, s, tx, id, by, now)
 		return err
 	})
 	if err != nil {
@@ -385,6 +359,39 @@ func (s *Service) Delete(ctx context.Context, id int64, by *app.Principal) (*Sho
 	}
 	s.deliver(ctx, evs)
 	return lastShow(evs), nil
+}
+
+// deleteInTx is Delete's change inside tx: it returns the events to
+// deliver once tx commits (the caller also drops the show's image then).
+func deleteInTx(ctx context.Context, s *Service, tx bun.IDB, id int64, by *app.Principal, now time.Time) ([]Event, error) {
+	if _, err := s.access.lockFor(ctx, tx, id, by, "delete"); err != nil {
+		return nil, err
+	}
+	sh, err := getShow(ctx, tx, id)
+	if err != nil {
+		return nil, err
+	}
+	before, err := countSnapshot(ctx, tx, sh)
+	if err != nil {
+		return nil, err
+	}
+	if err := moveCounts(ctx, tx, before, countState{}); err != nil {
+		return nil, err
+	}
+	types := []string{EventDeleted}
+	if sh.Live {
+		types = []string{EventStopped, EventDeleted}
+		applyStop(sh, now)
+	}
+	for _, model := range []any{(*ShowTag)(nil), (*Favorite)(nil), (*ShowGram)(nil)} {
+		if _, err := tx.NewDelete().Model(model).Where("show_id = ?", id).Exec(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if _, err := tx.NewDelete().Model((*Show)(nil)).Where("id = ?", id).Exec(ctx); err != nil {
+		return nil, err
+	}
+	return s.recordShow(ctx, tx, sh, by, types...)
 }
 
 // inTx runs a change in a transaction, again when MySQL reports a

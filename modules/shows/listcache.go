@@ -44,9 +44,6 @@ import (
 // until the earliest start in its set passes. Entries are bounded in number
 // and in bytes (least recently used first out).
 
-// wallNow is the clock the media signer reads (tests move it).
-var wallNow = time.Now
-
 // SettingListCache is the memory of the list cache, in MiB (0: off).
 const SettingListCache = "ONAIR_SHOWS_LIST_CACHE_MB"
 
@@ -65,7 +62,9 @@ type listEntry struct {
 	// viewer is the user the entry is for (their hidden shows included,
 	// their shows in the owner's form); 0 for the public list.
 	viewer int64
-	until  time.Time // zero: not bound to the clock
+	// clock is the kernel's, which the media signer reads (tests move it).
+	clock *app.Clock
+	until time.Time // zero: not bound to the clock
 	// tokens is when the signed media links of the private shows the
 	// entry holds change (zero: none holds any).
 	tokens time.Time
@@ -389,7 +388,7 @@ func (e *listEntry) answers(uid int64) bool {
 // expired tells whether the clock has passed e's bounds: the earliest
 // scheduled start in its set, or the hour its signed media links change.
 func (e *listEntry) expired() bool {
-	return (!e.until.IsZero() && !app.Now().Before(e.until)) || (!e.tokens.IsZero() && !wallNow().Before(e.tokens))
+	return (!e.until.IsZero() && !app.Now().Before(e.until)) || (!e.tokens.IsZero() && !e.clock.Now().Before(e.tokens))
 }
 
 // othersOnly tells whether e's list is one user's shows, not uid's: none
@@ -421,7 +420,7 @@ func publicViewer() *app.Principal { return &app.Principal{} }
 // later change moves the generation, so the entry is never used on data
 // older than it holds.
 func (l *Lister) fillList(ctx context.Context, q ListQuery, key string, gen int64, viewer int64) (*listEntry, error) {
-	e := &listEntry{key: key, gen: gen, viewer: viewer}
+	e := &listEntry{key: key, gen: gen, viewer: viewer, clock: l.clock}
 	pq := q
 	pq.Viewer = e.principal()
 	vis := seePublic
@@ -445,7 +444,7 @@ func (l *Lister) fillList(ctx context.Context, q ListQuery, key string, gen int6
 			e.until = first
 		}
 	}
-	signedAt := wallNow() // before the links are signed
+	signedAt := l.clock.Now() // before the links are signed
 	list, count, err := l.read(ctx, f)
 	if err != nil {
 		return nil, err

@@ -418,7 +418,7 @@ func TestListCacheOwnEntry(t *testing.T) {
 		// When the hour turns the links' tokens change: the entry is
 		// not used past it.
 		next := time.Now().Truncate(time.Hour).Add(time.Hour)
-		defer shows.SetListCacheWallClock(func() time.Time { return next })()
+		defer shows.SetListCacheWallClock(f.svc, func() time.Time { return next })()
 		h = hits()
 		ask("hour turned")
 		if hits() != h {

@@ -31,10 +31,13 @@ type Lister struct {
 	// cache keeps the public form of list answers (listcache.go); nil
 	// when ONAIR_SHOWS_LIST_CACHE_MB is 0.
 	cache *listCache
+	// clock is the kernel's (Core.Clock), which the cache's bounds and
+	// the media signer read.
+	clock *app.Clock
 }
 
-func newLister(db *bun.DB, views *Views, cacheMB int) *Lister {
-	l := &Lister{db: db, views: views, tags: newListTags(db)}
+func newLister(db *bun.DB, views *Views, cacheMB int, clock *app.Clock) *Lister {
+	l := &Lister{db: db, views: views, tags: newListTags(db), clock: clock}
 	if cacheMB > 0 {
 		l.cache = newListCache(cacheMB << 20)
 	}

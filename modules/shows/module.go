@@ -7,7 +7,6 @@ package shows
 import (
 	"context"
 	_ "embed"
-	"errors"
 	"fmt"
 	"time"
 
@@ -15,27 +14,34 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/onair/onair/app"
+	"github.com/onair/onair/app/events"
 	"github.com/onair/onair/migrations"
 	"github.com/onair/onair/modules/users"
 )
 
-func init() {
-	app.Register(&Module{})
-	// A tag merge re-points show_tags: the counts per tag and the shows'
-	// copies of their tag ids follow (when they exist yet; migrations
-	// 0020 and 0032 fill them otherwise).
-	users.OnTagsMerged(func(ctx context.Context, db bun.IDB) error {
-		if ok, err := migrations.TableExists(ctx, db, "show_counts"); err != nil || !ok {
-			return err
-		}
-		if err := RebuildCounts(ctx, db); err != nil {
-			return err
-		}
-		if ok, err := migrations.ColumnExists(ctx, db, "shows", "tag_ids"); err != nil || !ok {
-			return err
-		}
-		return fillTagIDs(ctx, db)
+func init() { app.Register(&Module{}) }
+
+// Subscribe handles the users module's tag merges (a migration step): the
+// merge re-points show_tags, and the counts per tag and the shows' copies
+// of their tag ids follow in the same step (when they exist yet;
+// migrations 0020 and 0032 fill them otherwise).
+func (*Module) Subscribe(bus *events.Bus) {
+	events.SubscribeTx(bus, users.TagsMerged, func(ctx context.Context, tx *events.Tx, _ users.TagMerge) error {
+		return tagsMerged(ctx, tx)
 	})
+}
+
+func tagsMerged(ctx context.Context, db bun.IDB) error {
+	if ok, err := migrations.TableExists(ctx, db, "show_counts"); err != nil || !ok {
+		return err
+	}
+	if err := RebuildCounts(ctx, db); err != nil {
+		return err
+	}
+	if ok, err := migrations.ColumnExists(ctx, db, "shows", "tag_ids"); err != nil || !ok {
+		return err
+	}
+	return fillTagIDs(ctx, db)
 }
 
 // Module is the shows module. After Provision, Service is ready for other
@@ -43,9 +49,9 @@ func init() {
 type Module struct {
 	Service *Service
 
-	janitor *janitor
-	outbox  *outboxWorker
-	core    *app.Core // the console asks the other modules for viewer counts
+	janitor   *janitor
+	retention time.Duration // of the outbox rows (ONAIR_OUTBOX_RETENTION)
+	core      *app.Core     // the console asks the other modules for viewer counts
 }
 
 var (
@@ -53,10 +59,11 @@ var (
 	_ app.Migrator          = (*Module)(nil)
 	_ app.Policier          = (*Module)(nil)
 	_ app.Provisioner       = (*Module)(nil)
+	_ app.Subscriber        = (*Module)(nil)
 	_ app.APIRouter         = (*Module)(nil)
 	_ app.PublicRouter      = (*Module)(nil)
 	_ app.OpenAPIDocumenter = (*Module)(nil)
-	_ app.Service           = (*Module)(nil)
+	_ app.Runner            = (*Module)(nil)
 	_ app.Configurer        = (*Module)(nil)
 )
 
@@ -184,7 +191,7 @@ func (*Module) Policies() []string {
 	}
 }
 
-func (m *Module) Provision(core *app.Core) error {
+func (m *Module) Provision(ctx context.Context, core *app.Core) error {
 	um, ok := app.Lookup[*users.Module](core)
 	if !ok || um.Service == nil {
 		return fmt.Errorf("shows: the users module is not provisioned")
@@ -199,10 +206,12 @@ func (m *Module) Provision(core *app.Core) error {
 			}
 		}
 	}
+	events.SubscribeTx(core.Events, users.Deleted, m.deleteUserShows)
 	m.janitor = newJanitor(m.Service, m.Service.window)
-	m.outbox = &outboxWorker{svc: m.Service, retention: app.Get[time.Duration](core.Config, SettingOutboxRetention)}
+	m.retention = app.Get[time.Duration](core.Config, SettingOutboxRetention)
 	if core.Redis != nil {
 		r := newRelay(m.Service, core.Redis, core.Config.RedisPrefix+EventsStream, int64(app.Get[int](core.Config, SettingEventsStreamLen)))
+		r.background = core.Background
 		for _, c := range r.collectors() {
 			if err := core.Metrics.Register(c); err != nil {
 				return fmt.Errorf("shows: metrics: %w", err)
@@ -239,19 +248,18 @@ var openAPI []byte
 
 func (*Module) OpenAPI() []byte { return openAPI }
 
-// Start runs the janitor that completes shows whose publisher did not come
-// back within the reconnect window, and radio shows after 24 hours, and
-// the outbox worker: the relay of events between nodes (with Redis) and
-// the cleanup of old events.
+// Start runs, as Core.Go loops, the janitor that completes shows whose
+// publisher did not come back within the reconnect window, and radio
+// shows after 24 hours, and the outbox's: the relay of events between
+// nodes (with Redis) and the cleanup of old events.
 func (m *Module) Start(ctx context.Context) error {
-	m.janitor.start()
-	m.outbox.start(ctx)
+	m.core.Go("shows: janitor", m.janitor.run)
+	startOutbox(ctx, m.core, m.Service, m.retention)
 	return nil
 }
 
-func (m *Module) Stop(ctx context.Context) error {
-	return errors.Join(m.janitor.stop(ctx), m.outbox.stop(ctx))
-}
+// Stop has nothing of its own to release: the kernel stops the loops.
+func (*Module) Stop(context.Context) error { return nil }
 
 // uniqueIndex is migrations.CreateIndex for a UNIQUE index.
 func uniqueIndex(model any, name string, columns ...string) func(ctx context.Context, db bun.IDB) error {

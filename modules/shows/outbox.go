@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -186,66 +185,25 @@ func eventOf(row *OutboxRow) (Event, error) {
 // trimEvery is how often each node trims the outbox.
 const trimEvery = time.Minute
 
-// outboxWorker runs, from Start to Stop, the relay (with Redis) and the
-// cleanup of old outbox rows.
-type outboxWorker struct {
-	svc       *Service
-	retention time.Duration // 0 keeps every row
-
-	mu     sync.Mutex
-	cancel context.CancelFunc
-	done   chan struct{}
-}
-
-func (w *outboxWorker) start(ctx context.Context) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.cancel != nil {
-		return
-	}
-	r := w.svc.relay
-	if r != nil {
+// startOutbox runs, as Core.Go loops from Start until the module stops,
+// the relay (with Redis) and the cleanup of old outbox rows (retention 0
+// keeps every row).
+func startOutbox(ctx context.Context, core *app.Core, svc *Service, retention time.Duration) {
+	if r := svc.relay; r != nil {
 		// The reader starts where the stream stands now: the events
 		// committed from here on reach this node.
 		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		r.position(pctx)
 		cancel()
+		core.Go("shows: event relay", r.run)
 	}
-	runCtx, cancel := context.WithCancel(context.Background())
-	w.cancel, w.done = cancel, make(chan struct{})
-	var wg sync.WaitGroup
-	if r != nil {
-		wg.Add(1)
-		go func() { defer wg.Done(); r.run(runCtx) }()
-	}
-	if w.retention > 0 {
-		wg.Add(1)
-		go func() { defer wg.Done(); w.trimLoop(runCtx) }()
-	}
-	go func() { wg.Wait(); close(w.done) }()
-}
-
-func (w *outboxWorker) trimLoop(ctx context.Context) {
-	app.Every(ctx, trimEvery, func(ctx context.Context) {
-		if _, err := w.svc.TrimOutbox(ctx, app.Now().Add(-w.retention), true); err != nil && ctx.Err() == nil {
-			w.svc.log.Error("shows: outbox cleanup", "err", err)
-		}
-	})
-}
-
-func (w *outboxWorker) stop(ctx context.Context) error {
-	w.mu.Lock()
-	cancel, done := w.cancel, w.done
-	w.cancel = nil
-	w.mu.Unlock()
-	if cancel == nil {
-		return nil
-	}
-	cancel()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
+	if retention > 0 {
+		core.Go("shows: outbox cleanup", func(ctx context.Context) {
+			app.Every(ctx, trimEvery, func(ctx context.Context) {
+				if _, err := svc.TrimOutbox(ctx, app.Now().Add(-retention), true); err != nil && ctx.Err() == nil {
+					svc.log.Error("shows: outbox cleanup", "err", err)
+				}
+			})
+		})
 	}
 }

@@ -64,6 +64,8 @@ type relay struct {
 
 	queue chan []Event
 	seen  *seenSet
+	// background bounds the last relays at shutdown (Core.Background).
+	background func(time.Duration) (context.Context, context.CancelFunc)
 	// last is the stream position the reader resumes from.
 	last string
 
@@ -156,7 +158,7 @@ func (r *relay) publishLoop(ctx context.Context) {
 		case <-ctx.Done():
 			// At shutdown the events of the last requests are still
 			// relayed, briefly; what is left is swept by another node.
-			drain, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			drain, cancel := r.background(2 * time.Second)
 			defer cancel()
 			for {
 				select {

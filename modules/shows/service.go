@@ -15,6 +15,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/onair/onair/app"
+	"github.com/onair/onair/app/events"
 	"github.com/onair/onair/modules/users"
 )
 
@@ -39,10 +40,12 @@ type Service struct {
 	// Keys checks and rotates stream keys.
 	Keys *Keys
 
-	subsMu  sync.RWMutex
-	subs    []func(context.Context, Event)
-	txHooks []func(context.Context, bun.IDB, Event) error
-	keeps   []func(context.Context) (int64, error) // KeepOutbox
+	// bus carries the Changed events (events.go): the boot's.
+	bus *events.Bus
+	// clock is the kernel's (Core.Clock).
+	clock  *app.Clock
+	subsMu sync.RWMutex
+	keeps  []func(context.Context) (int64, error) // KeepOutbox
 	// relay publishes committed events to the other nodes (relay.go);
 	// nil without Redis.
 	relay *relay
@@ -63,7 +66,9 @@ func NewService(core *app.Core) *Service {
 		window: app.Get[time.Duration](core.Config, SettingReconnectWindow),
 		Views:  views,
 		Keys:   &Keys{db: core.DB, access: acc},
-		Lists:  newLister(core.DB, views, app.Get[int](core.Config, SettingListCache)),
+		Lists:  newLister(core.DB, views, app.Get[int](core.Config, SettingListCache), core.Clock),
+		bus:    core.Events,
+		clock:  core.Clock,
 	}
 	return s
 }

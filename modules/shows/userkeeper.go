@@ -2,13 +2,16 @@ package shows
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/onair/onair/app"
+	"github.com/onair/onair/app/events"
 	"github.com/onair/onair/modules/users"
 )
 
 // The shows module keeps rows of users: the users module's console calls
-// it when staff suspend or delete a user.
+// it when staff suspend a user, and it deletes the user's shows inside the
+// transaction that deletes the user (users.Deleted).
 var _ users.UserKeeper = (*Module)(nil)
 
 // UserSuspended stops the user's live shows as staff member by.
@@ -28,23 +31,39 @@ func (m *Module) UserSuspended(ctx context.Context, userID int64, by *app.Princi
 	return stopped, nil
 }
 
-// DeletingUser deletes the user's shows as a staff delete would (a live
-// one stops, its media goes), a page at a time until none is left.
-func (m *Module) DeletingUser(ctx context.Context, userID int64, by *app.Principal) ([]int64, error) {
-	var deleted []int64
-	for {
-		list, _, err := m.Service.Lists.List(ctx, ListQuery{UserID: userID, Page: app.Page{Number: 1, Size: 100}})
-		if err != nil {
-			return deleted, err
-		}
-		if len(list) == 0 {
-			return deleted, nil
-		}
-		for _, sh := range list {
-			if _, err := m.Service.Delete(ctx, sh.ID, by); err != nil {
-				return deleted, err
-			}
-			deleted = append(deleted, sh.ID)
-		}
+// deleteUserShows handles users.Deleted inside the deletion's
+// transaction: it deletes every show of the user as a staff delete would
+// (counts, tags, favorites, the events of each). Once the transaction
+// commits, the events are delivered (a live show stops and the live module
+// drops its media) and the shows' images go.
+func (m *Module) deleteUserShows(ctx context.Context, tx *events.Tx, d *users.Deletion) error {
+	var ids []int64
+	if err := tx.NewSelect().Model((*Show)(nil)).Column("id").Where("user_id = ?", d.UserID).
+		OrderExpr("id ASC").Scan(ctx, &ids); err != nil {
+		return fmt.Errorf("shows: shows of user %d: %w", d.UserID, err)
 	}
+	if len(ids) == 0 {
+		return nil
+	}
+	s, now := m.Service, app.Now()
+	var all []Event
+	var images []string
+	for _, id := range ids {
+		evs, err := deleteInTx(ctx, s, tx, id, d.By, now)
+		if err != nil {
+			return wrapLifecycle("delete", id, err)
+		}
+		if sh := lastShow(evs); sh != nil && sh.ImageKey != nil {
+			images = append(images, *sh.ImageKey)
+		}
+		all = append(all, evs...)
+	}
+	d.DeletedShows(ids...)
+	tx.AfterCommit(func(ctx context.Context) {
+		if len(images) > 0 {
+			s.images.dropImages(ctx, images, "")
+		}
+		s.deliver(ctx, all)
+	})
+	return nil
 }

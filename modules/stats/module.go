@@ -52,7 +52,7 @@ var (
 	_ app.Provisioner       = (*Module)(nil)
 	_ app.APIRouter         = (*Module)(nil)
 	_ app.OpenAPIDocumenter = (*Module)(nil)
-	_ app.Service           = (*Module)(nil)
+	_ app.Runner            = (*Module)(nil)
 	_ app.AdminCharter      = (*Module)(nil)
 )
 
@@ -114,7 +114,7 @@ func (*Module) Policies() []string {
 	}
 }
 
-func (m *Module) Provision(core *app.Core) error {
+func (m *Module) Provision(ctx context.Context, core *app.Core) error {
 	m.core = core
 	m.shows = shows.From(core)
 	m.every = app.Get[time.Duration](core.Config, SettingInterval)

@@ -22,15 +22,13 @@ var (
 
 // UserKeeper is the ability of a module that keeps rows of users (shows,
 // chat). The console calls every module that has it, in registration
-// order, when staff suspend or delete a user; the users module cannot
-// import those modules, which import it.
+// order, when staff suspend a user; the users module cannot import those
+// modules, which import it. Deleting a user is the Deleted event, which
+// they handle in the deletion's transaction.
 type UserKeeper interface {
 	// UserSuspended stops what the user, just suspended by staff member
 	// by, has under way; it returns the ids of the shows it stopped.
 	UserSuspended(ctx context.Context, userID int64, by *app.Principal) (stoppedShows []int64, err error)
-	// DeletingUser deletes the user's rows, as staff member by, before the
-	// user is deleted; it returns the ids of the shows it deleted.
-	DeletingUser(ctx context.Context, userID int64, by *app.Principal) (deletedShows []int64, err error)
 }
 
 // console serves the pages; the module builds it in Provision.

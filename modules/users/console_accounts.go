@@ -153,10 +153,11 @@ type deletedUser struct {
 }
 
 // deleteUser is POST /admin/users/:id/delete (admins only, never oneself):
-// the user's shows are deleted as a staff delete would (a live one stops,
-// its media goes), then their chat messages everywhere, then the user with
-// their tokens, sessions, follows and favorites. The audit entries they
-// wrote stay.
+// in one transaction (DeleteUser), the user's shows are deleted as a staff
+// delete would (a live one stops, its media goes), then their chat
+// messages everywhere, then the user with their tokens, sessions, follows
+// and favorites; a failure leaves all of it in place. The audit entries
+// they wrote stay.
 func (m *console) deleteUser(c *fiber.Ctx) error {
 	p := admin.Principal(c)
 	if err := m.authz.Can(p, "users", "delete"); err != nil {
@@ -169,16 +170,8 @@ func (m *console) deleteUser(c *fiber.Ctx) error {
 	if u.ID == p.UserID {
 		return app.Conflict("you cannot delete yourself")
 	}
-	ctx := c.UserContext()
-	before := deletedUser{Name: u.Name, Email: u.Email, Role: u.Role, Shows: []int64{}}
-	for _, k := range m.keepers {
-		ids, err := k.DeletingUser(ctx, u.ID, p)
-		if err != nil {
-			return err
-		}
-		before.Shows = append(before.Shows, ids...)
-	}
-	if err := m.users.Delete(ctx, u.ID); err != nil {
+	before := deletedUser{Name: u.Name, Email: u.Email, Role: u.Role}
+	if before.Shows, err = m.users.DeleteUser(c.UserContext(), u.ID, p); err != nil {
 		return err
 	}
 	if err := admin.Log(c, "users.delete", admin.Target("user", u.ID), before, nil); err != nil {

@@ -16,7 +16,6 @@ import (
 	"net/smtp"
 	"net/url"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/onair/onair/app"
@@ -89,8 +88,6 @@ type mailer struct {
 	tls *tls.Config
 
 	jobs chan func(context.Context)
-	stop context.CancelFunc
-	wg   sync.WaitGroup
 }
 
 // newMailer returns the mailer of ONAIR_SMTP_URL, nil when it is empty.
@@ -117,29 +114,16 @@ func newMailer(smtpURL, from, publicURL string, log *slog.Logger) (*mailer, erro
 		jobs: make(chan func(context.Context), mailQueue)}, nil
 }
 
-func (m *mailer) start() {
-	ctx, cancel := context.WithCancel(context.Background())
-	m.stop = cancel
-	m.wg.Add(1)
-	go func() {
-		defer m.wg.Done()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case job := <-m.jobs:
-				job(ctx)
-			}
+// run is the mail worker, a Core.Go loop from Start until the module
+// stops; mails still queued then are dropped (their senders ask again).
+func (m *mailer) run(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case job := <-m.jobs:
+			job(ctx)
 		}
-	}()
-}
-
-// close ends the worker; mails still queued are dropped (their senders
-// ask again).
-func (m *mailer) close() {
-	if m.stop != nil {
-		m.stop()
-		m.wg.Wait()
 	}
 }
 

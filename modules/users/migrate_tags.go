@@ -9,6 +9,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/onair/onair/app"
+	"github.com/onair/onair/app/events"
 	"github.com/onair/onair/migrations"
 )
 
@@ -26,7 +27,7 @@ import (
 //
 // MySQL commits DDL at once, so every part checks the shape it finds and
 // the step can run again after a crash.
-func migrateTagIdentity(ctx context.Context, db bun.IDB) error {
+func migrateTagIdentity(ctx context.Context, db bun.IDB, bus *events.Bus) error {
 	mysql := app.IsMySQL(db)
 	cols, err := migrations.Columns(ctx, db, "tags")
 	if err != nil {
@@ -52,19 +53,20 @@ func migrateTagIdentity(ctx context.Context, db bun.IDB) error {
 			return err
 		}
 	}
-	return rekeyTags(ctx, db)
+	return rekeyTags(ctx, db, bus)
 }
 
 // rekeyTags sets folded and slug of every tag from its name, merging the
-// tags that share a key.
-func rekeyTags(ctx context.Context, db bun.IDB) error {
+// tags that share a key; then it publishes TagsMerged on bus (nil: none)
+// inside the step, when tags merged.
+func rekeyTags(ctx context.Context, db bun.IDB, bus *events.Bus) error {
 	var tags []Tag
 	if err := db.NewSelect().Model(&tags).OrderExpr("t.id ASC").Scan(ctx); err != nil {
 		return fmt.Errorf("read tags: %w", err)
 	}
 	keeper := map[string]*Tag{}
 	var change []*Tag
-	merged := false
+	merged := map[int64]int64{}
 	for i := range tags {
 		t := &tags[i]
 		k := TagKey(t.Name)
@@ -72,7 +74,7 @@ func rekeyTags(ctx context.Context, db bun.IDB) error {
 			if err := mergeTag(ctx, db, t.ID, first.ID); err != nil {
 				return err
 			}
-			merged = true
+			merged[t.ID] = first.ID
 			continue
 		}
 		keeper[k] = t
@@ -94,23 +96,12 @@ func rekeyTags(ctx context.Context, db bun.IDB) error {
 			return fmt.Errorf("rekey tag %d: %w", t.ID, err)
 		}
 	}
-	if merged {
-		for _, fn := range tagMergeHooks {
-			if err := fn(ctx, db); err != nil {
-				return err
-			}
-		}
+	if len(merged) == 0 || bus == nil {
+		return nil
 	}
-	return nil
-}
-
-var tagMergeHooks []func(context.Context, bun.IDB) error
-
-// OnTagsMerged registers fn to run in this migration after tags were
-// merged, when data derived from show_tags must follow (the shows
-// module's maintained counts). Call it from an init function.
-func OnTagsMerged(fn func(ctx context.Context, db bun.IDB) error) {
-	tagMergeHooks = append(tagMergeHooks, fn)
+	// The step's transaction is the migration runner's: after-commit work
+	// has no place here, and TagsMerged's subscribers are all in the step.
+	return events.PublishTx(ctx, bus.Wrap(db), TagsMerged, TagMerge{Into: merged})
 }
 
 // mergeTag moves every link to tag from onto tag into, then deletes from.

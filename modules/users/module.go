@@ -14,8 +14,10 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/uptrace/bun"
 
 	"github.com/onair/onair/app"
+	"github.com/onair/onair/app/events"
 	"github.com/onair/onair/internal/imaging"
 	"github.com/onair/onair/migrations"
 )
@@ -27,11 +29,10 @@ func init() { app.Register(&Module{}) }
 type Module struct {
 	Service *Service
 
+	core    *app.Core
+	bus     *events.Bus // Subscribe: the boot's, from the migrations on
 	authz   *app.Authz
 	console *console
-	// stopListen ends the token cache's invalidation listener.
-	stopListen context.CancelFunc
-	listening  chan struct{}
 }
 
 var (
@@ -39,12 +40,13 @@ var (
 	_ app.Migrator          = (*Module)(nil)
 	_ app.Policier          = (*Module)(nil)
 	_ app.Provisioner       = (*Module)(nil)
+	_ app.Subscriber        = (*Module)(nil)
 	_ app.APIRouter         = (*Module)(nil)
 	_ app.PublicRouter      = (*Module)(nil)
 	_ app.Commander         = (*Module)(nil)
 	_ app.Authenticator     = (*Module)(nil)
 	_ app.OpenAPIDocumenter = (*Module)(nil)
-	_ app.Service           = (*Module)(nil)
+	_ app.Runner            = (*Module)(nil)
 	_ app.SessionReader     = (*Module)(nil)
 	_ app.Configurer        = (*Module)(nil)
 )
@@ -74,7 +76,7 @@ func (*Module) Models() []any {
 	return []any{(*UserTag)(nil), (*User)(nil), (*Tag)(nil), (*Token)(nil), (*Follow)(nil), (*Session)(nil), (*PasswordReset)(nil)}
 }
 
-func (*Module) Migrations() []migrations.Migration {
+func (m *Module) Migrations() []migrations.Migration {
 	return []migrations.Migration{
 		{ID: "0001_create_tables", Up: migrations.CreateTables(
 			(*User)(nil), (*Tag)(nil), (*UserTag)(nil), (*Token)(nil), (*Follow)(nil))},
@@ -82,7 +84,7 @@ func (*Module) Migrations() []migrations.Migration {
 		{ID: "0003_index_tokens_user", Up: migrations.CreateIndex((*Token)(nil), "tokens_user_idx", "user_id")},
 		{ID: "0004_index_follows_followed", Up: migrations.CreateIndex((*Follow)(nil), "follows_followed_idx", "followed_id")},
 		{ID: "0005_create_sessions", Up: migrations.CreateTables((*Session)(nil))},
-		{ID: "0006_tag_identity", Up: migrateTagIdentity},
+		{ID: "0006_tag_identity", Up: func(ctx context.Context, db bun.IDB) error { return migrateTagIdentity(ctx, db, m.bus) }},
 		{ID: "0007_profile", Up: migrateProfile},
 		{ID: "0008_password_resets", Up: migrations.CreateTables((*PasswordReset)(nil))},
 		{ID: "0009_tag_slugs", Up: migrateTagSlugs},
@@ -110,8 +112,9 @@ func (*Module) Policies() []string {
 	}
 }
 
-func (m *Module) Provision(core *app.Core) error {
+func (m *Module) Provision(ctx context.Context, core *app.Core) error {
 	m.Service = NewService(core.DB, core.Config.PublicURL)
+	m.Service.bus = core.Events
 	m.Service.ReserveFrom(core)
 	m.Service.signupLimit = app.Get[int](core.Config, SettingSignupLimit)
 	m.Service.signups = newMemoryThrottle(m.Service.signupLimit, SignupWindow)
@@ -132,6 +135,7 @@ func (m *Module) Provision(core *app.Core) error {
 		return err
 	}
 	m.Service.mail = mailer
+	m.core = core
 	m.authz = core.Authz
 	m.console = newConsole(core, m.Service)
 	return nil
@@ -168,15 +172,12 @@ func (m *Module) Commands() []app.Command { return commands() }
 // Start listens for the other nodes' token invalidations (with Redis) and
 // prints the first-run hint when nobody has an account yet.
 func (m *Module) Start(ctx context.Context) error {
-	if m.Service.mail != nil {
-		m.Service.mail.start()
+	if mail := m.Service.mail; mail != nil {
+		m.core.Go("users: mail", mail.run)
 	}
 	if c := m.Service.tokens; c != nil && c.rdb != nil {
-		lctx, cancel := context.WithCancel(context.Background())
-		m.stopListen = cancel
 		ready := make(chan struct{})
-		m.listening = make(chan struct{})
-		go func() { defer close(m.listening); c.listen(lctx, ready) }()
+		m.core.Go("users: token invalidations", func(ctx context.Context) { c.listen(ctx, ready) })
 		select {
 		case <-ready:
 		case <-ctx.Done():
@@ -193,20 +194,10 @@ func (m *Module) Start(ctx context.Context) error {
 	return nil
 }
 
-func (m *Module) Stop(ctx context.Context) error {
-	if m.Service.mail != nil {
-		m.Service.mail.close()
-	}
-	if m.stopListen != nil {
-		m.stopListen()
-		select {
-		case <-m.listening:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-	return nil
-}
+// Stop has nothing of its own to release: the mail worker and the
+// invalidation listener are Core.Go loops, which the kernel stops (mails
+// still queued are dropped; their senders ask again).
+func (*Module) Stop(context.Context) error { return nil }
 
 func printFirstRunHint(w io.Writer, publicURL string) {
 	fmt.Fprintf(w, `

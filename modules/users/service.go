@@ -20,6 +20,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/onair/onair/app"
+	"github.com/onair/onair/app/events"
 	"github.com/onair/onair/internal/imaging"
 	"github.com/onair/onair/internal/store"
 )
@@ -48,22 +49,15 @@ type Service struct {
 	// tokens caches Authenticate's answers (tokencache.go); nil: none.
 	tokens *tokenCache
 
-	// followHooks run inside the transaction of a new follow.
-	followHooks []func(ctx context.Context, tx bun.IDB, follower, followed int64) error
-}
-
-// SubscribeFollowTx registers fn to run inside the transaction of every new
-// follow (not of a repeated one), after the change; an error rolls the
-// follow back. Modules subscribe in Provision (the webhooks module).
-func (s *Service) SubscribeFollowTx(fn func(ctx context.Context, tx bun.IDB, follower, followed int64) error) {
-	s.followHooks = append(s.followHooks, fn)
+	// bus carries the module's events (events.go); nil outside a boot.
+	bus *events.Bus
 }
 
 // NewService returns the users service over db; URLs are built on publicURL.
 func NewService(db *bun.DB, publicURL string) *Service {
 	return &Service{db: db, publicURL: publicURL, hintOut: os.Stderr, throttle: newMemoryThrottle(LoginAttempts, LoginWindow),
 		resetMails: newMemoryThrottle(ResetMailsPerAddress, ResetMailWindow), resetClients: newMemoryThrottle(ResetMailsPerClient, ResetMailWindow),
-		reserved: new(app.Core).ReservedSlug, maxImage: DefaultImageMaxBytes,
+		reserved: new(app.Core).ReservedSlug, maxImage: DefaultImageMaxBytes, bus: events.NewBus(nil),
 		images: imaging.NewDecoder(DefaultImageDecodeMB<<20, imageDecodeWait)}
 }
 
@@ -361,9 +355,9 @@ func (s *Service) Follow(ctx context.Context, follower, followed int64) error {
 	}
 	// INSERT IGNORE / ON CONFLICT DO NOTHING rather than a read first, so
 	// two concurrent follows (a double click) count once and neither fails.
-	return s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		res, err := tx.NewInsert().Model(&Follow{FollowerID: follower, FollowedID: followed, CreatedAt: app.Now()}).
-			Ignore().Exec(ctx)
+	return s.events().RunInTx(ctx, s.db, 1, nil, func(ctx context.Context, tx *events.Tx) error {
+		f := &Follow{FollowerID: follower, FollowedID: followed, CreatedAt: app.Now()}
+		res, err := tx.NewInsert().Model(f).Ignore().Exec(ctx)
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil
 		}
@@ -377,12 +371,7 @@ func (s *Service) Follow(ctx context.Context, follower, followed int64) error {
 		if err != nil {
 			return err
 		}
-		for _, fn := range s.followHooks {
-			if err := fn(ctx, tx, follower, followed); err != nil {
-				return err
-			}
-		}
-		return nil
+		return events.Publish(ctx, tx, Followed, *f)
 	})
 }
 

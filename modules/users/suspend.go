@@ -131,26 +131,30 @@ func (s *Service) UseReset(ctx context.Context, plain, password string) (*User, 
 
 // Delete removes a user's row and, by the foreign keys, their tokens,
 // sessions, follows, tags, favorites and reset links; the counts of the
-// users they followed go down. Their shows and chat messages must be gone
-// first (the console deletes them through their modules).
+// users they followed go down. It publishes no event: what other modules
+// keep of the user must be gone first. Staff delete a user with
+// DeleteUser, which deletes everything in one transaction.
 func (s *Service) Delete(ctx context.Context, id int64) error {
-	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		if _, err := tx.NewUpdate().Model((*User)(nil)).Set("followers_count = followers_count - 1").
-			Where("followers_count > 0").
-			Where("id IN (?)", tx.NewSelect().Model((*Follow)(nil)).Column("followed_id").Where("follower_id = ?", id)).Exec(ctx); err != nil {
-			return fmt.Errorf("users: delete %d: followers: %w", id, err)
-		}
-		res, err := tx.NewDelete().Model((*User)(nil)).Where("id = ?", id).Exec(ctx)
-		if err != nil {
-			return fmt.Errorf("users: delete %d: %w", id, err)
-		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			return ErrNotFound
-		}
-		return nil
-	})
+	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error { return deleteRow(ctx, tx, id) })
 	if err == nil {
 		s.tokens.invalidate(ctx, 0, id) // their cached tokens go at once
 	}
 	return err
+}
+
+// deleteRow deletes the user's row in tx (see Delete).
+func deleteRow(ctx context.Context, tx bun.IDB, id int64) error {
+	if _, err := tx.NewUpdate().Model((*User)(nil)).Set("followers_count = followers_count - 1").
+		Where("followers_count > 0").
+		Where("id IN (?)", tx.NewSelect().Model((*Follow)(nil)).Column("followed_id").Where("follower_id = ?", id)).Exec(ctx); err != nil {
+		return fmt.Errorf("users: delete %d: followers: %w", id, err)
+	}
+	res, err := tx.NewDelete().Model((*User)(nil)).Where("id = ?", id).Exec(ctx)
+	if err != nil {
+		return fmt.Errorf("users: delete %d: %w", id, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return ErrNotFound
+	}
+	return nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/onair/onair/app"
+	"github.com/onair/onair/app/events"
 
 	"github.com/onair/onair/modules/chat"
 	"github.com/onair/onair/modules/shows"
@@ -58,7 +59,7 @@ func newEventID() string {
 
 // subscribe hooks the module into the transactions of shows, chat and
 // follows: deliveries commit with the change that causes them.
-func (m *Module) subscribe() {
+func (m *Module) subscribe(bus *events.Bus) {
 	m.shows.SubscribeTx(m.onShow)
 	// The commit is when this node's new deliveries become visible to its
 	// workers: wake them then rather than at the next poll.
@@ -68,7 +69,9 @@ func (m *Module) subscribe() {
 		}
 	})
 	m.chat.SubscribeTx(m.onChat)
-	m.users.SubscribeFollowTx(m.onFollow)
+	events.SubscribeTx(bus, users.Followed, func(ctx context.Context, tx *events.Tx, f users.Follow) error {
+		return m.onFollow(ctx, tx, f.FollowerID, f.FollowedID)
+	})
 }
 
 // onShow writes the deliveries of a show event inside the change's

@@ -13,7 +13,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -42,9 +41,8 @@ type Module struct {
 	cfg  settings
 	node string // this process's name in leases
 
-	// now is the clock of the module (tests move it: SetClock).
-	clockMu sync.RWMutex
-	clock   func() time.Time
+	// clock is the kernel's (tests move it: Core.Clock.Set).
+	clock *app.Clock
 
 	wake    chan struct{}
 	client  *clientSet
@@ -62,7 +60,7 @@ var (
 	_ app.Provisioner       = (*Module)(nil)
 	_ app.APIRouter         = (*Module)(nil)
 	_ app.OpenAPIDocumenter = (*Module)(nil)
-	_ app.Service           = (*Module)(nil)
+	_ app.Runner            = (*Module)(nil)
 )
 
 func (*Module) Name() string { return "webhooks" }
@@ -144,7 +142,7 @@ func (*Module) Policies() []string {
 	}
 }
 
-func (m *Module) Provision(core *app.Core) error {
+func (m *Module) Provision(ctx context.Context, core *app.Core) error {
 	m.db, m.authz, m.log, m.public = core.DB, core.Authz, core.Log, core.Config.PublicURL
 	m.shows = shows.From(core)
 	cm, ok := app.Lookup[*chat.Module](core)
@@ -172,31 +170,18 @@ func (m *Module) Provision(core *app.Core) error {
 	b := make([]byte, 8)
 	_, _ = rand.Read(b)
 	m.node = hex.EncodeToString(b)
-	m.clock = func() time.Time { return time.Now().UTC() }
+	m.clock = core.Clock
 	m.wake = make(chan struct{}, 1)
 	m.client = newClientSet(m.cfg.timeout, m.cfg.allowPrivate)
-	m.subscribe()
+	m.subscribe(core.Events)
 	var err error
 	m.metrics, err = newMetrics(core.Metrics, m)
 	return err
 }
 
-// SetClock replaces the module's clock (tests of retries and of the
-// failure window); nil restores the real one.
-func (m *Module) SetClock(now func() time.Time) {
-	m.clockMu.Lock()
-	defer m.clockMu.Unlock()
-	if now == nil {
-		now = func() time.Time { return time.Now().UTC() }
-	}
-	m.clock = now
-}
-
-func (m *Module) now() time.Time {
-	m.clockMu.RLock()
-	defer m.clockMu.RUnlock()
-	return m.clock().UTC()
-}
+// now reads the kernel's clock, which tests of retries and of the failure
+// window move (Core.Clock.Set).
+func (m *Module) now() time.Time { return m.clock.Now() }
 
 // Wake asks the local workers to look for due deliveries now.
 func (m *Module) Wake() {
@@ -224,9 +209,10 @@ var openAPI []byte
 
 func (*Module) OpenAPI() []byte { return openAPI }
 
-// Start runs the delivery workers of this node.
-func (m *Module) Start(context.Context) error {
-	ctx, cancel := context.WithCancel(context.Background())
+// Start runs the delivery workers of this node, until Stop (which tests
+// also call to hold deliveries back).
+func (m *Module) Start(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
 	m.cancel, m.done = cancel, make(chan struct{})
 	go func() {
 		defer close(m.done)

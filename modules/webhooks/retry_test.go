@@ -99,7 +99,7 @@ func TestWebhookDisabledAfterTheFailureWindow(t *testing.T) {
 		id, _ := createWebhook(t, env, tok, rcv.URL, "ping")
 		m := module(t, env)
 		clock := &fakeClock{t: time.Now().UTC()}
-		m.SetClock(clock.now)
+		env.Core.Clock.Set(clock.now)
 
 		// Attempts 1-3, the clock moved past each retry: then failed.
 		env.Do("POST", fmt.Sprintf("/v1/webhooks/%d/ping", id), tok, nil).Expect(t, 202)
@@ -188,7 +188,7 @@ func TestRotationSignsWithBothSecrets(t *testing.T) {
 	verify(t, fresh, g)
 
 	clock := &fakeClock{t: time.Now().UTC().Add(24*time.Hour + time.Minute)}
-	module(t, env).SetClock(clock.now)
+	env.Core.Clock.Set(clock.now)
 	env.Do("POST", fmt.Sprintf("/v1/webhooks/%d/ping", id), tok, nil).Expect(t, 202)
 	g = rcv.waitFor(2)[1]
 	if sigs := strings.Fields(g.Header.Get("webhook-signature")); len(sigs) != 1 {
@@ -285,7 +285,7 @@ func TestPurgeKeepsPendingDeliveries(t *testing.T) {
 			t.Fatalf("purge of fresh deliveries: %d, %v", n, err)
 		}
 		clock := &fakeClock{t: time.Now().UTC().Add(721 * time.Hour)}
-		m.SetClock(clock.now)
+		env.Core.Clock.Set(clock.now)
 		if n, err := m.Purge(context.Background()); err != nil || n != 1 {
 			t.Fatalf("purge a month later: %d, %v; want 1", n, err)
 		}

@@ -28,8 +28,7 @@ type Module struct {
 	log       *slog.Logger
 	publicURL string
 	retention time.Duration // ONAIR_PING_RETENTION
-	stop      chan struct{}
-	done      chan struct{}
+	core      *app.Core
 }
 
 var (
@@ -41,7 +40,7 @@ var (
 	_ app.APIRouter         = (*Module)(nil)
 	_ app.OpenAPIDocumenter = (*Module)(nil)
 	_ app.AdminPager        = (*Module)(nil)
-	_ app.Service           = (*Module)(nil)
+	_ app.Runner            = (*Module)(nil)
 	_ app.Commander         = (*Module)(nil)
 )
 
@@ -94,8 +93,8 @@ func (*Module) Policies() []string {
 	}
 }
 
-func (m *Module) Provision(core *app.Core) error {
-	m.db, m.authz, m.log, m.publicURL = core.DB, core.Authz, core.Log, core.Config.PublicURL
+func (m *Module) Provision(ctx context.Context, core *app.Core) error {
+	m.db, m.authz, m.log, m.publicURL, m.core = core.DB, core.Authz, core.Log, core.Config.PublicURL, core
 	m.retention = app.Get[time.Duration](core.Config, SettingRetention)
 	return nil
 }
@@ -132,7 +131,7 @@ func (m *Module) record(ctx context.Context, p *app.Principal, note string) (*Pi
 	if len(note) > 100 {
 		return nil, app.Validation{"note": "must be at most 100 characters"}.Err()
 	}
-	ping := &Ping{UserID: p.UserID, Note: note, CreatedAt: app.Now()}
+	ping := &Ping{UserID: p.UserID, Note: note, CreatedAt: m.core.Clock.Stamp()}
 	if _, err := m.db.NewInsert().Model(ping).Exec(ctx); err != nil {
 		return nil, fmt.Errorf("ping: create: %w", err)
 	}
@@ -204,40 +203,25 @@ var openAPI = []byte(`{
 }`)
 
 // Start runs a janitor that deletes the pings older than the retention,
-// hourly.
+// hourly: a Core.Go loop, whose ctx ends when the module stops and which
+// the kernel waits for then.
 func (m *Module) Start(ctx context.Context) error {
-	m.stop, m.done = make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(m.done)
-		t := time.NewTicker(time.Hour)
-		defer t.Stop()
-		for {
-			select {
-			case <-m.stop:
-				return
-			case <-t.C:
-				if _, err := m.purge(context.Background(), m.retention); err != nil {
-					m.log.Error("ping janitor", "err", err)
-				}
+	m.core.Go("ping: janitor", func(ctx context.Context) {
+		app.Every(ctx, time.Hour, func(ctx context.Context) {
+			if _, err := m.purge(ctx, m.retention); err != nil && ctx.Err() == nil {
+				m.log.Error("ping janitor", "err", err)
 			}
-		}
-	}()
+		})
+	})
 	return nil
 }
 
-func (m *Module) Stop(ctx context.Context) error {
-	close(m.stop)
-	select {
-	case <-m.done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
+// Stop has nothing of its own to release: the kernel ends the janitor.
+func (m *Module) Stop(ctx context.Context) error { return nil }
 
 // purge deletes the pings older than age and says how many it deleted.
 func (m *Module) purge(ctx context.Context, age time.Duration) (int64, error) {
-	res, err := m.db.NewDelete().Model((*Ping)(nil)).Where("created_at < ?", app.Now().Add(-age)).Exec(ctx)
+	res, err := m.db.NewDelete().Model((*Ping)(nil)).Where("created_at < ?", m.core.Clock.Stamp().Add(-age)).Exec(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("ping: purge: %w", err)
 	}

@@ -1,0 +1,191 @@
+// Package events is the kernel's typed hook: a module declares a Topic of
+// its event type, other modules subscribe to it, and the publisher calls
+// them, inside its transaction or after the commit.
+//
+// One Bus lives per boot (app.Core.Events). Two kinds of subscriber:
+//
+//   - SubscribeTx: the handler runs inside the publisher's transaction,
+//     in subscription order, with the transaction to write through. An
+//     error from a handler rolls the whole transaction back; the publisher
+//     gets the error. This is how a module keeps its own rows in step with
+//     another module's change (a user deleted: the shows module deletes
+//     the user's shows in the same transaction).
+//   - Subscribe: the handler runs after the commit, on this node, once per
+//     event; a handler that panics is logged and skipped. Events a relay
+//     brings from other nodes (Emit with remote events) reach the same
+//     handlers, so a node sees every node's changes.
+//
+// The topic is a value of the publishing package, a name and a type: it
+// holds no subscribers, so two boots in one process (two test servers)
+// never see each other's.
+package events
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"github.com/uptrace/bun"
+)
+
+// Topic names a kind of event and its payload's type. Declare it once in
+// the publishing package: var UserDeleted = events.NewTopic[Deleted]("users.deleted").
+type Topic[T any] struct{ name string }
+
+// NewTopic returns the topic of events of type T called name.
+func NewTopic[T any](name string) Topic[T] { return Topic[T]{name: name} }
+
+// Name is the topic's name.
+func (t Topic[T]) Name() string { return t.name }
+
+// Bus holds the subscriptions of one boot.
+type Bus struct {
+	log *slog.Logger
+
+	mu    sync.RWMutex
+	local map[string][]any // func(context.Context, T), by topic name
+	tx    map[string][]any // func(context.Context, *Tx, T) error
+}
+
+// NewBus returns an empty bus that logs panicking subscribers to log.
+func NewBus(log *slog.Logger) *Bus {
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Bus{log: log, local: map[string][]any{}, tx: map[string][]any{}}
+}
+
+// Subscribe registers fn to be called after each committed event of t on
+// this node (and each remote one a relay emits), in subscription order.
+// It should hand slow work to its own goroutine.
+func Subscribe[T any](b *Bus, t Topic[T], fn func(ctx context.Context, ev T)) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.local[t.name] = append(b.local[t.name], fn)
+}
+
+// SubscribeTx registers fn to run inside the transaction that publishes
+// each event of t, in subscription order. An error from fn rolls the
+// publisher's transaction back. fn runs only on the node that publishes,
+// and should be quick: the publisher's locks are held.
+func SubscribeTx[T any](b *Bus, t Topic[T], fn func(ctx context.Context, tx *Tx, ev T) error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.tx[t.name] = append(b.tx[t.name], fn)
+}
+
+// Tx is a transaction events are published in. It is a bun.IDB for the
+// handlers' statements, and collects the work to do once it commits.
+type Tx struct {
+	bun.IDB
+	bus   *Bus
+	mu    sync.Mutex
+	after []func(context.Context)
+}
+
+// AfterCommit queues fn to run once the transaction committed (never when
+// it rolls back), in the order queued, after the local subscribers of the
+// events published in it.
+func (tx *Tx) AfterCommit(fn func(ctx context.Context)) {
+	tx.mu.Lock()
+	defer tx.mu.Unlock()
+	tx.after = append(tx.after, fn)
+}
+
+// Wrap makes a Tx of a transaction the caller runs itself (a migration
+// step, a service with its own retries). The caller calls Committed once
+// the transaction committed; if it rolls back, it drops the Tx.
+func (b *Bus) Wrap(idb bun.IDB) *Tx { return &Tx{IDB: idb, bus: b} }
+
+// Committed runs the work queued by AfterCommit (and the local
+// subscribers of the events published in tx).
+func (tx *Tx) Committed(ctx context.Context) {
+	tx.mu.Lock()
+	after := tx.after
+	tx.after = nil
+	tx.mu.Unlock()
+	for _, fn := range after {
+		fn(ctx)
+	}
+}
+
+// RunInTx runs fn in a transaction of db and, once it committed, the work
+// its events queued. A MySQL deadlock or duplicate-key race runs fn again
+// (up to attempts times, at least once) in a new transaction; the work
+// queued by a rolled-back attempt is dropped.
+func (b *Bus) RunInTx(ctx context.Context, db *bun.DB, attempts int, retry func(error) bool, fn func(ctx context.Context, tx *Tx) error) error {
+	var err error
+	for attempt := 0; attempt < max(attempts, 1); attempt++ {
+		var etx *Tx
+		err = db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+			etx = b.Wrap(tx)
+			return fn(ctx, etx)
+		})
+		if err == nil {
+			etx.Committed(ctx)
+			return nil
+		}
+		if retry == nil || !retry(err) || ctx.Err() != nil {
+			return err
+		}
+	}
+	return err
+}
+
+// Publish runs t's transaction subscribers on ev inside tx, in order; the
+// first error stops them and is returned, for the publisher to roll back.
+// Once tx commits, t's local subscribers get ev.
+func Publish[T any](ctx context.Context, tx *Tx, t Topic[T], ev T) error {
+	if err := PublishTx(ctx, tx, t, ev); err != nil {
+		return err
+	}
+	b := tx.bus
+	tx.AfterCommit(func(ctx context.Context) { Emit(ctx, b, t, ev) })
+	return nil
+}
+
+// PublishTx runs only t's transaction subscribers on ev inside tx: for a
+// publisher that delivers to the local subscribers itself, after its own
+// commit (Emit), as the shows module does with its relay.
+func PublishTx[T any](ctx context.Context, tx *Tx, t Topic[T], ev T) error {
+	b := tx.bus
+	b.mu.RLock()
+	hooks := b.tx[t.name]
+	hooks = hooks[:len(hooks):len(hooks)]
+	b.mu.RUnlock()
+	for _, h := range hooks {
+		if err := h.(func(context.Context, *Tx, T) error)(ctx, tx, ev); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Emit calls t's local subscribers on ev now, outside any transaction: the
+// delivery of a committed event, local or brought by a relay from another
+// node. A subscriber that panics is logged and skipped.
+func Emit[T any](ctx context.Context, b *Bus, t Topic[T], ev T) {
+	b.mu.RLock()
+	subs := b.local[t.name]
+	subs = subs[:len(subs):len(subs)]
+	b.mu.RUnlock()
+	for _, s := range subs {
+		func() {
+			defer func() {
+				if r := recover(); r != nil {
+					b.log.Error("events: subscriber panicked", "topic", t.name, "panic", fmt.Sprint(r))
+				}
+			}()
+			s.(func(context.Context, T))(ctx, ev)
+		}()
+	}
+}
+
+// Subscribed tells whether t has any subscriber, local or in the
+// transaction (a publisher may skip building an event nobody reads).
+func Subscribed[T any](b *Bus, t Topic[T]) bool {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	return len(b.local[t.name]) > 0 || len(b.tx[t.name]) > 0
+}
