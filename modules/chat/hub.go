@@ -657,13 +657,7 @@ const audienceEvery = 5 * time.Second
 // on every node (sessions are counted in Redis when there are several), so
 // each node tells its own sockets and nothing crosses the bus.
 func (h *Hub) tellAudience() {
-	h.mu.RLock()
-	ids := make([]int64, 0, len(h.rooms))
-	for id := range h.rooms {
-		ids = append(ids, id)
-	}
-	h.mu.RUnlock()
-	for _, id := range ids {
+	for _, id := range h.roomIDs() {
 		n, live := h.audience(id)
 		h.mu.Lock()
 		r := h.rooms[id]
@@ -689,15 +683,20 @@ func (h *Hub) tellAudience() {
 	}
 }
 
-// pingAll pings every socket of this node with its room's next flush.
-func (h *Hub) pingAll() {
+// roomIDs is the shows of this node's rooms, as they are now.
+func (h *Hub) roomIDs() []int64 {
 	h.mu.RLock()
+	defer h.mu.RUnlock()
 	ids := make([]int64, 0, len(h.rooms))
 	for id := range h.rooms {
 		ids = append(ids, id)
 	}
-	h.mu.RUnlock()
-	for _, id := range ids {
+	return ids
+}
+
+// pingAll pings every socket of this node with its room's next flush.
+func (h *Hub) pingAll() {
+	for _, id := range h.roomIDs() {
 		h.schedule(id, func(r *room) { r.ping = true })
 	}
 }
