@@ -98,6 +98,11 @@ func statsChartsFlow(t *testing.T, backend string) {
 	waitFor(t, tab, "the live charts growing without a reload", fmt.Sprintf(`window.notReloaded === true && %s >= %v + 3 && %s >= 3 && %s >= 3`,
 		points("bitrate", "Video"), first, points("fps", "Frames a second"), points("viewers", "Viewers")))
 	waitFor(t, tab, "a viewer on the viewers chart", `/Viewers: 1/.test(document.querySelector('#chart-viewers .legend').textContent)`)
+	// Enough points before the stop for the summary's charts and the
+	// dashboard's viewers (5 each, asked below), however fast the waits
+	// above passed.
+	waitFor(t, tab, "six points of audio bitrate and viewers", fmt.Sprintf(`%s >= 6 && %s >= 6`,
+		points("bitrate", "Audio"), points("viewers", "Viewers")))
 	if eval[bool](t, tab, `document.documentElement.scrollWidth > window.innerWidth + 1`) {
 		t.Error("the studio with charts scrolls sideways at 390 px")
 	}
