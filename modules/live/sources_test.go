@@ -205,22 +205,37 @@ func TestSRTThroughLossyLink(t *testing.T) {
 	}
 
 	relay := newLossyRelay(t, m.SRTAddr(), 0.03)
-	const seconds = 12
+	const seconds = 16
 	done := publishTS(t, srtURL(t, ingest, relay.addr()), seconds)
 	s := b.await(t, "live", isLive)
+	// The SRT figures are the connection's: read them while ffmpeg is
+	// still sending (a loaded machine can spend the whole publish on the
+	// checks below), and say so if it left first.
+	var h map[string]any
+	var left error
+	leftEarly := false
+	testload.Poll(t, "SRT's recovery in the health", func() error {
+		h = b.health(t)
+		srt, _ := h["srt"].(map[string]any)
+		if h["protocol"] == "srt" && srt != nil && srt["packets_lost"].(float64) > 0 && srt["packets_retransmitted"].(float64) > 0 {
+			return nil
+		}
+		if !leftEarly {
+			select {
+			case left = <-done:
+				leftEarly = true
+			default:
+			}
+		}
+		if leftEarly {
+			t.Fatalf("ffmpeg left (%v) before the health showed SRT's recovery: %v", left, h)
+		}
+		return fmt.Errorf("health %v", h)
+	})
 	awaitSegments(t, s["video_url"].(string), 1)
 	if got := ffprobe(t, s["video_url"].(string)); got != "aac,h264" {
 		t.Errorf("video_url streams %q, want aac,h264", got)
 	}
-	var h map[string]any
-	testload.Poll(t, "SRT's recovery in the health", func() error {
-		h = b.health(t)
-		srt, _ := h["srt"].(map[string]any)
-		if h["protocol"] != "srt" || srt == nil || srt["packets_lost"].(float64) == 0 || srt["packets_retransmitted"].(float64) == 0 {
-			return fmt.Errorf("health %v", h)
-		}
-		return nil
-	})
 	if err := exited(t, "ffmpeg", done); err != nil {
 		t.Fatalf("ffmpeg: %v", err)
 	}
