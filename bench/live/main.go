@@ -25,6 +25,7 @@
 //	go run ./bench/live -transcode -rounds 3 # what a ladder costs (transcode.go)
 //	go run ./bench/live -ingest-only -srt -rounds 3
 //	go run ./bench/live -srt-only            # RTMP, SRT and the gosrt floors only
+//	go run ./bench/live -many 300            # 300 publishers at once (many.go)
 //
 // Needs ffmpeg, nginx, libnginx-mod-rtmp and wrk. It is a program, not a
 // timed test: the figures go to bench/results/DATE-live.md (docs/benchmarks.md
@@ -74,6 +75,14 @@ type options struct {
 	transcodeRungs string
 	transcodeCard  string
 	srtOnly        bool
+	many           int
+	manyDBs        []string
+	manySize       string
+	manyKbps       int
+	manyLimit      time.Duration
+	manyWindow     time.Duration
+	manyEvery      time.Duration
+	manyLag        time.Duration
 }
 
 func main() {
@@ -103,7 +112,20 @@ func main() {
 	flag.StringVar(&o.transcodeRungs, "transcode-rungs", "360p,240p", "the ladder of -transcode (ONAIR_TRANSCODE)")
 	flag.StringVar(&o.transcodeCard, "transcode-card", "640:360", "the size of -transcode's latency test card, W:H (its lowest rung is the lowest of -transcode-rungs below it)")
 	flag.StringVar(&o.partDuration, "part-duration", "", "OnAir's ONAIR_HLS_PART_DURATION for the run (default: OnAir's own; 0 turns LL-HLS parts off)")
+	flag.IntVar(&o.many, "many", 0, "measure only N publishers connecting at the same moment (issue #35, goal 4; many.go): when all are live, how far each playlist is behind real time, OnAir's CPU and RSS; once per database of -many-db")
+	manyDBs := flag.String("many-db", "sqlite,mysql://root@127.0.0.1:3306/onair_bench_many", "with -many: comma-separated databases, each run on a fresh one (sqlite: a file in the data directory; a mysql:// URL's database is dropped and made)")
+	flag.StringVar(&o.manySize, "many-size", "320x180", "with -many: the picture size of each publisher's stream")
+	flag.IntVar(&o.manyKbps, "many-kbps", 300, "with -many: each publisher's H.264 rate in kb/s (AAC 64 kb/s beside it)")
+	flag.DurationVar(&o.manyLimit, "many-limit", time.Minute, "with -many: how long every show has to go live")
+	flag.DurationVar(&o.manyWindow, "many-window", time.Minute, "with -many: how long all publishers stream while measured")
+	flag.DurationVar(&o.manyEvery, "many-every", 5*time.Second, "with -many: how often every playlist is read during the window")
+	flag.DurationVar(&o.manyLag, "many-lag", 3*time.Second, "with -many: a playlist whose newest part or segment ends further behind real time has not kept up")
 	flag.Parse()
+	for _, s := range strings.Split(*manyDBs, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			o.manyDBs = append(o.manyDBs, s)
+		}
+	}
 	for _, s := range strings.Split(*pubs, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
 		if err != nil || n < 1 || n > 64 {
@@ -144,7 +166,7 @@ func envInt(name string, def int) int {
 func run(ctx context.Context, o options) error {
 	tools := []string{"ffmpeg", "nginx", "wrk"}
 	switch {
-	case o.transcode:
+	case o.transcode || o.many > 0:
 		tools = tools[:1]
 	case o.latencyOnly || o.ingestOnly:
 		tools = tools[:2]
@@ -154,7 +176,7 @@ func run(ctx context.Context, o options) error {
 			return fmt.Errorf("%s is not on PATH (apt-get install -y ffmpeg nginx libnginx-mod-rtmp wrk)", tool)
 		}
 	}
-	if _, err := os.Stat(o.nginxModule); err != nil && !o.transcode {
+	if _, err := os.Stat(o.nginxModule); err != nil && !o.transcode && o.many == 0 {
 		return fmt.Errorf("nginx RTMP module: %w (apt-get install -y libnginx-mod-rtmp)", err)
 	}
 	root, err := benchkit.RepoRoot()
@@ -180,6 +202,9 @@ func run(ctx context.Context, o options) error {
 	}
 	if o.transcode {
 		return runTranscode(ctx, o, root, bin, input, tmp)
+	}
+	if o.many > 0 {
+		return runMany(ctx, o, root, bin, tmp)
 	}
 
 	// OnAir: a user, a token and one show per publisher of every run.
