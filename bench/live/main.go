@@ -55,6 +55,7 @@ type options struct {
 	rounds         int
 	seconds        int
 	inputSeconds   int
+	inputKbps      int
 	cacheDir       string
 	nginxModule    string
 	nginxWorkers   int
@@ -92,6 +93,7 @@ func main() {
 	flag.IntVar(&o.rounds, "rounds", envInt("ONAIR_BENCH_ROUNDS", 1), "ingest runs per publisher count, each with its own OnAir, nginx and audio-only run, nginx first in every other round; the table gives the median and each round ($ONAIR_BENCH_ROUNDS)")
 	flag.IntVar(&o.seconds, "seconds", envInt("ONAIR_BENCH_SECONDS", 30), "seconds each publisher streams ($ONAIR_BENCH_SECONDS)")
 	flag.IntVar(&o.inputSeconds, "input-seconds", 60, "length of the pre-encoded input")
+	flag.IntVar(&o.inputKbps, "input-kbps", 2400, "H.264 rate of the pre-encoded 720p30 input in kb/s (6000: what OBS suggests for 1080p)")
 	flag.StringVar(&o.cacheDir, "cache", benchkit.EnvOr("ONAIR_BENCH_CACHE", filepath.Join(cache, "onair-bench")), "where the pre-encoded input is kept ($ONAIR_BENCH_CACHE)")
 	flag.StringVar(&o.nginxModule, "nginx-module", "/usr/lib/nginx/modules/ngx_rtmp_module.so", "the RTMP module of nginx (Debian libnginx-mod-rtmp)")
 	flag.IntVar(&o.nginxWorkers, "nginx-workers", runtime.NumCPU(), "nginx worker processes (OnAir uses every core too)")
@@ -183,7 +185,7 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
-	input, err := ensureInput(o.cacheDir, o.inputSeconds)
+	input, err := ensureInput(o.cacheDir, o.inputSeconds, o.inputKbps)
 	if err != nil {
 		return err
 	}
