@@ -216,7 +216,7 @@ func (p *manyPublisher) stream(ctx context.Context, c *rtmp.Client, rec recordin
 
 // addrs are the addresses and ports in an error's text, which differ from
 // one publisher to the next.
-var addrs = regexp.MustCompile(`(read|write) tcp [0-9.:]+->[0-9.:]+: `)
+var addrs = regexp.MustCompile(`(read|write) tcp [0-9.:]+->[0-9.:]+: | to [0-9.]+:[0-9]+`)
 
 // shortError keeps what tells failures apart.
 func shortError(err error) string {
