@@ -18,31 +18,41 @@ import (
 )
 
 // encodeArgs make the input once: 720p30 test pattern and a tone, H.264 at
-// ~2.5 Mb/s with a keyframe every 2 s (60 frames), AAC 128 kb/s, in FLV.
-func encodeArgs(out string, seconds int) []string {
+// kbps (2400: ~2.5 Mb/s in all) with a keyframe every 2 s (60 frames),
+// AAC 128 kb/s, in FLV.
+func encodeArgs(out string, seconds, kbps int) []string {
 	return []string{"-hide_banner", "-loglevel", "error", "-nostdin", "-y",
 		"-f", "lavfi", "-i", "testsrc2=size=1280x720:rate=30",
 		"-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000",
 		"-t", fmt.Sprint(seconds),
 		"-c:v", "libx264", "-preset", "veryfast", "-pix_fmt", "yuv420p",
-		"-b:v", "2400k", "-maxrate", "2400k", "-bufsize", "4800k",
+		"-b:v", fmt.Sprintf("%dk", kbps), "-maxrate", fmt.Sprintf("%dk", kbps), "-bufsize", fmt.Sprintf("%dk", 2*kbps),
 		"-g", "60", "-keyint_min", "60", "-sc_threshold", "0",
 		"-c:a", "aac", "-b:a", "128k", "-ac", "2",
 		"-f", "flv", out}
 }
 
+// inputName is the cached input's file name (the default's as before).
+func inputName(seconds, kbps int) string {
+	rate := "2500k"
+	if kbps != 2400 {
+		rate = fmt.Sprintf("v%dk", kbps)
+	}
+	return fmt.Sprintf("testsrc2-720p30-%s-g60-%ds.flv", rate, seconds)
+}
+
 // ensureInput returns the cached FLV, encoding it first when missing.
-func ensureInput(cacheDir string, seconds int) (string, error) {
+func ensureInput(cacheDir string, seconds, kbps int) (string, error) {
 	if err := os.MkdirAll(cacheDir, 0o755); err != nil {
 		return "", err
 	}
-	path := filepath.Join(cacheDir, fmt.Sprintf("testsrc2-720p30-2500k-g60-%ds.flv", seconds))
+	path := filepath.Join(cacheDir, inputName(seconds, kbps))
 	if _, err := os.Stat(path); err == nil {
 		return path, nil
 	}
 	tmp := path + ".part"
 	fmt.Fprintf(os.Stderr, "encoding the %d s input once into %s (about half a minute per minute on 2 cores)\n", seconds, path)
-	cmd := exec.Command("ffmpeg", encodeArgs(tmp, seconds)...)
+	cmd := exec.Command("ffmpeg", encodeArgs(tmp, seconds, kbps)...)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		os.Remove(tmp)
 		return "", fmt.Errorf("encode input: %w\n%s", err, out)

@@ -25,6 +25,7 @@
 //	go run ./bench/live -transcode -rounds 3 # what a ladder costs (transcode.go)
 //	go run ./bench/live -ingest-only -srt -rounds 3
 //	go run ./bench/live -srt-only            # RTMP, SRT and the gosrt floors only
+//	go run ./bench/live -many 300            # 300 publishers at once (many.go)
 //
 // Needs ffmpeg, nginx, libnginx-mod-rtmp and wrk. It is a program, not a
 // timed test: the figures go to bench/results/DATE-live.md (docs/benchmarks.md
@@ -54,6 +55,7 @@ type options struct {
 	rounds         int
 	seconds        int
 	inputSeconds   int
+	inputKbps      int
 	cacheDir       string
 	nginxModule    string
 	nginxWorkers   int
@@ -74,6 +76,14 @@ type options struct {
 	transcodeRungs string
 	transcodeCard  string
 	srtOnly        bool
+	many           int
+	manyDBs        []string
+	manySize       string
+	manyKbps       int
+	manyLimit      time.Duration
+	manyWindow     time.Duration
+	manyEvery      time.Duration
+	manyLag        time.Duration
 }
 
 func main() {
@@ -83,6 +93,7 @@ func main() {
 	flag.IntVar(&o.rounds, "rounds", envInt("ONAIR_BENCH_ROUNDS", 1), "ingest runs per publisher count, each with its own OnAir, nginx and audio-only run, nginx first in every other round; the table gives the median and each round ($ONAIR_BENCH_ROUNDS)")
 	flag.IntVar(&o.seconds, "seconds", envInt("ONAIR_BENCH_SECONDS", 30), "seconds each publisher streams ($ONAIR_BENCH_SECONDS)")
 	flag.IntVar(&o.inputSeconds, "input-seconds", 60, "length of the pre-encoded input")
+	flag.IntVar(&o.inputKbps, "input-kbps", 2400, "H.264 rate of the pre-encoded 720p30 input in kb/s (6000: what OBS suggests for 1080p)")
 	flag.StringVar(&o.cacheDir, "cache", benchkit.EnvOr("ONAIR_BENCH_CACHE", filepath.Join(cache, "onair-bench")), "where the pre-encoded input is kept ($ONAIR_BENCH_CACHE)")
 	flag.StringVar(&o.nginxModule, "nginx-module", "/usr/lib/nginx/modules/ngx_rtmp_module.so", "the RTMP module of nginx (Debian libnginx-mod-rtmp)")
 	flag.IntVar(&o.nginxWorkers, "nginx-workers", runtime.NumCPU(), "nginx worker processes (OnAir uses every core too)")
@@ -103,7 +114,20 @@ func main() {
 	flag.StringVar(&o.transcodeRungs, "transcode-rungs", "360p,240p", "the ladder of -transcode (ONAIR_TRANSCODE)")
 	flag.StringVar(&o.transcodeCard, "transcode-card", "640:360", "the size of -transcode's latency test card, W:H (its lowest rung is the lowest of -transcode-rungs below it)")
 	flag.StringVar(&o.partDuration, "part-duration", "", "OnAir's ONAIR_HLS_PART_DURATION for the run (default: OnAir's own; 0 turns LL-HLS parts off)")
+	flag.IntVar(&o.many, "many", 0, "measure only N publishers connecting at the same moment (issue #35, goal 4; many.go): when all are live, how far each playlist is behind real time, OnAir's CPU and RSS; once per database of -many-db")
+	manyDBs := flag.String("many-db", "sqlite,mysql://root@127.0.0.1:3306/onair_bench_many", "with -many: comma-separated databases, each run on a fresh one (sqlite: a file in the data directory; a mysql:// URL's database is dropped and made)")
+	flag.StringVar(&o.manySize, "many-size", "320x180", "with -many: the picture size of each publisher's stream")
+	flag.IntVar(&o.manyKbps, "many-kbps", 300, "with -many: each publisher's H.264 rate in kb/s (AAC 64 kb/s beside it)")
+	flag.DurationVar(&o.manyLimit, "many-limit", time.Minute, "with -many: how long every show has to go live")
+	flag.DurationVar(&o.manyWindow, "many-window", time.Minute, "with -many: how long all publishers stream while measured")
+	flag.DurationVar(&o.manyEvery, "many-every", 5*time.Second, "with -many: how often every playlist is read during the window")
+	flag.DurationVar(&o.manyLag, "many-lag", 3*time.Second, "with -many: a playlist whose newest part or segment ends further behind real time has not kept up")
 	flag.Parse()
+	for _, s := range strings.Split(*manyDBs, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			o.manyDBs = append(o.manyDBs, s)
+		}
+	}
 	for _, s := range strings.Split(*pubs, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
 		if err != nil || n < 1 || n > 64 {
@@ -144,7 +168,7 @@ func envInt(name string, def int) int {
 func run(ctx context.Context, o options) error {
 	tools := []string{"ffmpeg", "nginx", "wrk"}
 	switch {
-	case o.transcode:
+	case o.transcode || o.many > 0:
 		tools = tools[:1]
 	case o.latencyOnly || o.ingestOnly:
 		tools = tools[:2]
@@ -154,14 +178,14 @@ func run(ctx context.Context, o options) error {
 			return fmt.Errorf("%s is not on PATH (apt-get install -y ffmpeg nginx libnginx-mod-rtmp wrk)", tool)
 		}
 	}
-	if _, err := os.Stat(o.nginxModule); err != nil && !o.transcode {
+	if _, err := os.Stat(o.nginxModule); err != nil && !o.transcode && o.many == 0 {
 		return fmt.Errorf("nginx RTMP module: %w (apt-get install -y libnginx-mod-rtmp)", err)
 	}
 	root, err := benchkit.RepoRoot()
 	if err != nil {
 		return err
 	}
-	input, err := ensureInput(o.cacheDir, o.inputSeconds)
+	input, err := ensureInput(o.cacheDir, o.inputSeconds, o.inputKbps)
 	if err != nil {
 		return err
 	}
@@ -180,6 +204,9 @@ func run(ctx context.Context, o options) error {
 	}
 	if o.transcode {
 		return runTranscode(ctx, o, root, bin, input, tmp)
+	}
+	if o.many > 0 {
+		return runMany(ctx, o, root, bin, tmp)
 	}
 
 	// OnAir: a user, a token and one show per publisher of every run.

@@ -284,7 +284,7 @@ func (r *report) markdown() string {
 		fmt.Fprintf(&b, "go run ./bench/live -publishers %s -seconds %d -wrk-duration %s -wrk-connections %d%s   # or: task bench -- live\n",
 			strings.Join(pubs, ","), o.seconds, o.wrkDuration, o.wrkConns, extra)
 	}
-	fmt.Fprintf(&b, "# the input, once, into %s:\nffmpeg %s\n", "$XDG_CACHE_HOME/onair-bench", shellJoin(encodeArgs("testsrc2-720p30-2500k-g60-60s.flv", o.inputSeconds)))
+	fmt.Fprintf(&b, "# the input, once, into %s:\nffmpeg %s\n", "$XDG_CACHE_HOME/onair-bench", shellJoin(encodeArgs(inputName(o.inputSeconds, o.inputKbps), o.inputSeconds, o.inputKbps)))
 	order := "OnAir, nginx, then OnAir's audio-only shows"
 	if o.rounds > 1 {
 		order += " (nginx first in every other round)"

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"math"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -179,6 +180,9 @@ type Packager struct {
 	// ladder holds what the rungs share with the source's renditions
 	// (ladder.go); its lock guards the stats and masters above too.
 	ladder ladder
+	// index is the segment index the source's renditions append to,
+	// held open until Close.
+	index *indexFile
 }
 
 // Open prepares a Packager writing into dir, creating it if needed.
@@ -201,6 +205,7 @@ func Open(dir string, opts Options) (*Packager, error) {
 		log:      o.Logger.With("dir", dir),
 		prior:    prior,
 		frameDur: 40 * 90,
+		index:    &indexFile{path: filepath.Join(dir, IndexFile)},
 	}, nil
 }
 
@@ -396,6 +401,9 @@ func (p *Packager) Close() error {
 			errs = append(errs, r.close())
 		}
 	}
+	p.ladder.indexMu.Lock()
+	errs = append(errs, p.index.close())
+	p.ladder.indexMu.Unlock()
 	p.err = ErrClosed
 	return errors.Join(errs...)
 }
@@ -417,6 +425,7 @@ func (p *Packager) wire() {
 	for _, r := range []*rendition{p.av, p.aud} {
 		if r != nil {
 			r.indexMu = &p.ladder.indexMu
+			r.index = p.index
 		}
 	}
 	if p.av != nil {

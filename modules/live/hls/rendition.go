@@ -45,6 +45,9 @@ type rendition struct {
 
 	// indexMu keeps the index appends of a ladder's renditions apart.
 	indexMu *sync.Mutex
+	// index, when set, is the Packager's index held open; without, each
+	// segment opens it (appendIndex).
+	index *indexFile
 	// began, when set, hears of each segment started at a keyframe: its
 	// decoding and presentation time and sequence number (the A/V
 	// rendition tells the ladder's rungs where to cut, ladder.go).
@@ -471,11 +474,7 @@ func (r *rendition) finish(next int64) error {
 		return err
 	}
 	if r.files != nil {
-		fi, err := os.Stat(filepath.Join(r.dir, r.curFile))
-		if err != nil {
-			return fmt.Errorf("finish segment: %w", err)
-		}
-		r.files.Put(r.curFile, w.mem, fi.ModTime())
+		r.files.Put(r.curFile, w.mem, w.modTime)
 		r.mem = w.mem
 	}
 	seg := Segment{
@@ -498,7 +497,13 @@ func (r *rendition) finish(next int64) error {
 	r.curParts = nil
 	r.seq++
 	r.nextDisc = false
-	if err := appendIndex(r.dir, seg, r.durable, r.indexMu); err != nil {
+	var err error
+	if r.index != nil {
+		err = r.index.append(seg, r.durable, r.indexMu)
+	} else {
+		err = appendIndex(r.dir, seg, r.durable, r.indexMu)
+	}
+	if err != nil {
 		// Unrecorded, the segment is no part of the stream: nothing may
 		// serve or archive it.
 		os.Remove(filepath.Join(r.dir, seg.File))

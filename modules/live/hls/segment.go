@@ -108,6 +108,25 @@ func ReadIndex(dir string) ([]Segment, error) {
 // ladder finish segments on their own goroutines: mu, when set, keeps
 // their appends (and the cut of a torn one) apart.
 func appendIndex(dir string, s Segment, durable bool, mu *sync.Mutex) error {
+	x := indexFile{path: filepath.Join(dir, IndexFile)}
+	defer x.close()
+	return x.append(s, durable, mu)
+}
+
+// indexFile is a stream's segment index, opened at its first append and
+// kept open until close: an append is then one write and one fsync, where
+// opening and closing the index for each segment of each rendition added
+// four system calls (open, the poller's epoll_ctl, fstat, close) to every
+// segment boundary.
+type indexFile struct {
+	path string
+	f    *os.File
+}
+
+// append writes the segment's line and, with durable, syncs it. mu, when
+// set, keeps the appends of several renditions apart (the rungs of a
+// ladder append through their own indexFile).
+func (x *indexFile) append(s Segment, durable bool, mu *sync.Mutex) error {
 	if mu != nil {
 		mu.Lock()
 		defer mu.Unlock()
@@ -116,29 +135,38 @@ func appendIndex(dir string, s Segment, durable bool, mu *sync.Mutex) error {
 	if err != nil {
 		return fmt.Errorf("encode segment index: %w", err)
 	}
-	f, err := os.OpenFile(filepath.Join(dir, IndexFile), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
-	if err != nil {
-		return fmt.Errorf("open segment index: %w", err)
-	}
-	fi, err := f.Stat()
-	if err == nil {
-		_, err = f.Write(append(line, '\n'))
+	if x.f == nil {
+		f, err := os.OpenFile(x.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 		if err != nil {
-			// A short write (a full disk) would leave a torn line that
-			// the next append, after space returns, runs into: cut it.
-			f.Truncate(fi.Size())
+			return fmt.Errorf("open segment index: %w", err)
+		}
+		x.f = f
+	}
+	n, err := x.f.Write(append(line, '\n'))
+	if err != nil {
+		// A short write (a full disk) would leave a torn line that the
+		// next append, after space returns, runs into: cut it.
+		if fi, serr := x.f.Stat(); serr == nil {
+			x.f.Truncate(fi.Size() - int64(n))
 		}
 	}
 	if err == nil && durable {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
+		err = x.f.Sync()
 	}
 	if err != nil {
 		return fmt.Errorf("append segment index: %w", err)
 	}
 	return nil
+}
+
+// close closes the index, if open.
+func (x *indexFile) close() error {
+	if x == nil || x.f == nil {
+		return nil
+	}
+	err := x.f.Close()
+	x.f = nil
+	return err
 }
 
 // writeFileAtomic replaces name in dir with data so readers never see a
@@ -238,44 +266,76 @@ func retryEINTR(call func() error) error {
 
 // segmentWriter is an open segment file. The rendition writes it a part
 // (or, without parts, spillAt bytes) at a time, so it needs no buffer.
+// It holds the raw descriptor: os.Create would also register the file
+// with the poller (an epoll_ctl that fails for a regular file), and the
+// modification time a server's copy in memory shares is read from the
+// descriptor (fstat) rather than by path.
 type segmentWriter struct {
-	f   *os.File
+	fd  int
 	n   int64  // bytes written
 	mem []byte // a copy of the bytes, when not nil (Options.Files; a reused buffer)
 	// failed: a write failed (a full disk), so the file lacks bytes and
 	// must never be finished into the index.
 	failed bool
+	// modTime is the file's modification time once finished.
+	modTime time.Time
 }
 
 func createSegment(path string) (*segmentWriter, error) {
-	f, err := os.Create(path)
+	var fd int
+	err := retryEINTR(func() (err error) {
+		fd, err = syscall.Open(path, syscall.O_WRONLY|syscall.O_CREAT|syscall.O_TRUNC|syscall.O_CLOEXEC, 0o644)
+		return err
+	})
 	if err != nil {
-		return nil, fmt.Errorf("create segment: %w", err)
+		return nil, fmt.Errorf("create segment: %w", &os.PathError{Op: "open", Path: path, Err: err})
 	}
-	return &segmentWriter{f: f}, nil
+	return &segmentWriter{fd: fd}, nil
 }
 
 func (s *segmentWriter) Write(p []byte) (int, error) {
-	n, err := s.f.Write(p)
-	s.n += int64(n)
+	var err error
+	written := 0
+	for written < len(p) {
+		n, werr := syscall.Write(s.fd, p[written:])
+		if werr == syscall.EINTR {
+			continue
+		}
+		if werr != nil {
+			err = werr
+			break
+		}
+		if n == 0 {
+			err = io.ErrShortWrite
+			break
+		}
+		written += n
+	}
+	s.n += int64(written)
 	if s.mem != nil {
-		s.mem = append(s.mem, p[:n]...)
+		s.mem = append(s.mem, p[:written]...)
 	}
 	if err != nil {
 		s.failed = true
 		err = fmt.Errorf("write segment: %w", err)
 	}
-	return n, err
+	return written, err
 }
 
 // finish syncs and closes the file, so that once it is in the index it
-// survives a crash.
+// survives a crash, and reads its modification time.
 func (s *segmentWriter) finish(durable bool) error {
 	var err error
 	if durable {
-		err = s.f.Sync()
+		err = retryEINTR(func() error { return syscall.Fsync(s.fd) })
 	}
-	if cerr := s.f.Close(); err == nil {
+	if err == nil {
+		var st syscall.Stat_t
+		if err = syscall.Fstat(s.fd, &st); err == nil {
+			s.modTime = time.Unix(st.Mtim.Unix())
+		}
+	}
+	if cerr := syscall.Close(s.fd); err == nil {
 		err = cerr
 	}
 	if err != nil {
@@ -286,7 +346,7 @@ func (s *segmentWriter) finish(durable bool) error {
 
 // abandon closes the file without recording it.
 func (s *segmentWriter) abandon() {
-	s.f.Close()
+	syscall.Close(s.fd)
 }
 
 var _ io.Writer = (*segmentWriter)(nil)
