@@ -29,6 +29,9 @@ import (
 // the picture: latency = presentation time − the moment ffmpeg generated
 // that frame (its start + frame number / frame rate). ffmpeg's start-up
 // before its first frame counts as latency, so the figures err high.
+// With ONAIR_BENCH_TRACE set, each tab's hls.js log and the player's
+// state every second (time, buffer, level, frames, the frame number read)
+// go to the standard error.
 
 const latencyFPS = 25
 
@@ -56,12 +59,19 @@ function onFrame(now, meta) {
   v.requestVideoFrameCallback(onFrame);
 }
 v.requestVideoFrameCallback(onFrame);
-const hls = new Hls({ backBufferLength: 60, lowLatencyMode: true, maxLiveSyncPlaybackRate: 1.5 });
+// ?debug=1 (ONAIR_BENCH_TRACE): hls.js's own log, and the player's state
+// every second, kept for the program to print.
+const debug = !!q.get('debug');
+window.logs = []; window.trace = [];
+const lg = (k) => (...a) => { if (window.logs.length < 3000) window.logs.push(Math.round(performance.now()) + ' ' + k + ' ' + a.map(String).join(' ')); };
+const hls = new Hls({ backBufferLength: 60, lowLatencyMode: true, maxLiveSyncPlaybackRate: 1.5, debug: debug ? {log: lg('L'), info: lg('I'), warn: lg('W'), error: lg('E'), debug: lg('D')} : false });
 hls.on(Hls.Events.MANIFEST_PARSED, () => {
   // A level locked (the ladder's benchmark): hls.js's levels are the
-  // video variants by bit rate.
-  if (q.get('level') === 'lowest') hls.currentLevel = 0;
-  if (q.get('level') === 'highest') hls.currentLevel = hls.levels.length - 1;
+  // video variants by bit rate. Set before hls.js starts loading (it
+  // does right after this event), not as currentLevel, which switches
+  // a level already loading and flushes the buffer.
+  if (q.get('level') === 'lowest') { hls.startLevel = 0; hls.loadLevel = 0; }
+  if (q.get('level') === 'highest') { hls.startLevel = hls.levels.length - 1; hls.loadLevel = hls.levels.length - 1; }
   v.play();
 });
 window.errors = {};
@@ -73,6 +83,15 @@ hls.on(Hls.Events.ERROR, (_, d) => {
 hls.loadSource(q.get('src'));
 hls.attachMedia(v);
 window.hls = hls;
+if (debug) {
+hls.on(Hls.Events.FRAG_BUFFERED, (_, d) => window.trace.push(['frag', Math.round(performance.now()), d.frag.level, d.frag.sn, d.part ? d.part.index : -1, +d.frag.start.toFixed(3), +(d.part ? d.part.start : 0).toFixed(3)]));
+hls.on(Hls.Events.LEVEL_SWITCHED, (_, d) => window.trace.push(['switched', Math.round(performance.now()), d.level]));
+setInterval(() => {
+  const q = v.getVideoPlaybackQuality();
+  const b = v.buffered.length ? [+v.buffered.start(0).toFixed(2), +v.buffered.end(v.buffered.length-1).toFixed(2), v.buffered.length] : [];
+  window.trace.push(['tick', Math.round(performance.now()), +v.currentTime.toFixed(3), v.playbackRate, v.readyState, b, hls.currentLevel, hls.loadLevel, +(hls.latency||0).toFixed(2), q.totalVideoFrames, q.droppedVideoFrames, lastN]);
+}, 1000);
+}
 </script>`
 
 // latencyTarget is one server under measurement.
@@ -249,6 +268,9 @@ func measure(browser context.Context, pageAddr string, t latencyTarget, t0 float
 	}
 	tab := browser
 	url := fmt.Sprintf("http://%s/?fps=%d&t0=%.3f&level=%s&src=%s", pageAddr, latencyFPS, t0, t.level, t.playlist)
+	if os.Getenv("ONAIR_BENCH_TRACE") != "" {
+		url += "&debug=1"
+	}
 	if err := chromedp.Do(tab, chromedp.Navigate(url)); err != nil {
 		return err
 	}
@@ -259,8 +281,18 @@ func measure(browser context.Context, pageAddr string, t latencyTarget, t0 float
 		Latency    float64
 		Backwards  int
 		Errors     map[string]int
+		Trace      []any
+		Logs       []string
 	}
-	out, err := chromedp.Run(tab, chromedp.Evaluate[result](`({Samples: window.samples, FirstFrame: window.firstFrame, Latency: window.hls.latency, Backwards: window.backwards, Errors: window.errors})`))
+	out, err := chromedp.Run(tab, chromedp.Evaluate[result](`({Samples: window.samples, FirstFrame: window.firstFrame, Latency: window.hls.latency, Backwards: window.backwards, Errors: window.errors, Trace: window.trace, Logs: window.logs})`))
+	if os.Getenv("ONAIR_BENCH_TRACE") != "" {
+		for _, e := range out.Trace {
+			fmt.Fprintf(os.Stderr, "TRACE %s %v\n", t.level, e)
+		}
+		for _, e := range out.Logs {
+			fmt.Fprintf(os.Stderr, "LOG %s %s\n", t.level, e)
+		}
+	}
 	if err != nil {
 		return err
 	}

@@ -162,7 +162,9 @@ func (c *ladderConfig) rungsBelow(height int) []rungSpec {
 // ...) and the progress reports on the next one. Every rung keeps the
 // source's frames (no frame rate conversion) and its keyframes (forced
 // where the source has them, and nowhere else), so the rungs are cut at
-// the source's segment boundaries; the audio is copied.
+// the source's segment boundaries; the audio is copied, each AAC frame
+// written as it comes (-pes_payload_size 0: the MPEG-TS muxer would hold
+// it until the next, behind the video frame after it).
 func (c *ladderConfig) ffmpegArgs(rungs []rungSpec, audio bool) []string {
 	args := []string{"-hide_banner", "-nostdin", "-loglevel", "error"}
 	hw := ""
@@ -200,7 +202,7 @@ func (c *ladderConfig) ffmpegArgs(rungs []rungSpec, audio bool) []string {
 		args = append(args, encoderArgs(c.encoder)...)
 		args = append(args, "-b:v", rate, "-maxrate", rate, "-bufsize", strconv.FormatInt(2*r.bitrate, 10),
 			"-force_key_frames", "source", "-g", "600", "-fps_mode", "passthrough",
-			"-muxdelay", "0", "-muxpreload", "0", "-f", "mpegts", fmt.Sprintf("pipe:%d", 3+i))
+			"-muxdelay", "0", "-muxpreload", "0", "-pes_payload_size", "0", "-f", "mpegts", fmt.Sprintf("pipe:%d", 3+i))
 	}
 	return append(args, "-progress", fmt.Sprintf("pipe:%d", 3+len(rungs)), "-stats_period", "0.5")
 }

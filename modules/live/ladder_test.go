@@ -3,6 +3,7 @@ package live_test
 import (
 	"context"
 	"fmt"
+	"math"
 	"net/http"
 	"os"
 	"os/exec"
@@ -120,6 +121,40 @@ func probeHeight(t *testing.T, url string) int {
 	first, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
 	h, _ := strconv.Atoi(strings.TrimSpace(first))
 	return h
+}
+
+// probeAudio is the presentation times (s) of the audio frames of a
+// segment, in order, as ffprobe reads them.
+func probeAudio(t *testing.T, url string) []float64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), testload.Patience)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "ffprobe", "-v", "error", "-select_streams", "a:0",
+		"-show_entries", "packet=pts_time", "-of", "csv=p=0", url).Output()
+	if err != nil {
+		t.Fatalf("ffprobe %s: %v", url, err)
+	}
+	var pts []float64
+	for _, line := range strings.Fields(string(out)) {
+		if v, err := strconv.ParseFloat(strings.Trim(line, ","), 64); err == nil {
+			pts = append(pts, v)
+		}
+	}
+	return pts
+}
+
+func first(v []float64) float64 {
+	if len(v) == 0 {
+		return math.NaN()
+	}
+	return v[0]
+}
+
+func final(v []float64) float64 {
+	if len(v) == 0 {
+		return math.NaN()
+	}
+	return v[len(v)-1]
 }
 
 // publish720 publishes seconds of 720p30 test video (a keyframe every
@@ -260,10 +295,25 @@ func TestLadder(t *testing.T) {
 			t.Errorf("segment %d differs across variants: %+v %+v %+v", seq, src, r1, r2)
 		}
 	}
+	var srcAudio []float64
 	for i, want := range []int{720, 360, 240} {
 		seg := resolve(t, resolve(t, master, vs[i].uri), lists[i][last].uri)
 		if h := probeHeight(t, seg); h != want {
 			t.Errorf("%s decodes at height %d, want %d", seg, h, want)
+		}
+		// Each rung's segment carries the source's audio frames, those
+		// of its own time: none of the segment before (nor one short at
+		// the end, which made hls.js load a rung's segment again and
+		// again, issue #32). The rungs' times are the FLV's milliseconds.
+		audio := probeAudio(t, seg)
+		if i == 0 {
+			srcAudio = audio
+			continue
+		}
+		if len(audio) != len(srcAudio) || len(audio) == 0 ||
+			math.Abs(audio[0]-srcAudio[0]) > 0.002 || math.Abs(audio[len(audio)-1]-srcAudio[len(srcAudio)-1]) > 0.002 {
+			t.Errorf("%s: %d audio frames from %v to %v; the source's segment %d: %d from %v to %v", seg,
+				len(audio), first(audio), final(audio), last, len(srcAudio), first(srcAudio), final(srcAudio))
 		}
 	}
 

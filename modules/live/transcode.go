@@ -390,20 +390,28 @@ func (p *ffmpegProc) demuxRung(src io.Reader, r *hls.Rung) error {
 		}
 		return first + dec.Decode(raw) + p.base*90
 	}
-	var rate int64
+	var (
+		rate int64
+		mix  rungInterleaver
+	)
+	for _, tr := range rd.Tracks() {
+		if _, ok := tr.Codec.(*mpegts.CodecMPEG4Audio); ok {
+			mix.audio = true
+		}
+	}
 	for _, tr := range rd.Tracks() {
 		switch c := tr.Codec.(type) {
 		case *mpegts.CodecH264:
 			rd.OnDataH264(tr, func(pts, dts int64, au [][]byte) error {
 				d := at(dts)
-				return r.Video(d+(pts-dts), d, au)
+				return mix.video(r, d+(pts-dts), d, au)
 			})
 		case *mpegts.CodecMPEG4Audio:
 			rate = int64(c.Config.SampleRate)
 			rd.OnDataMPEG4Audio(tr, func(pts int64, aus [][]byte) error {
 				t := at(pts)
 				for i, a := range aus {
-					if err := r.Audio(t+int64(i)*1024*90000/max(rate, 1), a); err != nil {
+					if err := mix.frame(r, t+int64(i)*1024*90000/max(rate, 1), a); err != nil {
 						return err
 					}
 				}
@@ -413,9 +421,78 @@ func (p *ffmpegProc) demuxRung(src io.Reader, r *hls.Rung) error {
 	}
 	for {
 		if err := rd.Read(); err != nil {
-			return err
+			return errors.Join(err, mix.flush(r, math.MaxInt64))
 		}
 	}
+}
+
+// maxAudioWait is how far (90 kHz) the video of a rung may run ahead of
+// its audio before it is packaged without waiting for it: the audio of a
+// source that stopped sending any.
+const maxAudioWait = 90000
+
+// rungInterleaver hands a rung its audio and video in timestamp order.
+// ffmpeg's MPEG-TS muxer writes an AAC frame late (it gathers audio into
+// PES packets and writes one when the next frame comes), after the video
+// frame that follows it; the packager, which cuts segments and parts
+// where a video frame begins them, would put such a frame in the next
+// segment, leaving the one before it with audio that ends short of its
+// video. hls.js then finds its buffer short of the segment's end and
+// loads the segment again and again (issue #32: the rung played at 0.65×
+// real time, 15 s behind the source). So video waits, here, for the audio
+// up to its time.
+type rungInterleaver struct {
+	audio   bool // the rung has an audio track
+	pending []rungFrame
+}
+
+type rungFrame struct {
+	pts, dts int64
+	au       [][]byte
+}
+
+// video takes a video access unit: packaged now without audio to wait
+// for, else queued (a copy) until the audio reaches its time.
+func (m *rungInterleaver) video(r *hls.Rung, pts, dts int64, au [][]byte) error {
+	if !m.audio {
+		return r.Video(pts, dts, au)
+	}
+	size := 0
+	for _, n := range au {
+		size += len(n)
+	}
+	buf := make([]byte, 0, size)
+	own := make([][]byte, len(au))
+	for i, n := range au {
+		buf = append(buf, n...)
+		own[i] = buf[len(buf)-len(n):]
+	}
+	m.pending = append(m.pending, rungFrame{pts: pts, dts: dts, au: own})
+	if dts-m.pending[0].dts > maxAudioWait {
+		return m.flush(r, dts-maxAudioWait)
+	}
+	return nil
+}
+
+// frame takes an audio frame: the video up to its time first.
+func (m *rungInterleaver) frame(r *hls.Rung, pts int64, raw []byte) error {
+	if err := m.flush(r, pts); err != nil {
+		return err
+	}
+	return r.Audio(pts, raw)
+}
+
+// flush packages the queued video whose decoding time is up to until.
+func (m *rungInterleaver) flush(r *hls.Rung, until int64) error {
+	n := 0
+	var err error
+	for n < len(m.pending) && m.pending[n].dts <= until && err == nil {
+		f := m.pending[n]
+		err = r.Video(f.pts, f.dts, f.au)
+		n++
+	}
+	m.pending = append(m.pending[:0], m.pending[n:]...)
+	return err
 }
 
 // progress reads ffmpeg's progress reports: the speed, measured over
