@@ -33,6 +33,7 @@ func init() { app.Register(&Module{}) }
 
 // Module is the pages module.
 type Module struct {
+	clock  *app.Clock // the kernel's
 	users  *users.Service
 	shows  *shows.Service
 	chat   *chat.Service
@@ -78,7 +79,7 @@ func (m *Module) Provision(ctx context.Context, core *app.Core) error {
 	if m.csrf, err = csrf.New(core.Config.PublicURL); err != nil {
 		return err
 	}
-	m.users, m.shows, m.chat = um.Service, shows.From(core), cm.Service
+	m.clock, m.users, m.shows, m.chat = core.Clock, um.Service, shows.From(core), cm.Service
 	m.healthOf = func(sh *shows.Show) shows.Health {
 		return shows.Health{PeakViewers: sh.PeakViewers, Warnings: []string{}}
 	}
