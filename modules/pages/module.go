@@ -27,13 +27,16 @@ import (
 	"github.com/onair/onair/modules/shows"
 	"github.com/onair/onair/modules/stats"
 	"github.com/onair/onair/modules/users"
+	"github.com/onair/onair/site"
 )
 
 func init() { app.Register(&Module{}) }
 
 // Module is the pages module.
 type Module struct {
-	clock  *app.Clock // the kernel's
+	clock *app.Clock // the kernel's
+	// nav is the header's navigation of signed-in visitors (sitepages.go).
+	nav    []site.NavItem
 	users  *users.Service
 	shows  *shows.Service
 	chat   *chat.Service
