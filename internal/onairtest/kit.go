@@ -52,7 +52,8 @@ type Show struct {
 	Key   string // its stream key
 	Path  string // its page on the site, /{user slug}/{show slug}
 	// RTMP is the live module's RTMP URL, rtmp://host:port/live, the key
-	// to be appended ("" when the live module does not run).
+	// to be appended ("" when the live module does not run, or the
+	// server runs in another process: Process.RTMP has its address).
 	RTMP string
 	// Object is the show as POST /v1/shows answered it (the write form).
 	Object Object
@@ -90,6 +91,9 @@ func CreateShow(t testing.TB, env *Env, token string, fields map[string]any) *Sh
 	}
 	key, _ := sh["stream_key"].(string)
 	s := &Show{Env: env, Token: token, ID: sh.ID(), Key: key, Path: u.Path, Object: sh}
+	if env.Core == nil {
+		return s // a server in another process (Process.Client)
+	}
 	if m, ok := app.Lookup[rtmpModule](env.Core); ok {
 		s.RTMP = "rtmp://" + m.RTMPAddr() + "/live"
 	}
