@@ -27,13 +27,13 @@ const (
 // Service is the chat module's operations: the REST handlers, the admin
 // console and the public pages call it.
 type Service struct {
-	db      *bun.DB
-	shows   *shows.Service
-	users   *users.Service
-	authz   *app.Authz
-	rate    RateGate
-	hub     *Hub
-	public  string
+	db     *bun.DB
+	shows  *shows.Service
+	users  *users.Service
+	authz  *app.Authz
+	rate   RateGate
+	hub    *Hub
+	public string
 	// nowFunc is the kernel's clock (Core.Clock.Now).
 	nowFunc func() time.Time
 	// viewers issue the anonymous viewer cookie and derive each room's ids.
