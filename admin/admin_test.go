@@ -304,10 +304,10 @@ func TestAuditLog(t *testing.T) {
 		type state struct {
 			Featured bool `json:"featured"`
 		}
-		if err := admin.Audit(ctx, env.Core.DB, ann.ID, "test.toggle", "thing:7", state{false}, state{true}); err != nil {
+		if err := admin.Audit(ctx, env.Core.DB, env.Core.Clock, ann.ID, "test.toggle", "thing:7", state{false}, state{true}); err != nil {
 			t.Fatal(err)
 		}
-		if err := admin.Audit(ctx, env.Core.DB, ann.ID, "test.create", "thing:8", nil, map[string]string{"name": "<b>x</b>"}); err != nil {
+		if err := admin.Audit(ctx, env.Core.DB, env.Core.Clock, ann.ID, "test.create", "thing:8", nil, map[string]string{"name": "<b>x</b>"}); err != nil {
 			t.Fatal(err)
 		}
 		e := admintest.LastAudit(t, env, "test.toggle", "thing:7")

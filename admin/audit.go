@@ -32,10 +32,11 @@ type Entry struct {
 
 // Audit records a staff action. before and after are any values that
 // encode to JSON (a struct of the fields that changed is best); nil stores
-// nothing. Console handlers call it after the service call succeeded;
-// Log is the shorthand for a request.
-func Audit(ctx context.Context, db bun.IDB, actorID int64, action, target string, before, after any) error {
-	e := &Entry{ActorID: actorID, Action: action, Target: target, CreatedAt: app.Now()}
+// nothing; clock (the kernel's, Core.Clock) dates the entry. Console
+// handlers call it after the service call succeeded; Log is the shorthand
+// for a request.
+func Audit(ctx context.Context, db bun.IDB, clock *app.Clock, actorID int64, action, target string, before, after any) error {
+	e := &Entry{ActorID: actorID, Action: action, Target: target, CreatedAt: clock.Stamp()}
 	var err error
 	if e.Before, err = encodeValue(before); err != nil {
 		return fmt.Errorf("admin: audit %s: before: %w", action, err)
@@ -56,7 +57,7 @@ func Log(c *fiber.Ctx, action, target string, before, after any) error {
 	if r.Principal == nil || r.db == nil {
 		return fmt.Errorf("admin: audit %s outside a console request", action)
 	}
-	return Audit(c.UserContext(), r.db, r.Principal.UserID, action, target, before, after)
+	return Audit(c.UserContext(), r.db, r.clock, r.Principal.UserID, action, target, before, after)
 }
 
 // Target names an object of the audit log: Target("show", 12) is "show:12".
@@ -183,7 +184,7 @@ func (m *Module) names(ctx context.Context, list []Entry) (map[int64]string, err
 
 // AdminWidgets: staff actions today.
 func (m *Module) AdminWidgets(ctx context.Context) ([]app.AdminWidget, error) {
-	today := app.Now().Truncate(24 * time.Hour)
+	today := m.core.Clock.Stamp().Truncate(24 * time.Hour)
 	n, err := m.core.DB.NewSelect().Model((*Entry)(nil)).Where("created_at >= ?", today).Count(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("admin: audit count: %w", err)

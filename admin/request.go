@@ -31,6 +31,7 @@ type Request struct {
 
 	authz *app.Authz
 	db    *bun.DB
+	clock *app.Clock // the kernel's: the audit log's times
 }
 
 // NavItem is one entry of the console's navigation.

@@ -97,7 +97,7 @@ func (m *Module) session(c *fiber.Ctx) error {
 	}
 	p := sess.Account.Principal
 	app.SetPrincipal(c, p)
-	req := &Request{User: sess.Account, Principal: p, CSRF: sess.CSRF, Path: c.Path(), authz: m.core.Authz, db: m.core.DB}
+	req := &Request{User: sess.Account, Principal: p, CSRF: sess.CSRF, Path: c.Path(), authz: m.core.Authz, db: m.core.DB, clock: m.core.Clock}
 	c.SetUserContext(context.WithValue(c.UserContext(), requestKey{}, req))
 	if c.Method() != fiber.MethodGet && c.Method() != fiber.MethodHead {
 		if !m.csrf.Check(c, sess.CSRF) {

@@ -153,3 +153,48 @@ func TestImportRulesCatchABreak(t *testing.T) {
 		}
 	}
 }
+
+// TestOneClock keeps the time on the boot's clock (Core.Clock): no
+// production file outside app reads app.Now, the system's time, so a test
+// that moves a boot's clock moves it for every module of that boot.
+// Tests may read app.Now; tools outside a boot build their own Clock.
+func TestOneClock(t *testing.T) {
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found []string
+	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		name := d.Name()
+		if d.IsDir() {
+			if path != root && (strings.HasPrefix(name, ".") || name == "testdata" || name == "node_modules") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if strings.HasSuffix(name, "_test.go") || !(strings.HasSuffix(name, ".go") || strings.HasSuffix(name, ".templ")) {
+			return nil
+		}
+		rel, _ := filepath.Rel(root, path)
+		if under(filepath.ToSlash(filepath.Dir(rel)), "app") {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if n := strings.Count(string(b), "app.Now()"); n > 0 {
+			found = append(found, filepath.ToSlash(rel))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(found) > 0 {
+		t.Errorf("production files read app.Now instead of the boot's Core.Clock: %v", found)
+	}
+}

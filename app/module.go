@@ -178,6 +178,12 @@ type SitePage struct {
 	// other method is a 401; a form (any method but GET and HEAD) must carry
 	// the session's CSRF token from this site, else 403 (site.CheckPost).
 	Account bool
+	// Nav, when set, is the title of the page's entry in the site header's
+	// navigation for signed-in visitors, which links to Path. Entries
+	// come in NavOrder (ascending; ties in registration order); the host's
+	// own Studio (10) and Account (20) are among them.
+	Nav      string
+	NavOrder int
 	// Mount registers the page's handlers on r (already prefixed with Path).
 	Mount func(r fiber.Router)
 }

@@ -12,8 +12,11 @@ import (
 // TimeLayout is the API's timestamp format; timestamps are UTC.
 const TimeLayout = "2006-01-02 15:04:05"
 
-// Now is the current time in UTC, truncated to whole seconds because
-// MariaDB's DATETIME keeps whole seconds and both databases must agree.
+// Now is the system's current time in UTC, truncated to whole seconds
+// because MariaDB's DATETIME keeps whole seconds and both databases must
+// agree. It is for tests and tools outside a boot: a module reads its
+// boot's clock, Core.Clock.Stamp(), which a test may move (TestOneClock
+// keeps it so).
 func Now() time.Time { return time.Now().UTC().Truncate(time.Second) }
 
 // Timestamp marshals as "YYYY-MM-DD HH:MM:SS" in UTC.

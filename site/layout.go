@@ -24,7 +24,9 @@ type Layout struct {
 	SignedIn bool
 	UserName string
 	UserPath string
-	CSRF     string
+	// Nav is the header's navigation of a signed-in visitor (Request.Nav).
+	Nav  []NavItem
+	CSRF string
 	// Feed, when set, is the page's podcast feed (<link rel="alternate">).
 	Feed, FeedTitle string
 }
@@ -52,7 +54,7 @@ func NewLayout(c *fiber.Ctx, r *Request, title, description string) Layout {
 		l.SignIn = "/signin"
 	}
 	if r.SignedIn() {
-		l.SignedIn, l.UserName, l.UserPath, l.CSRF = true, r.User.Name, "/"+r.User.Slug, r.CSRF
+		l.SignedIn, l.UserName, l.UserPath, l.Nav, l.CSRF = true, r.User.Name, "/"+r.User.Slug, r.Nav, r.CSRF
 	}
 	return l
 }

@@ -37,10 +37,26 @@ type Request struct {
 	// CSRF is the session's form secret ("" when signed out); every form
 	// of a signed-in page sends it back in the field "csrf".
 	CSRF string
+	// Nav is the header's navigation for a signed-in visitor, in order:
+	// the entries the modules' site pages contribute (app.SitePage.Nav)
+	// and the host's own.
+	Nav []NavItem
 	// CSS and JS are the URLs of the site's stylesheet and script.
 	CSS, JS string
 	// Guard checks the origin and token of a form (CheckPost).
 	Guard *csrf.Guard
+}
+
+// NavItem is one entry of the header's navigation.
+type NavItem struct {
+	Title, Href string
+	// Order sorts the entries (ascending; ties keep their order).
+	Order int
+}
+
+// SortNav sorts entries by Order, ties kept in their order.
+func SortNav(items []NavItem) {
+	sort.SliceStable(items, func(i, j int) bool { return items[i].Order < items[j].Order })
 }
 
 // User is the signed-in visitor as the frame shows them.

@@ -1,6 +1,6 @@
-// Package broadcasttest runs real broadcasts against a test OnAir: a show
-// created through the API, ffmpeg publishing test video and tone to it
-// over RTMP, the stop and the archive. The tests of the modules that act
+// Package broadcasttest runs real broadcasts against a test OnAir: ffmpeg
+// publishing test video and tone over RTMP to a show that
+// onairtest.CreateShow made, the stop and the archive. The tests of the modules that act
 // on live and archived shows (downloads, podcast, notify) share it.
 package broadcasttest
 
@@ -14,7 +14,6 @@ import (
 
 	"github.com/onair/onair/internal/onairtest"
 	"github.com/onair/onair/internal/testload"
-	"github.com/onair/onair/modules/live"
 )
 
 // Require skips the test when ffmpeg or ffprobe is missing (fails under
@@ -29,43 +28,15 @@ func Require(t *testing.T) {
 	testload.Heavy(t)
 }
 
-// Show is a show created through the API.
-type Show struct {
-	Env   *onairtest.Env
-	Token string
-	ID    int64
-	Key   string
-}
-
-// Create makes a show owned by token's user (onairtest.CreateShow); extra
-// adds fields to the POST body.
-func Create(t *testing.T, env *onairtest.Env, token string, extra map[string]any) *Show {
-	t.Helper()
-	sh := onairtest.CreateShow(t, env, token, extra)
-	return &Show{Env: env, Token: token, ID: sh.ID, Key: sh.Key}
-}
-
-// Get reads the show as its owner (onairtest.GetShow).
-func (s *Show) Get(t *testing.T) map[string]any {
-	t.Helper()
-	return onairtest.GetShow(t, s.Env, s.Token, s.ID)
-}
-
-// Await reads the show until cond holds (onairtest.AwaitShow).
-func (s *Show) Await(t *testing.T, what string, cond func(map[string]any) bool) map[string]any {
-	t.Helper()
-	return onairtest.AwaitShow(t, s.Env, s.Token, s.ID, what, cond)
-}
-
 // Publish starts ffmpeg sending seconds of test video (unless audioOnly)
-// and a tone to the show; the channel gets its exit error.
-func (s *Show) Publish(t *testing.T, seconds int, audioOnly bool) <-chan error {
+// and a tone to the show over the live module's RTMP; the channel gets its
+// exit error.
+func Publish(t *testing.T, s *onairtest.Show, seconds int, audioOnly bool) <-chan error {
 	t.Helper()
-	m, ok := onairtest.Module[*live.Module](s.Env)
-	if !ok {
+	if s.RTMP == "" {
 		t.Fatal("live module not booted")
 	}
-	_, done := Start(t, "rtmp://"+m.RTMPAddr()+"/live/"+s.Key, seconds, audioOnly)
+	_, done := Start(t, s.RTMP+"/"+s.Key, seconds, audioOnly)
 	return done
 }
 
@@ -119,11 +90,11 @@ func Wait(t *testing.T, done <-chan error) {
 	}
 }
 
-// Archive publishes seconds of media, stops the show and waits for its
-// archive; it returns the archived show.
-func (s *Show) Archive(t *testing.T, seconds int, audioOnly bool) map[string]any {
+// Archive publishes seconds of media to the show, stops it and waits for
+// its archive; it returns the archived show.
+func Archive(t *testing.T, s *onairtest.Show, seconds int, audioOnly bool) map[string]any {
 	t.Helper()
-	done := s.Publish(t, seconds, audioOnly)
+	done := Publish(t, s, seconds, audioOnly)
 	s.Await(t, "live", func(m map[string]any) bool { return m["live"] == true })
 	Wait(t, done)
 	s.Env.Do("POST", fmt.Sprintf("/v1/shows/%d/stop", s.ID), s.Token, nil).Expect(t, http.StatusOK)

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/onair/onair/app"
 	"github.com/onair/onair/internal/testload"
 	"github.com/onair/onair/modules/shows"
 )
@@ -43,21 +44,33 @@ func (r *Response) Object(t testing.TB, key string) Object {
 	return o
 }
 
-// Show is a show created through the API.
+// Show is a show created through the API, with its owner's token at hand.
 type Show struct {
-	ID   int64
-	Key  string // its stream key
-	Path string // its page on the site, /{user slug}/{show slug}
+	Env   *Env
+	Token string // its owner's
+	ID    int64
+	Key   string // its stream key
+	Path  string // its page on the site, /{user slug}/{show slug}
+	// RTMP is the live module's RTMP URL, rtmp://host:port/live, the key
+	// to be appended ("" when the live module does not run, or the
+	// server runs in another process: Process.RTMP has its address).
+	RTMP string
 	// Object is the show as POST /v1/shows answered it (the write form).
 	Object Object
 }
 
 var showSeq atomic.Int64
 
+// rtmpModule is the live module as the kit sees it, without importing it.
+type rtmpModule interface {
+	app.Module
+	RTMPAddr() string
+}
+
 // CreateShow creates a show owned by token's user with POST /v1/shows and
-// fails the test unless the answer is 201 with the show alone. fields are sent on top of a
-// name unique in the test binary and a description, which they may
-// replace.
+// fails the test unless the answer is 201 with the show alone. fields are
+// sent on top of a name unique in the test binary and a description, which
+// they may replace. The env's CheckShow, when set, checks the answer.
 func CreateShow(t testing.TB, env *Env, token string, fields map[string]any) *Show {
 	t.Helper()
 	body := map[string]any{"name": "Test Show " + strconv.FormatInt(showSeq.Add(1), 10), "description": "A test show."}
@@ -69,12 +82,41 @@ func CreateShow(t testing.TB, env *Env, token string, fields map[string]any) *Sh
 		t.Fatalf("want {\"show\": {...}}, got %s", r.Body)
 	}
 	sh := r.Object(t, "show")
+	if env.CheckShow != nil {
+		env.CheckShow(t, sh)
+	}
 	u, err := url.Parse(sh["url"].(string))
 	if err != nil {
 		t.Fatalf("show url: %v", err)
 	}
 	key, _ := sh["stream_key"].(string)
-	return &Show{ID: sh.ID(), Key: key, Path: u.Path, Object: sh}
+	s := &Show{Env: env, Token: token, ID: sh.ID(), Key: key, Path: u.Path, Object: sh}
+	if env.Core == nil {
+		return s // a server in another process (Process.Client)
+	}
+	if m, ok := app.Lookup[rtmpModule](env.Core); ok {
+		s.RTMP = "rtmp://" + m.RTMPAddr() + "/live"
+	}
+	return s
+}
+
+// Get reads the show as its owner (GetShow).
+func (s *Show) Get(t testing.TB) Object {
+	t.Helper()
+	return GetShow(t, s.Env, s.Token, s.ID)
+}
+
+// Await reads the show as its owner until cond holds (AwaitShow).
+func (s *Show) Await(t testing.TB, what string, cond func(map[string]any) bool) Object {
+	t.Helper()
+	return AwaitShow(t, s.Env, s.Token, s.ID, what, cond)
+}
+
+// Health is the show's stream health, GET /v1/shows/{id}/health as its
+// owner.
+func (s *Show) Health(t testing.TB) map[string]any {
+	t.Helper()
+	return s.Env.Do("GET", "/v1/shows/"+strconv.FormatInt(s.ID, 10)+"/health", s.Token, nil).Expect(t, http.StatusOK).Object(t, "health")
 }
 
 // PublishShow makes a show live as the live module does when it accepts a

@@ -89,7 +89,10 @@ type Env struct {
 	Server *app.Server
 	URL    string // http://127.0.0.1:port
 	Client *http.Client
-	logs   *LockedBuffer
+	// CheckShow, when set, checks each show CreateShow makes (the write
+	// form of POST /v1/shows): the shows suite checks every field.
+	CheckShow func(t testing.TB, show Object)
+	logs      *LockedBuffer
 	// openapi checks /v1 responses against the document (nil: off).
 	openapi *openAPIValidator
 	stop    func() error

@@ -41,7 +41,7 @@ func (m *Module) AdminPages() []app.AdminPage {
 
 // AdminWidgets: chat messages posted today (UTC).
 func (m *Module) AdminWidgets(ctx context.Context) ([]app.AdminWidget, error) {
-	n, err := m.Service.CountSince(ctx, app.Now().Truncate(24*time.Hour))
+	n, err := m.Service.CountSince(ctx, m.core.Clock.Stamp().Truncate(24*time.Hour))
 	if err != nil {
 		return nil, err
 	}

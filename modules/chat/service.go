@@ -27,13 +27,14 @@ const (
 // Service is the chat module's operations: the REST handlers, the admin
 // console and the public pages call it.
 type Service struct {
-	db      *bun.DB
-	shows   *shows.Service
-	users   *users.Service
-	authz   *app.Authz
-	rate    RateGate
-	hub     *Hub
-	public  string
+	db     *bun.DB
+	shows  *shows.Service
+	users  *users.Service
+	authz  *app.Authz
+	rate   RateGate
+	hub    *Hub
+	public string
+	// nowFunc is the kernel's clock (Core.Clock.Now).
 	nowFunc func() time.Time
 	// viewers issue the anonymous viewer cookie and derive each room's ids.
 	viewers *viewerKeys
@@ -207,7 +208,7 @@ func (s *Service) Delete(ctx context.Context, id int64, by *app.Principal) (*Mes
 	if err := s.authz.Can(by, "chat", "delete", relations...); err != nil {
 		return nil, err
 	}
-	now := app.Now()
+	now := s.stamp()
 	m.DeletedAt, m.DeletedBy = &now, &by.UserID
 	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		if _, err := tx.NewUpdate().Model(m).Column("deleted_at", "deleted_by").WherePK().Exec(ctx); err != nil {
@@ -245,7 +246,7 @@ func (s *Service) Ban(ctx context.Context, userID, showID int64, reason string, 
 	if banned, err := s.bannedExactly(ctx, userID, showID); err != nil || banned != nil {
 		return banned, err
 	}
-	b := &Ban{UserID: userID, ShowID: showID, Reason: reason, CreatedBy: by.UserID, CreatedAt: app.Now()}
+	b := &Ban{UserID: userID, ShowID: showID, Reason: reason, CreatedBy: by.UserID, CreatedAt: s.stamp()}
 	if _, err := s.db.NewInsert().Model(b).Exec(ctx); err != nil {
 		return nil, fmt.Errorf("chat: ban %d: %w", userID, err)
 	}
@@ -341,7 +342,7 @@ func (s *Service) SetSlowMode(ctx context.Context, showID int64, seconds int, by
 	if _, err := s.shows.Get(ctx, showID); err != nil {
 		return err
 	}
-	st := &Settings{ShowID: showID, SlowMode: seconds, UpdatedAt: app.Now()}
+	st := &Settings{ShowID: showID, SlowMode: seconds, UpdatedAt: s.stamp()}
 	return s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		if _, err := tx.NewDelete().Model((*Settings)(nil)).Where("show_id = ?", showID).Exec(ctx); err != nil {
 			return err
@@ -360,3 +361,7 @@ func (s *Service) deleteShow(ctx context.Context, showID int64) error {
 	}
 	return nil
 }
+
+// stamp is the current time as rows keep it, in whole seconds
+// (app.Clock.Stamp).
+func (s *Service) stamp() time.Time { return s.nowFunc().UTC().Truncate(time.Second) }

@@ -98,9 +98,9 @@ func TestDownloads(t *testing.T) {
 	broadcasttest.Require(t)
 	env := onairtest.New(t, onairtest.Options{})
 	_, token := env.CreateUser("Dee Jay")
-	b := broadcasttest.Create(t, env, token, map[string]any{"name": "Night/Drive: Ünïcode"})
+	b := onairtest.CreateShow(t, env, token, map[string]any{"name": "Night/Drive: Ünïcode"})
 	const seconds = 6
-	s := b.Archive(t, seconds, false)
+	s := broadcasttest.Archive(t, b, seconds, false)
 	if s["downloadable"] != true {
 		t.Fatalf("downloadable is not on by default: %v", s)
 	}
@@ -161,8 +161,8 @@ func TestPrivateAudioDownload(t *testing.T) {
 	broadcasttest.Require(t)
 	env := onairtest.New(t, onairtest.Options{})
 	_, token := env.CreateUser("Radio Head")
-	b := broadcasttest.Create(t, env, token, map[string]any{"private": true, "audio_only": true})
-	s := b.Archive(t, 5, true)
+	b := onairtest.CreateShow(t, env, token, map[string]any{"private": true, "audio_only": true})
+	s := broadcasttest.Archive(t, b, 5, true)
 	d, ok := s["downloads"].(map[string]any)
 	if !ok || d["video"] != nil {
 		t.Fatalf("downloads of an audio show: %v", s["downloads"])

@@ -114,7 +114,7 @@ func (m *Module) makeLogged(ctx context.Context, id int64) {
 		m.core.Log.Info("downloads made", "show", id, "audio_bytes", f.AudioSize, "video_bytes", f.VideoSize, "took", time.Since(start).Round(time.Millisecond))
 	case err != nil && ctx.Err() == nil:
 		m.core.Log.Error("downloads: make", "show", id, "err", err)
-		_, ferr := m.core.DB.NewInsert().Model(&File{ShowID: id, Attempts: 1, UpdatedAt: app.Now()}).
+		_, ferr := m.core.DB.NewInsert().Model(&File{ShowID: id, Attempts: 1, UpdatedAt: m.core.Clock.Stamp()}).
 			On(m.onConflict("attempts = attempts + 1")).Exec(ctx)
 		if ferr != nil && ctx.Err() == nil {
 			m.core.Log.Error("downloads: record failure", "show", id, "err", ferr)
@@ -165,7 +165,7 @@ func (m *Module) make(ctx context.Context, id int64) (*File, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(tmp)
-	f := &File{ShowID: id, Ready: true, UpdatedAt: app.Now()}
+	f := &File{ShowID: id, Ready: true, UpdatedAt: m.core.Clock.Stamp()}
 	audioIn, err := m.source(ctx, id, archiveAudio, tmp)
 	if err != nil {
 		return nil, err

@@ -16,8 +16,8 @@ import (
 )
 
 // rtmpHost is host:port of a broadcast's RTMP URL.
-func rtmpHost(t *testing.T, b *broadcast) string {
-	u, err := url.Parse(b.rtmp)
+func rtmpHost(t *testing.T, b *onairtest.Show) string {
+	u, err := url.Parse(b.RTMP)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +31,7 @@ func TestIdleSocketsDoNotLockOutFFmpeg(t *testing.T) {
 	requireTools(t, "ffmpeg")
 	env := onairtest.New(t, onairtest.Options{})
 	_, token := env.CreateUser("Crowded Port")
-	b := newBroadcast(t, env, token, nil)
+	b := onairtest.CreateShow(t, env, token, nil)
 	host := rtmpHost(t, b)
 
 	var mu sync.Mutex
@@ -70,8 +70,8 @@ func TestIdleSocketsDoNotLockOutFFmpeg(t *testing.T) {
 	defer func() { close(stop); churn.Wait() }()
 
 	start := time.Now()
-	_, done := publish(t, b.rtmp+"/"+b.key, 30, false)
-	b.await(t, "live behind 300 idle sockets", isLive)
+	_, done := publish(t, b.RTMP+"/"+b.Key, 30, false)
+	b.Await(t, "live behind 300 idle sockets", isLive)
 	// The promise: live within 15 s despite the idle crowd (about
 	// 3 s here). The test holds the heavy tests' turn from its start, so
 	// no other media suite shares the CPU meanwhile.
@@ -100,7 +100,7 @@ func TestAdmissionTimeoutSetting(t *testing.T) {
 		c.Set(live.SettingRTMPAdmissionTimeout, time.Second)
 	}})
 	_, token := env.CreateUser("Slow Loris")
-	b := newBroadcast(t, env, token, nil)
+	b := onairtest.CreateShow(t, env, token, nil)
 	c, err := net.DialTimeout("tcp", rtmpHost(t, b), 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -124,8 +124,8 @@ func TestWrongKeyThrottledFFmpeg(t *testing.T) {
 	requireTools(t, "ffmpeg")
 	env := onairtest.New(t, onairtest.Options{})
 	_, token := env.CreateUser("Key Guesser")
-	b := newBroadcast(t, env, token, nil)
-	wrong := b.rtmp + "/" + b.key + "x"
+	b := onairtest.CreateShow(t, env, token, nil)
+	wrong := b.RTMP + "/" + b.Key + "x"
 	for i := range 3 {
 		_, done := publish(t, wrong, 2, true)
 		if err := <-done; err == nil || strings.Contains(err.Error(), "Too many") {
@@ -140,7 +140,7 @@ func TestWrongKeyThrottledFFmpeg(t *testing.T) {
 	if n := metric(t, env, "onair_rtmp_throttled_total"); n != 1 {
 		t.Errorf("onair_rtmp_throttled_total %v, want 1", n)
 	}
-	_, done = publish(t, b.rtmp+"/"+b.key, 6, true)
-	b.await(t, "live with the right key", isLive)
+	_, done = publish(t, b.RTMP+"/"+b.Key, 6, true)
+	b.Await(t, "live with the right key", isLive)
 	<-done
 }

@@ -57,20 +57,20 @@ func TestPeakViewers(t *testing.T) {
 		_, owner := env.CreateUser("Peak Owner")
 		_, other := env.CreateUser("Peak Other")
 		_, staff := env.CreateUser("Peak Staff", onairtest.Role("moderator"))
-		b := newBroadcast(t, env, owner, nil)
-		if s := b.show(t); s["peak_viewers"] != 0.0 {
+		b := onairtest.CreateShow(t, env, owner, nil)
+		if s := b.Get(t); s["peak_viewers"] != 0.0 {
 			t.Errorf("peak_viewers of a new show: %v", s["peak_viewers"])
 		}
-		_, done := publish(t, b.rtmp+"/"+b.key, 120, false)
-		video := b.await(t, "live", isLive)["video_url"].(string)
+		_, done := publish(t, b.RTMP+"/"+b.Key, 120, false)
+		video := b.Await(t, "live", isLive)["video_url"].(string)
 
 		watch(t, env, video, "10.0.0.1", "10.0.0.2", "10.0.0.3", "10.0.0.1")
-		awaitAudience(t, env, b.id, owner, 3, 3)
+		awaitAudience(t, env, b.ID, owner, 3, 3)
 		watch(t, env, video, "10.0.0.4", "10.0.0.5")
-		awaitAudience(t, env, b.id, owner, 5, 5)
-		b.await(t, "with peak_viewers 5 recorded", func(s map[string]any) bool { return s["peak_viewers"] == 5.0 })
+		awaitAudience(t, env, b.ID, owner, 5, 5)
+		b.Await(t, "with peak_viewers 5 recorded", func(s map[string]any) bool { return s["peak_viewers"] == 5.0 })
 
-		path := fmt.Sprintf("/v1/shows/%d", b.id)
+		path := fmt.Sprintf("/v1/shows/%d", b.ID)
 		if s := env.Do("GET", path, other, nil).Expect(t, http.StatusOK).JSON(t)["show"].(map[string]any); s["peak_viewers"] != nil {
 			t.Errorf("another user sees peak_viewers %v", s["peak_viewers"])
 		}
@@ -80,10 +80,10 @@ func TestPeakViewers(t *testing.T) {
 
 		env.Do("POST", path+"/stop", owner, nil).Expect(t, http.StatusOK)
 		exited(t, "the publisher after the stop", done)
-		if s := b.show(t); s["peak_viewers"] != 5.0 {
+		if s := b.Get(t); s["peak_viewers"] != 5.0 {
 			t.Errorf("peak_viewers after the stop: %v", s["peak_viewers"])
 		}
-		if h := health(t, env, b.id, owner); h["receiving"] != false || h["peak_viewers"] != 5.0 {
+		if h := health(t, env, b.ID, owner); h["receiving"] != false || h["peak_viewers"] != 5.0 {
 			t.Errorf("health after the stop: %v", h)
 		}
 	})
@@ -97,23 +97,23 @@ func TestClusterPeakViewers(t *testing.T) {
 	requireTools(t, "ffmpeg")
 	c := newCluster(t, trustLoopback)
 	_, owner := c.a.CreateUser("Peak Cluster")
-	b := newBroadcast(t, c.a, owner, nil)
-	_, done := publish(t, b.rtmp+"/"+b.key, 120, false)
-	video := b.await(t, "live", isLive)["video_url"].(string)
+	b := onairtest.CreateShow(t, c.a, owner, nil)
+	_, done := publish(t, b.RTMP+"/"+b.Key, 120, false)
+	video := b.Await(t, "live", isLive)["video_url"].(string)
 	awaitSegments(t, video, 1) // as 127.0.0.1, a viewer on A
 
 	watch(t, c.a, video, "10.0.1.1")
 	watch(t, c.b, c.onB(video), "10.0.1.1", "10.0.1.2", "10.0.1.3")
-	if n := c.mb.Viewers(b.id); n < 3 {
+	if n := c.mb.Viewers(b.ID); n < 3 {
 		t.Errorf("node B counts %d viewers, want its own 3", n)
 	}
-	awaitAudience(t, c.a, b.id, owner, 4, 4)
-	awaitAudience(t, c.b, b.id, owner, 4, 4)
-	b.await(t, "with peak_viewers 4 recorded", func(s map[string]any) bool { return s["peak_viewers"] == 4.0 })
+	awaitAudience(t, c.a, b.ID, owner, 4, 4)
+	awaitAudience(t, c.b, b.ID, owner, 4, 4)
+	b.Await(t, "with peak_viewers 4 recorded", func(s map[string]any) bool { return s["peak_viewers"] == 4.0 })
 
-	c.b.Do("POST", fmt.Sprintf("/v1/shows/%d/stop", b.id), owner, nil).Expect(t, http.StatusOK)
+	c.b.Do("POST", fmt.Sprintf("/v1/shows/%d/stop", b.ID), owner, nil).Expect(t, http.StatusOK)
 	exited(t, "the publisher after the stop", done)
-	if s := b.show(t); s["peak_viewers"] != 4.0 {
+	if s := b.Get(t); s["peak_viewers"] != 4.0 {
 		t.Errorf("peak_viewers after the stop: %v", s["peak_viewers"])
 	}
 }
@@ -126,7 +126,7 @@ func TestLateMedia(t *testing.T) {
 	requireTools(t, "ffmpeg")
 	env := onairtest.New(t, onairtest.Options{})
 	_, owner := env.CreateUser("Late Owner")
-	onTime, slow, gappy := newBroadcast(t, env, owner, nil), newBroadcast(t, env, owner, nil), newBroadcast(t, env, owner, nil)
+	onTime, slow, gappy := onairtest.CreateShow(t, env, owner, nil), onairtest.CreateShow(t, env, owner, nil), onairtest.CreateShow(t, env, owner, nil)
 
 	start := func(args []string) {
 		cmd := exec.Command("ffmpeg", args...)
@@ -135,9 +135,9 @@ func TestLateMedia(t *testing.T) {
 		}
 		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	}
-	start(ffmpegArgs(onTime.rtmp+"/"+onTime.key, 120, false))
+	start(ffmpegArgs(onTime.RTMP+"/"+onTime.Key, 120, false))
 	var throttled []string
-	args := ffmpegArgs(slow.rtmp+"/"+slow.key, 120, false)
+	args := ffmpegArgs(slow.RTMP+"/"+slow.Key, 120, false)
 	for i, a := range args {
 		switch {
 		case a == "-re":
@@ -149,7 +149,7 @@ func TestLateMedia(t *testing.T) {
 	}
 	start(throttled)
 	var dropping []string
-	for _, a := range ffmpegArgs(gappy.rtmp+"/"+gappy.key, 120, false) {
+	for _, a := range ffmpegArgs(gappy.RTMP+"/"+gappy.Key, 120, false) {
 		if a == "-c:v" {
 			dropping = append(dropping, "-vf", `select=not(between(mod(n\,25)\,5\,14))`, "-fps_mode", "passthrough")
 		}
@@ -167,7 +167,7 @@ func TestLateMedia(t *testing.T) {
 	}
 	var h map[string]any
 	testload.Poll(t, "the throttled stream warned", func() error {
-		if h = health(t, env, slow.id, owner); !warned(h, "arriving slower than real time") {
+		if h = health(t, env, slow.ID, owner); !warned(h, "arriving slower than real time") {
 			return fmt.Errorf("health %v", h)
 		}
 		return nil
@@ -176,7 +176,7 @@ func TestLateMedia(t *testing.T) {
 		t.Errorf("throttled stream behind_seconds %v", behind)
 	}
 	testload.Poll(t, "the stream with dropped frames warned", func() error {
-		if h = health(t, env, gappy.id, owner); !warned(h, "gaps in the video") {
+		if h = health(t, env, gappy.ID, owner); !warned(h, "gaps in the video") {
 			return fmt.Errorf("health %v", h)
 		}
 		return nil
@@ -184,7 +184,7 @@ func TestLateMedia(t *testing.T) {
 	if h["timestamp_gaps"].(float64) < 3 {
 		t.Errorf("timestamp_gaps %v", h["timestamp_gaps"])
 	}
-	h = health(t, env, onTime.id, owner)
+	h = health(t, env, onTime.ID, owner)
 	if h["receiving"] != true || h["behind_seconds"].(float64) >= 3 || h["timestamp_gaps"] != 0.0 ||
 		warned(h, "slower than real time") || warned(h, "gaps in the video") {
 		t.Errorf("the real-time stream: %v", h)

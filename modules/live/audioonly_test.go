@@ -25,11 +25,11 @@ func TestAudioOnlyShowIgnoresVideo(t *testing.T) {
 	onairtest.EachBackend(t, func(t *testing.T, backend string) {
 		env := onairtest.New(t, onairtest.Options{Backend: backend})
 		_, token := env.CreateUser("Voice Only")
-		b := newBroadcast(t, env, token, map[string]any{"audio_only": true})
+		b := onairtest.CreateShow(t, env, token, map[string]any{"audio_only": true})
 		const seconds = 8
-		_, done := publish(t, b.rtmp+"/"+b.key, seconds, false)
+		_, done := publish(t, b.RTMP+"/"+b.Key, seconds, false)
 
-		s := b.await(t, "live", isLive)
+		s := b.Await(t, "live", isLive)
 		if s["video_url"] != nil || s["audio_url"] == nil || s["audio_only"] != true {
 			t.Fatalf("live audio-only show: video_url %v audio_url %v audio_only %v", s["video_url"], s["audio_url"], s["audio_only"])
 		}
@@ -40,7 +40,7 @@ func TestAudioOnlyShowIgnoresVideo(t *testing.T) {
 		}
 		// The health names the video sent for nothing, while it arrives.
 		testload.Poll(t, "the health's audio-only warning", func() error {
-			h := env.Do("GET", fmt.Sprintf("/v1/shows/%d/health", b.id), token, nil).Expect(t, http.StatusOK).JSON(t)["health"].(map[string]any)
+			h := env.Do("GET", fmt.Sprintf("/v1/shows/%d/health", b.ID), token, nil).Expect(t, http.StatusOK).JSON(t)["health"].(map[string]any)
 			for _, w := range h["warnings"].([]any) {
 				if strings.Contains(w.(string), "audio only: the video you send") {
 					return nil
@@ -48,7 +48,7 @@ func TestAudioOnlyShowIgnoresVideo(t *testing.T) {
 			}
 			return fmt.Errorf("health %v", h)
 		})
-		r := env.Do("PUT", fmt.Sprintf("/v1/shows/%d", b.id), token, map[string]any{"audio_only": false})
+		r := env.Do("PUT", fmt.Sprintf("/v1/shows/%d", b.ID), token, map[string]any{"audio_only": false})
 		if r.Status != http.StatusConflict {
 			t.Errorf("audio_only changed while live: %d %s", r.Status, r.Body)
 		}
@@ -56,8 +56,8 @@ func TestAudioOnlyShowIgnoresVideo(t *testing.T) {
 		if err := exited(t, "ffmpeg", done); err != nil {
 			t.Fatalf("ffmpeg: %v", err)
 		}
-		env.Do("POST", fmt.Sprintf("/v1/shows/%d/stop", b.id), token, nil).Expect(t, http.StatusOK)
-		s = b.await(t, "archived", func(s map[string]any) bool { return s["archive"] == true })
+		env.Do("POST", fmt.Sprintf("/v1/shows/%d/stop", b.ID), token, nil).Expect(t, http.StatusOK)
+		s = b.Await(t, "archived", func(s map[string]any) bool { return s["archive"] == true })
 		if s["video_url"] != nil || s["audio_url"] == nil || s["gif_url"] != nil {
 			t.Fatalf("archived audio-only show: video_url %v audio_url %v gif_url %v", s["video_url"], s["audio_url"], s["gif_url"])
 		}
@@ -73,7 +73,7 @@ func TestAudioOnlyShowIgnoresVideo(t *testing.T) {
 		}
 
 		// On disk: the audio rendition and nothing of the A/V one.
-		dir := filepath.Join(env.Core.Config.DataDir, "media", "shows", fmt.Sprint(b.id))
+		dir := filepath.Join(env.Core.Config.DataDir, "media", "shows", fmt.Sprint(b.ID))
 		entries, err := os.ReadDir(dir)
 		if err != nil {
 			t.Fatal(err)
@@ -101,12 +101,12 @@ func TestAudioOnlyShowWithoutAudio(t *testing.T) {
 	requireTools(t, "ffmpeg")
 	env := onairtest.New(t, onairtest.Options{})
 	_, token := env.CreateUser("Silent Picture")
-	b := newBroadcast(t, env, token, map[string]any{"audio_only": true})
+	b := onairtest.CreateShow(t, env, token, map[string]any{"audio_only": true})
 	testload.Heavy(t)
 	cmd := exec.Command("ffmpeg", "-hide_banner", "-loglevel", "error", "-re",
 		"-f", "lavfi", "-i", "testsrc=size=320x240:rate=25:duration=30",
 		"-c:v", "libx264", "-preset", "ultrafast", "-tune", "zerolatency", "-pix_fmt", "yuv420p", "-g", "50",
-		"-an", "-f", "flv", b.rtmp+"/"+b.key)
+		"-an", "-f", "flv", b.RTMP+"/"+b.Key)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
@@ -118,7 +118,7 @@ func TestAudioOnlyShowWithoutAudio(t *testing.T) {
 	if err := exited(t, "ffmpeg sending video alone", done); err == nil {
 		t.Fatal("a publisher without audio ran to its end on an audio-only show")
 	}
-	if s := b.show(t); s["live"] != false || s["audio_url"] != nil {
+	if s := b.Get(t); s["live"] != false || s["audio_url"] != nil {
 		t.Fatalf("show after the refusal: %v", s)
 	}
 	if !strings.Contains(env.Logs(), "audio-only show without audio") {

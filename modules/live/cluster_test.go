@@ -135,7 +135,7 @@ func TestNodeURL(t *testing.T) {
 func TestClusterProxyForwards(t *testing.T) {
 	c := newCluster(t, nil)
 	_, token := c.a.CreateUser("Proxy Pat")
-	b := newBroadcast(t, c.a, token, nil)
+	b := onairtest.CreateShow(t, c.a, token, nil)
 
 	var mu sync.Mutex
 	var got []*http.Request
@@ -157,9 +157,9 @@ func TestClusterProxyForwards(t *testing.T) {
 	rdb := c.a.Core.Redis
 	ctx := context.Background()
 	rdb.Set(ctx, c.prefix+"node:elsewhere", "http://"+ln.Addr().String(), time.Minute)
-	rdb.Set(ctx, c.prefix+fmt.Sprintf("live:owner:%d", b.id), "elsewhere", time.Minute)
+	rdb.Set(ctx, c.prefix+fmt.Sprintf("live:owner:%d", b.ID), "elsewhere", time.Minute)
 
-	path := fmt.Sprintf("/media/shows/%d/index.m3u8?_HLS_msn=12&_HLS_part=3", b.id)
+	path := fmt.Sprintf("/media/shows/%d/index.m3u8?_HLS_msn=12&_HLS_part=3", b.ID)
 	req, _ := http.NewRequest("GET", c.b.URL+path, nil)
 	req.Header.Set("Proxy-Authorization", "Basic c2VjcmV0")
 	req.Header.Set("Te", "trailers")
@@ -222,10 +222,10 @@ func TestClusterLiveOnEveryNode(t *testing.T) {
 	requireTools(t, "ffmpeg", "ffprobe")
 	c := newCluster(t, nil)
 	_, token := c.a.CreateUser("Two Nodes")
-	b := newBroadcast(t, c.a, token, nil)
-	_, doneA := publish(t, b.rtmp+"/"+b.key, 60, false)
-	s := b.await(t, "live", isLive)
-	if got := c.owner(t, b.id); got != c.ma.NodeID() {
+	b := onairtest.CreateShow(t, c.a, token, nil)
+	_, doneA := publish(t, b.RTMP+"/"+b.Key, 60, false)
+	s := b.Await(t, "live", isLive)
+	if got := c.owner(t, b.ID); got != c.ma.NodeID() {
 		t.Fatalf("live lease %q, want node A %q", got, c.ma.NodeID())
 	}
 	if got := metric(t, c.a, "onair_live_leases"); got != 1 {
@@ -241,8 +241,8 @@ func TestClusterLiveOnEveryNode(t *testing.T) {
 	}
 	// One player (this test's HTTP client, by address and User-Agent) on
 	// both nodes is one viewer; ffprobe below is another player.
-	if c.mb.Viewers(b.id) != 1 || c.ma.Viewers(b.id) != 1 {
-		t.Errorf("viewers A %d B %d: one player on both nodes is one viewer", c.ma.Viewers(b.id), c.mb.Viewers(b.id))
+	if c.mb.Viewers(b.ID) != 1 || c.ma.Viewers(b.ID) != 1 {
+		t.Errorf("viewers A %d B %d: one player on both nodes is one viewer", c.ma.Viewers(b.ID), c.mb.Viewers(b.ID))
 	}
 	if got := ffprobe(t, videoB); got != "aac,h264" {
 		t.Errorf("video through B streams %q", got)
@@ -266,10 +266,10 @@ func TestClusterLiveOnEveryNode(t *testing.T) {
 	t.Logf("playlist request, median of 200: %s from A, %s through B (+%s)", direct, through, through-direct)
 
 	// The encoder reconnects to node B: it takes over.
-	rtmpB := "rtmp://" + c.mb.RTMPAddr() + "/live/" + b.key
+	rtmpB := "rtmp://" + c.mb.RTMPAddr() + "/live/" + b.Key
 	_, doneB := publish(t, rtmpB, 60, false)
 	testload.Poll(t, "node B holds the lease", func() error {
-		if got := c.owner(t, b.id); got != c.mb.NodeID() {
+		if got := c.owner(t, b.ID); got != c.mb.NodeID() {
 			return fmt.Errorf("lease %q", got)
 		}
 		return nil
@@ -278,25 +278,25 @@ func TestClusterLiveOnEveryNode(t *testing.T) {
 	if !strings.Contains(c.a.Logs(), "publisher replaced on another node") {
 		t.Errorf("node A did not log the takeover")
 	}
-	if now := b.show(t); !isLive(now) || now["start"] != s["start"] {
+	if now := b.Get(t); !isLive(now) || now["start"] != s["start"] {
 		t.Fatalf("show after the takeover: %v (before: %v)", now, s)
 	}
-	awaitSegments(t, c.a.URL+fmt.Sprintf("/media/shows/%d/index.m3u8", b.id), 1)
+	awaitSegments(t, c.a.URL+fmt.Sprintf("/media/shows/%d/index.m3u8", b.ID), 1)
 
 	// Stop through B (the owner now): its publisher is cut, the lease goes.
 	sent := time.Now()
-	c.b.Do("POST", fmt.Sprintf("/v1/shows/%d/stop", b.id), token, nil).Expect(t, http.StatusOK)
+	c.b.Do("POST", fmt.Sprintf("/v1/shows/%d/stop", b.ID), token, nil).Expect(t, http.StatusOK)
 	exited(t, "node B's publisher after the stop", doneB)
 	if took := time.Since(sent); took > 2*time.Second {
 		t.Errorf("publisher cut %s after the stop", took)
 	}
 	testload.Poll(t, "lease released", func() error {
-		if got := c.owner(t, b.id); got != "" {
+		if got := c.owner(t, b.ID); got != "" {
 			return fmt.Errorf("lease %q", got)
 		}
 		return nil
 	})
-	b.await(t, "archived", func(s map[string]any) bool { return s["archive"] == true })
+	b.Await(t, "archived", func(s map[string]any) bool { return s["archive"] == true })
 }
 
 // medianLatency is the median time of 200 GETs of url.
@@ -327,13 +327,13 @@ func medianLatency(t *testing.T, url string) time.Duration {
 func TestClusterJanitorEndsOrphans(t *testing.T) {
 	c := newCluster(t, func(cfg *app.Config) { cfg.Set(shows.SettingReconnectWindow, time.Second) })
 	_, token := c.a.CreateUser("Orphan Olga")
-	b := newBroadcast(t, c.a, token, nil)
+	b := onairtest.CreateShow(t, c.a, token, nil)
 	svc := shows.From(c.a.Core)
 	ctx := context.Background()
 	// A node that is not one of these two streams the show.
-	key := c.prefix + fmt.Sprintf("live:owner:%d", b.id)
+	key := c.prefix + fmt.Sprintf("live:owner:%d", b.ID)
 	c.a.Core.Redis.Set(ctx, key, "elsewhere", 10*time.Second)
-	if _, err := svc.GoLive(ctx, b.id, shows.Media{}); err != nil {
+	if _, err := svc.GoLive(ctx, b.ID, shows.Media{}); err != nil {
 		t.Fatal(err)
 	}
 	// Renewed by "its node" for 12 s (more than a lease period plus a
@@ -341,14 +341,14 @@ func TestClusterJanitorEndsOrphans(t *testing.T) {
 	for range 6 {
 		c.a.Core.Redis.Set(ctx, key, "elsewhere", 10*time.Second)
 		time.Sleep(2 * time.Second)
-		if s := b.show(t); !isLive(s) {
+		if s := b.Get(t); !isLive(s) {
 			t.Fatalf("show ended while its lease was held: %v", s)
 		}
 	}
 	// The node dies: no renewal; the lease lapses after 10 s, the janitor
 	// waits another lease period, the window (1 s) passes.
 	died := time.Now()
-	s := b.await(t, "ended", func(s map[string]any) bool { return s["complete"] == true })
+	s := b.Await(t, "ended", func(s map[string]any) bool { return s["complete"] == true })
 	if took := time.Since(died); took < 10*time.Second {
 		t.Errorf("ended %s after its node died, before its lease could lapse", took)
 	}
@@ -370,22 +370,22 @@ func TestClusterReconnectToAnotherNode(t *testing.T) {
 	bk := bucket(t, srv, "reconnect")
 	c := newCluster(t, func(cfg *app.Config) { cfg.StorageURL = srv.URL("reconnect") })
 	_, token := c.a.CreateUser("Hop Nodes")
-	b := newBroadcast(t, c.a, token, nil)
-	_, done := publish(t, b.rtmp+"/"+b.key, 4, false)
-	first := b.await(t, "live", isLive)
+	b := onairtest.CreateShow(t, c.a, token, nil)
+	_, done := publish(t, b.RTMP+"/"+b.Key, 4, false)
+	first := b.Await(t, "live", isLive)
 	if err := exited(t, "the publisher on A", done); err != nil {
 		t.Fatal(err)
 	}
 	testload.Poll(t, "A let go of the lease", func() error {
-		if got := c.owner(t, b.id); got != "" {
+		if got := c.owner(t, b.ID); got != "" {
 			return fmt.Errorf("lease %q", got)
 		}
 		return nil
 	})
-	onA := len(storedIndex(t, bk, b.id))
-	_, done = publish(t, "rtmp://"+c.mb.RTMPAddr()+"/live/"+b.key, 4, false)
+	onA := len(storedIndex(t, bk, b.ID))
+	_, done = publish(t, "rtmp://"+c.mb.RTMPAddr()+"/live/"+b.Key, 4, false)
 	testload.Poll(t, "node B holds the lease", func() error {
-		if got := c.owner(t, b.id); got != c.mb.NodeID() {
+		if got := c.owner(t, b.ID); got != c.mb.NodeID() {
 			return fmt.Errorf("lease %q", got)
 		}
 		return nil
@@ -393,14 +393,14 @@ func TestClusterReconnectToAnotherNode(t *testing.T) {
 	if err := exited(t, "the publisher on B", done); err != nil {
 		t.Fatal(err)
 	}
-	if s := b.show(t); !isLive(s) || s["start"] != first["start"] {
+	if s := b.Get(t); !isLive(s) || s["start"] != first["start"] {
 		t.Fatalf("after reconnecting to B: live %v start %v (first start %v)", s["live"], s["start"], first["start"])
 	}
-	if segs := storedIndex(t, bk, b.id); len(segs) <= onA {
+	if segs := storedIndex(t, bk, b.ID); len(segs) <= onA {
 		t.Fatalf("the stored index has %d segments after B, %d after A", len(segs), onA)
 	}
-	c.b.Do("POST", fmt.Sprintf("/v1/shows/%d/stop", b.id), token, nil).Expect(t, http.StatusOK)
-	s := b.await(t, "archived", func(s map[string]any) bool { return s["archive"] == true })
+	c.b.Do("POST", fmt.Sprintf("/v1/shows/%d/stop", b.ID), token, nil).Expect(t, http.StatusOK)
+	s := b.Await(t, "archived", func(s map[string]any) bool { return s["archive"] == true })
 	_, _, vod := fetch(t, c.onB(s["video_url"].(string)))
 	if !strings.Contains(vod, "#EXT-X-DISCONTINUITY") {
 		t.Errorf("archive of a show resumed on another node has no discontinuity:\n%s", vod)

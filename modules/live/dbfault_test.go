@@ -52,11 +52,11 @@ func TestDatabaseAwayMidShow(t *testing.T) {
 		c.Set(shows.SettingReconnectWindow, 3*time.Second)
 	}})
 	_, token := env.CreateUser("Away Database")
-	b := newBroadcast(t, env, token, nil)
+	b := onairtest.CreateShow(t, env, token, nil)
 	m, _ := onairtest.Module[*live.Module](env)
 
 	const seconds = 24
-	_, done := publish(t, b.rtmp+"/"+b.key, seconds, false)
+	_, done := publish(t, b.RTMP+"/"+b.Key, seconds, false)
 	// Admitted (the key was checked against the database): now the
 	// database goes, before the first segment (2 s of media) is cut.
 	testload.Poll(t, "the publisher admitted", func() error {
@@ -76,7 +76,7 @@ func TestDatabaseAwayMidShow(t *testing.T) {
 
 	// The playlist is the one the show would announce; the media routes
 	// keep answering from what they knew of the show.
-	master := fmt.Sprintf("%s/media/shows/%d/master.m3u8", env.URL, b.id)
+	master := fmt.Sprintf("%s/media/shows/%d/master.m3u8", env.URL, b.ID)
 	var text string
 	testload.Poll(t, "the master playlist", func() error {
 		var status int
@@ -88,7 +88,7 @@ func TestDatabaseAwayMidShow(t *testing.T) {
 	variant := firstVariant(t, master, text)
 	awaitSegments(t, variant, 6)
 
-	show := fmt.Sprintf("/v1/shows/%d", b.id)
+	show := fmt.Sprintf("/v1/shows/%d", b.ID)
 	expectUnavailable(t, env, "GET", show, token, nil)
 	expectUnavailable(t, env, "POST", "/v1/shows", token, map[string]any{"name": "While Away", "description": "no database"})
 	expectUnavailable(t, env, "POST", show+"/stop", token, nil)
@@ -112,7 +112,7 @@ func TestDatabaseAwayMidShow(t *testing.T) {
 	})
 
 	db.Start()
-	s := b.await(t, "archived", func(s map[string]any) bool { return s["archive"] == true })
+	s := b.Await(t, "archived", func(s map[string]any) bool { return s["archive"] == true })
 	if s["complete"] != true || s["start"] == nil {
 		t.Errorf("show after the database returned: %v", s)
 	}

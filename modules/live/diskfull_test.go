@@ -145,8 +145,8 @@ func TestMediaDiskFull(t *testing.T) {
 	p := onairtest.NewProcess(t, "ONAIR_DATA_DIR="+data, "ONAIR_MEDIA_MIN_FREE_MB=1")
 	p.Start()
 	b := setup(t, p)
-	_, done := publish(t, b.rtmp+"/"+b.key, 120, false)
-	live := b.await(t, "live", isLive)
+	_, done := publish(t, b.RTMP+"/"+b.Key, 120, false)
+	live := b.Await(t, "live", isLive)
 	variant := variantOf(t, live["video_url"].(string))
 	awaitSegments(t, variant, 4)
 
@@ -172,13 +172,13 @@ func TestMediaDiskFull(t *testing.T) {
 	if status, _, _ := getText(t, resolve(t, variant, next)); status != http.StatusNotFound {
 		t.Errorf("GET %s (the segment that failed to write): %d, want 404", next, status)
 	}
-	showDir := filepath.Join(media, "shows", strconv.FormatInt(b.id, 10))
+	showDir := filepath.Join(media, "shows", strconv.FormatInt(b.ID, 10))
 	if _, err := os.Stat(filepath.Join(showDir, next)); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("%s is still on disk (%v)", next, err)
 	}
 
 	// A new publish is refused, with a status that says why.
-	pub, answer := dialPublisher(t, b.rtmp, b.key)
+	pub, answer := dialPublisher(t, b.RTMP, b.Key)
 	if answer["code"] != "NetStream.Publish.Rejected" || !strings.Contains(fmt.Sprint(answer["description"]), "disk is full") {
 		t.Errorf("publish on a full disk answered %v", answer)
 	}
@@ -187,9 +187,9 @@ func TestMediaDiskFull(t *testing.T) {
 
 	// Stopped while the disk is full, the show cannot be archived yet;
 	// nothing half-written is offered as its archive.
-	b.env.Do("POST", fmt.Sprintf("/v1/shows/%d/stop", b.id), b.token, nil).Expect(t, http.StatusOK)
+	b.Env.Do("POST", fmt.Sprintf("/v1/shows/%d/stop", b.ID), b.Token, nil).Expect(t, http.StatusOK)
 	awaitLog(t, p, "live: finalize archive")
-	if s := b.show(t); s["archive"] == true {
+	if s := b.Get(t); s["archive"] == true {
 		t.Fatalf("archived on a full disk: %v", s)
 	}
 
@@ -197,7 +197,7 @@ func TestMediaDiskFull(t *testing.T) {
 	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)
 	}
-	s := b.await(t, "archived", func(s map[string]any) bool { return s["archive"] == true })
+	s := b.Await(t, "archived", func(s map[string]any) bool { return s["archive"] == true })
 	vodVariant := variantOf(t, s["video_url"].(string))
 	_, _, vod := getText(t, vodVariant)
 	listed := playlistSeconds(vod)
@@ -212,17 +212,17 @@ func TestMediaDiskFull(t *testing.T) {
 	}
 
 	// And a later show goes live on the node.
-	r := b.env.Do("POST", "/v1/shows", b.token, map[string]any{"name": "After the disk", "description": "room again"})
+	r := b.Env.Do("POST", "/v1/shows", b.Token, map[string]any{"name": "After the disk", "description": "room again"})
 	if r.Status/100 != 2 {
 		t.Fatalf("create show: %d %s", r.Status, r.Body)
 	}
 	later := r.JSON(t)["show"].(map[string]any)
-	_, done = publish(t, b.rtmp+"/"+later["stream_key"].(string), 4, false)
+	_, done = publish(t, b.RTMP+"/"+later["stream_key"].(string), 4, false)
 	if err := exited(t, "ffmpeg once the disk has room", done); err != nil {
 		t.Fatalf("publish after the disk had room again: %v", err)
 	}
-	lb := &broadcast{env: b.env, token: b.token, id: onairtest.ID(later)}
-	if s := lb.show(t); s["start"] == nil || s["video_url"] == nil {
+	lb := &onairtest.Show{Env: b.Env, Token: b.Token, ID: onairtest.ID(later)}
+	if s := lb.Get(t); s["start"] == nil || s["video_url"] == nil {
 		t.Errorf("the later show did not go live: %v", s)
 	}
 }

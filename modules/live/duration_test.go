@@ -69,13 +69,13 @@ func TestTwentySecondsArchiveAsTwenty(t *testing.T) {
 	// The short sliding window (DVR off) is what slides within 20 s.
 	env := onairtest.New(t, onairtest.Options{Configure: func(c *app.Config) { c.Set(live.SettingDVRWindow, time.Duration(0)) }})
 	_, token := env.CreateUser("Twenty Seconds")
-	b := newBroadcast(t, env, token, nil)
+	b := onairtest.CreateShow(t, env, token, nil)
 	const seconds = 20
-	_, done := publish(t, b.rtmp+"/"+b.key, seconds, false)
+	_, done := publish(t, b.RTMP+"/"+b.Key, seconds, false)
 
-	s := b.await(t, "live", isLive)
+	s := b.Await(t, "live", isLive)
 	before := time.Now()
-	posted := env.Do("POST", fmt.Sprintf("/v1/shows/%d/chats", b.id), token, map[string]any{"message": "hello"}).
+	posted := env.Do("POST", fmt.Sprintf("/v1/shows/%d/chats", b.ID), token, map[string]any{"message": "hello"}).
 		Expect(t, http.StatusCreated).JSON(t)["chat"].(map[string]any)
 	after := time.Now()
 	position, _ := strconv.ParseFloat(posted["position"].(string), 64)
@@ -99,8 +99,8 @@ func TestTwentySecondsArchiveAsTwenty(t *testing.T) {
 		t.Fatalf("ffmpeg: %v", err)
 	}
 
-	env.Do("POST", fmt.Sprintf("/v1/shows/%d/stop", b.id), token, nil).Expect(t, http.StatusOK)
-	s = b.await(t, "archived", func(s map[string]any) bool { return s["archive"] == true })
+	env.Do("POST", fmt.Sprintf("/v1/shows/%d/stop", b.ID), token, nil).Expect(t, http.StatusOK)
+	s = b.Await(t, "archived", func(s map[string]any) bool { return s["archive"] == true })
 	if d, _ := s["duration"].(float64); math.Abs(d-seconds) > 1 {
 		t.Errorf("archived duration %v s, published %d s", s["duration"], seconds)
 	}

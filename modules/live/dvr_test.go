@@ -44,7 +44,7 @@ func TestDVR(t *testing.T) {
 	type setup struct {
 		name   string
 		window time.Duration
-		b      *broadcast
+		b      *onairtest.Show
 		mod    *live.Module
 		done   <-chan error
 	}
@@ -56,16 +56,16 @@ func TestDVR(t *testing.T) {
 		}
 		env := onairtest.New(t, opts)
 		_, token := env.CreateUser("DVR " + s.name)
-		s.b = newBroadcast(t, env, token, nil)
+		s.b = onairtest.CreateShow(t, env, token, nil)
 		s.mod, _ = onairtest.Module[*live.Module](env)
 	}
 	for _, s := range setups {
-		_, s.done = publish(t, s.b.rtmp+"/"+s.b.key, 45, false)
+		_, s.done = publish(t, s.b.RTMP+"/"+s.b.Key, 45, false)
 	}
 	for _, s := range setups {
-		s.b.await(t, "live", isLive)
+		s.b.Await(t, "live", isLive)
 	}
-	base := func(s *setup) string { return fmt.Sprintf("%s/media/shows/%d/", s.b.env.URL, s.b.id) }
+	base := func(s *setup) string { return fmt.Sprintf("%s/media/shows/%d/", s.b.Env.URL, s.b.ID) }
 	// 30 s into each show: its 15th segment (2 s each) is listed.
 	for _, s := range setups {
 		for _, list := range []string{"index.m3u8", "audio.m3u8"} {
@@ -96,10 +96,10 @@ func TestDVR(t *testing.T) {
 				t.Errorf("CAN-SKIP-UNTIL=%s, under 6 target durations", m[1])
 			}
 			// The first segment left memory and is served from disk.
-			if s.mod.InMemory(s.b.id, uris[0]) {
+			if s.mod.InMemory(s.b.ID, uris[0]) {
 				t.Errorf("%s: the first segment %s is still in memory", list, uris[0])
 			}
-			if !s.mod.InMemory(s.b.id, uris[len(uris)-1]) {
+			if !s.mod.InMemory(s.b.ID, uris[len(uris)-1]) {
 				t.Errorf("%s: the newest segment %s is not in memory", list, uris[len(uris)-1])
 			}
 			status, h, body := getText(t, base(s)+uris[0])
@@ -161,7 +161,7 @@ func TestDVR(t *testing.T) {
 		}
 	})
 	for _, s := range setups {
-		s.b.env.Do("POST", fmt.Sprintf("/v1/shows/%d/stop", s.b.id), s.b.token, nil)
+		s.b.Env.Do("POST", fmt.Sprintf("/v1/shows/%d/stop", s.b.ID), s.b.Token, nil)
 		exited(t, "ffmpeg "+s.name, s.done)
 	}
 }

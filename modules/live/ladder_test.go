@@ -200,10 +200,10 @@ func TestLadder(t *testing.T) {
 		c.Set(live.SettingDVRWindow, 20*time.Second)
 	}})
 	_, token := env.CreateUser("Ladder DJ")
-	b := newBroadcast(t, env, token, nil)
+	b := onairtest.CreateShow(t, env, token, nil)
 	m, _ := onairtest.Module[*live.Module](env)
-	cmd, done := publish720(t, b.rtmp+"/"+b.key, 120)
-	s := b.await(t, "live", isLive)
+	cmd, done := publish720(t, b.RTMP+"/"+b.Key, 120)
+	s := b.Await(t, "live", isLive)
 	master := s["video_url"].(string)
 
 	// The master lists the source, the rungs and the audio alternative.
@@ -318,7 +318,7 @@ func TestLadder(t *testing.T) {
 	}
 
 	// Health shows the transcoder's speed and rungs.
-	health := fmt.Sprintf("/v1/shows/%d/health", b.id)
+	health := fmt.Sprintf("/v1/shows/%d/health", b.ID)
 	testload.Poll(t, "the transcoder in health", func() error {
 		h := env.Do("GET", health, token, nil).Expect(t, http.StatusOK).JSON(t)["health"].(map[string]any)
 		tc, _ := h["transcode"].(map[string]any)
@@ -334,7 +334,7 @@ func TestLadder(t *testing.T) {
 
 	// ffmpeg killed: it starts again, the rungs go on, the source never
 	// stopped.
-	pid := m.TranscoderPID(b.id)
+	pid := m.TranscoderPID(b.ID)
 	if pid == 0 {
 		t.Fatal("no transcoder running")
 	}
@@ -345,7 +345,7 @@ func TestLadder(t *testing.T) {
 		t.Fatal(err)
 	}
 	testload.Poll(t, "a new transcoder with new rung segments", func() error {
-		if p := m.TranscoderPID(b.id); p == 0 || p == pid {
+		if p := m.TranscoderPID(b.ID); p == 0 || p == pid {
 			return fmt.Errorf("transcoder pid %d", p)
 		}
 		_, _, text := getText(t, resolve(t, master, vs[2].uri))
@@ -415,8 +415,8 @@ func TestLadder(t *testing.T) {
 	// The publisher leaves, the show stops: the archive keeps the ladder.
 	cmd.Process.Signal(os.Interrupt)
 	exited(t, "ffmpeg", done)
-	env.Do("POST", fmt.Sprintf("/v1/shows/%d/stop", b.id), token, nil).Expect(t, http.StatusOK)
-	s = b.await(t, "archived", func(s map[string]any) bool { return s["archive"] == true })
+	env.Do("POST", fmt.Sprintf("/v1/shows/%d/stop", b.ID), token, nil).Expect(t, http.StatusOK)
+	s = b.Await(t, "archived", func(s map[string]any) bool { return s["archive"] == true })
 	status, _, text := getText(t, s["video_url"].(string))
 	av := parseMaster(t, text)
 	if status != http.StatusOK || len(av) != 4 || av[0].uri != "archive.m3u8" || av[1].uri != "archive_v360.m3u8" ||

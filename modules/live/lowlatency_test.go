@@ -157,10 +157,10 @@ func TestLowLatencyHLS(t *testing.T) {
 		c.Set(shows.SettingReconnectWindow, 10*time.Minute) // the show outlives its publisher below
 	}})
 	_, token := env.CreateUser("Low Latency")
-	b := newBroadcast(t, env, token, nil)
+	b := onairtest.CreateShow(t, env, token, nil)
 	const seconds = 120 // cut short below
-	ffmpeg, done := publish(t, b.rtmp+"/"+b.key, seconds, false)
-	s := b.await(t, "live", isLive)
+	ffmpeg, done := publish(t, b.RTMP+"/"+b.Key, seconds, false)
+	s := b.Await(t, "live", isLive)
 	videoURL, audioURL := s["video_url"].(string), s["audio_url"].(string)
 	if !strings.HasSuffix(videoURL, "/master.m3u8") || !strings.HasSuffix(audioURL, "/master_audio.m3u8") {
 		t.Fatalf("video_url %s, audio_url %s: want the master playlists", videoURL, audioURL)
@@ -280,7 +280,7 @@ func TestLowLatencyHLS(t *testing.T) {
 	// three target durations.
 	ffmpeg.Process.Kill()
 	exited(t, "ffmpeg", done)
-	b.await(t, "live without its publisher", isLive)
+	b.Await(t, "live without its publisher", isLive)
 	// Once the packager has closed, the playlist hints no part any more.
 	testload.Poll(t, "the playlist of the closed stream", func() error {
 		if _, _, text = getText(t, playlist); hintURI.MatchString(text) {
@@ -297,8 +297,8 @@ func TestLowLatencyHLS(t *testing.T) {
 		t.Errorf("metrics: no blocking timeout counted")
 	}
 
-	env.Do("POST", fmt.Sprintf("/v1/shows/%d/stop", b.id), token, nil).Expect(t, http.StatusOK)
-	s = b.await(t, "archived", func(s map[string]any) bool { return s["archive"] == true })
+	env.Do("POST", fmt.Sprintf("/v1/shows/%d/stop", b.ID), token, nil).Expect(t, http.StatusOK)
+	s = b.Await(t, "archived", func(s map[string]any) bool { return s["archive"] == true })
 	videoURL, audioURL = s["video_url"].(string), s["audio_url"].(string)
 	if !strings.HasSuffix(videoURL, "/archive_master.m3u8") || !strings.HasSuffix(audioURL, "/archive_master_audio.m3u8") {
 		t.Fatalf("archived video_url %s, audio_url %s", videoURL, audioURL)

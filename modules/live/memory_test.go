@@ -49,21 +49,21 @@ func TestLiveEdgeFromMemory(t *testing.T) {
 	requireTools(t, "ffmpeg")
 	env := onairtest.New(t, onairtest.Options{})
 	_, token := env.CreateUser("Mem Ory")
-	b := newBroadcast(t, env, token, nil)
-	_, done := publish(t, b.rtmp+"/"+b.key, 60, false)
-	b.await(t, "live", isLive)
+	b := onairtest.CreateShow(t, env, token, nil)
+	_, done := publish(t, b.RTMP+"/"+b.Key, 60, false)
+	b.Await(t, "live", isLive)
 	m, _ := onairtest.Module[*live.Module](env)
-	base := fmt.Sprintf("%s/media/shows/%d/", env.URL, b.id)
+	base := fmt.Sprintf("%s/media/shows/%d/", env.URL, b.ID)
 	awaitSegments(t, base+"index.m3u8", 2)
 	seg := strings.TrimPrefix(lastSegment(t, base+"index.m3u8"), base)
 	for _, f := range []string{"index.m3u8", "audio.m3u8", "master.m3u8", seg} {
-		if !m.InMemory(b.id, f) {
+		if !m.InMemory(b.ID, f) {
 			t.Errorf("%s is not in memory", f)
 		}
 	}
 
 	// A segment: the bytes, ETag and Last-Modified of its file.
-	path := filepath.Join(env.Core.Config.DataDir, "media", "shows", strconv.FormatInt(b.id, 10), seg)
+	path := filepath.Join(env.Core.Config.DataDir, "media", "shows", strconv.FormatInt(b.ID, 10), seg)
 	disk, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -105,27 +105,27 @@ func TestLiveEdgeFromMemory(t *testing.T) {
 	}
 
 	// Made private while played: the public URLs are gone at once.
-	b.env.Do("PUT", fmt.Sprintf("/v1/shows/%d", b.id), token, map[string]any{"private": true}).Expect(t, http.StatusOK)
+	b.Env.Do("PUT", fmt.Sprintf("/v1/shows/%d", b.ID), token, map[string]any{"private": true}).Expect(t, http.StatusOK)
 	for _, f := range []string{"index.m3u8", "master.m3u8", seg} {
 		if status, _, _ := getText(t, base+f); status != http.StatusNotFound {
 			t.Errorf("%s of a show just made private: %d", f, status)
 		}
 	}
-	signed := b.show(t)["video_url"].(string)
+	signed := b.Get(t)["video_url"].(string)
 	if status, _, text := fetch(t, signed); status != 200 || !strings.Contains(text, "#EXTINF:") {
 		t.Errorf("signed playlist of the private show: %d", status)
 	}
-	b.env.Do("PUT", fmt.Sprintf("/v1/shows/%d", b.id), token, map[string]any{"private": false}).Expect(t, http.StatusOK)
+	b.Env.Do("PUT", fmt.Sprintf("/v1/shows/%d", b.ID), token, map[string]any{"private": false}).Expect(t, http.StatusOK)
 	if status, _, _ := getText(t, base+seg); status != 200 {
 		t.Errorf("segment of a show public again: %d", status)
 	}
 
 	// Stopped and archived: the ended playlist on disk, nothing in memory.
-	b.env.Do("POST", fmt.Sprintf("/v1/shows/%d/stop", b.id), token, nil).Expect(t, http.StatusOK)
+	b.Env.Do("POST", fmt.Sprintf("/v1/shows/%d/stop", b.ID), token, nil).Expect(t, http.StatusOK)
 	exited(t, "ffmpeg after stop", done)
-	b.await(t, "archived", func(s map[string]any) bool { return s["archive"] == true })
+	b.Await(t, "archived", func(s map[string]any) bool { return s["archive"] == true })
 	m.Wait()
-	if m.InMemory(b.id, "index.m3u8") || m.InMemory(b.id, seg) {
+	if m.InMemory(b.ID, "index.m3u8") || m.InMemory(b.ID, seg) {
 		t.Errorf("a stopped show's files are still in memory")
 	}
 	if status, _, text := getText(t, base+"index.m3u8"); status != 200 || !strings.Contains(text, "#EXT-X-ENDLIST") {
@@ -148,20 +148,20 @@ func TestRemotePrivateStopsMedia(t *testing.T) {
 	b := onairtest.New(t, onairtest.Options{DatabaseURL: db, Redis: true, RedisPrefix: prefix})
 	t.Cleanup(func() { a.Core.Redis.Del(context.Background(), prefix+shows.EventsStream) })
 	_, token := a.CreateUser("Remote Private")
-	bc := newBroadcast(t, a, token, nil)
+	bc := onairtest.CreateShow(t, a, token, nil)
 	// B's subscribers run in order: the live module's first, then this.
 	updates := make(chan bool, 16)
 	shows.From(b.Core).Subscribe(func(_ context.Context, ev shows.Event) {
-		if ev.Remote && ev.Show.ID == bc.id && ev.Type == shows.EventUpdated {
+		if ev.Remote && ev.Show.ID == bc.ID && ev.Type == shows.EventUpdated {
 			updates <- ev.Show.Private
 		}
 	})
-	_, done := publish(t, bc.rtmp+"/"+bc.key, 60, false)
-	bc.await(t, "live", isLive)
-	onB := fmt.Sprintf("%s/media/shows/%d/index.m3u8", b.URL, bc.id)
+	_, done := publish(t, bc.RTMP+"/"+bc.Key, 60, false)
+	bc.Await(t, "live", isLive)
+	onB := fmt.Sprintf("%s/media/shows/%d/index.m3u8", b.URL, bc.ID)
 	awaitSegments(t, onB, 1) // B forwards to A, which ingests
 	for _, private := range []bool{true, false} {
-		a.Do("PUT", fmt.Sprintf("/v1/shows/%d", bc.id), token, map[string]any{"private": private}).Expect(t, http.StatusOK)
+		a.Do("PUT", fmt.Sprintf("/v1/shows/%d", bc.ID), token, map[string]any{"private": private}).Expect(t, http.StatusOK)
 		// Other updates (the thumbnail's) come and go; B hears the
 		// events in the order they were committed.
 		timeout := time.After(testload.Patience)
@@ -181,6 +181,6 @@ func TestRemotePrivateStopsMedia(t *testing.T) {
 			t.Errorf("B right after the show was made private=%v on A: %d, want %d", private, status, want)
 		}
 	}
-	a.Do("POST", fmt.Sprintf("/v1/shows/%d/stop", bc.id), token, nil).Expect(t, http.StatusOK)
+	a.Do("POST", fmt.Sprintf("/v1/shows/%d/stop", bc.ID), token, nil).Expect(t, http.StatusOK)
 	exited(t, "ffmpeg after stop", done)
 }

@@ -20,8 +20,8 @@ func TestEachTagParsedOnce(t *testing.T) {
 	env := onairtest.New(t, onairtest.Options{})
 	mod, _ := onairtest.Module[*live.Module](env)
 	_, token := env.CreateUser("Parse Once")
-	b := newBroadcast(t, env, token, nil)
-	p, st := dialPublisher(t, b.rtmp, b.key)
+	b := onairtest.CreateShow(t, env, token, nil)
+	p, st := dialPublisher(t, b.RTMP, b.Key)
 	if st["code"] != "NetStream.Publish.Start" {
 		t.Fatalf("publish: %v", st)
 	}
@@ -32,11 +32,11 @@ func TestEachTagParsedOnce(t *testing.T) {
 	if err := p.play(tags); err != nil {
 		t.Fatalf("publishing: %v", err)
 	}
-	b.await(t, "live", isLive)
+	b.Await(t, "live", isLive)
 	want := uint64(len(tags))
 	var got uint64
 	testload.Poll(t, "every tag parsed", func() error {
-		n, ok := mod.ParsedTags(b.id)
+		n, ok := mod.ParsedTags(b.ID)
 		if got = n; !ok || n < want {
 			return fmt.Errorf("%d of %d tags parsed (publisher here: %v)", n, want, ok)
 		}
@@ -45,7 +45,7 @@ func TestEachTagParsedOnce(t *testing.T) {
 	if got != want {
 		t.Fatalf("%d tags published, %d parses", want, got)
 	}
-	if h := health(t, env, b.id, token); h["video_codec"] != "H.264" || h["audio_codec"] != "AAC" {
+	if h := health(t, env, b.ID, token); h["video_codec"] != "H.264" || h["audio_codec"] != "AAC" {
 		t.Errorf("health from the same units: %v", h)
 	}
 }

@@ -39,10 +39,10 @@ func TestLowLatencyPartsStored(t *testing.T) {
 				m.SetMediaLimits(1<<20, 30_000) // a few parts; no segment
 			}
 			_, token := env.CreateUser("Part Store")
-			b := newBroadcast(t, env, token, nil)
-			publish(t, b.rtmp+"/"+b.key, 60, false)
-			b.await(t, "live", isLive)
-			base := fmt.Sprintf("%s/media/shows/%d/", env.URL, b.id)
+			b := onairtest.CreateShow(t, env, token, nil)
+			publish(t, b.RTMP+"/"+b.Key, 60, false)
+			b.Await(t, "live", isLive)
+			base := fmt.Sprintf("%s/media/shows/%d/", env.URL, b.ID)
 			awaitSegments(t, base+"index.m3u8", 3)
 			_, _, text := getText(t, base+"index.m3u8")
 
@@ -67,7 +67,7 @@ func TestLowLatencyPartsStored(t *testing.T) {
 			evicted := 0
 			var joined strings.Builder
 			for _, name := range names {
-				if !m.InMemory(b.id, name) {
+				if !m.InMemory(b.ID, name) {
 					evicted++
 				}
 				status, _, body := getText(t, base+name)
@@ -89,7 +89,7 @@ func TestLowLatencyPartsStored(t *testing.T) {
 				t.Errorf("hinted part %s: %d, %d bytes", hint[1], status, len(body))
 			}
 
-			dir := filepath.Join(env.Core.Config.DataDir, "media", "shows", strconv.FormatInt(b.id, 10))
+			dir := filepath.Join(env.Core.Config.DataDir, "media", "shows", strconv.FormatInt(b.ID, 10))
 			files, _ := filepath.Glob(filepath.Join(dir, "*-p*.ts"))
 			disk, err := os.ReadFile(filepath.Join(dir, "index.m3u8"))
 			if err != nil {

@@ -156,14 +156,14 @@ func TestRedisAwayMidShow(t *testing.T) {
 	mb, _ := onairtest.Module[*live.Module](b)
 	_, token := a.CreateUser("Away Redis")
 
-	one := newBroadcast(t, a, token, nil)
-	encoder, done := publish(t, one.rtmp+"/"+one.key, 240, false)
-	s := one.await(t, "live", isLive)
+	one := onairtest.CreateShow(t, a, token, nil)
+	encoder, done := publish(t, one.RTMP+"/"+one.Key, 240, false)
+	s := one.Await(t, "live", isLive)
 	playlist := resolve(t, s["video_url"].(string), "index.m3u8")
 	awaitSegments(t, playlist, 2)
-	heard := chatSocket(t, a, one.id, token)
+	heard := chatSocket(t, a, one.ID, token)
 	post := func(msg string) {
-		a.Do("POST", fmt.Sprintf("/v1/shows/%d/chats", one.id), token, map[string]any{"message": msg}).Expect(t, http.StatusCreated)
+		a.Do("POST", fmt.Sprintf("/v1/shows/%d/chats", one.ID), token, map[string]any{"message": msg}).Expect(t, http.StatusCreated)
 	}
 	post("before")
 	awaitHeard(t, heard, "before")
@@ -189,7 +189,7 @@ func TestRedisAwayMidShow(t *testing.T) {
 		}
 		return nil
 	})
-	if s := one.show(t); s["live"] != true {
+	if s := one.Get(t); s["live"] != true {
 		t.Errorf("show with Redis away: %v", s)
 	}
 	post("during")
@@ -198,7 +198,7 @@ func TestRedisAwayMidShow(t *testing.T) {
 	// Node B cannot tell whether A still streams show one: it refuses a
 	// second publisher of it at once, with a reason the encoder prints.
 	began := time.Now()
-	_, other := publish(t, "rtmp://"+mb.RTMPAddr()+"/live/"+one.key, 30, false)
+	_, other := publish(t, "rtmp://"+mb.RTMPAddr()+"/live/"+one.Key, 30, false)
 	err := exited(t, "the second publisher of show one", other)
 	if err == nil || !strings.Contains(err.Error(), "Another server is receiving this show") {
 		t.Errorf("a publisher of show one on node B with Redis away: %v", err)
@@ -221,7 +221,7 @@ func TestRedisAwayMidShow(t *testing.T) {
 		return nil
 	})
 	dropped := newestMedia(t, playlist)
-	_, done = publish(t, one.rtmp+"/"+one.key, 240, false)
+	_, done = publish(t, one.RTMP+"/"+one.Key, 240, false)
 	testload.Poll(t, "show one's recording going on after its encoder came back", func() error {
 		if seg := newestMedia(t, playlist); seg < dropped+2 {
 			return fmt.Errorf("newest segment %d, %d when the encoder dropped", seg, dropped)
@@ -232,9 +232,9 @@ func TestRedisAwayMidShow(t *testing.T) {
 		t.Errorf("node A did not log taking show one back with Redis away")
 	}
 	// A show nobody streams: node B takes it on its own.
-	two := newBroadcast(t, b, token, nil)
-	_, _ = publish(t, "rtmp://"+mb.RTMPAddr()+"/live/"+two.key, 240, false)
-	s2 := two.await(t, "live on node B", isLive)
+	two := onairtest.CreateShow(t, b, token, nil)
+	_, _ = publish(t, "rtmp://"+mb.RTMPAddr()+"/live/"+two.Key, 240, false)
+	s2 := two.Await(t, "live on node B", isLive)
 	playlist2 := resolve(t, s2["video_url"].(string), "index.m3u8")
 	playlist2 = b.URL + playlist2[strings.Index(playlist2, "/media/"):]
 	awaitSegments(t, playlist2, 2)
@@ -259,10 +259,10 @@ func TestRedisAwayMidShow(t *testing.T) {
 	want := map[string]string{
 		"node:" + ma.NodeID():                a.URL,
 		"node:" + mb.NodeID():                b.URL,
-		fmt.Sprintf("live:owner:%d", one.id): ma.NodeID(),
-		fmt.Sprintf("live:owner:%d", two.id): mb.NodeID(),
-		fmt.Sprintf("live:last:%d", one.id):  ma.NodeID(),
-		fmt.Sprintf("live:last:%d", two.id):  mb.NodeID(),
+		fmt.Sprintf("live:owner:%d", one.ID): ma.NodeID(),
+		fmt.Sprintf("live:owner:%d", two.ID): mb.NodeID(),
+		fmt.Sprintf("live:last:%d", one.ID):  ma.NodeID(),
+		fmt.Sprintf("live:last:%d", two.ID):  mb.NodeID(),
 	}
 	testload.Poll(t, "the nodes' keys in Redis again", func() error {
 		for k, v := range want {
@@ -299,9 +299,9 @@ func TestRedisAwayMidShow(t *testing.T) {
 		t.Errorf("show one's publisher on node A ended after Redis returned: %v", err)
 	default:
 	}
-	for _, sh := range []*broadcast{one, two} {
-		if s := sh.show(t); s["live"] != true {
-			t.Errorf("show %d after Redis returned: %v", sh.id, s)
+	for _, sh := range []*onairtest.Show{one, two} {
+		if s := sh.Get(t); s["live"] != true {
+			t.Errorf("show %d after Redis returned: %v", sh.ID, s)
 		}
 	}
 	for name, env := range map[string]*onairtest.Env{"A": a, "B": b} {

@@ -49,18 +49,18 @@ func TestRemoteChangeDisconnectsPublisher(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			bc := newBroadcast(t, a, token, nil)
-			_, done := publish(t, bc.rtmp+"/"+bc.key, 60, false)
-			bc.await(t, "live", isLive)
+			bc := onairtest.CreateShow(t, a, token, nil)
+			_, done := publish(t, bc.RTMP+"/"+bc.Key, 60, false)
+			bc.Await(t, "live", isLive)
 			sent := time.Now()
-			tc.do(t, bc.id)
+			tc.do(t, bc.ID)
 			exited(t, "ffmpeg on A after the "+tc.name+" on B", done)
 			if took := time.Since(sent); took > 2*time.Second {
 				t.Errorf("A's publisher was cut %s after the %s on B, want within 2 s", took, tc.name)
 			}
 			if tc.name == "stop" {
 				// A, which holds the recording, archives the show.
-				bc.await(t, "archived", func(s map[string]any) bool { return s["archive"] == true })
+				bc.Await(t, "archived", func(s map[string]any) bool { return s["archive"] == true })
 			}
 		})
 	}

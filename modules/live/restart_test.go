@@ -12,7 +12,7 @@ import (
 
 // setup creates a user, a token and a show on a real server, and returns
 // the broadcast.
-func setup(t *testing.T, p *onairtest.Process) *broadcast {
+func setup(t *testing.T, p *onairtest.Process) *onairtest.Show {
 	p.Run("users", "create", "--name", "Crash Test", "--email", "crash@example.com")
 	token := strings.TrimSpace(p.Run("tokens", "create", "--user", "crash@example.com"))
 	env := p.Client()
@@ -24,7 +24,7 @@ func setup(t *testing.T, p *onairtest.Process) *broadcast {
 		} `json:"show"`
 	}
 	json.Unmarshal(r.Body, &body)
-	return &broadcast{env: env, token: token, id: body.Show.ID, key: body.Show.StreamKey, rtmp: "rtmp://" + p.RTMP + "/live"}
+	return &onairtest.Show{Env: env, Token: token, ID: body.Show.ID, Key: body.Show.StreamKey, RTMP: "RTMP://" + p.RTMP + "/live"}
 }
 
 // TestRestartMidShowResumes kills the process in the middle of a live
@@ -35,23 +35,23 @@ func TestRestartMidShowResumes(t *testing.T) {
 	p := onairtest.NewProcess(t)
 	p.Start()
 	b := setup(t, p)
-	_, done := publish(t, b.rtmp+"/"+b.key, 30, false)
-	first := b.await(t, "live", isLive)
+	_, done := publish(t, b.RTMP+"/"+b.Key, 30, false)
+	first := b.Await(t, "live", isLive)
 	before := awaitSegments(t, first["video_url"].(string), 4)
 	p.Kill()
 	exited(t, "ffmpeg after the server was killed", done)
 
 	p.Start()
-	s := b.show(t)
+	s := b.Get(t)
 	if !isLive(s) || s["start"] != first["start"] {
 		t.Fatalf("after the restart: live %v start %v, want live since %v", s["live"], s["start"], first["start"])
 	}
-	_, done = publish(t, b.rtmp+"/"+b.key, 3, false)
+	_, done = publish(t, b.RTMP+"/"+b.Key, 3, false)
 	if err := exited(t, "ffmpeg resuming the show", done); err != nil {
 		t.Fatalf("resume after restart: %v", err)
 	}
-	b.env.Do("POST", fmt.Sprintf("/v1/shows/%d/stop", b.id), b.token, nil).Expect(t, http.StatusOK)
-	s = b.await(t, "archived", func(s map[string]any) bool { return s["archive"] == true })
+	b.Env.Do("POST", fmt.Sprintf("/v1/shows/%d/stop", b.ID), b.Token, nil).Expect(t, http.StatusOK)
+	s = b.Await(t, "archived", func(s map[string]any) bool { return s["archive"] == true })
 	_, _, vod := fetch(t, s["video_url"].(string))
 	// The segments finished before the crash (one more may have finished
 	// between the look at the playlist and the kill) and the 3 s after.
@@ -70,13 +70,13 @@ func TestRestartAfterWindowArchives(t *testing.T) {
 	p := onairtest.NewProcess(t, "ONAIR_RECONNECT_WINDOW=2s")
 	p.Start()
 	b := setup(t, p)
-	_, done := publish(t, b.rtmp+"/"+b.key, 30, false)
-	live := b.await(t, "live", isLive)
+	_, done := publish(t, b.RTMP+"/"+b.Key, 30, false)
+	live := b.Await(t, "live", isLive)
 	before := awaitSegments(t, live["video_url"].(string), 4)
 	p.Kill()
 	exited(t, "ffmpeg after the server was killed", done)
 	p.Start()
-	s := b.await(t, "archived", func(s map[string]any) bool { return s["archive"] == true })
+	s := b.Await(t, "archived", func(s map[string]any) bool { return s["archive"] == true })
 	if s["complete"] != true || s["duration"] == nil {
 		t.Fatalf("show after the window: %v", s)
 	}

@@ -37,35 +37,6 @@ func requireTools(t *testing.T, tools ...string) {
 	testload.Heavy(t)
 }
 
-// broadcast is one running show of a full OnAir.
-type broadcast struct {
-	env   *onairtest.Env
-	token string
-	id    int64
-	key   string
-	rtmp  string // rtmp://127.0.0.1:port/live
-}
-
-func newBroadcast(t *testing.T, env *onairtest.Env, token string, extra map[string]any) *broadcast {
-	t.Helper()
-	sh := onairtest.CreateShow(t, env, token, extra)
-	m, _ := onairtest.Module[*live.Module](env)
-	return &broadcast{env: env, token: token, id: sh.ID, key: sh.Key, rtmp: "rtmp://" + m.RTMPAddr() + "/live"}
-}
-
-// kit is b as the shared broadcast kit knows it (Get, Await).
-func (b *broadcast) kit() *broadcasttest.Show {
-	return &broadcasttest.Show{Env: b.env, Token: b.token, ID: b.id, Key: b.key}
-}
-
-func (b *broadcast) show(t *testing.T) map[string]any { t.Helper(); return b.kit().Get(t) }
-
-// await polls the show until cond holds (testload.Patience bounds a hang).
-func (b *broadcast) await(t *testing.T, what string, cond func(map[string]any) bool) map[string]any {
-	t.Helper()
-	return b.kit().Await(t, what, cond)
-}
-
 // ffmpegArgs publishes seconds of test video (unless audioOnly) and tone.
 func ffmpegArgs(target string, seconds int, audioOnly bool) []string {
 	return broadcasttest.FFmpegArgs(target, seconds, audioOnly)
@@ -208,12 +179,12 @@ func TestBroadcast(t *testing.T) {
 	requireTools(t, "ffmpeg", "ffprobe")
 	env := onairtest.New(t, onairtest.Options{})
 	_, token := env.CreateUser("Dee Jay")
-	b := newBroadcast(t, env, token, nil)
-	before := b.show(t)
+	b := onairtest.CreateShow(t, env, token, nil)
+	before := b.Get(t)
 	const seconds = 8
-	_, done := publish(t, b.rtmp+"/"+b.key, seconds, false)
+	_, done := publish(t, b.RTMP+"/"+b.Key, seconds, false)
 
-	s := b.await(t, "live", isLive)
+	s := b.Await(t, "live", isLive)
 	if s["thumbnail_label"] != "Live" || s["video_url"] == nil || s["audio_url"] == nil {
 		t.Fatalf("live show: %v", s)
 	}
@@ -238,15 +209,15 @@ func TestBroadcast(t *testing.T) {
 	if err := exited(t, "ffmpeg", done); err != nil {
 		t.Fatalf("ffmpeg: %v", err)
 	}
-	if s := b.show(t); !isLive(s) {
+	if s := b.Get(t); !isLive(s) {
 		t.Fatalf("show is not live inside the reconnect window after the publisher left: %v", s)
 	}
-	stopped := env.Do("POST", fmt.Sprintf("/v1/shows/%d/stop", b.id), token, nil).Expect(t, http.StatusOK).JSON(t)["show"].(map[string]any)
+	stopped := env.Do("POST", fmt.Sprintf("/v1/shows/%d/stop", b.ID), token, nil).Expect(t, http.StatusOK).JSON(t)["show"].(map[string]any)
 	if stopped["complete"] != true || stopped["live"] != false || stopped["thumbnail_label"] != "Finished" || stopped["duration"] == nil {
 		t.Fatalf("stopped show: %v", stopped)
 	}
 
-	s = b.await(t, "archived", func(s map[string]any) bool { return s["archive"] == true })
+	s = b.Await(t, "archived", func(s map[string]any) bool { return s["archive"] == true })
 	if !regexp.MustCompile(`^00:00:\d\d$`).MatchString(s["thumbnail_label"].(string)) {
 		t.Errorf("archived label %v, want HH:MM:SS", s["thumbnail_label"])
 	}
@@ -261,7 +232,7 @@ func TestBroadcast(t *testing.T) {
 		t.Errorf("archived audio_url streams %q", got)
 	}
 	// ffmpeg made a real thumbnail and preview from a keyframe.
-	s = b.await(t, "thumbnailed", func(s map[string]any) bool { return s["gif_url"] != nil })
+	s = b.Await(t, "thumbnailed", func(s map[string]any) bool { return s["gif_url"] != nil })
 	if status, h, _ := fetch(t, s["image_url"].(string)); status != 200 || h.Get("Content-Type") != "image/jpeg" {
 		t.Errorf("image_url %v: %d %s", s["image_url"], status, h.Get("Content-Type"))
 	}
@@ -276,22 +247,22 @@ func TestReconnectContinuesTheShow(t *testing.T) {
 	requireTools(t, "ffmpeg")
 	env := onairtest.New(t, onairtest.Options{})
 	_, token := env.CreateUser("Re Connect")
-	b := newBroadcast(t, env, token, nil)
-	_, done := publish(t, b.rtmp+"/"+b.key, 4, false)
-	first := b.await(t, "live", isLive)
+	b := onairtest.CreateShow(t, env, token, nil)
+	_, done := publish(t, b.RTMP+"/"+b.Key, 4, false)
+	first := b.Await(t, "live", isLive)
 	if err := exited(t, "the first publisher", done); err != nil {
 		t.Fatal(err)
 	}
-	_, done = publish(t, b.rtmp+"/"+b.key, 4, false)
+	_, done = publish(t, b.RTMP+"/"+b.Key, 4, false)
 	if err := exited(t, "the second publisher", done); err != nil {
 		t.Fatal(err)
 	}
-	s := b.show(t)
+	s := b.Get(t)
 	if !isLive(s) || s["start"] != first["start"] {
 		t.Fatalf("after reconnect: live %v start %v (first start %v)", s["live"], s["start"], first["start"])
 	}
-	env.Do("POST", fmt.Sprintf("/v1/shows/%d/stop", b.id), token, nil).Expect(t, http.StatusOK)
-	s = b.await(t, "archived", func(s map[string]any) bool { return s["archive"] == true })
+	env.Do("POST", fmt.Sprintf("/v1/shows/%d/stop", b.ID), token, nil).Expect(t, http.StatusOK)
+	s = b.Await(t, "archived", func(s map[string]any) bool { return s["archive"] == true })
 	_, _, vod := fetch(t, s["video_url"].(string))
 	if !strings.Contains(vod, "#EXT-X-DISCONTINUITY") {
 		t.Errorf("archive of a reconnected show has no discontinuity:\n%s", vod)
@@ -307,12 +278,12 @@ func TestStopDisconnectsPublisher(t *testing.T) {
 	requireTools(t, "ffmpeg")
 	env := onairtest.New(t, onairtest.Options{})
 	_, token := env.CreateUser("Cut Off")
-	b := newBroadcast(t, env, token, nil)
-	_, done := publish(t, b.rtmp+"/"+b.key, 60, false)
-	b.await(t, "live", isLive)
-	env.Do("POST", fmt.Sprintf("/v1/shows/%d/stop", b.id), token, nil).Expect(t, http.StatusOK)
+	b := onairtest.CreateShow(t, env, token, nil)
+	_, done := publish(t, b.RTMP+"/"+b.Key, 60, false)
+	b.Await(t, "live", isLive)
+	env.Do("POST", fmt.Sprintf("/v1/shows/%d/stop", b.ID), token, nil).Expect(t, http.StatusOK)
 	exited(t, "ffmpeg after the stop", done)
-	_, done = publish(t, b.rtmp+"/"+b.key, 2, false)
+	_, done = publish(t, b.RTMP+"/"+b.Key, 2, false)
 	if err := exited(t, "ffmpeg with the key of a complete show", done); err == nil {
 		t.Fatal("the key of a complete show was accepted")
 	}
@@ -323,14 +294,14 @@ func TestWrongKeyRefused(t *testing.T) {
 	requireTools(t, "ffmpeg")
 	env := onairtest.New(t, onairtest.Options{})
 	_, token := env.CreateUser("Wrong Key")
-	b := newBroadcast(t, env, token, nil)
-	for _, key := range []string{b.key + "x", "sk_" + strconv.FormatInt(b.id, 10) + "_guess", "nonsense"} {
-		_, done := publish(t, b.rtmp+"/"+key, 2, false)
+	b := onairtest.CreateShow(t, env, token, nil)
+	for _, key := range []string{b.Key + "x", "sk_" + strconv.FormatInt(b.ID, 10) + "_guess", "nonsense"} {
+		_, done := publish(t, b.RTMP+"/"+key, 2, false)
 		if err := exited(t, "ffmpeg with a wrong key", done); err == nil {
 			t.Errorf("key %q accepted", key)
 		}
 	}
-	if s := b.show(t); isLive(s) {
+	if s := b.Get(t); isLive(s) {
 		t.Fatal("show went live on a wrong key")
 	}
 }
@@ -341,9 +312,9 @@ func TestAudioOnly(t *testing.T) {
 	requireTools(t, "ffmpeg", "ffprobe")
 	env := onairtest.New(t, onairtest.Options{})
 	_, token := env.CreateUser("Radio Voice")
-	b := newBroadcast(t, env, token, nil)
-	_, done := publish(t, b.rtmp+"/"+b.key, 6, true)
-	s := b.await(t, "live", isLive)
+	b := onairtest.CreateShow(t, env, token, nil)
+	_, done := publish(t, b.RTMP+"/"+b.Key, 6, true)
+	s := b.Await(t, "live", isLive)
 	if s["video_url"] != nil || s["audio_url"] == nil {
 		t.Fatalf("audio-only show: video_url %v audio_url %v", s["video_url"], s["audio_url"])
 	}
@@ -359,16 +330,16 @@ func TestGStreamerShowGoesLive(t *testing.T) {
 	requireTools(t, "gst-launch-1.0", "ffprobe")
 	env := onairtest.New(t, onairtest.Options{})
 	_, token := env.CreateUser("Gee Streamer")
-	b := newBroadcast(t, env, token, nil)
+	b := onairtest.CreateShow(t, env, token, nil)
 	pipeline := fmt.Sprintf("videotestsrc is-live=true num-buffers=150 ! video/x-raw,width=320,height=240,framerate=25/1 ! "+
 		"x264enc key-int-max=50 tune=zerolatency speed-preset=ultrafast ! h264parse ! flvmux name=m streamable=true ! "+
-		"rtmp2sink location=%s/%s audiotestsrc is-live=true num-buffers=260 ! audioconvert ! avenc_aac ! aacparse ! m.", b.rtmp, b.key)
+		"rtmp2sink location=%s/%s audiotestsrc is-live=true num-buffers=260 ! audioconvert ! avenc_aac ! aacparse ! m.", b.RTMP, b.Key)
 	cmd := exec.Command("gst-launch-1.0", append([]string{"-q"}, strings.Fields(pipeline)...)...)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	s := b.await(t, "live", isLive)
+	s := b.Await(t, "live", isLive)
 	awaitSegments(t, s["video_url"].(string), 1)
 	if got := ffprobe(t, s["video_url"].(string)); got != "aac,h264" {
 		t.Errorf("video_url streams %q", got)
@@ -381,9 +352,9 @@ func TestPrivateMedia(t *testing.T) {
 	requireTools(t, "ffmpeg")
 	env := onairtest.New(t, onairtest.Options{})
 	_, token := env.CreateUser("Pri Vate")
-	b := newBroadcast(t, env, token, map[string]any{"private": true})
-	_, done := publish(t, b.rtmp+"/"+b.key, 5, false)
-	s := b.await(t, "live", isLive)
+	b := onairtest.CreateShow(t, env, token, map[string]any{"private": true})
+	_, done := publish(t, b.RTMP+"/"+b.Key, 5, false)
+	s := b.Await(t, "live", isLive)
 	signed := s["video_url"].(string)
 	if !strings.Contains(signed, "/t/") {
 		t.Fatalf("private video_url is not signed: %s", signed)
@@ -392,7 +363,7 @@ func TestPrivateMedia(t *testing.T) {
 	if status, _, _ := fetch(t, signed); status != 200 {
 		t.Errorf("signed URL: %d", status)
 	}
-	unsigned := fmt.Sprintf("%s/media/shows/%d/index.m3u8", env.URL, b.id)
+	unsigned := fmt.Sprintf("%s/media/shows/%d/index.m3u8", env.URL, b.ID)
 	if status, _, _ := fetch(t, unsigned); status != 404 {
 		t.Errorf("unsigned URL of a private show: %d", status)
 	}
@@ -409,17 +380,17 @@ func TestDeleteLiveShow(t *testing.T) {
 	requireTools(t, "ffmpeg")
 	env := onairtest.New(t, onairtest.Options{})
 	_, token := env.CreateUser("Del Ete")
-	b := newBroadcast(t, env, token, nil)
-	_, done := publish(t, b.rtmp+"/"+b.key, 60, false)
-	s := b.await(t, "live", isLive)
-	env.Do("DELETE", fmt.Sprintf("/v1/shows/%d", b.id), token, nil).Expect(t, http.StatusOK)
+	b := onairtest.CreateShow(t, env, token, nil)
+	_, done := publish(t, b.RTMP+"/"+b.Key, 60, false)
+	s := b.Await(t, "live", isLive)
+	env.Do("DELETE", fmt.Sprintf("/v1/shows/%d", b.ID), token, nil).Expect(t, http.StatusOK)
 	exited(t, "ffmpeg after the show was deleted", done)
 	m, _ := onairtest.Module[*live.Module](env)
 	m.Wait()
 	if status, _, _ := fetch(t, s["video_url"].(string)); status != http.StatusNotFound {
 		t.Errorf("media of a deleted show answers %d", status)
 	}
-	if _, err := os.Stat(filepath.Join(env.Core.Config.DataDir, "media", "shows", strconv.FormatInt(b.id, 10))); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(env.Core.Config.DataDir, "media", "shows", strconv.FormatInt(b.ID, 10))); !os.IsNotExist(err) {
 		t.Errorf("media directory of a deleted show remains (%v)", err)
 	}
 }
@@ -430,11 +401,11 @@ func TestRacingPublishers(t *testing.T) {
 	requireTools(t, "ffmpeg")
 	env := onairtest.New(t, onairtest.Options{})
 	_, token := env.CreateUser("Race Condition")
-	b := newBroadcast(t, env, token, nil)
-	_, doneA := publish(t, b.rtmp+"/"+b.key, 60, false)
-	_, doneB := publish(t, b.rtmp+"/"+b.key, 60, false)
-	b.await(t, "live", isLive)
-	env.Do("POST", fmt.Sprintf("/v1/shows/%d/stop", b.id), token, nil).Expect(t, http.StatusOK)
+	b := onairtest.CreateShow(t, env, token, nil)
+	_, doneA := publish(t, b.RTMP+"/"+b.Key, 60, false)
+	_, doneB := publish(t, b.RTMP+"/"+b.Key, 60, false)
+	b.Await(t, "live", isLive)
+	env.Do("POST", fmt.Sprintf("/v1/shows/%d/stop", b.ID), token, nil).Expect(t, http.StatusOK)
 	for name, done := range map[string]<-chan error{"first": doneA, "second": doneB} {
 		exited(t, "the "+name+" publisher after stop", done)
 	}

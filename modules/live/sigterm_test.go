@@ -62,7 +62,7 @@ func TestSigtermMidShow(t *testing.T) {
 	b := setup(t, p)
 
 	progress := filepath.Join(t.TempDir(), "progress")
-	args := append([]string{"-progress", progress}, ffmpegArgs(b.rtmp+"/"+b.key, 120, false)...)
+	args := append([]string{"-progress", progress}, ffmpegArgs(b.RTMP+"/"+b.Key, 120, false)...)
 	ffmpeg := exec.Command("ffmpeg", args...)
 	var ffmpegErr strings.Builder
 	ffmpeg.Stderr = &ffmpegErr
@@ -73,13 +73,13 @@ func TestSigtermMidShow(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- ffmpeg.Wait() }()
 
-	live := b.await(t, "live", isLive)
+	live := b.Await(t, "live", isLive)
 	variant := variantOf(t, live["video_url"].(string))
 	awaitSegments(t, variant, 6)
 
 	// A chat socket, open when the node stops.
-	ws := "ws" + strings.TrimPrefix(p.URL, "http") + fmt.Sprintf("/v1/shows/%d/chat/socket", b.id)
-	conn, resp, err := websocket.DefaultDialer.Dial(ws, http.Header{"Authorization": {"Bearer " + b.token}})
+	ws := "ws" + strings.TrimPrefix(p.URL, "http") + fmt.Sprintf("/v1/shows/%d/chat/socket", b.ID)
+	conn, resp, err := websocket.DefaultDialer.Dial(ws, http.Header{"Authorization": {"Bearer " + b.Token}})
 	if err != nil {
 		t.Fatalf("dial %s: %v (%v)", ws, err, resp)
 	}
@@ -117,7 +117,7 @@ func TestSigtermMidShow(t *testing.T) {
 		reload <- answer{status: resp.StatusCode, body: body.String(), err: err}
 	}()
 	testload.Poll(t, "the playlist reload held", func() error {
-		if n := metric(t, b.env, "onair_hls_blocking_requests"); n < 1 {
+		if n := metric(t, b.Env, "onair_hls_blocking_requests"); n < 1 {
 			return fmt.Errorf("%v blocking requests", n)
 		}
 		return nil
@@ -182,8 +182,8 @@ func TestSigtermMidShow(t *testing.T) {
 	// Another node, without the first one's files, finishes the show.
 	q := onairtest.NewProcess(t, shared...)
 	q.Start()
-	qb := &broadcast{env: q.Client(), token: b.token, id: b.id}
-	s := qb.await(t, "archived", func(s map[string]any) bool { return s["archive"] == true })
+	qb := &onairtest.Show{Env: q.Client(), Token: b.Token, ID: b.ID}
+	s := qb.Await(t, "archived", func(s map[string]any) bool { return s["archive"] == true })
 	vodVariant := variantOf(t, s["video_url"].(string))
 	_, _, vod := getText(t, vodVariant)
 	got := probeDuration(t, vodVariant)

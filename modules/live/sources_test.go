@@ -161,12 +161,6 @@ func runTool(t *testing.T, name string, args ...string) <-chan error {
 	return done
 }
 
-// health is the show's stream health.
-func (b *broadcast) health(t *testing.T) map[string]any {
-	t.Helper()
-	return b.env.Do("GET", fmt.Sprintf("/v1/shows/%d/health", b.id), b.token, nil).Expect(t, http.StatusOK).JSON(t)["health"].(map[string]any)
-}
-
 // decodeErrors decodes a media URL whole and returns what ffmpeg
 // complained of.
 func decodeErrors(t *testing.T, url string) string {
@@ -188,16 +182,16 @@ func TestSRTThroughLossyLink(t *testing.T) {
 	requireTools(t, "ffmpeg", "ffprobe")
 	env := onairtest.New(t, withSRT(nil))
 	_, token := env.CreateUser("Bad Uplink")
-	b := newBroadcast(t, env, token, nil)
+	b := onairtest.CreateShow(t, env, token, nil)
 	m, _ := onairtest.Module[*live.Module](env)
-	created := env.Do("GET", fmt.Sprintf("/v1/shows/%d", b.id), token, nil).Expect(t, http.StatusOK).JSON(t)["show"].(map[string]any)
+	created := env.Do("GET", fmt.Sprintf("/v1/shows/%d", b.ID), token, nil).Expect(t, http.StatusOK).JSON(t)["show"].(map[string]any)
 	if _, ok := created["ingest"]; ok {
 		t.Fatalf("a read carries ingest: %v", created["ingest"])
 	}
-	put := env.Do("PUT", fmt.Sprintf("/v1/shows/%d", b.id), token, map[string]any{"description": "over SRT"}).
+	put := env.Do("PUT", fmt.Sprintf("/v1/shows/%d", b.ID), token, map[string]any{"description": "over SRT"}).
 		Expect(t, http.StatusOK).JSON(t)["show"].(map[string]any)
 	ingest := put["ingest"].(map[string]any)
-	if ingest["rtmp"] != put["stream_url"] || !strings.HasSuffix(ingest["srt"].(string), "?streamid="+b.key) {
+	if ingest["rtmp"] != put["stream_url"] || !strings.HasSuffix(ingest["srt"].(string), "?streamid="+b.Key) {
 		t.Fatalf("ingest %v", ingest)
 	}
 	if _, ok := ingest["rtmps"]; ok {
@@ -207,7 +201,7 @@ func TestSRTThroughLossyLink(t *testing.T) {
 	relay := newLossyRelay(t, m.SRTAddr(), 0.03)
 	const seconds = 16
 	done := publishTS(t, srtURL(t, ingest, relay.addr()), seconds)
-	s := b.await(t, "live", isLive)
+	s := b.Await(t, "live", isLive)
 	// The SRT figures are the connection's: read them while ffmpeg is
 	// still sending (a loaded machine can spend the whole publish on the
 	// checks below), and say so if it left first.
@@ -215,7 +209,7 @@ func TestSRTThroughLossyLink(t *testing.T) {
 	var left error
 	leftEarly := false
 	testload.Poll(t, "SRT's recovery in the health", func() error {
-		h = b.health(t)
+		h = b.Health(t)
 		srt, _ := h["srt"].(map[string]any)
 		if h["protocol"] == "srt" && srt != nil && srt["packets_lost"].(float64) > 0 && srt["packets_retransmitted"].(float64) > 0 {
 			return nil
@@ -240,8 +234,8 @@ func TestSRTThroughLossyLink(t *testing.T) {
 		t.Fatalf("ffmpeg: %v", err)
 	}
 	t.Logf("relay dropped %d of %d datagrams; health %v", relay.lost.Load(), relay.lost.Load()+relay.forwarded.Load(), h["srt"])
-	env.Do("POST", fmt.Sprintf("/v1/shows/%d/stop", b.id), token, nil).Expect(t, http.StatusOK)
-	s = b.await(t, "archived", func(s map[string]any) bool { return s["archive"] == true })
+	env.Do("POST", fmt.Sprintf("/v1/shows/%d/stop", b.ID), token, nil).Expect(t, http.StatusOK)
+	s = b.Await(t, "archived", func(s map[string]any) bool { return s["archive"] == true })
 	if d, _ := s["duration"].(float64); math.Abs(d-seconds) > 1 {
 		t.Errorf("archived duration %v s, published %d s", s["duration"], seconds)
 	}
@@ -317,7 +311,7 @@ func TestRTMPS(t *testing.T) {
 	dir := t.TempDir()
 	env := onairtest.New(t, withRTMPS(t, dir))
 	_, token := env.CreateUser("Secure Caster")
-	b := newBroadcast(t, env, token, nil)
+	b := onairtest.CreateShow(t, env, token, nil)
 	m, _ := onairtest.Module[*live.Module](env)
 
 	created := env.Do("POST", "/v1/shows", token, map[string]any{"name": "Listed", "description": "x"}).
@@ -345,13 +339,13 @@ func TestRTMPS(t *testing.T) {
 		t.Fatalf("the RTMPS port answered a plain RTMP handshake: %d bytes, first %x", n, reply[0])
 	}
 
-	done := runTool(t, "ffmpeg", ffmpegArgs("rtmps://"+m.RTMPSAddr()+"/live/"+b.key, 6, false)...)
-	s := b.await(t, "live over RTMPS", isLive)
+	done := runTool(t, "ffmpeg", ffmpegArgs("rtmps://"+m.RTMPSAddr()+"/live/"+b.Key, 6, false)...)
+	s := b.Await(t, "live over RTMPS", isLive)
 	awaitSegments(t, s["video_url"].(string), 1)
 	if got := ffprobe(t, s["video_url"].(string)); got != "aac,h264" {
 		t.Errorf("video_url streams %q", got)
 	}
-	if h := b.health(t); h["protocol"] != "rtmps" || h["srt"] != nil {
+	if h := b.Health(t); h["protocol"] != "rtmps" || h["srt"] != nil {
 		t.Errorf("health %v", h)
 	}
 	if err := exited(t, "ffmpeg", done); err != nil {
@@ -401,36 +395,36 @@ func TestSRTRefusals(t *testing.T) {
 		c.Set(live.SettingRTMPAdmissionTimeout, time.Second)
 	}))
 	_, token := env.CreateUser("Door Keeper")
-	b := newBroadcast(t, env, token, nil)
+	b := onairtest.CreateShow(t, env, token, nil)
 	m, _ := onairtest.Module[*live.Module](env)
 	addr := m.SRTAddr()
 	const pass = "a long passphrase"
 
 	for i := range 3 {
-		if _, err := dialSRT(addr, b.key+"x", pass); !rejected(err, gosrt.REJX_UNAUTHORIZED) {
+		if _, err := dialSRT(addr, b.Key+"x", pass); !rejected(err, gosrt.REJX_UNAUTHORIZED) {
 			t.Fatalf("wrong key, attempt %d: %v", i+1, err)
 		}
 	}
-	if _, err := dialSRT(addr, "#!::r="+b.key+"x,m=publish", pass); !rejected(err, gosrt.REJX_UNAUTHORIZED) {
+	if _, err := dialSRT(addr, "#!::r="+b.Key+"x,m=publish", pass); !rejected(err, gosrt.REJX_UNAUTHORIZED) {
 		t.Fatalf("throttled key: %v", err)
 	}
 	if n := metric(t, env, `onair_ingest_throttled_total{protocol="srt"}`); n != 1 {
 		t.Errorf("srt throttled %v, want 1", n)
 	}
-	if _, err := dialSRT(addr, "#!::r="+b.key+",m=request", pass); !rejected(err, gosrt.REJX_BAD_MODE) {
+	if _, err := dialSRT(addr, "#!::r="+b.Key+",m=request", pass); !rejected(err, gosrt.REJX_BAD_MODE) {
 		t.Fatalf("a player: %v", err)
 	}
 	if _, err := dialSRT(addr, "", pass); !rejected(err, gosrt.REJX_BAD_REQUEST) {
 		t.Fatalf("no streamid: %v", err)
 	}
-	if _, err := dialSRT(addr, b.key, ""); err == nil {
+	if _, err := dialSRT(addr, b.Key, ""); err == nil {
 		t.Fatal("a caller without the passphrase was accepted")
 	}
-	if _, err := dialSRT(addr, b.key, "not the passphrase"); err == nil {
+	if _, err := dialSRT(addr, b.Key, "not the passphrase"); err == nil {
 		t.Fatal("a caller with a wrong passphrase was accepted")
 	}
 
-	c, err := dialSRT(addr, "#!::r="+b.key+",m=publish", pass)
+	c, err := dialSRT(addr, "#!::r="+b.Key+",m=publish", pass)
 	if err != nil {
 		t.Fatalf("the right key and passphrase: %v", err)
 	}
@@ -444,7 +438,7 @@ func TestSRTRefusals(t *testing.T) {
 	if n := metric(t, env, `onair_ingest_connections{protocol="srt"}`); n != 0 {
 		t.Errorf("srt connections %v after the deadline", n)
 	}
-	if h := b.health(t); h["protocol"] != "" || h["receiving"] != false {
+	if h := b.Health(t); h["protocol"] != "" || h["receiving"] != false {
 		t.Errorf("health of an unpublished show %v", h)
 	}
 }
@@ -455,19 +449,19 @@ func TestGStreamerSRT(t *testing.T) {
 	requireTools(t, "gst-launch-1.0", "ffprobe")
 	env := onairtest.New(t, withSRT(nil))
 	_, token := env.CreateUser("Gee Srt")
-	b := newBroadcast(t, env, token, nil)
+	b := onairtest.CreateShow(t, env, token, nil)
 	m, _ := onairtest.Module[*live.Module](env)
 	pipeline := fmt.Sprintf("videotestsrc is-live=true num-buffers=250 ! video/x-raw,width=320,height=240,framerate=25/1 ! "+
 		"x264enc key-int-max=50 tune=zerolatency speed-preset=ultrafast ! h264parse ! mpegtsmux name=m alignment=7 ! "+
 		"srtsink uri=srt://%s latency=300 streamid=#!::r=%s,m=publish "+
-		"audiotestsrc is-live=true num-buffers=430 ! audioconvert ! avenc_aac ! aacparse ! m.", m.SRTAddr(), b.key)
+		"audiotestsrc is-live=true num-buffers=430 ! audioconvert ! avenc_aac ! aacparse ! m.", m.SRTAddr(), b.Key)
 	done := runTool(t, "gst-launch-1.0", append([]string{"-q"}, strings.Fields(pipeline)...)...)
-	s := b.await(t, "live", isLive)
+	s := b.Await(t, "live", isLive)
 	awaitSegments(t, s["video_url"].(string), 1)
 	if got := ffprobe(t, s["video_url"].(string)); got != "aac,h264" {
 		t.Errorf("video_url streams %q", got)
 	}
-	if h := b.health(t); h["protocol"] != "srt" {
+	if h := b.Health(t); h["protocol"] != "srt" {
 		t.Errorf("health %v", h)
 	}
 	if err := exited(t, "gst-launch-1.0", done); err != nil {
@@ -482,16 +476,16 @@ func TestSRTTakesOverFromRTMP(t *testing.T) {
 	requireTools(t, "ffmpeg")
 	env := onairtest.New(t, withSRT(nil))
 	_, token := env.CreateUser("Switcher")
-	b := newBroadcast(t, env, token, nil)
+	b := onairtest.CreateShow(t, env, token, nil)
 	m, _ := onairtest.Module[*live.Module](env)
-	_, rtmpDone := publish(t, b.rtmp+"/"+b.key, 60, false)
-	b.await(t, "live over RTMP", isLive)
-	if h := b.health(t); h["protocol"] != "rtmp" {
+	_, rtmpDone := publish(t, b.RTMP+"/"+b.Key, 60, false)
+	b.Await(t, "live over RTMP", isLive)
+	if h := b.Health(t); h["protocol"] != "rtmp" {
 		t.Fatalf("health %v", h)
 	}
-	srtDone := publishTS(t, "srt://"+m.SRTAddr()+"?streamid="+b.key, 8)
+	srtDone := publishTS(t, "srt://"+m.SRTAddr()+"?streamid="+b.Key, 8)
 	testload.Poll(t, "the SRT publisher on air", func() error {
-		if h := b.health(t); h["protocol"] != "srt" || h["receiving"] != true {
+		if h := b.Health(t); h["protocol"] != "srt" || h["receiving"] != true {
 			return fmt.Errorf("health %v", h)
 		}
 		return nil
@@ -504,7 +498,7 @@ func TestSRTTakesOverFromRTMP(t *testing.T) {
 	case <-time.After(testload.Patience):
 		t.Fatal("the RTMP publisher is still connected")
 	}
-	if s := b.show(t); !isLive(s) {
+	if s := b.Get(t); !isLive(s) {
 		t.Fatalf("show %v", s)
 	}
 	if err := exited(t, "ffmpeg over SRT", srtDone); err != nil {

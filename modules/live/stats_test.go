@@ -22,8 +22,8 @@ func TestStreamHealth(t *testing.T) {
 	_, owner := env.CreateUser("Health Owner")
 	_, other := env.CreateUser("Health Other")
 	_, staff := env.CreateUser("Health Staff", onairtest.Role("moderator"))
-	b := newBroadcast(t, env, owner, nil)
-	path := fmt.Sprintf("/v1/shows/%d/health", b.id)
+	b := onairtest.CreateShow(t, env, owner, nil)
+	path := fmt.Sprintf("/v1/shows/%d/health", b.ID)
 
 	idle := env.Do("GET", path, owner, nil).Expect(t, http.StatusOK).JSON(t)["health"].(map[string]any)
 	if idle["receiving"] != false || idle["since"] != nil {
@@ -33,7 +33,7 @@ func TestStreamHealth(t *testing.T) {
 	env.Do("GET", path, "", nil).Expect(t, http.StatusUnauthorized)
 	env.Do("GET", "/v1/shows/999999/health", owner, nil).Expect(t, http.StatusNotFound)
 
-	args := ffmpegArgs(b.rtmp+"/"+b.key, 120, false)
+	args := ffmpegArgs(b.RTMP+"/"+b.Key, 120, false)
 	for i, a := range args {
 		if a == "-g" {
 			args[i+1] = "125" // 5 s at 25 fps

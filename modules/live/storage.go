@@ -17,7 +17,6 @@ import (
 
 	"github.com/uptrace/bun"
 
-	"github.com/onair/onair/app"
 	"github.com/onair/onair/internal/store"
 	"github.com/onair/onair/modules/live/hls"
 	"github.com/onair/onair/modules/shows"
@@ -527,7 +526,7 @@ func (m *Module) pendingShows(ctx context.Context) ([]shows.Show, error) {
 	var list []shows.Show
 	q := m.shows.DB().NewSelect().Model(&list).Column("s.id", "s.live", "s.complete", "s.archive", "s.radio").
 		WhereGroup(" AND ", func(q *bun.SelectQuery) *bun.SelectQuery {
-			q = q.Where("s.complete = ? AND s.archive = ? AND s.radio = ? AND s.ended_at > ?", true, false, false, app.Now().Add(-reconcileRecent))
+			q = q.Where("s.complete = ? AND s.archive = ? AND s.radio = ? AND s.ended_at > ?", true, false, false, m.core.Clock.Stamp().Add(-reconcileRecent))
 			if m.core.Redis == nil {
 				q = q.WhereOr("s.live = ?", true)
 			}

@@ -112,22 +112,22 @@ func TestS3Broadcast(t *testing.T) {
 	bk := bucket(t, srv, "media")
 	a := onairtest.New(t, s3Options(srv.URL("media"), "", nil))
 	_, token := a.CreateUser("Es Three")
-	b := newBroadcast(t, a, token, nil)
-	prefix := fmt.Sprintf("shows/%d/", b.id)
+	b := onairtest.CreateShow(t, a, token, nil)
+	prefix := fmt.Sprintf("shows/%d/", b.ID)
 	const seconds = 9
-	_, done := publish(t, b.rtmp+"/"+b.key, seconds, false)
-	b.await(t, "live", isLive)
+	_, done := publish(t, b.RTMP+"/"+b.Key, seconds, false)
+	b.Await(t, "live", isLive)
 
 	testload.Poll(t, "segments in the bucket while live", func() error {
-		if segs := storedIndex(t, bk, b.id); len(segs) < 2 {
+		if segs := storedIndex(t, bk, b.ID); len(segs) < 2 {
 			return fmt.Errorf("%d segments indexed in the bucket", len(segs))
 		}
 		return nil
 	})
-	if !isLive(b.show(t)) {
+	if !isLive(b.Get(t)) {
 		t.Fatal("the show ended before its segments were checked")
 	}
-	for _, s := range storedIndex(t, bk, b.id) {
+	for _, s := range storedIndex(t, bk, b.ID) {
 		if size := keysOf(t, bk, prefix)[s.File]; size == 0 {
 			t.Errorf("the index lists %s before the bucket has it", s.File)
 		}
@@ -135,8 +135,8 @@ func TestS3Broadcast(t *testing.T) {
 	if err := exited(t, "ffmpeg", done); err != nil {
 		t.Fatal(err)
 	}
-	a.Do("POST", fmt.Sprintf("/v1/shows/%d/stop", b.id), token, nil).Expect(t, http.StatusOK)
-	s := b.await(t, "archived", func(s map[string]any) bool { return s["archive"] == true })
+	a.Do("POST", fmt.Sprintf("/v1/shows/%d/stop", b.ID), token, nil).Expect(t, http.StatusOK)
+	s := b.Await(t, "archived", func(s map[string]any) bool { return s["archive"] == true })
 
 	keys := keysOf(t, bk, prefix)
 	for _, want := range []string{hls.ArchiveAV, hls.ArchiveAudio, hls.IndexFile, hls.PlaylistAV, hls.PlaylistAudio} {
@@ -144,7 +144,7 @@ func TestS3Broadcast(t *testing.T) {
 			t.Errorf("bucket lacks %s: %v", want, keys)
 		}
 	}
-	segs := storedIndex(t, bk, b.id)
+	segs := storedIndex(t, bk, b.ID)
 	_, span := hls.Span(segs)
 	if d := s["duration"].(float64); d != span.Round(time.Second).Seconds() || d < seconds-1 || d > seconds+1 {
 		t.Errorf("duration %v, stored recording spans %s, published %d s", d, span, seconds)
@@ -153,13 +153,13 @@ func TestS3Broadcast(t *testing.T) {
 	// comes from the bucket.
 	m, _ := onairtest.Module[*live.Module](a)
 	m.Wait()
-	if _, err := os.Stat(filepath.Join(a.Core.Config.DataDir, "media", "shows", strconv.FormatInt(b.id, 10))); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(a.Core.Config.DataDir, "media", "shows", strconv.FormatInt(b.ID, 10))); !os.IsNotExist(err) {
 		t.Errorf("working directory kept after the archive reached the store (%v)", err)
 	}
 	if got := ffprobe(t, s["video_url"].(string)); got != "aac,h264" {
 		t.Errorf("archive from the store: %q", got)
 	}
-	s = b.await(t, "thumbnailed", func(s map[string]any) bool { return s["gif_url"] != nil })
+	s = b.Await(t, "thumbnailed", func(s map[string]any) bool { return s["gif_url"] != nil })
 	if keys := keysOf(t, bk, prefix); keys["thumb.jpg"] == 0 || keys["preview.gif"] == 0 {
 		t.Errorf("thumbnails not in the bucket: %v", keys)
 	}
@@ -181,7 +181,7 @@ func TestS3Broadcast(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	segURL := fmt.Sprintf("%s/media/shows/%d/%s", c.URL, b.id, seg)
+	segURL := fmt.Sprintf("%s/media/shows/%d/%s", c.URL, b.ID, seg)
 	resp, body := get(t, segURL, nil, "GET")
 	etag := resp.Header.Get("ETag")
 	if resp.StatusCode != 200 || !bytes.Equal(body, whole) || resp.Header.Get("Content-Type") != "video/mp2t" ||
@@ -208,7 +208,7 @@ func TestS3Broadcast(t *testing.T) {
 	if resp.StatusCode != 200 || len(body) != 0 || resp.ContentLength != int64(len(whole)) {
 		t.Errorf("HEAD: %d, length %d, body %d", resp.StatusCode, resp.ContentLength, len(body))
 	}
-	if resp, _ := get(t, fmt.Sprintf("%s/media/shows/%d/seg-999999.ts", c.URL, b.id), nil, "GET"); resp.StatusCode != 404 {
+	if resp, _ := get(t, fmt.Sprintf("%s/media/shows/%d/seg-999999.ts", c.URL, b.ID), nil, "GET"); resp.StatusCode != 404 {
 		t.Errorf("a segment the store lacks: %d", resp.StatusCode)
 	}
 
@@ -217,7 +217,7 @@ func TestS3Broadcast(t *testing.T) {
 	d := onairtest.New(t, s3Options(srv.URL("media"), a.Core.Config.DatabaseURL, func(c *app.Config) {
 		c.Set(live.SettingStoragePublicURL, "http://"+srv.Addr)
 	}))
-	resp, _ = get(t, fmt.Sprintf("%s/media/shows/%d/%s", d.URL, b.id, seg), nil, "GET")
+	resp, _ = get(t, fmt.Sprintf("%s/media/shows/%d/%s", d.URL, b.ID, seg), nil, "GET")
 	if loc := resp.Header.Get("Location"); resp.StatusCode != 302 || !strings.HasPrefix(loc, "http://"+srv.Addr+"/media/"+prefix+seg+"?") {
 		t.Errorf("presigned redirect: %d %q", resp.StatusCode, loc)
 	} else if resp, body := get(t, loc, http.Header{"Range": {"bytes=0-187"}}, "GET"); resp.StatusCode != 206 || !bytes.Equal(body, whole[:188]) {
@@ -238,7 +238,7 @@ func TestS3Broadcast(t *testing.T) {
 		t.Error("/metrics lacks the s3 upload latency")
 	}
 
-	a.Do("DELETE", fmt.Sprintf("/v1/shows/%d", b.id), token, nil).Expect(t, http.StatusOK)
+	a.Do("DELETE", fmt.Sprintf("/v1/shows/%d", b.ID), token, nil).Expect(t, http.StatusOK)
 	m.Wait()
 	if keys := keysOf(t, bk, prefix); len(keys) != 0 {
 		t.Errorf("objects left after delete: %v", keys)
@@ -257,22 +257,22 @@ func TestS3NodeLostMidShow(t *testing.T) {
 		"ONAIR_DATABASE_URL=sqlite://"+filepath.Join(t.TempDir(), "onair.db"))
 	p.Start()
 	b := setup(t, p)
-	_, done := publish(t, b.rtmp+"/"+b.key, 30, false)
-	b.await(t, "live", isLive)
+	_, done := publish(t, b.RTMP+"/"+b.Key, 30, false)
+	b.Await(t, "live", isLive)
 	testload.Poll(t, "4 s of segments in the bucket", func() error {
-		if _, span := hls.Span(storedIndex(t, bk, b.id)); span < 4*time.Second {
+		if _, span := hls.Span(storedIndex(t, bk, b.ID)); span < 4*time.Second {
 			return fmt.Errorf("%s stored", span)
 		}
 		return nil
 	})
 	p.Kill()
 	exited(t, "ffmpeg after the server was killed", done)
-	segs := storedIndex(t, bk, b.id)
+	segs := storedIndex(t, bk, b.ID)
 	_, span := hls.Span(segs)
 
 	p.Env = append(p.Env, "ONAIR_DATA_DIR="+t.TempDir())
 	p.Start()
-	s := b.await(t, "archived", func(s map[string]any) bool { return s["archive"] == true })
+	s := b.Await(t, "archived", func(s map[string]any) bool { return s["archive"] == true })
 	if d := s["duration"].(float64); d != span.Round(time.Second).Seconds() {
 		t.Errorf("duration %v, the bucket holds %s", d, span)
 	}
@@ -305,12 +305,12 @@ func TestS3Outage(t *testing.T) {
 	bk := bucket(t, srv, "media")
 	env := onairtest.New(t, s3Options(srv.URL("media"), "", nil))
 	_, token := env.CreateUser("Out Age")
-	b := newBroadcast(t, env, token, nil)
-	_, done := publish(t, b.rtmp+"/"+b.key, 14, false)
-	b.await(t, "live", isLive)
+	b := onairtest.CreateShow(t, env, token, nil)
+	_, done := publish(t, b.RTMP+"/"+b.Key, 14, false)
+	b.Await(t, "live", isLive)
 	var before int
 	testload.Poll(t, "a segment in the bucket", func() error {
-		if before = len(storedIndex(t, bk, b.id)); before == 0 {
+		if before = len(storedIndex(t, bk, b.ID)); before == 0 {
 			return fmt.Errorf("none yet")
 		}
 		return nil
@@ -322,7 +322,7 @@ func TestS3Outage(t *testing.T) {
 	if ready.Checks["store"] == "ok" || ready.Checks["database"] != "ok" {
 		t.Errorf("readyz checks %v: the store should be the one named", ready.Checks)
 	}
-	local := filepath.Join(env.Core.Config.DataDir, "media", "shows", strconv.FormatInt(b.id, 10))
+	local := filepath.Join(env.Core.Config.DataDir, "media", "shows", strconv.FormatInt(b.ID, 10))
 	var finished int
 	testload.Poll(t, "segments finished while the store is down", func() error {
 		segs, err := hls.ReadIndex(local)
@@ -334,13 +334,13 @@ func TestS3Outage(t *testing.T) {
 	srv.Restart()
 	env.Do("GET", "/readyz", "", nil).Expect(t, http.StatusOK)
 	testload.Poll(t, "the uploader catching up", func() error {
-		if n := len(storedIndex(t, bk, b.id)); n < finished {
+		if n := len(storedIndex(t, bk, b.ID)); n < finished {
 			return fmt.Errorf("%d of %d segments indexed", n, finished)
 		}
 		return nil
 	})
-	keys := keysOf(t, bk, fmt.Sprintf("shows/%d/", b.id))
-	for _, s := range storedIndex(t, bk, b.id) {
+	keys := keysOf(t, bk, fmt.Sprintf("shows/%d/", b.ID))
+	for _, s := range storedIndex(t, bk, b.ID) {
 		if keys[s.File] == 0 {
 			t.Errorf("indexed %s is not in the bucket", s.File)
 		}

@@ -43,9 +43,9 @@ func TestPublisherStorm(t *testing.T) {
 			c.Set(live.SettingRTMPMaxPublishersPerIP, 512)
 		}})
 		_, token := env.CreateUser("Storm Chaser")
-		casts := make([]*broadcast, stormPublishers)
+		casts := make([]*onairtest.Show, stormPublishers)
 		for i := range casts {
-			casts[i] = newBroadcast(t, env, token, nil)
+			casts[i] = onairtest.CreateShow(t, env, token, nil)
 		}
 
 		stop := make(chan struct{})
@@ -59,12 +59,12 @@ func TestPublisherStorm(t *testing.T) {
 			at := start.Add(time.Duration(i) * stormSpread / stormPublishers)
 			wg.Go(func() {
 				time.Sleep(time.Until(at))
-				p, answer, err := connectPublisher(t, b.rtmp, b.key)
+				p, answer, err := connectPublisher(t, b.RTMP, b.Key)
 				if err == nil && answer["code"] != "NetStream.Publish.Start" {
 					err = fmt.Errorf("publish answered %v", answer)
 				}
 				if err != nil {
-					refused <- fmt.Errorf("show %d: %w", b.id, err)
+					refused <- fmt.Errorf("show %d: %w", b.ID, err)
 					return
 				}
 				mu.Lock()
@@ -78,7 +78,7 @@ func TestPublisherStorm(t *testing.T) {
 		// itself must not be a storm).
 		want := map[int64]bool{}
 		for _, b := range casts {
-			want[b.id] = true
+			want[b.ID] = true
 		}
 		videoURL := map[int64]string{}
 		testload.Poll(t, "every show live", func() error {
@@ -112,9 +112,9 @@ func TestPublisherStorm(t *testing.T) {
 			stormPublishers, stormSpread, lastAccepted.Round(time.Millisecond), allLive.Round(time.Millisecond))
 		mu.Unlock()
 		for _, b := range casts {
-			status, _, text := fetch(t, videoURL[b.id])
+			status, _, text := fetch(t, videoURL[b.ID])
 			if status != http.StatusOK || !segmentURI.MatchString(text) {
-				t.Fatalf("show %d: playlist %s: %d\n%s", b.id, videoURL[b.id], status, text)
+				t.Fatalf("show %d: playlist %s: %d\n%s", b.ID, videoURL[b.ID], status, text)
 			}
 		}
 		// What 300 live shows cost: the CPU and memory of the test's

@@ -26,8 +26,8 @@ func TestLateVideoHeaderWithinWait(t *testing.T) {
 	_, token := env.CreateUser("Late Header")
 	for _, announced := range []bool{true, false} {
 		t.Run(fmt.Sprintf("onMetaData %v", announced), func(t *testing.T) {
-			b := newBroadcast(t, env, token, nil)
-			p, st := dialPublisher(t, b.rtmp, b.key)
+			b := onairtest.CreateShow(t, env, token, nil)
+			p, st := dialPublisher(t, b.RTMP, b.Key)
 			if st["code"] != "NetStream.Publish.Start" {
 				t.Fatalf("publish: %v", st)
 			}
@@ -38,7 +38,7 @@ func TestLateVideoHeaderWithinWait(t *testing.T) {
 			}
 			played := make(chan error, 1)
 			go func() { played <- p.play(rec.lateVideo(4000)) }()
-			s := b.await(t, "live", isLive)
+			s := b.Await(t, "live", isLive)
 			if s["video_url"] == nil || s["audio_url"] == nil {
 				t.Fatalf("live show without both tracks: video_url %v audio_url %v", s["video_url"], s["audio_url"])
 			}
@@ -62,8 +62,8 @@ func TestLateVideoAfterWaitStartsDiscontinuity(t *testing.T) {
 		c.Set(live.SettingRTMPTrackWait, time.Second)
 	}})
 	_, token := env.CreateUser("Later Header")
-	b := newBroadcast(t, env, token, nil)
-	p, st := dialPublisher(t, b.rtmp, b.key)
+	b := onairtest.CreateShow(t, env, token, nil)
+	p, st := dialPublisher(t, b.RTMP, b.Key)
 	if st["code"] != "NetStream.Publish.Start" {
 		t.Fatalf("publish: %v", st)
 	}
@@ -72,11 +72,11 @@ func TestLateVideoAfterWaitStartsDiscontinuity(t *testing.T) {
 	}
 	played := make(chan error, 1)
 	go func() { played <- p.play(rec.lateVideo(4000)) }()
-	s := b.await(t, "live", isLive)
+	s := b.Await(t, "live", isLive)
 	if s["video_url"] != nil {
 		t.Fatalf("went live with video before any video came: %v", s["video_url"])
 	}
-	s = b.await(t, "given its video", func(s map[string]any) bool { return s["video_url"] != nil })
+	s = b.Await(t, "given its video", func(s map[string]any) bool { return s["video_url"] != nil })
 	videoURL := s["video_url"].(string)
 	_, _, text := fetch(t, videoURL)
 	if !strings.Contains(text, "#EXT-X-DISCONTINUITY\n") {
@@ -117,8 +117,8 @@ func TestUnsupportedCodecsRefused(t *testing.T) {
 	_, token := env.CreateUser("Wrong Codec")
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			b := newBroadcast(t, env, token, nil)
-			p, st := dialPublisher(t, b.rtmp, b.key)
+			b := onairtest.CreateShow(t, env, token, nil)
+			p, st := dialPublisher(t, b.RTMP, b.Key)
 			if st["code"] != "NetStream.Publish.Start" {
 				t.Fatalf("publish: %v", st)
 			}
@@ -160,11 +160,11 @@ func TestFFmpegUnsupportedCodecPrintsReason(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			b := newBroadcast(t, env, token, nil)
+			b := onairtest.CreateShow(t, env, token, nil)
 			args := []string{"-hide_banner", "-loglevel", "error", "-re",
 				"-f", "lavfi", "-i", "testsrc=size=320x240:rate=25:duration=10",
 				"-f", "lavfi", "-i", "sine=frequency=440:sample_rate=44100:duration=10"}
-			args = append(append(args, tc.args...), "-f", "flv", b.rtmp+"/"+b.key)
+			args = append(append(args, tc.args...), "-f", "flv", b.RTMP+"/"+b.Key)
 			cmd := exec.Command("ffmpeg", args...)
 			out, err := runWithin(t, cmd, 60*time.Second)
 			if err == nil {
@@ -183,14 +183,14 @@ func TestFFmpegUnsupportedCodecPrintsReason(t *testing.T) {
 
 // assertUnchanged checks a show is still upcoming and has no media, and
 // that nothing of it was recorded.
-func assertUnchanged(t *testing.T, b *broadcast) {
+func assertUnchanged(t *testing.T, b *onairtest.Show) {
 	t.Helper()
-	s := b.show(t)
+	s := b.Get(t)
 	if isLive(s) || s["video_url"] != nil || s["audio_url"] != nil || s["thumbnail_label"] == "Live" {
 		t.Errorf("show changed by a refused publish: %v", s)
 	}
-	m, _ := onairtest.Module[*live.Module](b.env)
-	if _, err := os.Stat(filepath.Join(b.env.Core.Config.DataDir, "media", "shows", fmt.Sprint(b.id), "segments.jsonl")); !os.IsNotExist(err) {
+	m, _ := onairtest.Module[*live.Module](b.Env)
+	if _, err := os.Stat(filepath.Join(b.Env.Core.Config.DataDir, "media", "shows", fmt.Sprint(b.ID), "segments.jsonl")); !os.IsNotExist(err) {
 		t.Errorf("a refused publish recorded segments (%v)", err)
 	}
 	if n := m.Streams(); n != 0 {
@@ -242,10 +242,10 @@ func TestRefusedCodecDoesNotTakeOver(t *testing.T) {
 	requireTools(t, "ffmpeg")
 	env := onairtest.New(t, onairtest.Options{})
 	_, token := env.CreateUser("On Air")
-	b := newBroadcast(t, env, token, nil)
-	_, done := publish(t, b.rtmp+"/"+b.key, 30, false)
-	b.await(t, "live", isLive)
-	p, st := dialPublisher(t, b.rtmp, b.key)
+	b := onairtest.CreateShow(t, env, token, nil)
+	_, done := publish(t, b.RTMP+"/"+b.Key, 30, false)
+	b.Await(t, "live", isLive)
+	p, st := dialPublisher(t, b.RTMP, b.Key)
 	if st["code"] != "NetStream.Publish.Start" {
 		t.Fatalf("publish: %v", st)
 	}
@@ -259,7 +259,7 @@ func TestRefusedCodecDoesNotTakeOver(t *testing.T) {
 	case <-time.After(2 * time.Second):
 	}
 	m, _ := onairtest.Module[*live.Module](env)
-	if n := m.Streams(); n != 1 || !isLive(b.show(t)) {
-		t.Fatalf("%d publishers, show %v", n, b.show(t))
+	if n := m.Streams(); n != 1 || !isLive(b.Get(t)) {
+		t.Fatalf("%d publishers, show %v", n, b.Get(t))
 	}
 }

@@ -65,16 +65,16 @@ func TestTwoNodeProcesses(t *testing.T) {
 	// Each process has its own ONAIR_PUBLIC_URL here (a load balancer's
 	// in production): a URL node A wrote is asked of node B by its path.
 	onB := func(u string) string { return b.URL + u[strings.Index(u, "/media/"):] }
-	newShow := func(title string) *broadcast {
+	newShow := func(title string) *onairtest.Show {
 		sh := onairtest.CreateShow(t, envB, token, map[string]any{"name": title, "description": "two nodes"})
 		// Read back through node B: every later look is B's.
-		return &broadcast{env: envB, token: token, id: sh.ID, key: sh.Key, rtmp: "rtmp://" + a.RTMP + "/live"}
+		return &onairtest.Show{Env: envB, Token: token, ID: sh.ID, Key: sh.Key, RTMP: "RTMP://" + a.RTMP + "/live"}
 	}
 
 	// Show 1: published to A, played from B, stopped through B.
 	one := newShow("Across The Nodes")
-	_, done := publish(t, one.rtmp+"/"+one.key, 120, false)
-	live := one.await(t, "live", isLive)
+	_, done := publish(t, one.RTMP+"/"+one.Key, 120, false)
+	live := one.Await(t, "live", isLive)
 	videoB, audioB := onB(live["video_url"].(string)), onB(live["audio_url"].(string))
 	awaitSegments(t, videoB, 2)
 	awaitSegments(t, audioB, 2)
@@ -88,7 +88,7 @@ func TestTwoNodeProcesses(t *testing.T) {
 	direct, through := medianLatency(t, live["video_url"].(string)), medianLatency(t, videoB)
 	t.Logf("live playlist, median of 200 requests: %s from A, %s through B (+%s)", direct, through, through-direct)
 	sent := time.Now()
-	envB.Do("POST", fmt.Sprintf("/v1/shows/%d/stop", one.id), token, nil).Expect(t, http.StatusOK)
+	envB.Do("POST", fmt.Sprintf("/v1/shows/%d/stop", one.ID), token, nil).Expect(t, http.StatusOK)
 	select {
 	case <-done:
 		if took := time.Since(sent); took > 2*time.Second {
@@ -97,7 +97,7 @@ func TestTwoNodeProcesses(t *testing.T) {
 	case <-time.After(testload.Patience):
 		t.Fatalf("A's publisher still streams %s after the stop sent to B", testload.Patience)
 	}
-	archived := one.await(t, "archived", func(s map[string]any) bool { return s["archive"] == true })
+	archived := one.Await(t, "archived", func(s map[string]any) bool { return s["archive"] == true })
 	if got := ffprobe(t, onB(archived["video_url"].(string))); got != "aac,h264" {
 		t.Errorf("archived video from B: %q", got)
 	}
@@ -110,10 +110,10 @@ func TestTwoNodeProcesses(t *testing.T) {
 
 	// Show 2: node A dies mid-show; B ends it and serves its archive.
 	two := newShow("Node Down")
-	_, done = publish(t, two.rtmp+"/"+two.key, 120, false)
-	two.await(t, "live", isLive)
+	_, done = publish(t, two.RTMP+"/"+two.Key, 120, false)
+	two.Await(t, "live", isLive)
 	testload.Poll(t, "4 s of show 2 in the bucket", func() error {
-		if _, span := hls.Span(storedIndex(t, bk, two.id)); span < 4*time.Second {
+		if _, span := hls.Span(storedIndex(t, bk, two.ID)); span < 4*time.Second {
 			return fmt.Errorf("%s stored", span)
 		}
 		return nil
@@ -121,9 +121,9 @@ func TestTwoNodeProcesses(t *testing.T) {
 	a.Kill()
 	killed := time.Now()
 	exited(t, "ffmpeg after node A was killed", done)
-	segs := storedIndex(t, bk, two.id)
+	segs := storedIndex(t, bk, two.ID)
 	_, span := hls.Span(segs)
-	ended := two.await(t, "archived by node B", func(s map[string]any) bool { return s["archive"] == true })
+	ended := two.Await(t, "archived by node B", func(s map[string]any) bool { return s["archive"] == true })
 	t.Logf("show ended and archived by B %s after A was killed", time.Since(killed).Round(time.Second))
 	if !strings.Contains(b.Logs(), "live show lost its node") {
 		t.Errorf("node B's janitor did not notice the show lost its node")
@@ -140,11 +140,11 @@ func TestTwoNodeProcesses(t *testing.T) {
 	}
 
 	// A delete through B removes the show's objects.
-	prefix := fmt.Sprintf("shows/%d/", two.id)
+	prefix := fmt.Sprintf("shows/%d/", two.ID)
 	if len(keysOf(t, bk, prefix)) == 0 {
 		t.Fatalf("no objects under %s before the delete", prefix)
 	}
-	envB.Do("DELETE", fmt.Sprintf("/v1/shows/%d", two.id), token, nil).Expect(t, http.StatusOK)
+	envB.Do("DELETE", fmt.Sprintf("/v1/shows/%d", two.ID), token, nil).Expect(t, http.StatusOK)
 	testload.Poll(t, "show 2's objects removed", func() error {
 		if keys := keysOf(t, bk, prefix); len(keys) > 0 {
 			return fmt.Errorf("%d objects left: %v", len(keys), keys)

@@ -125,7 +125,7 @@ func (m *Module) SetFollowNotify(ctx context.Context, follower, followed int64, 
 	if on {
 		_, err = m.core.DB.NewDelete().Model((*Mute)(nil)).Where("follower_id = ? AND followed_id = ?", follower, followed).Exec(ctx)
 	} else {
-		_, err = m.core.DB.NewInsert().Model(&Mute{FollowerID: follower, FollowedID: followed, CreatedAt: app.Now()}).Ignore().Exec(ctx)
+		_, err = m.core.DB.NewInsert().Model(&Mute{FollowerID: follower, FollowedID: followed, CreatedAt: m.core.Clock.Stamp()}).Ignore().Exec(ctx)
 	}
 	return err
 }
@@ -142,7 +142,7 @@ func (m *Module) SetAccountNotify(ctx context.Context, userID int64, on bool) er
 	if on {
 		_, err = m.core.DB.NewDelete().Model((*AccountMute)(nil)).Where("user_id = ?", userID).Exec(ctx)
 	} else {
-		_, err = m.core.DB.NewInsert().Model(&AccountMute{UserID: userID, CreatedAt: app.Now()}).Ignore().Exec(ctx)
+		_, err = m.core.DB.NewInsert().Model(&AccountMute{UserID: userID, CreatedAt: m.core.Clock.Stamp()}).Ignore().Exec(ctx)
 	}
 	return err
 }

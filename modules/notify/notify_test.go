@@ -99,8 +99,8 @@ func TestGoLiveMail(t *testing.T) {
 				resumed.Store(true)
 			}
 		})
-		b := broadcasttest.Create(t, env, djToken, map[string]any{"name": "Friday Night Set"})
-		done := b.Publish(t, 3, true)
+		b := onairtest.CreateShow(t, env, djToken, map[string]any{"name": "Friday Night Set"})
+		done := broadcasttest.Publish(t, b, 3, true)
 		live := b.Await(t, "live", func(s map[string]any) bool { return s["live"] == true })
 
 		msg := smtp.Next()
@@ -124,7 +124,7 @@ func TestGoLiveMail(t *testing.T) {
 
 		// The publisher drops and comes back inside the reconnect window.
 		broadcasttest.Wait(t, done)
-		broadcasttest.Wait(t, b.Publish(t, 2, true))
+		broadcasttest.Wait(t, broadcasttest.Publish(t, b, 2, true))
 		testload.Poll(t, "the show resumed", func() error {
 			if !resumed.Load() {
 				return fmt.Errorf("no resumed event")

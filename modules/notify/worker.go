@@ -9,7 +9,6 @@ import (
 
 	"github.com/uptrace/bun"
 
-	"github.com/onair/onair/app"
 	"github.com/onair/onair/modules/shows"
 	"github.com/onair/onair/modules/users"
 )
@@ -40,7 +39,7 @@ func (m *Module) onShowTx(ctx context.Context, tx bun.IDB, ev shows.Event) error
 	if ev.Type != shows.EventLive || ev.Show.Private || ev.Show.Off {
 		return nil
 	}
-	_, err := tx.NewInsert().Model(&Job{ShowID: ev.Show.ID, CreatedAt: app.Now()}).Ignore().Exec(ctx)
+	_, err := tx.NewInsert().Model(&Job{ShowID: ev.Show.ID, CreatedAt: m.core.Clock.Stamp()}).Ignore().Exec(ctx)
 	if err != nil {
 		return fmt.Errorf("notify: queue show %d: %w", ev.Show.ID, err)
 	}
@@ -105,7 +104,7 @@ func (m *Module) expand(ctx context.Context) error {
 				return fmt.Errorf("show %d: %w", j.ShowID, err)
 			}
 		}
-		now := app.Now()
+		now := m.core.Clock.Stamp()
 		if _, err := m.core.DB.NewUpdate().Model((*Job)(nil)).Set("expanded_at = ?", now).Where("show_id = ?", j.ShowID).Exec(ctx); err != nil {
 			return err
 		}
@@ -126,7 +125,7 @@ func (m *Module) expandJob(ctx context.Context, sh *shows.Show) error {
 		if len(followers) == 0 {
 			return nil
 		}
-		now := app.Now()
+		now := m.core.Clock.Stamp()
 		mails := make([]Mail, len(followers))
 		for i, f := range followers {
 			mails[i] = Mail{ShowID: sh.ID, UserID: f, Status: StatusPending, NextAt: now, CreatedAt: now}
@@ -144,7 +143,7 @@ func (m *Module) expandJob(ctx context.Context, sh *shows.Show) error {
 // sendNext claims the oldest due mail and sends it (or skips it). It
 // reports whether there was one.
 func (m *Module) sendNext(ctx context.Context) (bool, error) {
-	now := app.Now()
+	now := m.core.Clock.Stamp()
 	var ml Mail
 	err := m.core.DB.NewSelect().Model(&ml).Where("nml.status = ? AND nml.next_at <= ?", StatusPending, now).
 		OrderExpr("nml.next_at, nml.id").Limit(1).Scan(ctx)
@@ -168,12 +167,12 @@ func (m *Module) sendNext(ctx context.Context) (bool, error) {
 	case sendErr == nil:
 		q = q.Set("status = ?", status)
 		if status == StatusSent {
-			q = q.Set("sent_at = ?", app.Now())
+			q = q.Set("sent_at = ?", m.core.Clock.Stamp())
 		}
 	case ml.Attempts+1 >= maxAttempts:
 		q = q.Set("status = ?, attempts = ?, last_error = ?", StatusFailed, ml.Attempts+1, clip(sendErr.Error()))
 	default:
-		q = q.Set("attempts = ?, next_at = ?, last_error = ?", ml.Attempts+1, app.Now().Add(retryAfter(ml.Attempts+1)), clip(sendErr.Error()))
+		q = q.Set("attempts = ?, next_at = ?, last_error = ?", ml.Attempts+1, m.core.Clock.Stamp().Add(retryAfter(ml.Attempts+1)), clip(sendErr.Error()))
 	}
 	if sendErr != nil {
 		m.core.Log.Warn("notify: go-live mail failed", "show", ml.ShowID, "user", ml.UserID, "attempt", ml.Attempts+1, "err", sendErr)

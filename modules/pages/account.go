@@ -69,7 +69,7 @@ func (m *Module) renderAccount(c *fiber.Ctx, v *visitor, newToken string, keyOf 
 	}
 	for i := range list {
 		sh := &list[i]
-		s := accountShow{ID: strconv.FormatInt(sh.ID, 10), Name: sh.Name, Path: "/" + v.user.Slug + "/" + sh.Slug, State: stateOf(sh)}
+		s := accountShow{ID: strconv.FormatInt(sh.ID, 10), Name: sh.Name, Path: "/" + v.user.Slug + "/" + sh.Slug, State: stateOf(sh, m.clock.Stamp())}
 		if sh.ID == keyOf {
 			s.Key = key
 		}

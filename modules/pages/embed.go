@@ -29,7 +29,7 @@ func (m *Module) embed(c *fiber.Ctx, v *visitor) error {
 	withChat := c.Query("chat") == "1"
 	var cd chatData
 	if withChat {
-		if cd, err = m.chatFor(c, v, sh, stateOf(sh), false); err != nil {
+		if cd, err = m.chatFor(c, v, sh, stateOf(sh, m.clock.Stamp()), false); err != nil {
 			return err
 		}
 		m.ensureViewerCookie(c)

@@ -89,12 +89,12 @@ func (f *following) event(_ context.Context, ev shows.Event) {
 }
 
 // stateKey is a show's state after an event, as the pages compare it
-// (state.key), or "deleted".
-func stateKey(ev shows.Event) string {
+// (state.key) at now, or "deleted".
+func stateKey(ev shows.Event, now time.Time) string {
 	if ev.Type == shows.EventDeleted {
 		return "deleted"
 	}
-	return stateOf(ev.Show).key()
+	return stateOf(ev.Show, now).key()
 }
 
 // showEvents is GET /events/shows: the home page's stream of public show

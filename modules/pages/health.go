@@ -105,7 +105,7 @@ func (m *Module) health(c *fiber.Ctx, v *visitor) error {
 	}
 	c.Set(fiber.HeaderCacheControl, "no-store")
 	if c.Get(fiber.HeaderAccept) != "text/event-stream" {
-		return c.JSON(fiber.Map{"health": m.healthOf(sh).WithSchedule(sh, app.Now())})
+		return c.JSON(fiber.Map{"health": m.healthOf(sh).WithSchedule(sh, m.clock.Stamp())})
 	}
 	// The stream holds its connection: through a trusted proxy it counts
 	// for its client under ONAIR_MAX_CONNS_PER_IP.
@@ -114,16 +114,16 @@ func (m *Module) health(c *fiber.Ctx, v *visitor) error {
 		return err
 	}
 	fl := m.following.add(sh.ID)
-	state := stateKey(shows.Event{Show: sh})
+	state := stateKey(shows.Event{Show: sh}, m.clock.Stamp())
 	streamEvents(c, func() { m.following.remove(fl); release() }, func(w *bufio.Writer) error {
 		return stateLine(w, state)
 	}, fl.ch, func(w *bufio.Writer, ev shows.Event) error {
 		if ev.Type != shows.EventDeleted {
 			sh = ev.Show // the health of a show gone live counts its viewers
 		}
-		return stateLine(w, stateKey(ev))
+		return stateLine(w, stateKey(ev, m.clock.Stamp()))
 	}, func(w *bufio.Writer) error {
-		data, err := json.Marshal(m.healthOf(sh).WithSchedule(sh, app.Now()))
+		data, err := json.Marshal(m.healthOf(sh).WithSchedule(sh, m.clock.Stamp()))
 		if err != nil {
 			return err
 		}

@@ -8,7 +8,6 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
-	"github.com/onair/onair/app"
 	"github.com/onair/onair/modules/shows"
 	"github.com/onair/onair/site"
 )
@@ -29,7 +28,7 @@ type card struct {
 
 func (m *Module) card(sh *shows.Show) card {
 	v := m.shows.View(sh, false)
-	st := stateOf(sh)
+	st := stateOf(sh, m.clock.Stamp())
 	c := card{
 		Name: sh.Name, Image: v.ImageURL, Label: sh.ThumbnailLabel, Start: sh.Start,
 		Badge: st.label, BadgeClass: st.class, Private: sh.Private, Off: sh.Off,
@@ -57,7 +56,8 @@ type state struct {
 	ended        bool // complete, recording not (or never) available
 }
 
-func stateOf(sh *shows.Show) state {
+// stateOf is sh's state at now.
+func stateOf(sh *shows.Show, now time.Time) state {
 	switch {
 	case sh.Live:
 		return state{label: "Live", class: "live", live: true}
@@ -65,7 +65,7 @@ func stateOf(sh *shows.Show) state {
 		return state{label: "Archive", class: "archived", archive: true}
 	case sh.Complete:
 		return state{label: "Finished", class: "", ended: true}
-	case sh.Start.After(app.Now()):
+	case sh.Start.After(now):
 		return state{label: "Scheduled", class: "", scheduled: true}
 	default:
 		return state{label: "Starting soon", class: ""}

@@ -27,12 +27,16 @@ import (
 	"github.com/onair/onair/modules/shows"
 	"github.com/onair/onair/modules/stats"
 	"github.com/onair/onair/modules/users"
+	"github.com/onair/onair/site"
 )
 
 func init() { app.Register(&Module{}) }
 
 // Module is the pages module.
 type Module struct {
+	clock *app.Clock // the kernel's
+	// nav is the header's navigation of signed-in visitors (sitepages.go).
+	nav    []site.NavItem
 	users  *users.Service
 	shows  *shows.Service
 	chat   *chat.Service
@@ -78,7 +82,7 @@ func (m *Module) Provision(ctx context.Context, core *app.Core) error {
 	if m.csrf, err = csrf.New(core.Config.PublicURL); err != nil {
 		return err
 	}
-	m.users, m.shows, m.chat = um.Service, shows.From(core), cm.Service
+	m.clock, m.users, m.shows, m.chat = core.Clock, um.Service, shows.From(core), cm.Service
 	m.healthOf = func(sh *shows.Show) shows.Health {
 		return shows.Health{PeakViewers: sh.PeakViewers, Warnings: []string{}}
 	}

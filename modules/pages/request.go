@@ -64,6 +64,7 @@ func (m *Module) siteRequest(v *visitor) *site.Request {
 	r.Principal, r.CSRF = v.p, v.csrf()
 	if v.user != nil {
 		r.User = &site.User{ID: v.user.ID, Name: v.user.Name, Slug: v.user.Slug}
+		r.Nav = m.nav
 	}
 	return r
 }

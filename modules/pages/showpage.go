@@ -102,7 +102,7 @@ func (m *Module) showPage(c *fiber.Ctx, v *visitor) error {
 		return err
 	}
 	view := m.shows.View(sh, false)
-	st := stateOf(sh)
+	st := stateOf(sh, m.clock.Stamp())
 	listen := listenMode(c, sh, view)
 	d := showData{
 		Name: sh.Name, Description: sh.Description, Path: "/" + owner.Slug + "/" + sh.Slug,
@@ -111,7 +111,7 @@ func (m *Module) showPage(c *fiber.Ctx, v *visitor) error {
 		Start:      sh.Start, State: st, Private: sh.Private, Off: sh.Off,
 		IsOwner: v.signedIn() && v.user.ID == sh.UserID, Listen: listen,
 		HasVideo: view.VideoURL != nil || (!st.live && !st.archive && !sh.AudioOnly), HasAudio: view.AudioURL != nil,
-		AudioOnly: sh.AudioOnly, End: endOf(sh, app.Now()),
+		AudioOnly: sh.AudioOnly, End: endOf(sh, m.clock.Stamp()),
 	}
 	for _, t := range sh.Tags {
 		d.Tags = append(d.Tags, t.Name)
@@ -155,7 +155,7 @@ func (m *Module) playerFor(sh *shows.Show, view *shows.View, listen bool) player
 			p.Image += "?mark=none"
 		}
 	}
-	st := stateOf(sh)
+	st := stateOf(sh, m.clock.Stamp())
 	switch {
 	case st.live || st.archive:
 		if listen && view.AudioURL != nil {

@@ -45,11 +45,22 @@ func (m *Module) sitePages() []app.SitePage {
 	return pages
 }
 
-// mountSitePages mounts the modules' site pages, each behind sitePage.
+// ownNav is the header's navigation of the pages the module serves
+// itself; the modules' site pages add theirs (app.SitePage.Nav).
+var ownNav = []site.NavItem{{Title: "Studio", Href: "/studio", Order: 10}, {Title: "Account", Href: "/account", Order: 20}}
+
+// mountSitePages mounts the modules' site pages, each behind sitePage,
+// and gathers the header's navigation.
 func (m *Module) mountSitePages(r fiber.Router) {
+	nav := append([]site.NavItem(nil), ownNav...)
 	for _, p := range m.sitePages() {
 		p.Mount(r.Group(p.Path, m.sitePage(p)))
+		if p.Nav != "" {
+			nav = append(nav, site.NavItem{Title: p.Nav, Href: p.Path, Order: p.NavOrder})
+		}
 	}
+	site.SortNav(nav)
+	m.nav = nav
 }
 
 // sitePage runs before a module's page: it loads the visitor for package

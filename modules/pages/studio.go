@@ -132,8 +132,8 @@ func (m *Module) studio(c *fiber.Ctx, v *visitor) error {
 func (m *Module) studioRow(c *fiber.Ctx, sh *shows.Show) (studioRow, error) {
 	id := strconv.FormatInt(sh.ID, 10)
 	row := studioRow{
-		ID: id, Name: sh.Name, Studio: "/studio/shows/" + id, Start: sh.Start, State: stateOf(sh),
-		Private: sh.Private, Off: sh.Off, Recording: recording(sh), End: endOf(sh, app.Now()),
+		ID: id, Name: sh.Name, Studio: "/studio/shows/" + id, Start: sh.Start, State: stateOf(sh, m.clock.Stamp()),
+		Private: sh.Private, Off: sh.Off, Recording: recording(sh), End: endOf(sh, m.clock.Stamp()),
 		AudioOnly: sh.AudioOnly, ChatOff: sh.ChatDisabled,
 	}
 	if sh.User != nil {
@@ -335,7 +335,7 @@ func (m *Module) renderStudioShow(c *fiber.Ctx, v *visitor, sh *shows.Show, f st
 	d := studioShowData{
 		ID: id, Name: sh.Name, Path: row.Path, CSRF: v.csrf(), StreamURL: m.rtmp, Key: key, KeyNew: keyNew,
 		Viewers: row.Viewers, Peak: row.Peak, Duration: row.Duration, Recording: row.Recording, State: row.State, Start: sh.Start, End: row.End,
-		Saved: c.Query("saved") == "1" && status == fiber.StatusOK, Form: f, Health: viewHealth(m.healthOf(sh).WithSchedule(sh, app.Now())),
+		Saved: c.Query("saved") == "1" && status == fiber.StatusOK, Form: f, Health: viewHealth(m.healthOf(sh).WithSchedule(sh, m.clock.Stamp())),
 		Ingest: m.ingestRows(key),
 	}
 	if d.Stats, err = m.statsOf(c.UserContext(), sh); err != nil {

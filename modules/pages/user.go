@@ -61,7 +61,7 @@ func (m *Module) userPage(c *fiber.Ctx, v *visitor) error {
 	if u.Description != nil {
 		d.Description = *u.Description
 	}
-	now := app.Now()
+	now := m.clock.Stamp()
 	for i := range list {
 		sh := &list[i]
 		cd := m.card(sh)

@@ -53,8 +53,8 @@ func TestFeed(t *testing.T) {
 	broadcasttest.Require(t)
 	env := onairtest.New(t, onairtest.Options{})
 	u, token := env.CreateUser("Pod Caster")
-	b := broadcasttest.Create(t, env, token, map[string]any{"name": "Episode One", "description": "The first set."})
-	show := b.Archive(t, 5, false)
+	b := onairtest.CreateShow(t, env, token, map[string]any{"name": "Episode One", "description": "The first set."})
+	show := broadcasttest.Archive(t, b, 5, false)
 
 	// The user page links the feed.
 	resp, page := get(t, show["user"].(map[string]any)["url"].(string), nil)

@@ -176,7 +176,7 @@ func (m *Module) Create(ctx context.Context, p *app.Principal, in Input) (*Desti
 	if err := m.setURL(d, *in.URL); err != nil {
 		return nil, err
 	}
-	now := app.Now()
+	now := m.clock.Stamp()
 	d.CreatedAt, d.UpdatedAt = now, now
 	err := m.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		// The user's row keeps two creates from both passing the count.
@@ -227,7 +227,7 @@ func (m *Module) Update(ctx context.Context, p *app.Principal, id int64, in Inpu
 		if in.Enabled != nil {
 			d.Enabled = *in.Enabled
 		}
-		d.UpdatedAt = app.Now()
+		d.UpdatedAt = m.clock.Stamp()
 		_, err = tx.NewUpdate().Model(d).Column("name", "url_prefix", "key_sealed", "key_hint", "enabled", "updated_at").WherePK().Exec(ctx)
 		return err
 	})

@@ -34,6 +34,7 @@ func init() { app.Register(&Module{}) }
 // Module is the restream module.
 type Module struct {
 	db     *bun.DB
+	clock  *app.Clock // the kernel's
 	authz  *app.Authz
 	log    *slog.Logger
 	public string
@@ -95,7 +96,7 @@ func (*Module) Policies() []string {
 const keySecret = "restream.keys"
 
 func (m *Module) Provision(ctx context.Context, core *app.Core) error {
-	m.db, m.authz, m.log, m.public = core.DB, core.Authz, core.Log, core.Config.PublicURL
+	m.db, m.clock, m.authz, m.log, m.public = core.DB, core.Clock, core.Authz, core.Log, core.Config.PublicURL
 	m.allowPrivate = app.Get[bool](core.Config, webhooks.SettingAllowPrivate)
 	keyCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	secret, err := core.Secret(keyCtx, keySecret)

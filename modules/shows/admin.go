@@ -61,7 +61,7 @@ func (m *Module) AdminWidgets(ctx context.Context) ([]app.AdminWidget, error) {
 	if err != nil {
 		return nil, err
 	}
-	from, to := today()
+	from, to := today(m.Service.clock.Stamp())
 	_, todays, err := m.Service.Lists.List(ctx, ListQuery{From: &from, To: &to, Page: app.Page{Number: 1, Size: 1}})
 	if err != nil {
 		return nil, err
@@ -72,8 +72,8 @@ func (m *Module) AdminWidgets(ctx context.Context) ([]app.AdminWidget, error) {
 	}, nil
 }
 
-func today() (time.Time, time.Time) {
-	from := app.Now().Truncate(24 * time.Hour)
+func today(now time.Time) (time.Time, time.Time) {
+	from := now.Truncate(24 * time.Hour)
 	return from, from.Add(24 * time.Hour)
 }
 
@@ -101,13 +101,13 @@ func (h *adminHandlers) viewersOf(list []Show) map[int64]int {
 }
 
 // stateQuery turns the state filter into list filters.
-func stateQuery(state string, q *ListQuery) {
+func stateQuery(state string, q *ListQuery, now time.Time) {
 	yes := true
 	switch state {
 	case "live":
 		q.Live = &yes
 	case "today":
-		from, to := today()
+		from, to := today(now)
 		q.From, q.To = &from, &to
 	case "scheduled":
 		q.Scheduled = &yes
@@ -130,12 +130,13 @@ func (h *adminHandlers) list(c *fiber.Ctx) error {
 	n := admin.PageNumber(c)
 	f := showFilter{Q: strings.TrimSpace(c.Query("q")), State: c.Query("state")}
 	q := ListQuery{Filter: f.Q, Page: app.Page{Number: n, Size: PageSize}}
-	stateQuery(f.State, &q)
+	now := h.svc.clock.Stamp()
+	stateQuery(f.State, &q, now)
 	list, count, err := h.svc.Lists.List(c.UserContext(), q)
 	if err != nil {
 		return err
 	}
-	return admin.Render(c, adminShowsView(f, list, h.viewersOf(list), admin.NewPagination(c, n, count, PageSize)))
+	return admin.Render(c, adminShowsView(f, list, now, h.viewersOf(list), admin.NewPagination(c, n, count, PageSize)))
 }
 
 // show is GET /admin/shows/:id.
@@ -149,7 +150,7 @@ func (h *adminHandlers) show(c *fiber.Ctx) error {
 		hl := h.health(sh)
 		health = &hl
 	}
-	return admin.Render(c, adminShowView(sh, h.svc.View(sh, false), h.viewersOf([]Show{*sh})[sh.ID], health))
+	return admin.Render(c, adminShowView(sh, h.svc.clock.Stamp(), h.svc.View(sh, false), h.viewersOf([]Show{*sh})[sh.ID], health))
 }
 
 // editedShow is what the audit log records of a staff edit.

@@ -11,12 +11,12 @@ import templruntime "github.com/a-h/templ/runtime"
 import (
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/onair/onair/admin"
-	"github.com/onair/onair/app"
 )
 
-func adminShowsView(f showFilter, list []Show, viewers map[int64]int, pager admin.Pagination) templ.Component {
+func adminShowsView(f showFilter, list []Show, now time.Time, viewers map[int64]int, pager admin.Pagination) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
 		if templ_7745c5c3_CtxErr := ctx.Err(); templ_7745c5c3_CtxErr != nil {
@@ -193,7 +193,7 @@ func adminShowsView(f showFilter, list []Show, viewers map[int64]int, pager admi
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}
-					templ_7745c5c3_Err = stateBadges(sh).Render(ctx, templ_7745c5c3_Buffer)
+					templ_7745c5c3_Err = stateBadges(sh, now).Render(ctx, templ_7745c5c3_Buffer)
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}
@@ -284,7 +284,7 @@ func ownerName(sh *Show) string {
 }
 
 // stateBadges shows every state boolean that is set, most important first.
-func stateBadges(sh *Show) templ.Component {
+func stateBadges(sh *Show, now time.Time) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
 		if templ_7745c5c3_CtxErr := ctx.Err(); templ_7745c5c3_CtxErr != nil {
@@ -333,7 +333,7 @@ func stateBadges(sh *Show) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-		} else if !sh.Live && sh.Start.After(app.Now()) {
+		} else if !sh.Live && sh.Start.After(now) {
 			templ_7745c5c3_Err = admin.Badge("scheduled", "").Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
@@ -360,7 +360,7 @@ func stateBadges(sh *Show) templ.Component {
 	})
 }
 
-func adminShowView(sh *Show, v *View, viewers int, health *Health) templ.Component {
+func adminShowView(sh *Show, now time.Time, v *View, viewers int, health *Health) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
 		if templ_7745c5c3_CtxErr := ctx.Err(); templ_7745c5c3_CtxErr != nil {
@@ -398,7 +398,7 @@ func adminShowView(sh *Show, v *View, viewers int, health *Health) templ.Compone
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = stateBadges(sh).Render(ctx, templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = stateBadges(sh, now).Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -409,7 +409,7 @@ func adminShowView(sh *Show, v *View, viewers int, health *Health) templ.Compone
 			var templ_7745c5c3_Var17 string
 			templ_7745c5c3_Var17, templ_7745c5c3_Err = templ.JoinStringErrs(sh.ThumbnailLabel)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `modules/shows/admin.templ`, Line: 107, Col: 61}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `modules/shows/admin.templ`, Line: 107, Col: 66}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var17))
 			if templ_7745c5c3_Err != nil {

@@ -77,16 +77,16 @@ func testCreate(t *testing.T, f *fixture) {
 	}
 
 	// Slugs stay unique per user; another user may reuse one.
-	second := f.create(t, tok, map[string]any{"name": "My First Show", "description": "again"})
-	third := f.create(t, tok, map[string]any{"name": "My first show!", "description": "again"})
+	second := onairtest.CreateShow(t, f.env, tok, map[string]any{"name": "My First Show", "description": "again"}).Object
+	third := onairtest.CreateShow(t, f.env, tok, map[string]any{"name": "My first show!", "description": "again"}).Object
 	if second["slug"] != "my-first-show-2" || third["slug"] != "my-first-show-3" {
 		t.Errorf("slugs %v, %v", second["slug"], third["slug"])
 	}
 	_, tok2 := f.user("Creator Two")
-	if other := f.create(t, tok2, map[string]any{"name": "My First Show", "description": "x"}); other["slug"] != "my-first-show" {
+	if other := onairtest.CreateShow(t, f.env, tok2, map[string]any{"name": "My First Show", "description": "x"}).Object; other["slug"] != "my-first-show" {
 		t.Errorf("other user's slug %v", other["slug"])
 	}
-	if sym := f.create(t, tok2, map[string]any{"name": "!!!", "description": "x"}); sym["slug"] != "show" {
+	if sym := onairtest.CreateShow(t, f.env, tok2, map[string]any{"name": "!!!", "description": "x"}).Object; sym["slug"] != "show" {
 		t.Errorf("slug of a name without letters: %v", sym["slug"])
 	}
 	if second["stream_key"] == sh["stream_key"] {
@@ -95,7 +95,7 @@ func testCreate(t *testing.T, f *fixture) {
 
 	// Scheduled start, private and headline; every encoding.
 	start := time.Now().UTC().Add(48 * time.Hour).Truncate(time.Second).Format(app.TimeLayout)
-	js := f.create(t, tok, map[string]any{"name": "Scheduled", "description": "d", "start": start, "private": true, "headline": true})
+	js := onairtest.CreateShow(t, f.env, tok, map[string]any{"name": "Scheduled", "description": "d", "start": start, "private": true, "headline": true}).Object
 	if js["start"] != start || js["private"] != true {
 		t.Errorf("json: start %v private %v", js["start"], js["private"])
 	}
@@ -113,7 +113,7 @@ func testCreate(t *testing.T, f *fixture) {
 		t.Errorf("multipart: %v", mp)
 	}
 	// An empty start is no start.
-	es := f.create(t, tok, map[string]any{"name": "Empty start", "description": "d", "start": ""})
+	es := onairtest.CreateShow(t, f.env, tok, map[string]any{"name": "Empty start", "description": "d", "start": ""}).Object
 	if es["start"] != es["created_at"] {
 		t.Errorf("empty start: %v", es["start"])
 	}
@@ -121,7 +121,7 @@ func testCreate(t *testing.T, f *fixture) {
 	// Radio needs approval.
 	expectError(t, f.do(t, "POST", "/v1/shows", tok, map[string]any{"name": "R", "description": "d", "radio": true}), http.StatusForbidden)
 	_, radioTok := f.user("Radio Host", onairtest.Radio)
-	rs := f.create(t, radioTok, map[string]any{"name": "R", "description": "d", "radio": true})
+	rs := onairtest.CreateShow(t, f.env, radioTok, map[string]any{"name": "R", "description": "d", "radio": true}).Object
 	if rs["radio"] != true || rs["user"].(map[string]any)["radio"] != true {
 		t.Errorf("radio show: %v", rs)
 	}
@@ -160,14 +160,14 @@ func testValidation(t *testing.T, f *fixture) {
 		t.Errorf("fields %v, want name, description and start", fields)
 	}
 	// The limits themselves are fine; multi-byte characters count as one.
-	f.create(t, tok, map[string]any{"name": strings.Repeat("é", 100), "description": strings.Repeat("ü", 5000),
+	onairtest.CreateShow(t, f.env, tok, map[string]any{"name": strings.Repeat("é", 100), "description": strings.Repeat("ü", 5000),
 		"tags": []string{strings.Repeat("t", 30), "2", "3", "4", "5", "6", "7", "8", "9", "10"}})
 }
 
 func testRead(t *testing.T, f *fixture) {
 	_, tok := f.user("Reader Owner")
 	_, other := f.user("Reader Other")
-	sh := f.create(t, tok, map[string]any{"name": "Readable", "description": "d", "tags": []string{"x"}})
+	sh := onairtest.CreateShow(t, f.env, tok, map[string]any{"name": "Readable", "description": "d", "tags": []string{"x"}}).Object
 	path := fmt.Sprintf("/v1/shows/%d", id(sh))
 	for _, who := range []string{tok, other} {
 		got := showOf(t, f.do(t, "GET", path, who, nil).Expect(t, http.StatusOK))
@@ -194,7 +194,7 @@ func testRead(t *testing.T, f *fixture) {
 
 func testUpdate(t *testing.T, f *fixture) {
 	u, tok := f.user("Updater")
-	sh := f.create(t, tok, map[string]any{"name": "Before", "description": "old", "tags": []string{"one"}, "headline": true})
+	sh := onairtest.CreateShow(t, f.env, tok, map[string]any{"name": "Before", "description": "old", "tags": []string{"one"}, "headline": true}).Object
 	path := fmt.Sprintf("/v1/shows/%d", id(sh))
 
 	// Only the fields sent change.
@@ -228,7 +228,7 @@ func testUpdate(t *testing.T, f *fixture) {
 	expectError(t, f.do(t, "PUT", "/v1/shows/999999", tok, map[string]any{"name": "x"}), http.StatusNotFound)
 
 	// headline=true makes this the user's only headline show.
-	other := f.create(t, tok, map[string]any{"name": "Other", "description": "d", "headline": true})
+	other := onairtest.CreateShow(t, f.env, tok, map[string]any{"name": "Other", "description": "d", "headline": true}).Object
 	headlines := func() []int64 {
 		var ids []int64
 		if err := f.svc.DB().NewSelect().Model((*shows.Show)(nil)).Column("id").Where("user_id = ?", u.ID).Where("headline = ?", true).Scan(f.ctx, &ids); err != nil {
@@ -258,7 +258,7 @@ func testOwnerRules(t *testing.T, f *fixture) {
 	_, mod := f.user("Moderator Person", onairtest.Role(app.RoleModerator))
 	_, admin := f.user("Admin Person", onairtest.Role(app.RoleAdmin))
 
-	pub := f.create(t, tok, map[string]any{"name": "Public one", "description": "d"})
+	pub := onairtest.CreateShow(t, f.env, tok, map[string]any{"name": "Public one", "description": "d"}).Object
 	pubPath := fmt.Sprintf("/v1/shows/%d", id(pub))
 	expectError(t, f.do(t, "PUT", pubPath, other, map[string]any{"name": "hijack"}), http.StatusForbidden)
 	expectError(t, f.do(t, "POST", pubPath+"/stop", other, nil), http.StatusForbidden)
@@ -267,7 +267,7 @@ func testOwnerRules(t *testing.T, f *fixture) {
 	expectError(t, f.do(t, "PUT", pubPath, mod, map[string]any{"name": "staff edit"}), http.StatusForbidden)
 	expectError(t, f.do(t, "POST", pubPath+"/stop", mod, nil), http.StatusConflict) // allowed, but not live
 
-	priv := f.create(t, tok, map[string]any{"name": "Secret one", "description": "d", "private": true, "tags": []string{"secret-tag"}})
+	priv := onairtest.CreateShow(t, f.env, tok, map[string]any{"name": "Secret one", "description": "d", "private": true, "tags": []string{"secret-tag"}}).Object
 	privPath := fmt.Sprintf("/v1/shows/%d", id(priv))
 	for _, req := range []struct{ method, path string }{
 		{"GET", privPath}, {"PUT", privPath}, {"POST", privPath + "/stop"}, {"DELETE", privPath},
@@ -309,7 +309,7 @@ func testOwnerRules(t *testing.T, f *fixture) {
 	expectError(t, f.do(t, "GET", privPath, tok, nil), http.StatusNotFound)
 
 	// Off shows: hidden from other users like private ones.
-	off := f.create(t, tok, map[string]any{"name": "Taken off", "description": "d"})
+	off := onairtest.CreateShow(t, f.env, tok, map[string]any{"name": "Taken off", "description": "d"}).Object
 	if _, err := f.svc.SetOff(f.ctx, id(off), true, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -352,7 +352,7 @@ func testLifecycle(t *testing.T, f *fixture) {
 		events = append(events, fmt.Sprintf("%s:%d", ev.Type, ev.Show.ID))
 	})
 	future := time.Now().UTC().Add(24 * time.Hour).Truncate(time.Second).Format(app.TimeLayout)
-	sh := f.create(t, tok, map[string]any{"name": "Lifecycle", "description": "d", "start": future, "tags": []string{"life"}})
+	sh := onairtest.CreateShow(t, f.env, tok, map[string]any{"name": "Lifecycle", "description": "d", "start": future, "tags": []string{"life"}}).Object
 	n, key := id(sh), sh["stream_key"].(string)
 	path := fmt.Sprintf("/v1/shows/%d", n)
 
@@ -447,12 +447,12 @@ func testLifecycle(t *testing.T, f *fixture) {
 	}
 
 	// Archive refuses shows not finished and radio shows.
-	fresh := f.create(t, tok, map[string]any{"name": "Not finished", "description": "d"})
+	fresh := onairtest.CreateShow(t, f.env, tok, map[string]any{"name": "Not finished", "description": "d"}).Object
 	if _, err := f.svc.Archive(f.ctx, id(fresh), shows.Media{}); !errors.Is(err, shows.ErrNotComplete) {
 		t.Errorf("archive of a new show: %v", err)
 	}
 	_, radioTok := f.user("Radio Broadcaster", onairtest.Radio)
-	radio := f.create(t, radioTok, map[string]any{"name": "Radio", "description": "d", "radio": true})
+	radio := onairtest.CreateShow(t, f.env, radioTok, map[string]any{"name": "Radio", "description": "d", "radio": true}).Object
 	rid := id(radio)
 	if _, err := f.svc.GoLive(f.ctx, rid, shows.Media{}); err != nil {
 		t.Fatal(err)
@@ -461,7 +461,7 @@ func testLifecycle(t *testing.T, f *fixture) {
 
 	// The janitor: a dropped show completes after the window, radio stays
 	// open until its 24 hours are up.
-	dropper := f.create(t, tok, map[string]any{"name": "Dropper", "description": "d"})
+	dropper := onairtest.CreateShow(t, f.env, tok, map[string]any{"name": "Dropper", "description": "d"}).Object
 	did := id(dropper)
 	f.svc.GoLive(f.ctx, did, shows.Media{})
 	f.svc.PublisherLeft(f.ctx, did)
@@ -487,7 +487,7 @@ func testLifecycle(t *testing.T, f *fixture) {
 	}
 
 	// Off stops a live show and refuses its key; restoring shows it again.
-	offShow := f.create(t, tok, map[string]any{"name": "Going off", "description": "d"})
+	offShow := onairtest.CreateShow(t, f.env, tok, map[string]any{"name": "Going off", "description": "d"}).Object
 	oid := id(offShow)
 	f.svc.GoLive(f.ctx, oid, shows.Media{})
 	events = nil
@@ -507,7 +507,7 @@ func testLifecycle(t *testing.T, f *fixture) {
 
 	// Delete of a live show stops it and answers it as it was; its key is
 	// refused afterwards.
-	del := f.create(t, tok, map[string]any{"name": "Deleted live", "description": "d", "tags": []string{"gone"}})
+	del := onairtest.CreateShow(t, f.env, tok, map[string]any{"name": "Deleted live", "description": "d", "tags": []string{"gone"}}).Object
 	xid := id(del)
 	f.svc.GoLive(f.ctx, xid, shows.Media{})
 	events = nil
@@ -540,7 +540,7 @@ func sameEvents(events []string, id int64, want []string) bool {
 func testFavorites(t *testing.T, f *fixture) {
 	_, tok := f.user("Fan Owner")
 	_, fan := f.user("Fan")
-	sh := f.create(t, tok, map[string]any{"name": "Liked", "description": "d"})
+	sh := onairtest.CreateShow(t, f.env, tok, map[string]any{"name": "Liked", "description": "d"}).Object
 	path := fmt.Sprintf("/v1/shows/%d/favorite", id(sh))
 	count := func(r *onairtest.Response) any { return showOf(t, r.Expect(t, http.StatusOK))["favorites_count"] }
 	for i, step := range []struct {

@@ -163,7 +163,7 @@ func TestCountsExact(t *testing.T) {
 		future := app.Now().Add(48 * time.Hour).Format(app.TimeLayout)
 		mk := func(tok string, body map[string]any) int64 {
 			t.Helper()
-			return id(f.create(t, tok, body))
+			return onairtest.CreateShow(t, f.env, tok, body).ID
 		}
 		f.checkCounts(t, "empty", viewers)
 

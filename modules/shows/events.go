@@ -99,7 +99,7 @@ func (s *Service) recordShow(ctx context.Context, tx bun.IDB, sh *Show, by *app.
 	evs := make([]Event, 0, len(types))
 	for _, t := range types {
 		ev := Event{Type: t, Show: sh, By: by}
-		id, err := writeOutbox(ctx, tx, ev, s.relay == nil)
+		id, err := writeOutbox(ctx, tx, ev, s.clock.Stamp(), s.relay == nil)
 		if err != nil {
 			return nil, fmt.Errorf("outbox: %w", err)
 		}

@@ -92,7 +92,7 @@ func TestSubscribeTx(t *testing.T) {
 		rec := &recorder{}
 		f.svc.Subscribe(rec.add)
 
-		sh := f.create(t, tok, map[string]any{"name": "Hooked", "description": "d"})
+		sh := onairtest.CreateShow(t, f.env, tok, map[string]any{"name": "Hooked", "description": "d"}).Object
 		showID := id(sh)
 		if _, err := f.svc.GoLive(f.ctx, showID, shows.Media{}); err != nil {
 			t.Fatalf("go live: %v", err)
@@ -173,7 +173,7 @@ func TestOutboxWithoutRedis(t *testing.T) {
 		owner, tok := f.user("Outbox DJ")
 		rec := &recorder{}
 		f.svc.Subscribe(rec.add)
-		showID := id(f.create(t, tok, map[string]any{"name": "Outboxed", "description": "d"}))
+		showID := onairtest.CreateShow(t, f.env, tok, map[string]any{"name": "Outboxed", "description": "d"}).ID
 		evs := rec.ofShow(showID)
 		if len(evs) != 1 || evs[0].Remote || evs[0].ID == 0 {
 			t.Fatalf("events: %v", types(evs))

@@ -24,7 +24,7 @@ func (s *Service) Favorite(ctx context.Context, id int64, by *app.Principal, on 
 		}
 		delta := 0
 		if on {
-			res, err := tx.NewInsert().Model(&Favorite{UserID: by.UserID, ShowID: id, CreatedAt: app.Now()}).Ignore().Exec(ctx)
+			res, err := tx.NewInsert().Model(&Favorite{UserID: by.UserID, ShowID: id, CreatedAt: s.clock.Stamp()}).Ignore().Exec(ctx)
 			if err != nil {
 				return err
 			}

@@ -18,7 +18,7 @@ type handlers struct {
 
 // list is GET /v1/shows.
 func (h *handlers) list(c *fiber.Ctx) error {
-	q, err := parseListQuery(c, true)
+	q, err := parseListQuery(c, true, h.svc.clock.Stamp())
 	if err != nil {
 		return err
 	}
@@ -48,7 +48,7 @@ func (h *handlers) userShows(c *fiber.Ctx) error {
 		}
 		return nil
 	}
-	q, err := parseListQuery(c, false)
+	q, err := parseListQuery(c, false, h.svc.clock.Stamp())
 	if err != nil {
 		// The user's absence answers first, whatever the query says.
 		if nf := known(); nf != nil {
@@ -195,8 +195,9 @@ func showID(c *fiber.Ctx) (int64, error) {
 const maxQueryText = 200
 
 // parseListQuery reads the list filters; a malformed value is 400. all is
-// GET /v1/shows, which also offers slug, from and to.
-func parseListQuery(c *fiber.Ctx, all bool) (ListQuery, error) {
+// GET /v1/shows, which also offers slug, from and to (a number of days
+// before now).
+func parseListQuery(c *fiber.Ctx, all bool, now time.Time) (ListQuery, error) {
 	var q ListQuery
 	var err error
 	if q.Page, err = app.ParsePage(c, PageSize); err != nil {
@@ -223,7 +224,6 @@ func parseListQuery(c *fiber.Ctx, all bool) (ListQuery, error) {
 	if q.Slug, err = text("slug"); err != nil {
 		return q, err
 	}
-	now := app.Now()
 	for _, f := range []struct {
 		name string
 		dst  **time.Time

@@ -170,7 +170,7 @@ func (m *Module) health(c *fiber.Ctx) error {
 		return err
 	}
 	c.Set(fiber.HeaderCacheControl, "no-store")
-	return c.JSON(fiber.Map{"health": m.HealthOf(sh).WithSchedule(sh, app.Now())})
+	return c.JSON(fiber.Map{"health": m.HealthOf(sh).WithSchedule(sh, m.Service.clock.Stamp())})
 }
 
 // WithSchedule adds a warning when a live show has run past its scheduled

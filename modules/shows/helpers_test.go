@@ -33,8 +33,15 @@ type fixture struct {
 
 func newFixture(t *testing.T, backend string) *fixture {
 	t.Helper()
-	env := onairtest.New(t, onairtest.Options{Backend: backend})
-	return &fixture{t: t, env: env, svc: shows.From(env.Core), ctx: context.Background()}
+	return fixtureOn(t, onairtest.New(t, onairtest.Options{Backend: backend}))
+}
+
+// fixtureOn is the fixture of a booted env: each show onairtest.CreateShow
+// makes there has its write form checked field by field (checkShow).
+func fixtureOn(t *testing.T, env *onairtest.Env) *fixture {
+	f := &fixture{t: t, env: env, svc: shows.From(env.Core), ctx: context.Background()}
+	env.CheckShow = func(t testing.TB, sh onairtest.Object) { t.Helper(); f.checkShow(t, sh, true) }
+	return f
 }
 
 // user makes a user with a token.
@@ -46,14 +53,6 @@ func (f *fixture) user(name string, opts ...onairtest.UserOption) (*users.User, 
 func (f *fixture) do(t *testing.T, method, path, token string, body any) *onairtest.Response {
 	t.Helper()
 	return f.env.Do(method, path, token, body)
-}
-
-// create posts a show and returns it (write form checked).
-func (f *fixture) create(t *testing.T, token string, body map[string]any) map[string]any {
-	t.Helper()
-	sh := onairtest.CreateShow(t, f.env, token, body).Object
-	f.checkShow(t, sh, true)
-	return sh
 }
 
 func showOf(t *testing.T, r *onairtest.Response) map[string]any {
@@ -118,7 +117,7 @@ var userKeys = []string{"id", "url", "object_url", "slug", "name", "location", "
 
 // checkShow asserts every field's presence and type: write is the form of
 // POST, PUT and stop responses.
-func (f *fixture) checkShow(t *testing.T, sh map[string]any, write bool) {
+func (f *fixture) checkShow(t testing.TB, sh map[string]any, write bool) {
 	t.Helper()
 	base := f.env.URL
 	want := append([]string(nil), showKeys...)
@@ -230,7 +229,7 @@ func (f *fixture) checkShow(t *testing.T, sh map[string]any, write bool) {
 	}
 }
 
-func sameKeys(t *testing.T, what string, m map[string]any, want []string) {
+func sameKeys(t testing.TB, what string, m map[string]any, want []string) {
 	t.Helper()
 	got := make([]string, 0, len(m))
 	for k := range m {

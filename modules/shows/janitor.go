@@ -22,7 +22,7 @@ func newJanitor(svc *Service, window time.Duration) *janitor {
 
 func (j *janitor) run(ctx context.Context) {
 	app.Every(ctx, j.every, func(ctx context.Context) {
-		if _, err := j.svc.Sweep(ctx, app.Now()); err != nil && ctx.Err() == nil {
+		if _, err := j.svc.Sweep(ctx, j.svc.clock.Stamp()); err != nil && ctx.Err() == nil {
 			j.svc.log.Error("shows: janitor", "err", err)
 		}
 	})

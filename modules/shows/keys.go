@@ -16,6 +16,7 @@ import (
 // publisher's key (Authorize) and the owner's rotation (Regenerate).
 type Keys struct {
 	db     *bun.DB
+	clock  *app.Clock
 	access access
 	// loader batches the key checks.
 	loader keyLoader
@@ -44,7 +45,7 @@ func (k *Keys) Regenerate(ctx context.Context, id int64, by *app.Principal) (*Sh
 			return app.Forbidden("only the owner of the show may regenerate its stream key")
 		}
 		sh.StreamKey = streamKey(sh.ID, secret)
-		sh.UpdatedAt = app.Now()
+		sh.UpdatedAt = k.clock.Stamp()
 		_, err = tx.NewUpdate().Model(sh).Column("stream_key", "updated_at").WherePK().Exec(ctx)
 		return err
 	})

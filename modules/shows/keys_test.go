@@ -1,7 +1,6 @@
 package shows_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -23,13 +22,13 @@ func TestAuthorizeBatches(t *testing.T) {
 	onairtest.EachBackend(t, func(t *testing.T, backend string) {
 		reads := &queryCounter{match: func(q string) bool { return strings.Contains(q, "WHERE (s.id IN (") }}
 		env := onairtest.New(t, onairtest.Options{Backend: backend, QueryHooks: []bun.QueryHook{reads}})
-		f := &fixture{t: t, env: env, svc: shows.From(env.Core), ctx: context.Background()}
+		f := fixtureOn(t, env)
 		_, tok := f.user("Many Encoders")
 		const n = 60
 		ids := make([]int64, n)
 		keys := make([]string, n)
 		for i := range n {
-			sh := f.create(t, tok, map[string]any{"name": fmt.Sprintf("Encoder %d", i), "description": "d"})
+			sh := onairtest.CreateShow(t, f.env, tok, map[string]any{"name": fmt.Sprintf("Encoder %d", i), "description": "d"}).Object
 			ids[i], keys[i] = id(sh), sh["stream_key"].(string)
 		}
 		stopped := n - 1

@@ -113,7 +113,7 @@ func TestDeepPagesSeek(t *testing.T) {
 
 		// A show at the top shifts every page by one; a deleted one in
 		// the middle shifts the pages after it back.
-		f.create(t, otherTok, map[string]any{"name": "Top", "description": "d", "tags": []string{"deep"}})
+		onairtest.CreateShow(t, f.env, otherTok, map[string]any{"name": "Top", "description": "d", "tags": []string{"deep"}})
 		check("after create", otherTok, other.ID, "", 12, 7, 8, 13, 16)
 		check("tag after create", otherTok, other.ID, "deep", 7, 8, 9)
 		mid := f.expectPage(t, other.ID, "", 9)[10]
@@ -178,7 +178,7 @@ func TestNameFilterPages(t *testing.T) {
 		}
 		f.do(t, "PUT", fmt.Sprintf("/v1/shows/%d", ids[1]), ownerTok, map[string]any{"name": "Noon"}).Expect(t, http.StatusOK)
 		check("rename", otherTok, other.ID, "", "sunrise", 1, 2, 3)
-		f.create(t, otherTok, map[string]any{"name": "Fresh sunrise", "description": "d", "private": true})
+		onairtest.CreateShow(t, f.env, otherTok, map[string]any{"name": "Fresh sunrise", "description": "d", "private": true})
 		check("create", otherTok, other.ID, "", "sunrise", 1, 2)
 		check("create, as owner", ownerTok, owner.ID, "", "sunrise", 1, 2)
 		if _, err := f.svc.SetOff(f.ctx, ids[2], true, nil); err != nil {

@@ -55,7 +55,7 @@ type Media struct {
 // already live is a resume inside the reconnect window and keeps start
 // (media URLs given replace the old ones).
 func (s *Service) GoLive(ctx context.Context, showID int64, media Media) (*Show, error) {
-	now := app.Now()
+	now := s.clock.Stamp()
 	event := EventLive
 	var evs []Event
 	err := inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
@@ -120,7 +120,7 @@ func (s *Service) GoLive(ctx context.Context, showID int64, media Media) (*Show,
 // the same key resumes it; the janitor completes it once the reconnect
 // window has passed (never for radio shows, which stay open).
 func (s *Service) PublisherLeft(ctx context.Context, showID int64) error {
-	now := app.Now()
+	now := s.clock.Stamp()
 	_, err := s.db.NewUpdate().Model((*Show)(nil)).
 		Set("disconnected_at = ?", now).Set("updated_at = ?", now).
 		Where("id = ?", showID).Where("live = ?", true).Where("disconnected_at IS NULL").
@@ -136,7 +136,7 @@ func (s *Service) PublisherLeft(ctx context.Context, showID int64) error {
 // show by cannot see is 404); nil is the system (reconnect window or radio
 // run expired). A show that is not live is ErrNotLive (409).
 func (s *Service) Stop(ctx context.Context, showID int64, by *app.Principal) (*Show, error) {
-	now := app.Now()
+	now := s.clock.Stamp()
 	var evs []Event
 	err := inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
 		sh, err := s.access.lockFor(ctx, tx, showID, by, "stop")
@@ -194,7 +194,7 @@ func saveStop(ctx context.Context, tx bun.IDB, sh *Show, now time.Time) error {
 // (media.Duration, rounded to the second) when given, the label is the
 // duration as HH:MM:SS. Radio shows never archive (ErrRadioArchive).
 func (s *Service) Archive(ctx context.Context, showID int64, media Media) (*Show, error) {
-	now := app.Now()
+	now := s.clock.Stamp()
 	var evs []Event
 	err := inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
 		sh, err := lockShow(ctx, tx, showID)
@@ -243,7 +243,7 @@ func (s *Service) SetOff(ctx context.Context, id int64, off bool, by *app.Princi
 			return nil, err
 		}
 	}
-	now := app.Now()
+	now := s.clock.Stamp()
 	var evs []Event
 	err := inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
 		sh, err := lockShow(ctx, tx, id)
@@ -293,7 +293,7 @@ func (s *Service) SetFeatured(ctx context.Context, id int64, featured bool, by *
 			return err
 		}
 		_, err = tx.NewUpdate().Model((*Show)(nil)).
-			Set("featured = ?", featured).Set("updated_at = ?", app.Now()).Where("id = ?", id).Exec(ctx)
+			Set("featured = ?", featured).Set("updated_at = ?", s.clock.Stamp()).Where("id = ?", id).Exec(ctx)
 		if err != nil {
 			return err
 		}
@@ -312,7 +312,7 @@ func (s *Service) SetFeatured(ctx context.Context, id int64, featured bool, by *
 func (s *Service) SetThumbnails(ctx context.Context, id int64, image, gif *string) error {
 	var evs []Event
 	err := inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
-		q := tx.NewUpdate().Model((*Show)(nil)).Set("updated_at = ?", app.Now()).Where("id = ?", id)
+		q := tx.NewUpdate().Model((*Show)(nil)).Set("updated_at = ?", s.clock.Stamp()).Where("id = ?", id)
 		if image != nil {
 			q = q.Set("image_url = ?", *image)
 		}
@@ -342,7 +342,7 @@ func (s *Service) SetThumbnails(ctx context.Context, id int64, image, gif *strin
 // the row is gone. Subscribers get "stopped" (if it was live) and
 // "deleted", so the live module can drop the media and chat its messages.
 func (s *Service) Delete(ctx context.Context, id int64, by *app.Principal) (*Show, error) {
-	now := app.Now()
+	now := s.clock.Stamp()
 	var evs []Event
 	err := inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
 		var err error

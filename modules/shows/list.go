@@ -42,7 +42,7 @@ type ListQuery struct {
 // List returns a page of shows, newest start first (then highest id), with
 // owners and tags loaded, and the number of shows in the whole result set.
 func (l *Lister) List(ctx context.Context, q ListQuery) ([]Show, int, error) {
-	f, err := l.resolve(ctx, q, app.Now())
+	f, err := l.resolve(ctx, q, l.clock.Stamp())
 	if err != nil {
 		return nil, 0, err
 	}

@@ -388,7 +388,7 @@ func (e *listEntry) answers(uid int64) bool {
 // expired tells whether the clock has passed e's bounds: the earliest
 // scheduled start in its set, or the hour its signed media links change.
 func (e *listEntry) expired() bool {
-	return (!e.until.IsZero() && !app.Now().Before(e.until)) || (!e.tokens.IsZero() && !e.clock.Now().Before(e.tokens))
+	return (!e.until.IsZero() && !e.clock.Stamp().Before(e.until)) || (!e.tokens.IsZero() && !e.clock.Now().Before(e.tokens))
 }
 
 // othersOnly tells whether e's list is one user's shows, not uid's: none
@@ -429,7 +429,7 @@ func (l *Lister) fillList(ctx context.Context, q ListQuery, key string, gen int6
 	}
 	// The clock is read before the list, so the bound is never later
 	// than the start of a show the list still holds.
-	f, err := l.resolve(ctx, pq, app.Now())
+	f, err := l.resolve(ctx, pq, l.clock.Stamp())
 	if err != nil {
 		return nil, err
 	}
@@ -537,7 +537,7 @@ func (l *Lister) stateQuery(e *listEntry, viewer int64) *bun.SelectQuery {
 	} else {
 		q := e.q
 		q.Viewer = &app.Principal{UserID: viewer}
-		own := l.selectFor(&listFilter{q: q, tagID: e.tagID, now: app.Now()}, seeHidden).ColumnExpr("COUNT(*)")
+		own := l.selectFor(&listFilter{q: q, tagID: e.tagID, now: l.clock.Stamp()}, seeHidden).ColumnExpr("COUNT(*)")
 		sel = sel.ColumnExpr("(?) AS own", own)
 	}
 	if len(e.shows) == 0 {

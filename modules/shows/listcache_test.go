@@ -122,7 +122,7 @@ func TestListCacheExact(t *testing.T) {
 		future := app.Now().Add(48 * time.Hour).Format(app.TimeLayout)
 		mk := func(tok string, body map[string]any) int64 {
 			t.Helper()
-			return id(f.create(t, tok, body))
+			return onairtest.CreateShow(t, f.env, tok, body).ID
 		}
 		check("empty")
 
@@ -285,7 +285,8 @@ func TestListCacheAcrossNodes(t *testing.T) {
 func TestListCacheBounded(t *testing.T) {
 	onairtest.EachBackend(t, func(t *testing.T, backend string) {
 		env := onairtest.New(t, onairtest.Options{Backend: backend, Configure: func(c *app.Config) { c.Set(shows.SettingListCache, 1) }})
-		f := &fixture{t: t, env: env, svc: shows.From(env.Core), ctx: t.Context()}
+		f := fixtureOn(t, env)
+		f.ctx = t.Context()
 		owner, _ := f.user("Bound Owner")
 		viewer, viewerTok := f.user("Bound Viewer")
 		base := time.Date(2024, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -367,8 +368,8 @@ func TestListCacheOwnEntry(t *testing.T) {
 		f := newFixture(t, backend)
 		owner, ownerTok := f.user("Own Owner")
 		_, otherTok := f.user("Own Other")
-		priv := id(f.create(t, ownerTok, map[string]any{"name": "Own private set", "description": "d", "private": true}))
-		id(f.create(t, otherTok, map[string]any{"name": "Own public set", "description": "d"}))
+		priv := onairtest.CreateShow(t, f.env, ownerTok, map[string]any{"name": "Own private set", "description": "d", "private": true}).ID
+		onairtest.CreateShow(t, f.env, otherTok, map[string]any{"name": "Own public set", "description": "d"})
 		video := fmt.Sprintf("/media/shows/%d/master.m3u8", priv)
 		if _, err := f.svc.GoLive(f.ctx, priv, shows.Media{VideoURL: &video}); err != nil {
 			t.Fatal(err)
@@ -462,12 +463,12 @@ func TestListCacheFillAnswers(t *testing.T) {
 	onairtest.EachBackend(t, func(t *testing.T, backend string) {
 		checks := checkCounter()
 		env := onairtest.New(t, onairtest.Options{Backend: backend, QueryHooks: []bun.QueryHook{checks}})
-		f := &fixture{t: t, env: env, svc: shows.From(env.Core), ctx: context.Background()}
+		f := fixtureOn(t, env)
 		owner, ownerTok := f.user("Fill Owner")
 		viewer, viewerTok := f.user("Fill Viewer")
-		id(f.create(t, ownerTok, map[string]any{"name": "Fill public set", "description": "d"}))
-		id(f.create(t, ownerTok, map[string]any{"name": "Fill private set", "description": "d", "private": true}))
-		id(f.create(t, viewerTok, map[string]any{"name": "Fill viewer's private set", "description": "d", "private": true}))
+		onairtest.CreateShow(t, f.env, ownerTok, map[string]any{"name": "Fill public set", "description": "d"})
+		onairtest.CreateShow(t, f.env, ownerTok, map[string]any{"name": "Fill private set", "description": "d", "private": true})
+		onairtest.CreateShow(t, f.env, viewerTok, map[string]any{"name": "Fill viewer's private set", "description": "d", "private": true})
 		// Both shows ran: a user's list holds shows that did.
 		for _, name := range []string{"Fill public set", "Fill private set", "Fill viewer's private set"} {
 			if _, err := f.env.Core.DB.NewUpdate().Model((*shows.Show)(nil)).Set("complete = ?", true).Where("name = ?", name).Exec(f.ctx); err != nil {

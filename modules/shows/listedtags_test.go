@@ -1,7 +1,6 @@
 package shows_test
 
 import (
-	"context"
 	"net/http"
 	"slices"
 	"strconv"
@@ -33,14 +32,14 @@ func TestListedTags(t *testing.T) {
 	onairtest.EachBackend(t, func(t *testing.T, backend string) {
 		reads := tagReads()
 		env := onairtest.New(t, onairtest.Options{Backend: backend, QueryHooks: []bun.QueryHook{reads}})
-		f := &fixture{t: t, env: env, svc: shows.From(env.Core), ctx: context.Background()}
+		f := fixtureOn(t, env)
 		other := shows.NewService(env.Core) // a second node: its own tag cache
 		owner, tok := f.user("Tag Lister")
-		f.create(t, tok, map[string]any{"name": "Untagged", "description": "d"})
-		four := f.create(t, tok, map[string]any{"name": "Four tags", "description": "d", "tags": []string{"zebra", "Apple", "C#", "c"}})
-		f.create(t, tok, map[string]any{"name": "Straße", "description": "d", "tags": []string{"Straße", "apple", "Ünïcödé"}})
-		retagged := f.create(t, tok, map[string]any{"name": "Retagged", "description": "d", "tags": []string{"old"}})
-		cleared := f.create(t, tok, map[string]any{"name": "Cleared", "description": "d", "tags": []string{"gone"}})
+		onairtest.CreateShow(t, f.env, tok, map[string]any{"name": "Untagged", "description": "d"})
+		four := onairtest.CreateShow(t, f.env, tok, map[string]any{"name": "Four tags", "description": "d", "tags": []string{"zebra", "Apple", "C#", "c"}}).Object
+		onairtest.CreateShow(t, f.env, tok, map[string]any{"name": "Straße", "description": "d", "tags": []string{"Straße", "apple", "Ünïcödé"}})
+		retagged := onairtest.CreateShow(t, f.env, tok, map[string]any{"name": "Retagged", "description": "d", "tags": []string{"old"}}).Object
+		cleared := onairtest.CreateShow(t, f.env, tok, map[string]any{"name": "Cleared", "description": "d", "tags": []string{"gone"}}).Object
 
 		check := func(step string, svc *shows.Service, q shows.ListQuery, wantReads int64) {
 			t.Helper()
@@ -94,7 +93,7 @@ func TestListedTags(t *testing.T) {
 		check("one owner's", other, shows.ListQuery{UserID: owner.ID, Page: app.Page{Number: 1, Size: 50}}, 0)
 		check("by name", other, shows.ListQuery{Filter: "tags", Page: app.Page{Number: 1, Size: 50}}, 0)
 		// A tag written through the first node: the second reads it once.
-		f.create(t, tok, map[string]any{"name": "New tags", "description": "d", "tags": []string{"apple", "Brand new"}})
+		onairtest.CreateShow(t, f.env, tok, map[string]any{"name": "New tags", "description": "d", "tags": []string{"apple", "Brand new"}})
 		check("a new tag", other, all, 1)
 		check("known again", other, all, 0)
 		check("by tag", other, shows.ListQuery{Tag: "brand new", Page: app.Page{Number: 1, Size: 50}}, 0)

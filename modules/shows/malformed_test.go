@@ -17,7 +17,7 @@ func TestMalformed(t *testing.T) {
 	onairtest.EachBackend(t, func(t *testing.T, backend string) {
 		f := newFixture(t, backend)
 		_, tok := f.user("Malformed Tester")
-		sh := f.create(t, tok, map[string]any{"name": "Target", "description": "d"})
+		sh := onairtest.CreateShow(t, f.env, tok, map[string]any{"name": "Target", "description": "d"}).Object
 		showPath := fmt.Sprintf("/v1/shows/%d", id(sh))
 
 		// Query parameters of both lists.

@@ -27,7 +27,7 @@ func TestShowOptions(t *testing.T) {
 		path := func(sh map[string]any) string { return fmt.Sprintf("/v1/shows/%d", id(sh)) }
 
 		t.Run("defaults", func(t *testing.T) {
-			sh := f.create(t, tok, map[string]any{"name": "Plain", "description": "d"})
+			sh := onairtest.CreateShow(t, f.env, tok, map[string]any{"name": "Plain", "description": "d"}).Object
 			if sh["ends_at"] != nil || sh["audio_only"] != false || sh["chat_enabled"] != true {
 				t.Fatalf("defaults: ends_at %v audio_only %v chat_enabled %v", sh["ends_at"], sh["audio_only"], sh["chat_enabled"])
 			}
@@ -35,8 +35,8 @@ func TestShowOptions(t *testing.T) {
 
 		t.Run("round trip", func(t *testing.T) {
 			end := start.Add(3 * time.Hour)
-			sh := f.create(t, tok, map[string]any{"name": "Options JSON", "description": "d", "start": stamp(start),
-				"ends_at": stamp(end), "audio_only": true, "chat_enabled": false})
+			sh := onairtest.CreateShow(t, f.env, tok, map[string]any{"name": "Options JSON", "description": "d", "start": stamp(start),
+				"ends_at": stamp(end), "audio_only": true, "chat_enabled": false}).Object
 			if sh["ends_at"] != stamp(end) || sh["audio_only"] != true || sh["chat_enabled"] != false {
 				t.Fatalf("created: %v %v %v", sh["ends_at"], sh["audio_only"], sh["chat_enabled"])
 			}
@@ -110,7 +110,7 @@ func TestShowOptions(t *testing.T) {
 			}
 			// Moving the start past a stored end is refused on ends_at;
 			// moving both together is fine.
-			sh := f.create(t, tok, base(map[string]any{"ends_at": stamp(start.Add(2 * time.Hour))}))
+			sh := onairtest.CreateShow(t, f.env, tok, base(map[string]any{"ends_at": stamp(start.Add(2 * time.Hour))})).Object
 			fieldError(t, f.do(t, "PUT", path(sh), tok, map[string]any{"start": stamp(start.Add(3 * time.Hour))}), "ends_at")
 			fieldError(t, f.do(t, "PUT", path(sh), tok, map[string]any{"start": stamp(start.Add(-23 * time.Hour))}), "ends_at")
 			moved := showOf(t, f.do(t, "PUT", path(sh), tok, map[string]any{"start": stamp(start.Add(3 * time.Hour)),
@@ -126,7 +126,7 @@ func TestShowOptions(t *testing.T) {
 		})
 
 		t.Run("once live", func(t *testing.T) {
-			sh := f.create(t, tok, map[string]any{"name": "Goes Live", "description": "d", "ends_at": stamp(app.Now().Add(time.Hour))})
+			sh := onairtest.CreateShow(t, f.env, tok, map[string]any{"name": "Goes Live", "description": "d", "ends_at": stamp(app.Now().Add(time.Hour))}).Object
 			video, audio := "/media/shows/x/master.m3u8", "/media/shows/x/master_audio.m3u8"
 			if _, err := f.svc.GoLive(f.ctx, id(sh), shows.Media{VideoURL: &video, AudioURL: &audio}); err != nil {
 				t.Fatal(err)
@@ -149,7 +149,7 @@ func TestShowOptions(t *testing.T) {
 		})
 
 		t.Run("an audio-only show never gets a video_url", func(t *testing.T) {
-			sh := f.create(t, tok, map[string]any{"name": "Audio Show", "description": "d", "audio_only": true})
+			sh := onairtest.CreateShow(t, f.env, tok, map[string]any{"name": "Audio Show", "description": "d", "audio_only": true}).Object
 			video, audio := "/media/shows/x/master.m3u8", "/media/shows/x/master_audio.m3u8"
 			live, err := f.svc.GoLive(f.ctx, id(sh), shows.Media{VideoURL: &video, AudioURL: &audio})
 			if err != nil {
@@ -171,7 +171,7 @@ func TestShowOptions(t *testing.T) {
 		})
 
 		t.Run("health warns past the scheduled end", func(t *testing.T) {
-			sh := f.create(t, tok, map[string]any{"name": "Runs Over", "description": "d", "ends_at": stamp(app.Now().Add(time.Minute))})
+			sh := onairtest.CreateShow(t, f.env, tok, map[string]any{"name": "Runs Over", "description": "d", "ends_at": stamp(app.Now().Add(time.Minute))}).Object
 			if _, err := f.svc.GoLive(f.ctx, id(sh), shows.Media{}); err != nil {
 				t.Fatal(err)
 			}

@@ -76,14 +76,14 @@ func snapshot(sh *Show) ([]byte, error) {
 }
 
 // rowOf is the outbox row of ev (ID kept).
-func rowOf(ev Event) (OutboxRow, error) {
+func rowOf(ev Event, now time.Time) (OutboxRow, error) {
 	payload, err := snapshot(ev.Show)
 	if err != nil {
 		return OutboxRow{}, err
 	}
 	row := OutboxRow{
 		ID: ev.ID, Topic: TopicShow, Type: ev.Type, ShowID: ev.Show.ID,
-		Payload: string(payload), CreatedAt: app.Now(),
+		Payload: string(payload), CreatedAt: now,
 	}
 	if ev.By != nil && ev.By.UserID != 0 {
 		uid := ev.By.UserID
@@ -95,8 +95,8 @@ func rowOf(ev Event) (OutboxRow, error) {
 // writeOutbox inserts the row of ev in tx and returns its id. Without a
 // relay (no Redis) the row is born relayed: there is no other node to tell,
 // and a relay turned on later must not replay the past.
-func writeOutbox(ctx context.Context, tx bun.IDB, ev Event, relayed bool) (int64, error) {
-	row, err := rowOf(ev)
+func writeOutbox(ctx context.Context, tx bun.IDB, ev Event, now time.Time, relayed bool) (int64, error) {
+	row, err := rowOf(ev, now)
 	if err != nil {
 		return 0, err
 	}
@@ -200,7 +200,7 @@ func startOutbox(ctx context.Context, core *app.Core, svc *Service, retention ti
 	if retention > 0 {
 		core.Go("shows: outbox cleanup", func(ctx context.Context) {
 			app.Every(ctx, trimEvery, func(ctx context.Context) {
-				if _, err := svc.TrimOutbox(ctx, app.Now().Add(-retention), true); err != nil && ctx.Err() == nil {
+				if _, err := svc.TrimOutbox(ctx, svc.clock.Stamp().Add(-retention), true); err != nil && ctx.Err() == nil {
 					svc.log.Error("shows: outbox cleanup", "err", err)
 				}
 			})

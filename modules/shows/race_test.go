@@ -72,7 +72,7 @@ func TestConcurrentCreates(t *testing.T) {
 			for i := 2; slugs[first]; i++ {
 				first = fmt.Sprintf("same-name-%d", i)
 			}
-			if sh := f.create(t, tok, map[string]any{"name": "Same Name", "description": "d"}); sh["slug"] != first {
+			if sh := onairtest.CreateShow(t, f.env, tok, map[string]any{"name": "Same Name", "description": "d"}).Object; sh["slug"] != first {
 				t.Errorf("after the race: slug %v, want %s", sh["slug"], first)
 			}
 		})

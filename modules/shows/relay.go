@@ -177,7 +177,7 @@ func (r *relay) publishLoop(ctx context.Context) {
 func (r *relay) relayCommitted(ctx context.Context, evs []Event) {
 	rows := make([]OutboxRow, 0, len(evs))
 	for _, ev := range evs {
-		row, err := rowOf(ev)
+		row, err := rowOf(ev, r.svc.clock.Stamp())
 		if err != nil {
 			r.svc.log.Error("shows: relay event", "id", ev.ID, "err", err)
 			continue
@@ -190,7 +190,7 @@ func (r *relay) relayCommitted(ctx context.Context, evs []Event) {
 		}
 		return
 	}
-	if err := markRelayed(ctx, r.svc.db, rows); err != nil && ctx.Err() == nil {
+	if err := markRelayed(ctx, r.svc.db, rows, r.svc.clock.Stamp()); err != nil && ctx.Err() == nil {
 		r.svc.log.Warn("shows: mark events relayed", "err", err)
 	}
 }
@@ -223,7 +223,7 @@ func (r *relay) publish(ctx context.Context, rows []OutboxRow, path string) erro
 	return nil
 }
 
-func markRelayed(ctx context.Context, db bun.IDB, rows []OutboxRow) error {
+func markRelayed(ctx context.Context, db bun.IDB, rows []OutboxRow, now time.Time) error {
 	if len(rows) == 0 {
 		return nil
 	}
@@ -231,7 +231,7 @@ func markRelayed(ctx context.Context, db bun.IDB, rows []OutboxRow) error {
 	for i, row := range rows {
 		ids[i] = row.ID
 	}
-	_, err := db.NewUpdate().Model((*OutboxRow)(nil)).Set("relayed_at = ?", app.Now()).
+	_, err := db.NewUpdate().Model((*OutboxRow)(nil)).Set("relayed_at = ?", now).
 		Where("id IN (?)", bun.List(ids)).Where("relayed_at IS NULL").Exec(ctx)
 	return err
 }
@@ -265,7 +265,7 @@ func (r *relay) sweep(ctx context.Context) (int, error) {
 		var rows []OutboxRow
 		err := r.svc.db.RunInTx(ctx, opts, func(ctx context.Context, tx bun.Tx) error {
 			q := tx.NewSelect().Model(&rows).Where("relayed_at IS NULL").
-				Where("created_at <= ?", app.Now().Add(-relayGrace)).OrderExpr("id ASC").Limit(relayBatch)
+				Where("created_at <= ?", r.svc.clock.Stamp().Add(-relayGrace)).OrderExpr("id ASC").Limit(relayBatch)
 			if app.IsMySQL(tx) {
 				q = q.For("UPDATE SKIP LOCKED")
 			}
@@ -275,7 +275,7 @@ func (r *relay) sweep(ctx context.Context) (int, error) {
 			if err := r.publish(ctx, rows, "sweep"); err != nil {
 				return fmt.Errorf("%w: %w", errSweepPublish, err)
 			}
-			return markRelayed(ctx, tx, rows)
+			return markRelayed(ctx, tx, rows, r.svc.clock.Stamp())
 		})
 		if err != nil {
 			return n, err

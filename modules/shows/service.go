@@ -65,7 +65,7 @@ func NewService(core *app.Core) *Service {
 		log:    core.Log,
 		window: app.Get[time.Duration](core.Config, SettingReconnectWindow),
 		Views:  views,
-		Keys:   &Keys{db: core.DB, access: acc},
+		Keys:   &Keys{db: core.DB, clock: core.Clock, access: acc},
 		Lists:  newLister(core.DB, views, app.Get[int](core.Config, SettingListCache), core.Clock),
 		bus:    core.Events,
 		clock:  core.Clock,
@@ -364,7 +364,7 @@ func (s *Service) Create(ctx context.Context, by *app.Principal, in Input) (*Sho
 			return nil, app.Forbidden("radio shows need a user approved for radio")
 		}
 	}
-	now := app.Now()
+	now := s.clock.Stamp()
 	jpg, imgErr, err := s.images.encodeImage(ctx, &in)
 	if err != nil {
 		return nil, err
@@ -465,7 +465,7 @@ func (s *Service) StaffUpdate(ctx context.Context, id int64, by *app.Principal, 
 // through StaffUpdate (the console).
 func (s *Service) Update(ctx context.Context, id int64, by *app.Principal, in Input) (*Show, error) {
 	staff := in.staff
-	now := app.Now()
+	now := s.clock.Stamp()
 	// The image is decoded before the row is locked; its refusal is
 	// reported after the permission checks, with the other fields.
 	jpg, imgErr, err := s.images.encodeImage(ctx, &in)

@@ -32,7 +32,7 @@ func TestTagIdentity(t *testing.T) {
 		_, tok := f.user("Tag Tester")
 		mk := func(name string, tags ...string) int64 {
 			t.Helper()
-			return id(f.create(t, tok, map[string]any{"name": name, "description": "d", "tags": tags}))
+			return onairtest.CreateShow(t, f.env, tok, map[string]any{"name": name, "description": "d", "tags": tags}).ID
 		}
 		c := mk("C show", "C")
 		cSharp := mk("C# show", "C#")
@@ -100,7 +100,7 @@ func TestTagIdentity(t *testing.T) {
 		}
 
 		t.Run("tags are answered in the order they were given", func(t *testing.T) {
-			sh := f.create(t, tok, map[string]any{"name": "Ordered", "description": "d", "tags": []string{"zebra", "Apple", "C#", "c"}})
+			sh := onairtest.CreateShow(t, f.env, tok, map[string]any{"name": "Ordered", "description": "d", "tags": []string{"zebra", "Apple", "C#", "c"}}).Object
 			want := []string{"zebra/zebra", "Apple/apple", "C#/c-sharp", "C/c"}
 			if got := tagsOf(sh); !slices.Equal(got, want) {
 				t.Errorf("POST: tags %v, want %v", got, want)
@@ -135,17 +135,17 @@ func TestTagIdentity(t *testing.T) {
 
 		t.Run("duplicates count once toward the limit of 10", func(t *testing.T) {
 			tags := []string{"a1", "A1", " a1 ", "a2", "a3", "a4", "a5", "a6", "a7", "a8", "a9", "a10"}
-			if got := tagsOf(f.create(t, tok, map[string]any{"name": "Ten", "description": "d", "tags": tags})); len(got) != 10 {
+			if got := tagsOf(onairtest.CreateShow(t, f.env, tok, map[string]any{"name": "Ten", "description": "d", "tags": tags}).Object); len(got) != 10 {
 				t.Errorf("tags %v, want 10", got)
 			}
 		})
 
 		t.Run("blank tags are dropped", func(t *testing.T) {
-			sh := f.create(t, tok, map[string]any{"name": "Blanks", "description": "d", "tags": []string{"", "  ", "Rock", "\u00a0"}})
+			sh := onairtest.CreateShow(t, f.env, tok, map[string]any{"name": "Blanks", "description": "d", "tags": []string{"", "  ", "Rock", "\u00a0"}}).Object
 			if got := tagsOf(sh); !slices.Equal(got, []string{"Rock/rock"}) {
 				t.Errorf("tags %v, want only Rock", got)
 			}
-			only := f.create(t, tok, map[string]any{"name": "Only blanks", "description": "d", "tags": []string{"", " "}})
+			only := onairtest.CreateShow(t, f.env, tok, map[string]any{"name": "Only blanks", "description": "d", "tags": []string{"", " "}}).Object
 			if got := tagsOf(only); len(got) != 0 {
 				t.Errorf("tags %v, want none", got)
 			}
@@ -169,8 +169,8 @@ func TestSlugFilter(t *testing.T) {
 	onairtest.EachBackend(t, func(t *testing.T, backend string) {
 		f := newFixture(t, backend)
 		_, tok := f.user("Slug Finder")
-		sh := id(f.create(t, tok, map[string]any{"name": "My Show", "description": "d"}))
-		id(f.create(t, tok, map[string]any{"name": "My Show 2", "description": "d"}))
+		sh := onairtest.CreateShow(t, f.env, tok, map[string]any{"name": "My Show", "description": "d"}).ID
+		onairtest.CreateShow(t, f.env, tok, map[string]any{"name": "My Show 2", "description": "d"})
 		for _, tc := range []struct {
 			slug string
 			want []int64
@@ -197,7 +197,7 @@ func TestTagSlugRoundTrip(t *testing.T) {
 		byTag := map[string][]int64{} // tag name -> its shows, newest first
 		slugs := map[string]string{}  // tag name -> slug
 		for i, tags := range [][]string{{"C#"}, {"C", "Deep House"}, {"C++", "C#"}, {"Deep House"}, {"C"}, {"c#", "deep house"}} {
-			sh := f.create(t, tok, map[string]any{"name": fmt.Sprintf("Round %d", i), "description": "d", "tags": tags})
+			sh := onairtest.CreateShow(t, f.env, tok, map[string]any{"name": fmt.Sprintf("Round %d", i), "description": "d", "tags": tags}).Object
 			for _, tag := range sh["tags"].([]any) {
 				tm := tag.(map[string]any)
 				name, slug := tm["name"].(string), tm["slug"].(string)

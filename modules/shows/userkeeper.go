@@ -45,7 +45,8 @@ func (m *Module) deleteUserShows(ctx context.Context, tx *events.Tx, d *users.De
 	if len(ids) == 0 {
 		return nil
 	}
-	s, now := m.Service, app.Now()
+	s := m.Service
+	now := s.clock.Stamp()
 	var all []Event
 	var images []string
 	for _, id := range ids {

@@ -232,7 +232,7 @@ func (m *console) revokeToken(c *fiber.Ctx) error {
 		return err
 	}
 	after := *before
-	now := app.Now()
+	now := m.users.now()
 	after.RevokedAt = &now
 	if err := admin.Log(c, "tokens.revoke", admin.Target("user", u.ID), before, after); err != nil {
 		return err

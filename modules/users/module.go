@@ -114,6 +114,7 @@ func (*Module) Policies() []string {
 
 func (m *Module) Provision(ctx context.Context, core *app.Core) error {
 	m.Service = NewService(core.DB, core.Config.PublicURL)
+	m.Service.clock = core.Clock
 	m.Service.bus = core.Events
 	m.Service.ReserveFrom(core)
 	m.Service.signupLimit = app.Get[int](core.Config, SettingSignupLimit)

@@ -100,7 +100,7 @@ func (s *Service) UpdateProfile(ctx context.Context, id int64, in ProfileInput) 
 	optional("description", in.Description, &u.Description)
 	optional("location", in.Location, &u.Location)
 	optional("website", in.Website, &u.Website)
-	u.UpdatedAt = app.Now()
+	u.UpdatedAt = s.now()
 	err = app.RunInTxRetry(ctx, s.db, 3, func(ctx context.Context, tx bun.Tx, _ int) error {
 		if _, err := tx.NewUpdate().Model(u).Column(cols...).WherePK().Exec(ctx); err != nil {
 			return err
@@ -157,7 +157,7 @@ func (s *Service) SetPassword(ctx context.Context, id int64, password, keep stri
 		return fmt.Errorf("users: hash password: %w", err)
 	}
 	return s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		if _, err := tx.NewUpdate().Model((*User)(nil)).Set("password_hash = ?", string(hash)).Set("updated_at = ?", app.Now()).
+		if _, err := tx.NewUpdate().Model((*User)(nil)).Set("password_hash = ?", string(hash)).Set("updated_at = ?", s.now()).
 			Where("id = ?", id).Exec(ctx); err != nil {
 			return fmt.Errorf("users: set password %d: %w", id, err)
 		}

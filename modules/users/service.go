@@ -28,7 +28,10 @@ import (
 // Service holds the users module's operations. Other modules (shows, chat,
 // admin, pages) call it; handlers are thin over it.
 type Service struct {
-	db        *bun.DB
+	db *bun.DB
+	// clock is the kernel's (Core.Clock) once the module provisioned;
+	// a service of NewService alone reads the system's time.
+	clock     *app.Clock
 	publicURL string
 	hintOut   io.Writer
 	throttle  throttle // failed sign-ins (see SignIn)
@@ -57,9 +60,12 @@ type Service struct {
 func NewService(db *bun.DB, publicURL string) *Service {
 	return &Service{db: db, publicURL: publicURL, hintOut: os.Stderr, throttle: newMemoryThrottle(LoginAttempts, LoginWindow),
 		resetMails: newMemoryThrottle(ResetMailsPerAddress, ResetMailWindow), resetClients: newMemoryThrottle(ResetMailsPerClient, ResetMailWindow),
-		reserved: new(app.Core).ReservedSlug, maxImage: DefaultImageMaxBytes, bus: events.NewBus(nil),
+		reserved: new(app.Core).ReservedSlug, maxImage: DefaultImageMaxBytes, bus: events.NewBus(nil), clock: app.NewClock(nil),
 		images: imaging.NewDecoder(DefaultImageDecodeMB<<20, imageDecodeWait)}
 }
+
+// now is the current time as rows keep it (Clock.Stamp).
+func (s *Service) now() time.Time { return s.clock.Stamp() }
 
 // DB is the database the service works on.
 func (s *Service) DB() *bun.DB { return s.db }
@@ -145,7 +151,7 @@ func (s *Service) Create(ctx context.Context, n NewUser) (*User, error) {
 		}
 		hash = string(b)
 	}
-	now := app.Now()
+	now := s.now()
 	u := &User{
 		Name: n.Name, Email: n.Email, PasswordHash: hash,
 		Location: n.Location, Description: n.Description,
@@ -356,7 +362,7 @@ func (s *Service) Follow(ctx context.Context, follower, followed int64) error {
 	// INSERT IGNORE / ON CONFLICT DO NOTHING rather than a read first, so
 	// two concurrent follows (a double click) count once and neither fails.
 	return s.events().RunInTx(ctx, s.db, 1, nil, func(ctx context.Context, tx *events.Tx) error {
-		f := &Follow{FollowerID: follower, FollowedID: followed, CreatedAt: app.Now()}
+		f := &Follow{FollowerID: follower, FollowedID: followed, CreatedAt: s.now()}
 		res, err := tx.NewInsert().Model(f).Ignore().Exec(ctx)
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil
@@ -394,7 +400,7 @@ func (s *Service) Unfollow(ctx context.Context, follower, followed int64) error 
 
 // Update saves the given columns of u.
 func (s *Service) Update(ctx context.Context, u *User, columns ...string) error {
-	u.UpdatedAt = app.Now()
+	u.UpdatedAt = s.now()
 	_, err := s.db.NewUpdate().Model(u).Column(append(columns, "updated_at")...).WherePK().Exec(ctx)
 	if err != nil {
 		return fmt.Errorf("users: update %d: %w", u.ID, err)
@@ -418,7 +424,7 @@ func (s *Service) IssueToken(ctx context.Context, userID int64, label string) (s
 		return "", nil, fmt.Errorf("users: token randomness: %w", err)
 	}
 	plain := TokenPrefix + hex.EncodeToString(buf)
-	t := &Token{UserID: userID, Label: label, Hash: hashToken(plain), Prefix: plain[:len(TokenPrefix)+6], CreatedAt: app.Now()}
+	t := &Token{UserID: userID, Label: label, Hash: hashToken(plain), Prefix: plain[:len(TokenPrefix)+6], CreatedAt: s.now()}
 	if _, err := s.db.NewInsert().Model(t).Exec(ctx); err != nil {
 		return "", nil, fmt.Errorf("users: issue token: %w", err)
 	}
@@ -434,7 +440,7 @@ func (s *Service) Tokens(ctx context.Context, userID int64) ([]Token, error) {
 
 // RevokeToken revokes a token of the user (userID 0: any user's, for staff).
 func (s *Service) RevokeToken(ctx context.Context, userID, tokenID int64) error {
-	q := s.db.NewUpdate().Model((*Token)(nil)).Set("revoked_at = ?", app.Now()).
+	q := s.db.NewUpdate().Model((*Token)(nil)).Set("revoked_at = ?", s.now()).
 		Where("id = ? AND revoked_at IS NULL", tokenID)
 	if userID != 0 {
 		q.Where("user_id = ?", userID)
@@ -489,7 +495,7 @@ func (s *Service) lookupToken(ctx context.Context, sum [sha256.Size]byte) (*app.
 	if err != nil {
 		return nil, fmt.Errorf("users: authenticate: %w", err)
 	}
-	now := app.Now()
+	now := s.now()
 	if t.LastUsedAt == nil || now.Sub(*t.LastUsedAt) >= lastUsedEvery {
 		// Bookkeeping only: a database that reads but cannot write now
 		// (SQLite locked by another process) does not refuse the token.

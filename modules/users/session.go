@@ -49,7 +49,7 @@ func (s *Service) StartSession(c *fiber.Ctx, userID int64) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	now := app.Now()
+	now := s.now()
 	sess := &Session{Hash: hashToken(raw), UserID: userID, CSRF: secret, CreatedAt: now, ExpiresAt: now.Add(SessionLifetime)}
 	if _, err := s.db.NewInsert().Model(sess).Exec(c.UserContext()); err != nil {
 		return nil, fmt.Errorf("users: start session: %w", err)
@@ -69,7 +69,7 @@ func (s *Service) Session(c *fiber.Ctx) (*Session, error) {
 	}
 	sess := new(Session)
 	err := s.db.NewSelect().Model(sess).Relation("User").
-		Where("sess.hash = ?", hashToken(raw)).Where("sess.expires_at > ?", app.Now()).Scan(c.UserContext())
+		Where("sess.hash = ?", hashToken(raw)).Where("sess.expires_at > ?", s.now()).Scan(c.UserContext())
 	if errors.Is(err, sql.ErrNoRows) || (err == nil && sess.User != nil && sess.User.SuspendedAt != nil) {
 		return nil, nil // a suspended user is signed out everywhere (suspend.go)
 	}
@@ -97,7 +97,7 @@ func (s *Service) EndSession(c *fiber.Ctx) error {
 
 // PurgeSessions deletes expired sessions.
 func (s *Service) PurgeSessions(ctx context.Context) error {
-	_, err := s.db.NewDelete().Model((*Session)(nil)).Where("expires_at <= ?", app.Now()).Exec(ctx)
+	_, err := s.db.NewDelete().Model((*Session)(nil)).Where("expires_at <= ?", s.now()).Exec(ctx)
 	return err
 }
 

@@ -30,7 +30,7 @@ func (s *Service) SetSuspended(ctx context.Context, id int64, suspended bool) (*
 	}
 	u.SuspendedAt = nil
 	if suspended {
-		now := app.Now()
+		now := s.now()
 		u.SuspendedAt = &now
 	}
 	if err := s.Update(ctx, u, "suspended_at"); err != nil {
@@ -70,7 +70,7 @@ func (s *Service) IssueReset(ctx context.Context, userID int64) (string, error) 
 		return "", fmt.Errorf("users: reset token: %w", err)
 	}
 	plain := hex.EncodeToString(b)
-	now := app.Now()
+	now := s.now()
 	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		if _, err := tx.NewDelete().Model((*PasswordReset)(nil)).Where("user_id = ? AND used_at IS NULL", userID).Exec(ctx); err != nil {
 			return err
@@ -98,7 +98,7 @@ func (s *Service) reset(ctx context.Context, db bun.IDB, plain string) (*Passwor
 		return nil, ErrResetInvalid
 	}
 	r := new(PasswordReset)
-	err := db.NewSelect().Model(r).Where("hash = ?", hashToken(plain)).Where("used_at IS NULL").Where("expires_at > ?", app.Now()).Scan(ctx)
+	err := db.NewSelect().Model(r).Where("hash = ?", hashToken(plain)).Where("used_at IS NULL").Where("expires_at > ?", s.now()).Scan(ctx)
 	if err != nil {
 		return nil, ErrResetInvalid
 	}
@@ -116,7 +116,7 @@ func (s *Service) UseReset(ctx context.Context, plain, password string) (*User, 
 		return nil, err // the link stays usable
 	}
 	// Spend the token first: of two uses at once, one wins.
-	res, err := s.db.NewUpdate().Model((*PasswordReset)(nil)).Set("used_at = ?", app.Now()).Where("id = ? AND used_at IS NULL", r.ID).Exec(ctx)
+	res, err := s.db.NewUpdate().Model((*PasswordReset)(nil)).Set("used_at = ?", s.now()).Where("id = ? AND used_at IS NULL", r.ID).Exec(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("users: spend reset: %w", err)
 	}
