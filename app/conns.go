@@ -301,6 +301,51 @@ type trackedConn struct {
 	counted bool
 	release func()
 	once    sync.Once
+	// ahead holds what a one-byte Read got beyond its byte, ahead[off:]
+	// still to be read; nil when there is none (see Read).
+	ahead *[readAheadSize]byte
+	off   int
+	end   int
+}
+
+// readAheadSize is what a one-byte Read asks the kernel for: a request's
+// line and usual headers.
+const readAheadSize = 4 << 10
+
+var readAheadPool = sync.Pool{New: func() any { return new([readAheadSize]byte) }}
+
+// Read is the connection's Read, but for one thing. With
+// ReduceMemoryUsage (NewServer), fasthttp waits for a keep-alive
+// connection's next request by reading one byte, so that an idle
+// connection holds no buffer, then reads the rest into a buffer of its
+// pool: two read(2)s a request where one would do (a live playlist polled
+// several times a second by every player). A one-byte Read here asks the
+// kernel for up to readAheadSize bytes into a pooled buffer and keeps
+// what is beyond the byte for the next Reads, which drain it before they
+// read the connection again; drained, the buffer goes back to the pool,
+// so an idle connection still holds none.
+func (c *trackedConn) Read(p []byte) (int, error) {
+	if c.ahead != nil {
+		n := copy(p, c.ahead[c.off:c.end])
+		if c.off += n; c.off == c.end {
+			readAheadPool.Put(c.ahead)
+			c.ahead = nil
+		}
+		return n, nil
+	}
+	if len(p) != 1 {
+		return c.Conn.Read(p)
+	}
+	buf := readAheadPool.Get().(*[readAheadSize]byte)
+	n, err := c.Conn.Read(buf[:])
+	if n <= 1 {
+		copy(p, buf[:n])
+		readAheadPool.Put(buf)
+		return n, err
+	}
+	p[0] = buf[0]
+	c.ahead, c.off, c.end = buf, 1, n
+	return 1, nil
 }
 
 func (c *trackedConn) Close() error {

@@ -184,3 +184,45 @@ func TestCodeFor(t *testing.T) {
 		}
 	}
 }
+
+// TestReadAhead: a one-byte Read (fasthttp waiting for a keep-alive
+// connection's next request) takes what the socket has at once; the next
+// Reads get the rest from it, in order, before reading the socket again,
+// and the connection holds no buffer once it is drained.
+func TestReadAhead(t *testing.T) {
+	client, server := net.Pipe()
+	defer client.Close()
+	c := &trackedConn{Conn: server, release: func() {}}
+	defer c.Close()
+	const first, second = "GET /media/shows/1/index.m3u8 HTTP/1.1\r\nHost: a\r\n\r\n", "GET /x HTTP/1.1\r\n\r\n"
+	go func() {
+		client.Write([]byte(first))
+		client.Write([]byte(second))
+	}()
+	var got []byte
+	one := make([]byte, 1)
+	if n, err := c.Read(one); n != 1 || err != nil || one[0] != 'G' {
+		t.Fatalf("one-byte read: %d %v %q", n, err, one)
+	}
+	got = append(got, one...)
+	if c.ahead == nil || c.end-c.off != len(first)-1 {
+		t.Fatalf("after the one-byte read, %d bytes ahead; want the rest of the request, %d", c.end-c.off, len(first)-1)
+	}
+	small := make([]byte, 5)
+	n, err := c.Read(small) // from what is ahead, not the socket
+	if n != 5 || err != nil {
+		t.Fatalf("read ahead: %d %v", n, err)
+	}
+	got = append(got, small[:n]...)
+	big := make([]byte, 1024)
+	n, _ = c.Read(big)
+	got = append(got, big[:n]...)
+	if string(got) != first || c.ahead != nil {
+		t.Fatalf("read %q (buffer held: %v); want %q", got, c.ahead != nil, first)
+	}
+	// Drained: the next Read is the socket's.
+	n, err = c.Read(big)
+	if string(big[:n]) != second || err != nil {
+		t.Fatalf("next request: %q %v", big[:n], err)
+	}
+}

@@ -26,6 +26,7 @@
 //	go run ./bench/live -ingest-only -srt -rounds 3
 //	go run ./bench/live -srt-only            # RTMP, SRT and the gosrt floors only
 //	go run ./bench/live -many 300            # 300 publishers at once (many.go)
+//	go run ./bench/live -blocking-clients 500 # LL-HLS blocking reloads under a crowd (blocking.go)
 //
 // Needs ffmpeg, nginx, libnginx-mod-rtmp and wrk. It is a program, not a
 // timed test: the figures go to bench/results/DATE-live.md (docs/benchmarks.md
@@ -33,6 +34,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -51,39 +53,41 @@ import (
 )
 
 type options struct {
-	publishers     []int
-	rounds         int
-	seconds        int
-	inputSeconds   int
-	inputKbps      int
-	cacheDir       string
-	nginxModule    string
-	nginxWorkers   int
-	wrkDuration    time.Duration
-	wrkConns       int
-	wrkThreads     int
-	segmentSize    int
-	docs           string
-	keep           bool
-	profile        string
-	latency        int
-	latencyOnly    bool
-	serveOnly      bool
-	ingestOnly     bool
-	srt            bool
-	partDuration   string
-	transcode      bool
-	transcodeRungs string
-	transcodeCard  string
-	srtOnly        bool
-	many           int
-	manyDBs        []string
-	manySize       string
-	manyKbps       int
-	manyLimit      time.Duration
-	manyWindow     time.Duration
-	manyEvery      time.Duration
-	manyLag        time.Duration
+	publishers      []int
+	rounds          int
+	seconds         int
+	inputSeconds    int
+	inputKbps       int
+	cacheDir        string
+	nginxModule     string
+	nginxWorkers    int
+	wrkDuration     time.Duration
+	wrkConns        int
+	wrkThreads      int
+	segmentSize     int
+	docs            string
+	keep            bool
+	profile         string
+	latency         int
+	latencyOnly     bool
+	serveOnly       bool
+	ingestOnly      bool
+	srt             bool
+	partDuration    string
+	transcode       bool
+	transcodeRungs  string
+	transcodeCard   string
+	srtOnly         bool
+	many            int
+	manyDBs         []string
+	manySize        string
+	manyKbps        int
+	manyLimit       time.Duration
+	manyWindow      time.Duration
+	manyEvery       time.Duration
+	manyLag         time.Duration
+	blockingClients int
+	blockingSeconds int
 }
 
 func main() {
@@ -122,6 +126,8 @@ func main() {
 	flag.DurationVar(&o.manyWindow, "many-window", time.Minute, "with -many: how long all publishers stream while measured")
 	flag.DurationVar(&o.manyEvery, "many-every", 5*time.Second, "with -many: how often every playlist is read during the window")
 	flag.DurationVar(&o.manyLag, "many-lag", 3*time.Second, "with -many: a playlist whose newest part or segment ends further behind real time has not kept up")
+	flag.IntVar(&o.blockingClients, "blocking-clients", 0, "measure only LL-HLS blocking reloads: this many clients follow one live show's playlist with _HLS_msn/_HLS_part reloads and part fetches; reports the wake (arrival − the part's publication) p50/p99 (blocking.go)")
+	flag.IntVar(&o.blockingSeconds, "blocking-seconds", 30, "seconds -blocking-clients runs")
 	flag.Parse()
 	for _, s := range strings.Split(*manyDBs, ",") {
 		if s = strings.TrimSpace(s); s != "" {
@@ -172,13 +178,15 @@ func run(ctx context.Context, o options) error {
 		tools = tools[:1]
 	case o.latencyOnly || o.ingestOnly:
 		tools = tools[:2]
+	case o.blockingClients > 0:
+		tools = tools[:1]
 	}
 	for _, tool := range tools {
 		if _, err := exec.LookPath(tool); err != nil {
 			return fmt.Errorf("%s is not on PATH (apt-get install -y ffmpeg nginx libnginx-mod-rtmp wrk)", tool)
 		}
 	}
-	if _, err := os.Stat(o.nginxModule); err != nil && !o.transcode && o.many == 0 {
+	if _, err := os.Stat(o.nginxModule); err != nil && !o.transcode && o.many == 0 && o.blockingClients == 0 {
 		return fmt.Errorf("nginx RTMP module: %w (apt-get install -y libnginx-mod-rtmp)", err)
 	}
 	root, err := benchkit.RepoRoot()
@@ -228,6 +236,10 @@ func run(ctx context.Context, o options) error {
 	if o.partDuration != "" {
 		env["ONAIR_HLS_PART_DURATION"] = o.partDuration
 	}
+	if o.blockingClients > 0 {
+		// The whole crowd connects from 127.0.0.1.
+		env["ONAIR_MAX_CONNS_PER_IP"] = strconv.Itoa(4 * o.blockingClients)
+	}
 	if o.profile != "" {
 		if err := os.MkdirAll(o.profile, 0o755); err != nil {
 			return err
@@ -253,6 +265,24 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	defer srv.Stop()
+	if o.blockingClients > 0 {
+		res, err := runBlocking(ctx, o, srv, token, input)
+		if err != nil {
+			return err
+		}
+		text := res.markdown()
+		fmt.Println(text)
+		if o.docs != "" {
+			path := o.docs
+			if !filepath.IsAbs(path) {
+				path = filepath.Join(root, path)
+			}
+			if err := benchkit.WriteSection(path, "Live media (RTMP ingest and HLS)", "bench/live -blocking-clients", text); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	// Every round of every publisher count has shows of its own, so each
 	// run is a show going live, never one resuming.
 	shows, audioShows, srtShows := map[int][]benchkit.Show{}, map[int][]benchkit.Show{}, map[int][]benchkit.Show{}
@@ -299,7 +329,7 @@ func run(ctx context.Context, o options) error {
 			return err
 		}
 		targets := []latencyTarget{
-			{name: "OnAir (LL-HLS, 2 s segments, 1/3 s parts)", rtmp: "rtmp://" + srv.RTMPAddr + "/live/" + sh.StreamKey,
+			{name: "OnAir (LL-HLS, 2 s segments, " + cmp.Or(o.partDuration, "200ms") + " parts)", rtmp: "rtmp://" + srv.RTMPAddr + "/live/" + sh.StreamKey,
 				playlist: fmt.Sprintf("%s/media/shows/%d/master.m3u8", srv.URL, sh.ID),
 				ready:    func(text string) bool { return strings.Contains(text, "#EXT-X-STREAM-INF") }},
 			{name: "nginx-rtmp (HLS, 2 s fragments)", rtmp: "rtmp://" + ngx.rtmpAddr + "/live/latency",

@@ -21,6 +21,10 @@ import (
 // packager writes, at most three target durations; only the node that
 // ingests the show holds requests (others answer with what they have).
 
+// HeaderPublished answers a blocking playlist reload that waited: the
+// moment (Unix microseconds) the playlist it waited for was published.
+const HeaderPublished = "X-Onair-Published"
+
 // blockingQuery is a playlist request's _HLS_msn and _HLS_part.
 type blockingQuery struct {
 	set  bool   // _HLS_msn was given
@@ -163,7 +167,13 @@ func (m *Module) awaitMedia(c *fiber.Ctx, id int64, file string) error {
 	ctx, cancel := context.WithCancel(c.UserContext())
 	defer cancel()
 	if playlist {
-		err = live.Await(ctx, file, q.msn, q.part)
+		var p hls.Position
+		var waited bool
+		if p, waited, err = live.AwaitPosition(ctx, file, q.msn, q.part); err == nil && waited {
+			// When what it waited for appeared (bench/live
+			// -blocking-clients measures the wake from it).
+			c.Response().Header.Set(HeaderPublished, strconv.FormatInt(p.Published.UnixMicro(), 10))
+		}
 	} else {
 		err = live.AwaitPart(ctx, file)
 	}
@@ -215,7 +225,7 @@ func parsePartDuration(v string) (any, error) {
 		d, err = 0, nil
 	}
 	if err != nil || d != 0 && (d < 100*time.Millisecond || d > hls.DefaultSegmentDuration) {
-		return time.Duration(0), errors.New("must be 0 (off) or a duration from 100ms to 2s such as 333ms")
+		return time.Duration(0), errors.New("must be 0 (off) or a duration from 100ms to 2s such as 200ms")
 	}
 	return d, nil
 }

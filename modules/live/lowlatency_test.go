@@ -181,7 +181,7 @@ func TestLowLatencyHLS(t *testing.T) {
 	playlist := resolve(t, videoURL, "index.m3u8")
 	awaitSegments(t, playlist, 2)
 	_, _, text := getText(t, playlist)
-	for _, tag := range []string{"#EXT-X-SERVER-CONTROL:CAN-BLOCK-RELOAD=YES,PART-HOLD-BACK=1.101", "#EXT-X-PART-INF:PART-TARGET=0.36667",
+	for _, tag := range []string{"#EXT-X-SERVER-CONTROL:CAN-BLOCK-RELOAD=YES,PART-HOLD-BACK=0.660", "#EXT-X-PART-INF:PART-TARGET=0.22000",
 		",INDEPENDENT=YES", "#EXT-X-PRELOAD-HINT:TYPE=PART,URI=", `#EXT-X-RENDITION-REPORT:URI="audio.m3u8",LAST-MSN=`} {
 		if !strings.Contains(text, tag) {
 			t.Errorf("live playlist without %s:\n%s", tag, text)

@@ -174,7 +174,7 @@ func (*Module) Settings() []app.Setting {
 			Help: "with ONAIR_REDIS_URL: the base URL other nodes reach this node's HTTP server at (default: from ONAIR_HTTP_ADDR; docs/deploy.md)", Parse: parseNodeURL},
 		{Env: SettingStoragePublicURL, Flag: "storage-public-url",
 			Help: "base URL (http(s)://host:port) at which clients reach the s3 store of ONAIR_STORAGE_URL; when set, stored segments and images (never playlists) answer with a redirect to a presigned URL there (default: the node streams them)"},
-		{Env: SettingHLSPartDuration, Flag: "hls-part-duration", Default: "333ms",
+		{Env: SettingHLSPartDuration, Flag: "hls-part-duration", Default: "200ms",
 			Help: "length of the low-latency HLS partial segments, 100ms to 2s; 0 turns LL-HLS off", Parse: parsePartDuration},
 		{Env: SettingDVRWindow, Flag: "dvr-window", Default: "4h",
 			Help: "how far back a live show's playlists reach, so listeners can rewind (from its first segment up to this long); 0 keeps a short sliding window of the live edge", Parse: parseDVRWindow},

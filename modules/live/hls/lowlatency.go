@@ -143,6 +143,8 @@ type Position struct {
 	// PART-TARGET, in seconds.
 	Target     int
 	PartTarget float64
+	// Published is when Live recorded this position (set by Live).
+	Published time.Time
 }
 
 // has reports whether the playlist holds segment msn (part < 0) or part
@@ -191,14 +193,16 @@ func (p Position) tooFar(msn uint64, part int) bool {
 // one in Options reports every playlist it writes; one Live may outlive
 // Packagers (a publisher that reconnects). It is safe for concurrent use.
 type Live struct {
-	mu      sync.Mutex
-	changed chan struct{}
+	mu sync.Mutex
+	// changed is closed (and replaced) when its playlist changes: the
+	// waiters of one rendition are not woken by another's parts.
+	changed map[string]chan struct{}
 	lists   map[string]Position
 }
 
 // NewLive returns an empty Live.
 func NewLive() *Live {
-	return &Live{changed: make(chan struct{}), lists: map[string]Position{}}
+	return &Live{changed: map[string]chan struct{}{}, lists: map[string]Position{}}
 }
 
 // publish records a playlist's new position and wakes its waiters.
@@ -206,10 +210,13 @@ func (l *Live) publish(playlist string, p Position) {
 	if l == nil {
 		return
 	}
+	p.Published = time.Now()
 	l.mu.Lock()
 	l.lists[playlist] = p
-	close(l.changed)
-	l.changed = make(chan struct{})
+	if ch := l.changed[playlist]; ch != nil {
+		close(ch)
+		delete(l.changed, playlist)
+	}
 	l.mu.Unlock()
 }
 
@@ -228,32 +235,48 @@ func (l *Live) Position(playlist string) (p Position, ok bool) {
 // and the context's error if it ends first. A playlist not yet started
 // waits like one that has not reached msn.
 func (l *Live) Await(ctx context.Context, playlist string, msn uint64, part int) error {
+	_, _, err := l.AwaitPosition(ctx, playlist, msn, part)
+	return err
+}
+
+// AwaitPosition is Await that also returns the playlist's position that
+// answered it and whether it had to wait for it: when it waited, the
+// position's Published is the moment what it asked for appeared (or, for
+// a waiter slower than the next part, a later one).
+func (l *Live) AwaitPosition(ctx context.Context, playlist string, msn uint64, part int) (Position, bool, error) {
 	l.mu.Lock()
 	p, ok := l.lists[playlist]
 	l.mu.Unlock()
 	target := DefaultSegmentDuration
 	if ok {
 		if p.tooFar(msn, part) {
-			return ErrTooFar
+			return p, false, ErrTooFar
+		}
+		if p.has(msn, part) {
+			return p, false, nil
 		}
 		target = time.Duration(p.Target) * time.Second
 	}
 	timer := time.NewTimer(3 * target)
 	defer timer.Stop()
-	for {
+	for waited := false; ; waited = true {
 		l.mu.Lock()
 		p, ok = l.lists[playlist]
-		changed := l.changed
+		changed := l.changed[playlist]
+		if changed == nil {
+			changed = make(chan struct{})
+			l.changed[playlist] = changed
+		}
 		l.mu.Unlock()
 		if ok && p.has(msn, part) {
-			return nil
+			return p, waited, nil
 		}
 		select {
 		case <-changed:
 		case <-timer.C:
-			return ErrNotReady
+			return p, true, ErrNotReady
 		case <-ctx.Done():
-			return ctx.Err()
+			return p, true, ctx.Err()
 		}
 	}
 }

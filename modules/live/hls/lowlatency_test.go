@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -365,5 +366,51 @@ func TestPartDurationSnapsToFraction(t *testing.T) {
 		if got := (Options{PartDuration: tc.in}).withDefaults().PartDuration; got != tc.want {
 			t.Errorf("%s: %s, want %s", tc.in, got, tc.want)
 		}
+	}
+}
+
+// TestLiveAwaitPosition: a wait that was answered at once says so; one
+// that waited gets the position that answered it, with the moment it was
+// published, and is woken by its own playlist only.
+func TestLiveAwaitPosition(t *testing.T) {
+	l := NewLive()
+	ctx := context.Background()
+	l.publish(PlaylistAV, Position{Segments: 5, MSN: 5, Part: 1, Target: 2, PartTarget: 0.22})
+	if p, waited, err := l.AwaitPosition(ctx, PlaylistAV, 5, 1); err != nil || waited || p.Part != 1 || p.Published.IsZero() {
+		t.Fatalf("a part already there: %+v waited %v, %v", p, waited, err)
+	}
+	type answer struct {
+		p      Position
+		waited bool
+		err    error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		p, waited, err := l.AwaitPosition(ctx, PlaylistAV, 5, 2)
+		done <- answer{p, waited, err}
+	}()
+	// Once the waiter waits on its playlist's channel.
+	for {
+		l.mu.Lock()
+		waiting := l.changed[PlaylistAV] != nil
+		l.mu.Unlock()
+		if waiting {
+			break
+		}
+		runtime.Gosched()
+	}
+	l.publish(PlaylistAudio, Position{Segments: 5, MSN: 5, Part: 2, Target: 2, PartTarget: 0.22})
+	l.mu.Lock()
+	still := l.changed[PlaylistAV] != nil
+	l.mu.Unlock()
+	if !still {
+		t.Error("the audio playlist woke the video playlist's waiters")
+	}
+	before := time.Now()
+	l.publish(PlaylistAV, Position{Segments: 5, MSN: 5, Part: 2, Target: 2, PartTarget: 0.22})
+	after := time.Now()
+	a := <-done
+	if a.err != nil || !a.waited || a.p.Part != 2 || a.p.Published.Before(before) || a.p.Published.After(after) {
+		t.Errorf("after the part appeared: %+v waited %v, %v; published between %s and %s", a.p, a.waited, a.err, before, after)
 	}
 }

@@ -250,15 +250,26 @@
         return;
       }
       // Low-latency HLS: hls.js loads the playlists' parts with blocking
-      // reloads and holds PART-HOLD-BACK (1.1 s) behind the live edge; a
-      // player that fell behind (a stall, a background tab) plays up to
-      // 1.5x until it is back at that distance. liveSyncDuration (and
-      // so liveMaxLatencyDuration, which needs it) is left unset: it would
-      // override PART-HOLD-BACK. Archives (VOD) ignore all this.
+      // reloads and holds PART-HOLD-BACK (0.66 s) behind the live edge; a
+      // player that fell behind (a stall, a background tab) by up to a
+      // target duration more plays up to 1.5x until it is back at that
+      // distance. liveSyncDuration (and so liveMaxLatencyDuration, which
+      // needs it) is left unset: it would override PART-HOLD-BACK, and
+      // snap a viewer who rewound (DVR) back to the edge. Archives (VOD)
+      // ignore all this.
       var hls = new Hls({
         backBufferLength: 60,
         lowLatencyMode: true,
         maxLiveSyncPlaybackRate: 1.5
+      });
+      // A slow start (a busy machine, a slow first part) leaves the first
+      // frame further behind the edge than that catch-up reaches, for
+      // good: once, as a live show starts playing, a player more than a
+      // second behind PART-HOLD-BACK jumps there.
+      media.addEventListener('playing', function resync() {
+        media.removeEventListener('playing', resync);
+        var d = hls.latestLevelDetails, edge = hls.liveSyncPosition;
+        if (d && d.live && edge != null && edge - media.currentTime > 1) media.currentTime = edge;
       });
       var recovered = false;
       hls.on(Hls.Events.MANIFEST_PARSED, play);
