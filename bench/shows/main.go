@@ -198,7 +198,7 @@ func run(dbURL string, nShows, nUsers int, reseed bool, duration time.Duration, 
 		return err
 	}
 	if have < nShows {
-		start := time.Now()
+		start, load0, self0, db0 := time.Now(), benchkit.LoadAvg(), selfCPU(), procCPU(dbPID)
 		if err := seed(ctx, core.DB.DB, nUsers, nShows); err != nil {
 			return fmt.Errorf("seed: %w", err)
 		}
@@ -207,7 +207,9 @@ func run(dbURL string, nShows, nUsers int, reseed bool, duration time.Duration, 
 		if err := shows.RebuildCounts(ctx, core.DB); err != nil {
 			return err
 		}
-		fmt.Printf("seeded %d users and %d shows in %s\n", nUsers, nShows, time.Since(start).Round(time.Second))
+		fmt.Printf("seeded %d users and %d shows in %s (CPU: this process %s, MariaDB %s; load average %s at the start, %s at the end)\n",
+			nUsers, nShows, time.Since(start).Round(time.Second), (selfCPU() - self0).Round(time.Second),
+			(procCPU(dbPID) - db0).Round(time.Second), load0, benchkit.LoadAvg())
 		if _, err := core.DB.ExecContext(ctx, "ANALYZE TABLE shows, show_tags, users, tags"); err != nil {
 			return err
 		}
