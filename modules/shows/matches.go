@@ -202,7 +202,10 @@ func (l *Lister) publicMatches(ctx context.Context, f *listFilter) ([]matchRow, 
 	if err := g.Wait(); err != nil {
 		return nil, err
 	}
-	rows := slices.Concat(parts...)
+	rows := make([]matchRow, 0, len(ids)) // not nil: nil is "over matchCap"
+	for _, p := range parts {
+		rows = append(rows, p...)
+	}
 	slices.SortFunc(rows, cmpListOrder)
 	return rows, nil
 }

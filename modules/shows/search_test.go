@@ -244,7 +244,7 @@ func TestNameMatchesInChunks(t *testing.T) {
 		queries := []shows.ListQuery{
 			{Filter: "sunrise"}, {Filter: "sunrise", Viewer: principal(owner)}, {Filter: "sunrise", Viewer: principal(other)},
 			{Filter: "sunrise", Tag: "chunky", Viewer: principal(other)}, {Filter: "chunk", Viewer: principal(owner), Page: app.Page{Number: 2, Size: 5}},
-			{Filter: "rise chunk 1", Viewer: principal(other)},
+			{Filter: "rise chunk 1", Viewer: principal(other)}, {Filter: "sunrisez", Viewer: principal(owner)},
 		}
 		read := func(chunk, candidates int) []string {
 			t.Helper()
