@@ -328,6 +328,15 @@ func seed(ctx context.Context, db *sql.DB, nUsers, nShows int) error {
 	}
 	g, gctx := errgroup.WithContext(ctx)
 	var seq atomic.Int64
+	// A table's indexes are added back as soon as its last part is
+	// loaded, beside the other tables' loads.
+	left := map[string]*atomic.Int32{}
+	for _, l := range loads {
+		if left[l.table] == nil {
+			left[l.table] = new(atomic.Int32)
+		}
+		left[l.table].Add(1)
+	}
 	for _, l := range loads {
 		g.Go(func() error {
 			start := time.Now()
@@ -368,6 +377,9 @@ func seed(ctx context.Context, db *sql.DB, nUsers, nShows int) error {
 			}
 			n, _ := res.RowsAffected()
 			fmt.Printf("loaded %d rows into %s in %s\n", n, l.table, time.Since(start).Round(time.Second))
+			if left[l.table].Add(-1) == 0 {
+				return restore(gctx, l.table)
+			}
 			return nil
 		})
 	}
@@ -383,17 +395,14 @@ func seed(ctx context.Context, db *sql.DB, nUsers, nShows int) error {
 		// The names are lower-case ASCII: each is its own key (users.TagKey).
 		fmt.Fprintf(&b, "(%d,'%s','%s','%s')", i+1, t, t, strings.ReplaceAll(t, " ", "-"))
 	}
-	if _, err := db.ExecContext(ctx, b.String()); err != nil {
-		return err
-	}
-	return restore()
+	_, err = db.ExecContext(ctx, b.String())
+	return err
 }
 
 // dropIndexes drops the secondary indexes of the tables (on c, a session
 // without foreign-key checks, so that an index a foreign key uses may go
-// too) and returns the function that adds them back: one ALTER a table,
-// the tables at once.
-func dropIndexes(ctx context.Context, db *sql.DB, c *sql.Conn, tables ...string) (func() error, error) {
+// too) and returns the function that adds a table's back in one ALTER.
+func dropIndexes(ctx context.Context, db *sql.DB, c *sql.Conn, tables ...string) (func(context.Context, string) error, error) {
 	type index struct {
 		name, cols string
 		unique     bool
@@ -430,29 +439,23 @@ func dropIndexes(ctx context.Context, db *sql.DB, c *sql.Conn, tables ...string)
 			}
 		}
 	}
-	return func() error {
-		g, gctx := errgroup.WithContext(ctx)
-		for _, table := range tables {
-			var adds []string
-			for _, ix := range found[table] {
-				kind := "INDEX"
-				if ix.unique {
-					kind = "UNIQUE INDEX"
-				}
-				adds = append(adds, fmt.Sprintf("ADD %s `%s` (%s)", kind, ix.name, ix.cols))
+	return func(ctx context.Context, table string) error {
+		var adds []string
+		for _, ix := range found[table] {
+			kind := "INDEX"
+			if ix.unique {
+				kind = "UNIQUE INDEX"
 			}
-			if len(adds) == 0 {
-				continue
-			}
-			g.Go(func() error {
-				start := time.Now()
-				if _, err := db.ExecContext(gctx, "ALTER TABLE `"+table+"` "+strings.Join(adds, ", ")); err != nil {
-					return fmt.Errorf("add indexes of %s: %w", table, err)
-				}
-				fmt.Printf("rebuilt %d indexes of %s in %s\n", len(adds), table, time.Since(start).Round(time.Second))
-				return nil
-			})
+			adds = append(adds, fmt.Sprintf("ADD %s `%s` (%s)", kind, ix.name, ix.cols))
 		}
-		return g.Wait()
+		if len(adds) == 0 {
+			return nil
+		}
+		start := time.Now()
+		if _, err := db.ExecContext(ctx, "ALTER TABLE `"+table+"` "+strings.Join(adds, ", ")); err != nil {
+			return fmt.Errorf("add indexes of %s: %w", table, err)
+		}
+		fmt.Printf("rebuilt %d indexes of %s in %s\n", len(adds), table, time.Since(start).Round(time.Second))
+		return nil
 	}, nil
 }
