@@ -71,6 +71,7 @@ func main() {
 	memProfile := flag.String("memprofile", "", "write the allocations of the whole run (pprof's allocs profile: the server's and the load generator's) to this file")
 	flag.StringVar(&viewer, "viewer", "owner", "who asks: owner (user 1, a broadcaster with private shows of their own) or audience (a user without shows)")
 	flag.StringVar(&only, "only", "", "run only the scenarios whose name contains this text (the ceiling always runs)")
+	flag.BoolVar(&freshOnly, "fresh-only", false, "time only each scenario's first request after a fresh start, without the warm load (nor its load on the machine)")
 	flag.IntVar(&bufferPoolMB, "buffer-pool-mb", 0, "set MariaDB's innodb_buffer_pool_size (GLOBAL, needs SUPER) to this many MiB before the run; 0 leaves it as it is")
 	flag.Parse()
 	if *cpuProfile != "" {
@@ -111,6 +112,9 @@ func writeAllocs(path string) error {
 
 // viewer is the -viewer flag.
 var viewer string
+
+// freshOnly is the -fresh-only flag.
+var freshOnly bool
 
 // bufferPoolMB is the -buffer-pool-mb flag.
 var bufferPoolMB int
@@ -198,7 +202,7 @@ func run(dbURL string, nShows, nUsers int, reseed bool, duration time.Duration, 
 		return err
 	}
 	if have < nShows {
-		start := time.Now()
+		start, load0, self0, db0 := time.Now(), benchkit.LoadAvg(), selfCPU(), procCPU(dbPID)
 		if err := seed(ctx, core.DB.DB, nUsers, nShows); err != nil {
 			return fmt.Errorf("seed: %w", err)
 		}
@@ -207,7 +211,9 @@ func run(dbURL string, nShows, nUsers int, reseed bool, duration time.Duration, 
 		if err := shows.RebuildCounts(ctx, core.DB); err != nil {
 			return err
 		}
-		fmt.Printf("seeded %d users and %d shows in %s\n", nUsers, nShows, time.Since(start).Round(time.Second))
+		fmt.Printf("seeded %d users and %d shows in %s (CPU: this process %s, MariaDB %s; load average %s at the start, %s at the end)\n",
+			nUsers, nShows, time.Since(start).Round(time.Second), (selfCPU() - self0).Round(time.Second),
+			(procCPU(dbPID) - db0).Round(time.Second), load0, benchkit.LoadAvg())
 		if _, err := core.DB.ExecContext(ctx, "ANALYZE TABLE shows, show_tags, users, tags"); err != nil {
 			return err
 		}
@@ -275,6 +281,10 @@ func run(dbURL string, nShows, nUsers int, reseed bool, duration time.Duration, 
 		if err != nil {
 			return fmt.Errorf("%s: fresh start: %w", sc.name, err)
 		}
+		if freshOnly {
+			fmt.Printf("%-48s fresh %8.2f ms  load %s\n", sc.name, benchkit.Ms(fresh), benchkit.LoadAvg())
+			continue
+		}
 		var sent atomic.Int64
 		self0, db0 := selfCPU(), procCPU(dbPID)
 		lr, err := benchkit.Load(ctx, client, token, func(r *rand.Rand) string { sent.Add(1); return base + sc.path(r) }, duration, workers)
@@ -290,6 +300,10 @@ func run(dbURL string, nShows, nUsers int, reseed bool, duration time.Duration, 
 		fmt.Fprintf(os.Stderr, "%-48s fresh %7.2f ms  cold %7.2f ms  p50 %7.2f ms  p99 %7.2f ms  %8.0f req/s  cpu %.3f + db %.3f ms/req  load %s\n",
 			res.name, benchkit.Ms(res.fresh), benchkit.Ms(res.Cold), benchkit.Ms(res.P50), benchkit.Ms(res.P99), res.RPS,
 			benchkit.Ms(res.selfCPU), benchkit.Ms(res.dbCPU), benchkit.LoadAvg())
+	}
+	if freshOnly {
+		fmt.Printf("\n%d shows, first requests after a fresh start only; load average %s at the start, %s at the end; %s.\n", nShows, load0, benchkit.LoadAvg(), pool)
+		return nil
 	}
 	printTable(results, nShows, workers, duration, load0, pool)
 	return nil

@@ -1,14 +1,20 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"database/sql"
 	"fmt"
+	"io"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/onair/onair/modules/shows"
@@ -23,8 +29,101 @@ var tagNames = []string{"house", "techno", "ambient", "jazz", "drum and bass", "
 var words = []string{"Deep", "Night", "Morning", "Session", "Mix", "Radio", "Live", "Sounds", "Groove", "Journey",
 	"Selector", "Hour", "Weekly", "Club", "Tape", "Dub", "Heat", "Wave", "Drift", "Signal"}
 
-// seed fills users, tags, shows and show_tags with multi-row INSERTs on a
-// few connections at once, foreign-key checks off for the session.
+// seedBlock is how many shows share one random source: a block's shows
+// are the same whichever table is being written.
+const seedBlock = 1000
+
+// showParts and gramParts are how many LOAD DATA statements fill shows
+// and show_grams at once, each a range of the primary key: one statement
+// is one server thread, and the machine is shared. A load into a table
+// with an AUTO_INCREMENT column holds the table's AUTO-INC lock to its end
+// (innodb_autoinc_lock_mode 1, the default), so shows takes one.
+const showParts, gramParts = 1, 8
+
+// seedShow is one generated show, before it is written as a row.
+type seedShow struct {
+	id, user                                  int
+	name                                      string
+	start                                     time.Time
+	live, complete, archive, featured, upload bool
+	private, radio, off                       bool
+	duration                                  int // seconds; 0: NULL
+	comments, favorites                       int
+	label                                     string
+	video                                     string // "": NULL
+	wentLive, ended                           time.Time
+	tags                                      []int // in the order the owner gave them
+}
+
+// genBlock generates the shows lo..lo+seedBlock-1 (at most nShows): five
+// years back to two months ahead; 3% scheduled, 2% pending, the 100
+// newest started ones live, the rest complete; 80% of complete non-radio
+// shows archived; 2% featured, 3% radio, 3% private, 0.5% off; one tag on
+// average, skewed to the first tags. Each block has its own random source,
+// so any table's writer regenerates the same shows.
+func genBlock(lo, nShows, nUsers int, now time.Time, out []seedShow) []seedShow {
+	out = out[:0]
+	r := rand.New(rand.NewPCG(uint64(lo), 42))
+	span := int64(5 * 365 * 24 * time.Hour / time.Second)
+	for id := lo; id < lo+seedBlock && id <= nShows; id++ {
+		s := seedShow{id: id}
+		p := r.Float64()
+		scheduled := p < 0.03
+		if scheduled {
+			s.start = now.Add(time.Duration(1+r.Int64N(60*24*3600)) * time.Second)
+		} else {
+			s.start = now.Add(-time.Duration(r.Int64N(span)) * time.Second)
+		}
+		s.live = !scheduled && id > nShows-100
+		if s.live {
+			s.start = now.Add(-time.Duration(r.IntN(3600)) * time.Second)
+		}
+		pending := !scheduled && !s.live && p < 0.05
+		s.complete = !scheduled && !s.live && !pending
+		s.radio = r.Float64() < 0.03
+		s.archive = s.complete && !s.radio && r.Float64() < 0.8
+		s.label = "Starting Soon"
+		if s.live {
+			s.label, s.wentLive = "Live", s.start
+			s.video = "/media/shows/" + strconv.Itoa(id) + "/live.m3u8"
+		}
+		if s.complete {
+			d := 600 + r.IntN(4*3600)
+			s.duration, s.label, s.wentLive, s.ended = d, "Finished", s.start, s.start.Add(time.Duration(d)*time.Second)
+			if s.archive {
+				s.label = fmt.Sprintf("%02d:%02d:%02d", d/3600, d/60%60, d%60)
+				s.video = "/media/shows/" + strconv.Itoa(id) + "/vod.m3u8"
+			}
+		}
+		s.name = words[r.IntN(len(words))] + " " + words[r.IntN(len(words))] + " " + strconv.Itoa(id)
+		if r.IntN(100) == 0 {
+			s.name = "Sunrise " + s.name
+		}
+		s.user = 1 + r.IntN(nUsers)
+		s.featured = r.Float64() < 0.02
+		s.private = r.Float64() < 0.03
+		s.off = r.Float64() < 0.005
+		s.comments, s.favorites = r.IntN(200), r.IntN(50)
+		k := r.IntN(3) // 0, 1 or 2 tags
+		for j := 0; j < k; j++ {
+			u := r.Float64()
+			tag := 1 + int(u*u*float64(len(tagNames)))
+			if !slices.Contains(s.tags, tag) {
+				s.tags = append(s.tags, tag)
+			}
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// seed fills users, tags, shows, show_tags and show_grams (the name
+// filter's trigrams, as the shows service writes them) on the tables the
+// app's migrations made. The big tables are streamed with LOAD DATA LOCAL
+// INFILE in their primary key's order, a few ranges of it at once, their
+// secondary indexes dropped first and rebuilt after in one pass each:
+// maintaining them row by row is what makes a bulk load slow once the
+// indexes outgrow the buffer pool.
 func seed(ctx context.Context, db *sql.DB, nUsers, nShows int) error {
 	now := time.Now().UTC().Truncate(time.Second)
 	conn := func(ctx context.Context) (*sql.Conn, error) {
@@ -45,51 +144,243 @@ func seed(ctx context.Context, db *sql.DB, nUsers, nShows int) error {
 			return err
 		}
 	}
+	restore, err := dropIndexes(ctx, db, c, "shows", "show_tags", "show_grams")
 	c.Close()
-
-	const batch = 1000
-	// Secondary indexes are dropped while seeding and rebuilt after in one
-	// pass each: maintaining ten of them row by row is what makes a bulk
-	// load slow.
-	restore, err := dropIndexes(ctx, db, "shows", "show_tags")
 	if err != nil {
 		return err
 	}
-	conns := make(chan *sql.Conn, 4)
-	for i := 0; i < cap(conns); i++ {
-		c, err := conn(ctx)
-		if err != nil {
-			return err
-		}
-		defer c.Close()
-		conns <- c
-	}
-	var g *errgroup.Group
-	var gctx context.Context
-	g, gctx = errgroup.WithContext(ctx)
-	g.SetLimit(cap(conns))
-	exec := func(q string) error {
-		c := <-conns
-		defer func() { conns <- c }()
-		_, err := c.ExecContext(gctx, q)
-		return err
-	}
-	ts := func(t time.Time) string { return "'" + t.Format("2006-01-02 15:04:05") + "'" }
 
-	// Users.
-	for lo := 1; lo <= nUsers; lo += batch {
-		lo := lo
-		g.Go(func() error {
-			var b strings.Builder
-			b.WriteString("INSERT INTO users (id, slug, name, email, password_hash, dj, producer, featured, radio, radio_requested, role, followers_count, created_at, updated_at) VALUES ")
-			for id := lo; id < lo+batch && id <= nUsers; id++ {
-				if id > lo {
-					b.WriteByte(',')
+	ts := func(b []byte, t time.Time) []byte { return t.AppendFormat(b, "2006-01-02 15:04:05") }
+	stamp := ts(nil, now)
+	b01 := func(b []byte, v bool) []byte {
+		if v {
+			return append(b, '1', '\t')
+		}
+		return append(b, '0', '\t')
+	}
+	tab := func(b []byte, s string) []byte { return append(append(b, s...), '\t') }
+	num := func(b []byte, n int) []byte { return append(strconv.AppendInt(b, int64(n), 10), '\t') }
+
+	type load struct {
+		table, cols string
+		write       func(w *bufio.Writer) error
+	}
+	loads := []load{
+		{"users", "id, slug, name, email, password_hash, dj, producer, featured, radio, radio_requested, role, followers_count, created_at, updated_at",
+			func(w *bufio.Writer) error {
+				var b []byte
+				for id := 1; id <= nUsers; id++ {
+					n := strconv.Itoa(id)
+					b = append(b[:0], n...)
+					b = append(b, "\tuser-"+n+"\tUser "+n+"\tuser"+n+"@example.com\t\t"...)
+					b = num(b, id%3&1)
+					b = append(b, "0\t0\t"...)
+					b = b01(b, id%20 == 0)
+					b = append(b, "0\t\t"...)
+					b = num(b, id%500)
+					b = append(append(append(append(b, stamp...), '\t'), stamp...), '\n')
+					if _, err := w.Write(b); err != nil {
+						return err
+					}
 				}
-				fmt.Fprintf(&b, "(%d,'user-%d','User %d','user%d@example.com','',%d,0,0,%d,0,'',%d,%s,%s)",
-					id, id, id, id, id%3&1, boolInt(id%20 == 0), id%500, ts(now), ts(now))
+				return nil
+			}},
+	}
+	for part := range showParts {
+		loads = append(loads, load{"shows", "id, user_id, slug, name, description, start, created_at, updated_at, duration, live, complete, archive, featured, upload, private, radio, off, headline, comments_count, favorites_count, thumbnail_label, video_url, audio_url, image_url, gif_url, stream_key, went_live_at, ended_at, disconnected_at, tag_ids",
+			func(w *bufio.Writer) error {
+				var b []byte
+				var blk []seedShow
+				blocks := (nShows + seedBlock - 1) / seedBlock
+				for lo := 1 + blocks*part/showParts*seedBlock; lo <= nShows && lo < 1+blocks*(part+1)/showParts*seedBlock; lo += seedBlock {
+					blk = genBlock(lo, nShows, nUsers, now, blk)
+					for i := range blk {
+						s := &blk[i]
+						b = num(b[:0], s.id)
+						b = num(b, s.user)
+						b = append(b, "show-"...)
+						b = num(b, s.id)
+						b = tab(b, s.name)
+						b = append(b, "A show about "...)
+						b = append(b, s.name...)
+						b = append(b, ".\t"...)
+						b = append(ts(b, s.start), '\t')
+						b = append(ts(b, s.start.Add(-7*24*time.Hour)), '\t')
+						b = append(append(b, stamp...), '\t')
+						if s.duration > 0 {
+							b = num(b, s.duration)
+						} else {
+							b = append(b, `\N`+"\t"...)
+						}
+						for _, v := range []bool{s.live, s.complete, s.archive, s.featured, s.upload, s.private, s.radio, s.off, false} {
+							b = b01(b, v)
+						}
+						b = num(b, s.comments)
+						b = num(b, s.favorites)
+						b = tab(b, s.label)
+						if s.video != "" {
+							b = tab(b, s.video)
+						} else {
+							b = append(b, `\N`+"\t"...)
+						}
+						b = append(b, `\N`+"\t"+`\N`+"\t"+`\N`+"\t"...)
+						b = append(b, fmt.Sprintf("sk_%d_%022d\t", s.id, s.id)...)
+						for _, t := range []time.Time{s.wentLive, s.ended} {
+							if t.IsZero() {
+								b = append(b, `\N`+"\t"...)
+							} else {
+								b = append(ts(b, t), '\t')
+							}
+						}
+						b = append(b, `\N`+"\t"...)
+						for j, t := range s.tags {
+							if j > 0 {
+								b = append(b, ',')
+							}
+							b = strconv.AppendInt(b, int64(t), 10)
+						}
+						b = append(b, '\n')
+						if _, err := w.Write(b); err != nil {
+							return err
+						}
+					}
+				}
+				return nil
+			}})
+	}
+	loads = append(loads, load{"show_tags", "show_id, tag_id, start",
+		func(w *bufio.Writer) error {
+			var b []byte
+			var blk []seedShow
+			for lo := 1; lo <= nShows; lo += seedBlock {
+				blk = genBlock(lo, nShows, nUsers, now, blk)
+				for i := range blk {
+					s := &blk[i]
+					tags := slices.Sorted(slices.Values(s.tags)) // the primary key's order
+					for _, t := range tags {
+						b = num(b[:0], s.id)
+						b = num(b, t)
+						b = append(ts(b, s.start), '\n')
+						if _, err := w.Write(b); err != nil {
+							return err
+						}
+					}
+				}
 			}
-			return exec(b.String())
+			return nil
+		}})
+	// Every gram's shows, in id order, written gram by gram in the
+	// primary key's order (the grams are lower-case ASCII, whose byte
+	// order is the collation's), in gramParts ranges of about as many
+	// rows each.
+	type gramIDs struct {
+		grams []string
+		ids   map[string][]uint32
+		cut   []int // part p writes grams[cut[p]:cut[p+1]]
+	}
+	allGrams := sync.OnceValue(func() gramIDs {
+		ids := map[string][]uint32{}
+		var blk []seedShow
+		total := 0
+		for lo := 1; lo <= nShows; lo += seedBlock {
+			blk = genBlock(lo, nShows, nUsers, now, blk)
+			for i := range blk {
+				for _, g := range shows.NameGrams(blk[i].name) {
+					ids[g] = append(ids[g], uint32(blk[i].id))
+					total++
+				}
+			}
+		}
+		grams := make([]string, 0, len(ids))
+		for g := range ids {
+			grams = append(grams, g)
+		}
+		slices.Sort(grams)
+		cut := []int{0}
+		n := 0
+		for i, g := range grams {
+			n += len(ids[g])
+			if len(cut) < gramParts && n >= total*len(cut)/gramParts {
+				cut = append(cut, i+1)
+			}
+		}
+		for len(cut) <= gramParts {
+			cut = append(cut, len(grams))
+		}
+		return gramIDs{grams, ids, cut}
+	})
+	for part := range gramParts {
+		loads = append(loads, load{"show_grams", "gram, show_id",
+			func(w *bufio.Writer) error {
+				all := allGrams()
+				var b []byte
+				for _, g := range all.grams[all.cut[part]:all.cut[part+1]] {
+					for _, id := range all.ids[g] {
+						b = tab(b[:0], g)
+						b = append(strconv.AppendInt(b, int64(id), 10), '\n')
+						if _, err := w.Write(b); err != nil {
+							return err
+						}
+					}
+				}
+				return nil
+			}})
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	var seq atomic.Int64
+	// A table's indexes are added back as soon as its last part is
+	// loaded, beside the other tables' loads.
+	left := map[string]*atomic.Int32{}
+	for _, l := range loads {
+		if left[l.table] == nil {
+			left[l.table] = new(atomic.Int32)
+		}
+		left[l.table].Add(1)
+	}
+	for _, l := range loads {
+		g.Go(func() error {
+			start := time.Now()
+			c, err := conn(gctx)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			// Unique checks on: without them and foreign-key checks, a
+			// load into an empty table is MariaDB's bulk insert, which
+			// locks the table until it commits, and the table's other
+			// parts would wait for it.
+			// The server waits at most net_read_timeout for the file's
+			// next bytes, and the grams come once every name is read.
+			if _, err := c.ExecContext(gctx, "SET SESSION unique_checks = 1, net_read_timeout = 3600"); err != nil {
+				return err
+			}
+			pr, pw := io.Pipe()
+			// A failed load elsewhere ends this one too (the driver reads
+			// the pipe without watching the context).
+			stop := context.AfterFunc(gctx, func() { pr.CloseWithError(context.Cause(gctx)) })
+			defer stop()
+			name := fmt.Sprintf("onair-seed-%s-%d", l.table, seq.Add(1))
+			mysql.RegisterReaderHandler(name, func() io.Reader { return pr })
+			defer mysql.DeregisterReaderHandler(name)
+			go func() {
+				w := bufio.NewWriterSize(pw, 1<<20)
+				err := l.write(w)
+				if err == nil {
+					err = w.Flush()
+				}
+				pw.CloseWithError(err)
+			}()
+			res, err := c.ExecContext(gctx, "LOAD DATA LOCAL INFILE 'Reader::"+name+"' INTO TABLE `"+l.table+"` CHARACTER SET utf8mb4 FIELDS TERMINATED BY '\\t' LINES TERMINATED BY '\\n' ("+l.cols+")")
+			pr.CloseWithError(io.ErrClosedPipe) // stops the writer if the load failed
+			if err != nil {
+				return fmt.Errorf("load %s: %w", l.table, err)
+			}
+			n, _ := res.RowsAffected()
+			fmt.Printf("loaded %d rows into %s in %s\n", n, l.table, time.Since(start).Round(time.Second))
+			if left[l.table].Add(-1) == 0 {
+				return restore(gctx, l.table)
+			}
+			return nil
 		})
 	}
 	if err := g.Wait(); err != nil {
@@ -104,129 +395,23 @@ func seed(ctx context.Context, db *sql.DB, nUsers, nShows int) error {
 		// The names are lower-case ASCII: each is its own key (users.TagKey).
 		fmt.Fprintf(&b, "(%d,'%s','%s','%s')", i+1, t, t, strings.ReplaceAll(t, " ", "-"))
 	}
-	if _, err := db.ExecContext(ctx, b.String()); err != nil {
-		return err
-	}
-
-	// Shows: five years back to two months ahead; 3% scheduled, 2%
-	// pending, the 100 newest started ones live, the rest complete; 80%
-	// of complete non-radio shows archived; 2% featured, 3% radio,
-	// 3% private, 0.5% off; one tag on average, skewed to the first tags.
-	g, gctx = errgroup.WithContext(ctx)
-	g.SetLimit(cap(conns))
-	span := int64(5 * 365 * 24 * time.Hour / time.Second)
-	for lo := 1; lo <= nShows; lo += batch {
-		lo := lo
-		g.Go(func() error {
-			r := rand.New(rand.NewPCG(uint64(lo), 42))
-			var sb, tb, gb strings.Builder
-			sb.WriteString("INSERT INTO shows (id, user_id, slug, name, description, start, created_at, updated_at, duration, live, complete, archive, featured, upload, private, radio, off, headline, comments_count, favorites_count, thumbnail_label, video_url, audio_url, image_url, gif_url, stream_key, went_live_at, ended_at, disconnected_at, tag_ids) VALUES ")
-			tb.WriteString("INSERT INTO show_tags (show_id, tag_id, start) VALUES ")
-			gb.WriteString("INSERT INTO show_grams (gram, show_id) VALUES ")
-			nt, ng := 0, 0
-			for id := lo; id < lo+batch && id <= nShows; id++ {
-				if id > lo {
-					sb.WriteByte(',')
-				}
-				p := r.Float64()
-				var start time.Time
-				scheduled := p < 0.03
-				if scheduled {
-					start = now.Add(time.Duration(1+r.Int64N(60*24*3600)) * time.Second)
-				} else {
-					start = now.Add(-time.Duration(r.Int64N(span)) * time.Second)
-				}
-				live := !scheduled && id > nShows-100
-				if live {
-					start = now.Add(-time.Duration(r.IntN(3600)) * time.Second)
-				}
-				pending := !scheduled && !live && p < 0.05
-				complete := !scheduled && !live && !pending
-				radio := r.Float64() < 0.03
-				archive := complete && !radio && r.Float64() < 0.8
-				dur, label, video, ended, went := "NULL", "Starting Soon", "NULL", "NULL", "NULL"
-				if live {
-					label, went = "Live", ts(start)
-					video = fmt.Sprintf("'/media/shows/%d/live.m3u8'", id)
-				}
-				if complete {
-					d := 600 + r.IntN(4*3600)
-					dur, label, went, ended = fmt.Sprint(d), "Finished", ts(start), ts(start.Add(time.Duration(d)*time.Second))
-					if archive {
-						label = fmt.Sprintf("%02d:%02d:%02d", d/3600, d/60%60, d%60)
-						video = fmt.Sprintf("'/media/shows/%d/vod.m3u8'", id)
-					}
-				}
-				name := words[r.IntN(len(words))] + " " + words[r.IntN(len(words))] + fmt.Sprintf(" %d", id)
-				if r.IntN(100) == 0 {
-					name = "Sunrise " + name
-				}
-				fmt.Fprintf(&sb, "(%d,%d,'show-%d','%s','A show about %s.',%s,%s,%s,%s,%d,%d,%d,%d,0,%d,%d,%d,0,%d,%d,'%s',%s,NULL,NULL,NULL,'sk_%d_%022d',%s,%s,NULL",
-					id, 1+r.IntN(nUsers), id, name, name, ts(start), ts(start.Add(-7*24*time.Hour)), ts(now), dur,
-					boolInt(live), boolInt(complete), boolInt(archive), boolInt(r.Float64() < 0.02),
-					boolInt(r.Float64() < 0.03), boolInt(radio), boolInt(r.Float64() < 0.005),
-					r.IntN(200), r.IntN(50), label, video, id, id, went, ended)
-				// The name filter's gram index, as the shows service writes it.
-				for _, gram := range shows.NameGrams(name) {
-					if ng > 0 {
-						gb.WriteByte(',')
-					}
-					ng++
-					fmt.Fprintf(&gb, "('%s',%d)", strings.ReplaceAll(gram, "'", "''"), id)
-				}
-				k := r.IntN(3) // 0, 1 or 2 tags
-				seen := map[int]bool{}
-				var ids []string // the show's tag_ids
-				for j := 0; j < k; j++ {
-					u := r.Float64()
-					tag := 1 + int(u*u*float64(len(tagNames)))
-					if seen[tag] {
-						continue
-					}
-					seen[tag] = true
-					ids = append(ids, strconv.Itoa(tag))
-					if nt > 0 {
-						tb.WriteByte(',')
-					}
-					nt++
-					fmt.Fprintf(&tb, "(%d,%d,%s)", id, tag, ts(start))
-				}
-				fmt.Fprintf(&sb, ",'%s')", strings.Join(ids, ","))
-			}
-			if err := exec(sb.String()); err != nil {
-				return err
-			}
-			if ng > 0 {
-				if err := exec(gb.String()); err != nil {
-					return err
-				}
-			}
-			if nt > 0 {
-				return exec(tb.String())
-			}
-			return nil
-		})
-	}
-	if err := g.Wait(); err != nil {
-		return err
-	}
-	return restore()
+	_, err = db.ExecContext(ctx, b.String())
+	return err
 }
 
-// dropIndexes drops the secondary indexes of the tables (not primary keys
-// nor indexes a foreign key needs) and returns the function that adds them
-// back, each table in one ALTER.
-func dropIndexes(ctx context.Context, db *sql.DB, tables ...string) (func() error, error) {
+// dropIndexes drops the secondary indexes of the tables (on c, a session
+// without foreign-key checks, so that an index a foreign key uses may go
+// too) and returns the function that adds a table's back in one ALTER.
+func dropIndexes(ctx context.Context, db *sql.DB, c *sql.Conn, tables ...string) (func(context.Context, string) error, error) {
 	type index struct {
 		name, cols string
 		unique     bool
 	}
 	found := map[string][]index{}
 	for _, table := range tables {
-		rows, err := db.QueryContext(ctx, `SELECT INDEX_NAME, NON_UNIQUE, GROUP_CONCAT(CONCAT('`+"`"+`', COLUMN_NAME, '`+"`"+`') ORDER BY SEQ_IN_INDEX)
+		rows, err := c.QueryContext(ctx, `SELECT INDEX_NAME, NON_UNIQUE, GROUP_CONCAT(CONCAT('`+"`"+`', COLUMN_NAME, '`+"`"+`') ORDER BY SEQ_IN_INDEX)
 			FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? AND INDEX_NAME <> 'PRIMARY'
-			AND INDEX_NAME NOT IN (SELECT CONSTRAINT_NAME FROM information_schema.TABLE_CONSTRAINTS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? AND CONSTRAINT_TYPE = 'FOREIGN KEY')
-			GROUP BY INDEX_NAME, NON_UNIQUE`, table, table)
+			GROUP BY INDEX_NAME, NON_UNIQUE`, table)
 		if err != nil {
 			return nil, err
 		}
@@ -249,37 +434,28 @@ func dropIndexes(ctx context.Context, db *sql.DB, tables ...string) (func() erro
 			drops = append(drops, "DROP INDEX `"+ix.name+"`")
 		}
 		if len(drops) > 0 {
-			if _, err := db.ExecContext(ctx, "ALTER TABLE `"+table+"` "+strings.Join(drops, ", ")); err != nil {
+			if _, err := c.ExecContext(ctx, "ALTER TABLE `"+table+"` "+strings.Join(drops, ", ")); err != nil {
 				return nil, fmt.Errorf("drop indexes of %s: %w", table, err)
 			}
 		}
 	}
-	return func() error {
-		for _, table := range tables {
-			var adds []string
-			for _, ix := range found[table] {
-				kind := "INDEX"
-				if ix.unique {
-					kind = "UNIQUE INDEX"
-				}
-				adds = append(adds, fmt.Sprintf("ADD %s `%s` (%s)", kind, ix.name, ix.cols))
+	return func(ctx context.Context, table string) error {
+		var adds []string
+		for _, ix := range found[table] {
+			kind := "INDEX"
+			if ix.unique {
+				kind = "UNIQUE INDEX"
 			}
-			if len(adds) == 0 {
-				continue
-			}
-			start := time.Now()
-			if _, err := db.ExecContext(ctx, "ALTER TABLE `"+table+"` "+strings.Join(adds, ", ")); err != nil {
-				return fmt.Errorf("add indexes of %s: %w", table, err)
-			}
-			fmt.Printf("rebuilt %d indexes of %s in %s\n", len(adds), table, time.Since(start).Round(time.Second))
+			adds = append(adds, fmt.Sprintf("ADD %s `%s` (%s)", kind, ix.name, ix.cols))
 		}
+		if len(adds) == 0 {
+			return nil
+		}
+		start := time.Now()
+		if _, err := db.ExecContext(ctx, "ALTER TABLE `"+table+"` "+strings.Join(adds, ", ")); err != nil {
+			return fmt.Errorf("add indexes of %s: %w", table, err)
+		}
+		fmt.Printf("rebuilt %d indexes of %s in %s\n", len(adds), table, time.Since(start).Round(time.Second))
 		return nil
 	}, nil
-}
-
-func boolInt(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }

@@ -67,3 +67,16 @@ func OwnerPageTwoWays(ctx context.Context, s *Service, q ListQuery) (one []Show,
 	}
 	return
 }
+
+// SetNameMatchChunks sets how many candidates of a name filter one
+// statement confirms (publicMatches) and how many candidates at most are
+// read that way (0: none, every term in one statement), until the test
+// ends, and forgets the name matches read so far.
+func SetNameMatchChunks(t interface{ Cleanup(func()) }, s *Service, chunk, candidates int) {
+	c, n := matchChunk, matchCandidates
+	matchChunk, matchCandidates = chunk, candidates
+	t.Cleanup(func() { matchChunk, matchCandidates = c, n })
+	s.Lists.matches.mu.Lock()
+	s.Lists.matches.m = nil
+	s.Lists.matches.mu.Unlock()
+}

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/onair/onair/app"
 	"github.com/onair/onair/internal/onairtest"
@@ -205,6 +207,68 @@ func TestNameMatchesConcurrentMisses(t *testing.T) {
 					t.Fatalf("step %d, request %d: count %d, want %d", step, i, c, want)
 				}
 			}
+		}
+	})
+}
+
+// TestNameMatchesInChunks: a name filter's public matches confirmed in
+// chunks of ids on several connections (MySQL; SQLite reads them in one
+// statement either way) answer the same pages and counts as one
+// statement: hidden shows, other owners, a tag, equal starts and a name
+// that holds the term's grams but not the term.
+func TestNameMatchesInChunks(t *testing.T) {
+	onairtest.EachBackend(t, func(t *testing.T, backend string) {
+		f := newFixture(t, backend)
+		owner, _ := f.user("Chunk Owner")
+		other, _ := f.user("Chunk Other")
+		base := time.Date(2024, 5, 1, 6, 0, 0, 0, time.UTC)
+		var specs []seedSpec
+		for i := range 23 {
+			s := seedSpec{owner: owner.ID, name: fmt.Sprintf("Sunrise Chunk %d", i), start: base.Add(time.Duration(i%7) * time.Hour), complete: true}
+			switch i % 5 {
+			case 1:
+				s.owner = other.ID
+			case 2:
+				s.private = true
+			case 3:
+				s.owner, s.off = other.ID, true
+			case 4:
+				s.tags = []string{"chunky"}
+			}
+			specs = append(specs, s)
+		}
+		specs = append(specs,
+			seedSpec{owner: other.ID, name: "Sunset Chunk rise", start: base, complete: true},
+			seedSpec{owner: other.ID, name: "Morning Chunk", start: base, complete: true})
+		f.seed(t, specs)
+		queries := []shows.ListQuery{
+			{Filter: "sunrise"}, {Filter: "sunrise", Viewer: principal(owner)}, {Filter: "sunrise", Viewer: principal(other)},
+			{Filter: "sunrise", Tag: "chunky", Viewer: principal(other)}, {Filter: "chunk", Viewer: principal(owner), Page: app.Page{Number: 2, Size: 5}},
+			{Filter: "rise chunk 1", Viewer: principal(other)}, {Filter: "sunrisez", Viewer: principal(owner)},
+		}
+		read := func(chunk, candidates int) []string {
+			t.Helper()
+			shows.SetNameMatchChunks(t, f.svc, chunk, candidates)
+			var out []string
+			for _, q := range queries {
+				items, count, err := shows.FreshListItems(f.ctx, f.svc, q)
+				if err != nil {
+					t.Fatalf("%+v: %v", q, err)
+				}
+				out = append(out, fmt.Sprintf("%d %s", count, items))
+			}
+			return out
+		}
+		want := read(3, 0)
+		for _, got := range [][]string{read(3, 1000), read(1, 1000), read(500, 1000)} {
+			for i := range want {
+				if got[i] != want[i] {
+					t.Errorf("%+v: chunked %s, one statement %s", queries[i], got[i], want[i])
+				}
+			}
+		}
+		if !strings.HasPrefix(want[1], "19 ") {
+			t.Errorf("owner's sunrise list: %.40s, want 19 shows", want[1])
 		}
 	})
 }
