@@ -52,8 +52,9 @@ type Show struct {
 	Key   string // its stream key
 	Path  string // its page on the site, /{user slug}/{show slug}
 	// RTMP is the live module's RTMP URL, rtmp://host:port/live, the key
-	// to be appended ("" when the live module does not run, or the
-	// server runs in another process: Process.RTMP has its address).
+	// to be appended ("" when the live module does not run; for a server
+	// in another process, the stream_url it answered, which NewProcess
+	// points at its listener).
 	RTMP string
 	// Object is the show as POST /v1/shows answered it (the write form).
 	Object Object
@@ -91,8 +92,9 @@ func CreateShow(t testing.TB, env *Env, token string, fields map[string]any) *Sh
 	}
 	key, _ := sh["stream_key"].(string)
 	s := &Show{Env: env, Token: token, ID: sh.ID(), Key: key, Path: u.Path, Object: sh}
-	if env.Core == nil {
-		return s // a server in another process (Process.Client)
+	if env.Core == nil { // a server in another process (Process.Client)
+		s.RTMP, _ = sh["stream_url"].(string)
+		return s
 	}
 	if m, ok := app.Lookup[rtmpModule](env.Core); ok {
 		s.RTMP = "rtmp://" + m.RTMPAddr() + "/live"

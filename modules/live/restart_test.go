@@ -24,7 +24,7 @@ func setup(t *testing.T, p *onairtest.Process) *onairtest.Show {
 		} `json:"show"`
 	}
 	json.Unmarshal(r.Body, &body)
-	return &onairtest.Show{Env: env, Token: token, ID: body.Show.ID, Key: body.Show.StreamKey, RTMP: "RTMP://" + p.RTMP + "/live"}
+	return &onairtest.Show{Env: env, Token: token, ID: body.Show.ID, Key: body.Show.StreamKey, RTMP: "rtmp://" + p.RTMP + "/live"}
 }
 
 // TestRestartMidShowResumes kills the process in the middle of a live

@@ -68,7 +68,7 @@ func TestTwoNodeProcesses(t *testing.T) {
 	newShow := func(title string) *onairtest.Show {
 		sh := onairtest.CreateShow(t, envB, token, map[string]any{"name": title, "description": "two nodes"})
 		// Read back through node B: every later look is B's.
-		return &onairtest.Show{Env: envB, Token: token, ID: sh.ID, Key: sh.Key, RTMP: "RTMP://" + a.RTMP + "/live"}
+		return &onairtest.Show{Env: envB, Token: token, ID: sh.ID, Key: sh.Key, RTMP: "rtmp://" + a.RTMP + "/live"}
 	}
 
 	// Show 1: published to A, played from B, stopped through B.
