@@ -15,13 +15,11 @@ package main
 import (
 	"bytes"
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -35,7 +33,6 @@ import (
 
 	_ "github.com/go-sql-driver/mysql"
 
-	"github.com/onair/onair/app"
 	"github.com/onair/onair/bench/internal/benchkit"
 	"github.com/onair/onair/modules/live/flv"
 	"github.com/onair/onair/modules/live/rtmp"
@@ -227,34 +224,6 @@ func shortError(err error) string {
 	return s
 }
 
-// freshMySQL drops and makes the database of a mysql:// URL.
-func freshMySQL(ctx context.Context, raw string) error {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return err
-	}
-	name := strings.TrimPrefix(u.Path, "/")
-	if name == "" || strings.ContainsAny(name, "`;/ ") {
-		return fmt.Errorf("-many-db %s: needs a plain database name", raw)
-	}
-	server := *u
-	server.Path = "/mysql"
-	_, dsn, err := app.ParseDatabaseURL(server.String())
-	if err != nil {
-		return err
-	}
-	db, err := sql.Open("mysql", dsn)
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	if _, err := db.ExecContext(ctx, "DROP DATABASE IF EXISTS `"+name+"`"); err != nil {
-		return err
-	}
-	_, err = db.ExecContext(ctx, "CREATE DATABASE `"+name+"` CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci")
-	return err
-}
-
 func runMany(ctx context.Context, o options, root, bin, tmp string) error {
 	input, err := smallInput(o.cacheDir, o.manySize, o.manyKbps)
 	if err != nil {
@@ -303,7 +272,7 @@ func manyRun(ctx context.Context, o options, bin, dataDir, db string, rec record
 		"ONAIR_RATE_LIMIT":       "100000",
 	}
 	if strings.HasPrefix(db, "mysql://") {
-		if err := freshMySQL(ctx, db); err != nil {
+		if err := benchkit.MySQLDatabase(ctx, db, true); err != nil {
 			return res, err
 		}
 		env["ONAIR_DATABASE_URL"] = db

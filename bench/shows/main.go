@@ -23,7 +23,6 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"runtime/pprof"
 	"strconv"
@@ -171,7 +170,7 @@ func benchViewer(ctx context.Context, svc *users.Service) (int64, error) {
 func run(dbURL string, nShows, nUsers int, reseed bool, duration time.Duration, workers int) error {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	if err := ensureDatabase(ctx, dbURL, reseed); err != nil {
+	if err := benchkit.MySQLDatabase(ctx, dbURL, reseed); err != nil {
 		return err
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -429,34 +428,4 @@ func printTable(results []result, nShows, workers int, d time.Duration, load0, p
 			r.name, benchkit.Ms(r.fresh), benchkit.Ms(r.Cold), benchkit.Ms(r.P50), benchkit.Ms(r.P99), r.RPS, float64(r.P50)/float64(ceiling.P50), r.RPS/ceiling.RPS,
 			benchkit.Ms(r.selfCPU), db)
 	}
-}
-
-// ensureDatabase creates the bench database (dropping it first on reseed).
-func ensureDatabase(ctx context.Context, dbURL string, reseed bool) error {
-	u, err := url.Parse(dbURL)
-	if err != nil || u.Scheme != "mysql" {
-		return fmt.Errorf("-db must be a mysql:// URL")
-	}
-	name := strings.TrimPrefix(u.Path, "/")
-	if name == "" || strings.ContainsAny(name, "`;/ ") {
-		return fmt.Errorf("-db needs a plain database name")
-	}
-	server := *u
-	server.Path = "/mysql"
-	_, dsn, err := app.ParseDatabaseURL(server.String())
-	if err != nil {
-		return err
-	}
-	db, err := sql.Open("mysql", dsn)
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	if reseed {
-		if _, err := db.ExecContext(ctx, "DROP DATABASE IF EXISTS `"+name+"`"); err != nil {
-			return err
-		}
-	}
-	_, err = db.ExecContext(ctx, "CREATE DATABASE IF NOT EXISTS `"+name+"` CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci")
-	return err
 }
