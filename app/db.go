@@ -172,6 +172,12 @@ var mysqlUnavailable = map[uint16]bool{
 	4031: true, // ER_CLIENT_INTERACTION_TIMEOUT
 }
 
+// ErrBusy wraps the end of a wait of a statement's own (not its
+// request's) deadline: work detached from the request, shared by several
+// (a token lookup), gave up while the database was held, so the request
+// that waited on it answers 503 unavailable, not a timeout of its own.
+var ErrBusy = errors.New("database busy: the statement's own deadline passed")
+
 // IsUnavailable tells whether err means the database could not be reached
 // or could not take the statement now, so the same request may succeed
 // later: a refused or broken connection (the server is down or
@@ -183,7 +189,7 @@ func IsUnavailable(err error) bool {
 	if err == nil {
 		return false
 	}
-	if errors.Is(err, driver.ErrBadConn) || errors.Is(err, mysql.ErrInvalidConn) || errors.Is(err, sql.ErrConnDone) ||
+	if errors.Is(err, ErrBusy) || errors.Is(err, driver.ErrBadConn) || errors.Is(err, mysql.ErrInvalidConn) || errors.Is(err, sql.ErrConnDone) ||
 		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
 		errors.Is(err, syscall.EPIPE) {
 		return true

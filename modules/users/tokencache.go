@@ -3,6 +3,8 @@ package users
 import (
 	"context"
 	"crypto/sha256"
+	"errors"
+	"fmt"
 	"log/slog"
 	"strconv"
 	"strings"
@@ -40,6 +42,8 @@ type tokenCache struct {
 	// since its lookup began.
 	gen    uint64
 	flight singleflight.Group
+	// lookupTimeout is tokenLookupTimeout unless a test sets it.
+	lookupTimeout time.Duration
 
 	rdb     *redis.Client
 	channel string
@@ -65,7 +69,10 @@ func (c *tokenCache) get(sum [sha256.Size]byte, now time.Time) *app.Principal {
 }
 
 // tokenLookupTimeout bounds a shared token lookup, which runs detached
-// from the requests waiting on it.
+// from the requests waiting on it. One that gives up (SQLite held by a
+// writer past its busy timeout, the pool's one connection busy) answers
+// app.ErrBusy: 503 unavailable with Retry-After for every request that
+// waited on it, never a timeout.
 const tokenLookupTimeout = 10 * time.Second
 
 // share answers a miss: the misses of one token at the same moment (a
@@ -81,10 +88,17 @@ func (c *tokenCache) share(ctx context.Context, sum [sha256.Size]byte, lookup fu
 // others; each caller awaits it on its own ctx.
 func (c *tokenCache) join(ctx context.Context, sum [sha256.Size]byte, lookup func(context.Context, [sha256.Size]byte) (*app.Principal, error)) <-chan singleflight.Result {
 	return c.flight.DoChan(string(sum[:]), func() (any, error) {
-		lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), tokenLookupTimeout)
+		timeout := c.lookupTimeout
+		if timeout <= 0 {
+			timeout = tokenLookupTimeout
+		}
+		lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
 		defer cancel()
 		gen := c.generation()
 		p, err := lookup(lctx, sum)
+		if err != nil && errors.Is(err, context.DeadlineExceeded) && lctx.Err() != nil {
+			err = fmt.Errorf("%w: %w", app.ErrBusy, err)
+		}
 		if p != nil {
 			c.put(sum, p, time.Now(), gen)
 		}

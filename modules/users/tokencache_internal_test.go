@@ -84,3 +84,27 @@ func TestTokenLookupOutlivesTheRequestThatStartedIt(t *testing.T) {
 		t.Fatal("the shared answer was not kept")
 	}
 }
+
+// A shared lookup that outlives its own deadline (SQLite held by another
+// writer past the busy timeout while the pool's one connection waits)
+// answers app.ErrBusy, which the API turns into 503 unavailable with
+// Retry-After, not the "timeout" of a request that outlived its own.
+func TestTokenLookupPastItsDeadlineIsUnavailable(t *testing.T) {
+	c := &tokenCache{ttl: time.Hour, lookupTimeout: 20 * time.Millisecond}
+	sum := sha256.Sum256([]byte("onair_token"))
+	lookup := func(ctx context.Context, _ [sha256.Size]byte) (*app.Principal, error) {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	p, err := c.share(context.Background(), sum, lookup)
+	if p != nil || !errors.Is(err, app.ErrBusy) || !app.IsUnavailable(err) {
+		t.Fatalf("share = %v, %v; want app.ErrBusy, unavailable", p, err)
+	}
+
+	// A lookup's own failure is passed on as it is.
+	boom := errors.New("boom")
+	_, err = c.share(context.Background(), sum, func(context.Context, [sha256.Size]byte) (*app.Principal, error) { return nil, boom })
+	if !errors.Is(err, boom) || app.IsUnavailable(err) {
+		t.Fatalf("share = %v, want boom as it is", err)
+	}
+}
