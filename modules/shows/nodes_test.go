@@ -14,6 +14,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/onair/onair/app"
+	"github.com/onair/onair/app/outbox"
 	"github.com/onair/onair/internal/onairtest"
 	"github.com/onair/onair/internal/testload"
 	"github.com/onair/onair/modules/shows"
@@ -290,7 +291,7 @@ func TestOutboxSweep(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	row := &shows.OutboxRow{Topic: shows.TopicShow, Type: shows.EventUpdated, ShowID: id, Payload: string(payload),
+	row := &outbox.Row{Topic: shows.TopicShow, Type: shows.EventUpdated, Subject: id, Payload: string(payload),
 		CreatedAt: app.Now().Add(-10 * time.Second)}
 	if _, err := a.svc.DB().NewInsert().Model(row).Exec(ctx); err != nil {
 		t.Fatal(err)
@@ -302,7 +303,7 @@ func TestOutboxSweep(t *testing.T) {
 		}
 	}
 	testload.Poll(t, "the swept row marked relayed", func() error {
-		var got shows.OutboxRow
+		var got outbox.Row
 		if err := a.svc.DB().NewSelect().Model(&got).Where("id = ?", row.ID).Scan(ctx); err != nil {
 			return err
 		}
@@ -374,7 +375,7 @@ func TestOutboxSweepSQLite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	row := &shows.OutboxRow{Topic: shows.TopicShow, Type: shows.EventUpdated, ShowID: id, Payload: string(payload),
+	row := &outbox.Row{Topic: shows.TopicShow, Type: shows.EventUpdated, Subject: id, Payload: string(payload),
 		CreatedAt: app.Now().Add(-10 * time.Second)}
 	if _, err := n.svc.DB().NewInsert().Model(row).Exec(ctx); err != nil {
 		t.Fatal(err)
@@ -399,7 +400,7 @@ func TestOutboxSweepSQLite(t *testing.T) {
 func TestEventsStreamCapped(t *testing.T) {
 	onairtest.RequireRedis(t)
 	const maxLen, events = 50, 400
-	env := onairtest.New(t, onairtest.Options{Redis: true, Configure: func(c *app.Config) { c.Set(shows.SettingEventsStreamLen, maxLen) }})
+	env := onairtest.New(t, onairtest.Options{Redis: true, Configure: func(c *app.Config) { c.Set(outbox.SettingStreamLen, maxLen) }})
 	dropStream(t, env)
 	svc := shows.From(env.Core)
 	rec := &recorder{}
