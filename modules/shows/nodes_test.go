@@ -433,3 +433,36 @@ func TestEventsStreamCapped(t *testing.T) {
 		t.Fatalf("%d events delivered, want %d", got, events+1)
 	}
 }
+
+// TestLegacyStreamEntry: an entry a node of the release before the shared
+// outbox added to the stream (no topic; the show under "show") is still
+// delivered as a remote show event, during a rolling upgrade.
+func TestLegacyStreamEntry(t *testing.T) {
+	onairtest.RequireRedis(t)
+	env := onairtest.New(t, onairtest.Options{Redis: true})
+	dropStream(t, env)
+	n := &node{env: env, svc: shows.From(env.Core), rec: &recorder{}}
+	n.svc.Subscribe(n.rec.add)
+	_, tok := env.CreateUser("Legacy DJ")
+	id := onairtest.CreateShow(t, env, tok, map[string]any{"name": "Legacy", "description": "d"}).ID
+	ctx := context.Background()
+	sh, err := n.svc.Get(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sh.Name = "Legacy, from an older node"
+	payload, err := json.Marshal(sh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const eventID = int64(1) << 40
+	err = env.Core.Redis.XAdd(ctx, &redis.XAddArgs{Stream: env.Core.Config.RedisPrefix + shows.EventsStream,
+		Values: []any{"id", eventID, "type", shows.EventUpdated, "show", string(payload), "actor", "", "from", "older"}}).Err()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev, _ := n.await(t, id, shows.EventUpdated, time.Now())
+	if !ev.Remote || ev.ID != eventID || ev.Show.Name != "Legacy, from an older node" || ev.By != nil {
+		t.Fatalf("legacy entry delivered as %+v", ev)
+	}
+}
