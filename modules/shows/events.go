@@ -2,12 +2,12 @@ package shows
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/uptrace/bun"
 
 	"github.com/onair/onair/app"
 	"github.com/onair/onair/app/events"
+	"github.com/onair/onair/app/outbox"
 )
 
 // Event types. "stopped" and "off" tell the live module to disconnect the
@@ -27,14 +27,14 @@ const (
 // subscriber and must be treated as read-only. By is the caller; nil is the
 // system (live module, janitor).
 type Event struct {
-	// ID is the event's row in the outbox table (outbox.go), unique
-	// across nodes; 0 for an event that has none.
+	// ID is the event's row in the outbox table (package app/outbox),
+	// unique across nodes; 0 for an event that has none.
 	ID   int64
 	Type string
 	Show *Show
 	By   *app.Principal
 	// Remote is true when the change was committed on another node and
-	// reached this one through Redis (relay.go). A remote event's Show
+	// reached this one through Redis (the outbox's relay). A remote event's Show
 	// is the snapshot stored in the outbox: it has no stream key and its
 	// user no password hash or e-mail; By carries only the user id.
 	Remote bool
@@ -99,9 +99,9 @@ func (s *Service) recordShow(ctx context.Context, tx bun.IDB, sh *Show, by *app.
 	evs := make([]Event, 0, len(types))
 	for _, t := range types {
 		ev := Event{Type: t, Show: sh, By: by}
-		id, err := writeOutbox(ctx, tx, ev, s.clock.Stamp(), s.relay == nil)
+		id, err := s.writeOutbox(ctx, tx, ev)
 		if err != nil {
-			return nil, fmt.Errorf("outbox: %w", err)
+			return nil, err
 		}
 		ev.ID = id
 		if err := events.PublishTx(ctx, etx, Changed, ev); err != nil {
@@ -116,15 +116,23 @@ func (s *Service) recordShow(ctx context.Context, tx bun.IDB, sh *Show, by *app.
 	return evs, nil
 }
 
-// deliver sends committed events: to the relay, which publishes them to
-// the other nodes, and to this node's subscribers.
+// deliver sends committed events: to the outbox's relay, which publishes
+// them to the other nodes, and to this node's subscribers.
 func (s *Service) deliver(ctx context.Context, evs []Event) {
-	if s.relay != nil {
-		s.relay.committed(evs)
+	if s.outbox.Relayed() {
+		rows := make([]outbox.Row, 0, len(evs))
+		for _, ev := range evs {
+			row, err := durable.Encode(ev)
+			if err != nil {
+				s.log.Error("shows: relay event", "id", ev.ID, "err", err)
+				continue
+			}
+			row.ID, row.CreatedAt = ev.ID, s.clock.Stamp()
+			rows = append(rows, row)
+		}
+		s.outbox.Committed(rows...)
 	}
 	for _, ev := range evs {
-		s.emit(ctx, ev)
+		outbox.Emit(ctx, s.outbox, durable, ev.ID, ev)
 	}
 }
-
-func (s *Service) emit(ctx context.Context, ev Event) { events.Emit(ctx, s.bus, Changed, ev) }

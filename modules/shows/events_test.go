@@ -9,11 +9,11 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/uptrace/bun"
 
 	"github.com/onair/onair/app"
+	"github.com/onair/onair/app/outbox"
 	"github.com/onair/onair/internal/onairtest"
 	"github.com/onair/onair/modules/shows"
 )
@@ -49,7 +49,7 @@ func (r *recorder) ofShow(id int64) []shows.Event {
 
 func countOutbox(t *testing.T, db bun.IDB, showID int64) int64 {
 	t.Helper()
-	n, err := db.NewSelect().Model((*shows.OutboxRow)(nil)).Where("show_id = ?", showID).Count(context.Background())
+	n, err := db.NewSelect().Model((*outbox.Row)(nil)).Where("show_id = ?", showID).Count(context.Background())
 	if err != nil {
 		t.Fatalf("count outbox: %v", err)
 	}
@@ -178,7 +178,7 @@ func TestOutboxWithoutRedis(t *testing.T) {
 		if len(evs) != 1 || evs[0].Remote || evs[0].ID == 0 {
 			t.Fatalf("events: %v", types(evs))
 		}
-		var rows []shows.OutboxRow
+		var rows []outbox.Row
 		if err := f.svc.DB().NewSelect().Model(&rows).Where("show_id = ?", showID).Scan(f.ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -206,74 +206,6 @@ func TestOutboxWithoutRedis(t *testing.T) {
 			if strings.HasPrefix(mf.GetName(), "onair_events_") {
 				t.Errorf("metric %s without Redis", mf.GetName())
 			}
-		}
-	})
-}
-
-// TestTrimOutbox: the cleanup deletes rows older than the cutoff; with
-// onlyRelayed (Redis) it keeps the rows not yet relayed; it never deletes
-// a row a KeepOutbox hook still holds.
-func TestTrimOutbox(t *testing.T) {
-	onairtest.EachBackend(t, func(t *testing.T, backend string) {
-		f := newFixture(t, backend)
-		db := f.svc.DB()
-		now := app.Now()
-		old, recent := now.Add(-48*time.Hour), now.Add(-time.Hour)
-		insert := func(created time.Time, relayed bool) int64 {
-			row := &shows.OutboxRow{Topic: shows.TopicShow, Type: shows.EventUpdated, ShowID: 1, Payload: "{}", CreatedAt: created}
-			if relayed {
-				row.RelayedAt = &created
-			}
-			if _, err := db.NewInsert().Model(row).Exec(f.ctx); err != nil {
-				t.Fatal(err)
-			}
-			return row.ID
-		}
-		left := func() []int64 {
-			var ids []int64
-			if err := db.NewSelect().Model((*shows.OutboxRow)(nil)).Column("id").OrderExpr("id ASC").Scan(f.ctx, &ids); err != nil {
-				t.Fatal(err)
-			}
-			return ids
-		}
-		oldRelayed, oldUnrelayed := insert(old, true), insert(old, false)
-		held1, held2 := insert(old, true), insert(old, false)
-		fresh := insert(recent, true)
-		var hold int64
-		f.svc.KeepOutbox(func(context.Context) (int64, error) { return hold, nil })
-		cutoff := now.Add(-24 * time.Hour)
-
-		hold = held1
-		if n, err := f.svc.TrimOutbox(f.ctx, cutoff, true); err != nil || n != 1 {
-			t.Fatalf("trim relayed: %d, %v; want 1", n, err)
-		}
-		if got := left(); fmt.Sprint(got) != fmt.Sprint([]int64{oldUnrelayed, held1, held2, fresh}) {
-			t.Fatalf("after trimming relayed rows below %d: %v", hold, got)
-		}
-		if n, err := f.svc.TrimOutbox(f.ctx, cutoff, false); err != nil || n != 1 {
-			t.Fatalf("trim all: %d, %v; want 1", n, err)
-		}
-		hold = 0
-		if n, err := f.svc.TrimOutbox(f.ctx, cutoff, false); err != nil || n != 2 {
-			t.Fatalf("trim without a hold: %d, %v; want 2", n, err)
-		}
-		if got := left(); fmt.Sprint(got) != fmt.Sprint([]int64{fresh}) {
-			t.Fatalf("left %v, want only the recent row %d (old relayed was %d)", got, fresh, oldRelayed)
-		}
-
-		// More rows than one delete statement takes (1000).
-		rows := make([]shows.OutboxRow, 2500)
-		for i := range rows {
-			rows[i] = shows.OutboxRow{Topic: shows.TopicShow, Type: shows.EventUpdated, ShowID: 1, Payload: "{}", CreatedAt: old, RelayedAt: &old}
-		}
-		if _, err := db.NewInsert().Model(&rows).Exec(f.ctx); err != nil {
-			t.Fatal(err)
-		}
-		if n, err := f.svc.TrimOutbox(f.ctx, cutoff, true); err != nil || n != len(rows) {
-			t.Fatalf("trim %d old rows: %d, %v", len(rows), n, err)
-		}
-		if got := left(); len(got) != 1 {
-			t.Fatalf("%d rows left, want 1", len(got))
 		}
 	})
 }

@@ -8,13 +8,13 @@ import (
 	"context"
 	_ "embed"
 	"fmt"
-	"time"
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/uptrace/bun"
 
 	"github.com/onair/onair/app"
 	"github.com/onair/onair/app/events"
+	"github.com/onair/onair/app/outbox"
 	"github.com/onair/onair/migrations"
 	"github.com/onair/onair/modules/users"
 )
@@ -49,9 +49,8 @@ func tagsMerged(ctx context.Context, db bun.IDB) error {
 type Module struct {
 	Service *Service
 
-	janitor   *janitor
-	retention time.Duration // of the outbox rows (ONAIR_OUTBOX_RETENTION)
-	core      *app.Core     // the console asks the other modules for viewer counts
+	janitor *janitor
+	core    *app.Core // the console asks the other modules for viewer counts
 }
 
 var (
@@ -67,14 +66,12 @@ var (
 	_ app.Configurer        = (*Module)(nil)
 )
 
-// Settings of the module: where broadcasters publish, how long a live
-// show whose publisher dropped waits for it, and how the show events
-// outbox is kept (outbox.go, relay.go).
+// Settings of the module: where broadcasters publish and how long a live
+// show whose publisher dropped waits for it. The outbox of show events is
+// kept as the outbox module's settings say (package app/outbox).
 const (
 	SettingRTMPURL         = "ONAIR_RTMP_URL"
 	SettingReconnectWindow = "ONAIR_RECONNECT_WINDOW"
-	SettingOutboxRetention = "ONAIR_OUTBOX_RETENTION"
-	SettingEventsStreamLen = "ONAIR_EVENTS_STREAM_MAXLEN"
 )
 
 func (*Module) Settings() []app.Setting {
@@ -83,12 +80,8 @@ func (*Module) Settings() []app.Setting {
 			Help: "RTMP address given to broadcasters as stream_url", Parse: app.ParseURLSetting(false, "rtmp", "rtmps")},
 		{Env: SettingReconnectWindow, Flag: "reconnect-window", Default: "60s",
 			Help: "how long a dropped live show waits for its publisher", Parse: app.ParseDuration},
-		{Env: SettingOutboxRetention, Flag: "outbox-retention", Default: "24h",
-			Help: "how long relayed show events stay in the outbox table; 0 keeps them", Parse: app.ParseDuration},
 		{Env: SettingListCache, Flag: "shows-list-cache-mb", Default: "64",
 			Help: "memory of the cache of show list answers, in MiB; 0 turns it off", Parse: app.ParseNonNegativeInt},
-		{Env: SettingEventsStreamLen, Flag: "events-stream-maxlen", Default: "10000",
-			Help: "about how many show events the Redis stream keeps (with ONAIR_REDIS_URL)", Parse: app.ParsePositiveInt},
 	}
 }
 
@@ -208,17 +201,7 @@ func (m *Module) Provision(ctx context.Context, core *app.Core) error {
 	}
 	events.SubscribeTx(core.Events, users.Deleted, m.deleteUserShows)
 	m.janitor = newJanitor(m.Service, m.Service.window)
-	m.retention = app.Get[time.Duration](core.Config, SettingOutboxRetention)
-	if core.Redis != nil {
-		r := newRelay(m.Service, core.Redis, core.Config.RedisPrefix+EventsStream, int64(app.Get[int](core.Config, SettingEventsStreamLen)))
-		r.background = core.Background
-		for _, c := range r.collectors() {
-			if err := core.Metrics.Register(c); err != nil {
-				return fmt.Errorf("shows: metrics: %w", err)
-			}
-		}
-		m.Service.relay = r
-	}
+	outbox.Declare(m.Service.outbox, durable)
 	return nil
 }
 
@@ -248,13 +231,11 @@ var openAPI []byte
 
 func (*Module) OpenAPI() []byte { return openAPI }
 
-// Start runs, as Core.Go loops, the janitor that completes shows whose
+// Start runs, as a Core.Go loop, the janitor that completes shows whose
 // publisher did not come back within the reconnect window, and radio
-// shows after 24 hours, and the outbox's: the relay of events between
-// nodes (with Redis) and the cleanup of old events.
-func (m *Module) Start(ctx context.Context) error {
+// shows after 24 hours. The outbox module relays the events.
+func (m *Module) Start(context.Context) error {
 	m.core.Go("shows: janitor", m.janitor.run)
-	startOutbox(ctx, m.core, m.Service, m.retention)
 	return nil
 }
 

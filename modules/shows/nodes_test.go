@@ -14,6 +14,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/onair/onair/app"
+	"github.com/onair/onair/app/outbox"
 	"github.com/onair/onair/internal/onairtest"
 	"github.com/onair/onair/internal/testload"
 	"github.com/onair/onair/modules/shows"
@@ -290,7 +291,7 @@ func TestOutboxSweep(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	row := &shows.OutboxRow{Topic: shows.TopicShow, Type: shows.EventUpdated, ShowID: id, Payload: string(payload),
+	row := &outbox.Row{Topic: shows.TopicShow, Type: shows.EventUpdated, Subject: id, Payload: string(payload),
 		CreatedAt: app.Now().Add(-10 * time.Second)}
 	if _, err := a.svc.DB().NewInsert().Model(row).Exec(ctx); err != nil {
 		t.Fatal(err)
@@ -302,7 +303,7 @@ func TestOutboxSweep(t *testing.T) {
 		}
 	}
 	testload.Poll(t, "the swept row marked relayed", func() error {
-		var got shows.OutboxRow
+		var got outbox.Row
 		if err := a.svc.DB().NewSelect().Model(&got).Where("id = ?", row.ID).Scan(ctx); err != nil {
 			return err
 		}
@@ -374,7 +375,7 @@ func TestOutboxSweepSQLite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	row := &shows.OutboxRow{Topic: shows.TopicShow, Type: shows.EventUpdated, ShowID: id, Payload: string(payload),
+	row := &outbox.Row{Topic: shows.TopicShow, Type: shows.EventUpdated, Subject: id, Payload: string(payload),
 		CreatedAt: app.Now().Add(-10 * time.Second)}
 	if _, err := n.svc.DB().NewInsert().Model(row).Exec(ctx); err != nil {
 		t.Fatal(err)
@@ -399,7 +400,7 @@ func TestOutboxSweepSQLite(t *testing.T) {
 func TestEventsStreamCapped(t *testing.T) {
 	onairtest.RequireRedis(t)
 	const maxLen, events = 50, 400
-	env := onairtest.New(t, onairtest.Options{Redis: true, Configure: func(c *app.Config) { c.Set(shows.SettingEventsStreamLen, maxLen) }})
+	env := onairtest.New(t, onairtest.Options{Redis: true, Configure: func(c *app.Config) { c.Set(outbox.SettingStreamLen, maxLen) }})
 	dropStream(t, env)
 	svc := shows.From(env.Core)
 	rec := &recorder{}
@@ -430,5 +431,38 @@ func TestEventsStreamCapped(t *testing.T) {
 	onceEach(t, "the node", rec.all())
 	if got := len(rec.ofShow(id)); got != events+1 {
 		t.Fatalf("%d events delivered, want %d", got, events+1)
+	}
+}
+
+// TestLegacyStreamEntry: an entry a node of the release before the shared
+// outbox added to the stream (no topic; the show under "show") is still
+// delivered as a remote show event, during a rolling upgrade.
+func TestLegacyStreamEntry(t *testing.T) {
+	onairtest.RequireRedis(t)
+	env := onairtest.New(t, onairtest.Options{Redis: true})
+	dropStream(t, env)
+	n := &node{env: env, svc: shows.From(env.Core), rec: &recorder{}}
+	n.svc.Subscribe(n.rec.add)
+	_, tok := env.CreateUser("Legacy DJ")
+	id := onairtest.CreateShow(t, env, tok, map[string]any{"name": "Legacy", "description": "d"}).ID
+	ctx := context.Background()
+	sh, err := n.svc.Get(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sh.Name = "Legacy, from an older node"
+	payload, err := json.Marshal(sh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const eventID = int64(1) << 40
+	err = env.Core.Redis.XAdd(ctx, &redis.XAddArgs{Stream: env.Core.Config.RedisPrefix + shows.EventsStream,
+		Values: []any{"id", eventID, "type", shows.EventUpdated, "show", string(payload), "actor", "", "from", "older"}}).Err()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev, _ := n.await(t, id, shows.EventUpdated, time.Now())
+	if !ev.Remote || ev.ID != eventID || ev.Show.Name != "Legacy, from an older node" || ev.By != nil {
+		t.Fatalf("legacy entry delivered as %+v", ev)
 	}
 }

@@ -9,13 +9,13 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/uptrace/bun"
 
 	"github.com/onair/onair/app"
 	"github.com/onair/onair/app/events"
+	"github.com/onair/onair/app/outbox"
 	"github.com/onair/onair/modules/users"
 )
 
@@ -43,12 +43,10 @@ type Service struct {
 	// bus carries the Changed events (events.go): the boot's.
 	bus *events.Bus
 	// clock is the kernel's (Core.Clock).
-	clock  *app.Clock
-	subsMu sync.RWMutex
-	keeps  []func(context.Context) (int64, error) // KeepOutbox
-	// relay publishes committed events to the other nodes (relay.go);
-	// nil without Redis.
-	relay *relay
+	clock *app.Clock
+	// outbox keeps the events (outbox.go) and relays them to the other
+	// nodes: the boot's.
+	outbox *outbox.Outbox
 
 	// images checks, re-encodes and stores uploaded show images (the
 	// users service's profile image code, image.go); nil until Provision.
@@ -69,6 +67,7 @@ func NewService(core *app.Core) *Service {
 		Lists:  newLister(core.DB, views, app.Get[int](core.Config, SettingListCache), core.Clock),
 		bus:    core.Events,
 		clock:  core.Clock,
+		outbox: outbox.From(core),
 	}
 	return s
 }

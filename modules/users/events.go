@@ -2,9 +2,12 @@ package users
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 
 	"github.com/onair/onair/app"
 	"github.com/onair/onair/app/events"
+	"github.com/onair/onair/app/outbox"
 )
 
 // The users module's events (package app/events). Modules that keep rows
@@ -20,7 +23,32 @@ var Followed = events.NewTopic[Follow]("users.followed")
 // the user's row goes: each module that keeps rows of users deletes them
 // through the event's transaction (the shows module the user's shows, the
 // chat their messages), and an error from any leaves everything in place.
+// It is a durable event (deletedOut): once the deletion commits, the
+// subscribers of every node get it, once (outbox.Remote tells the other
+// nodes' apart); this module's drop the user's cached tokens there.
 var Deleted = events.NewTopic[*Deletion]("users.deleted")
+
+// deletedOut is Deleted's outbox topic: a row's subject is the user
+// deleted, its actor the staff member, its payload the Deletion as the
+// transaction's handlers left it (with the shows they deleted).
+var deletedOut = outbox.NewTopic("users.deleted", Deleted, outbox.Codec[*Deletion]{
+	Encode: func(d *Deletion) (outbox.Row, error) {
+		b, err := json.Marshal(d)
+		row := outbox.Row{Subject: d.UserID, Payload: string(b)}
+		if d.By != nil && d.By.UserID != 0 {
+			by := d.By.UserID
+			row.ActorID = &by
+		}
+		return row, err
+	},
+	Decode: func(row *outbox.Row) (*Deletion, error) {
+		d := new(Deletion)
+		if err := json.Unmarshal([]byte(row.Payload), d); err != nil {
+			return nil, fmt.Errorf("users: deletion of outbox row %d: %w", row.ID, err)
+		}
+		return d, nil
+	},
+})
 
 // TagsMerged is published inside the migration step that merged tags
 // (users:0006), once the links were moved: modules that keep data derived
@@ -28,7 +56,8 @@ var Deleted = events.NewTopic[*Deletion]("users.deleted")
 // counts and tag ids). Subscribe to it in Subscribe, before migrations.
 var TagsMerged = events.NewTopic[TagMerge]("users.tags_merged")
 
-// Deletion is a user being deleted by a staff member.
+// Deletion is a user being deleted by a staff member. On other nodes
+// (outbox.Remote) By carries the user id, token id and roles only.
 type Deletion struct {
 	UserID int64
 	By     *app.Principal
@@ -63,7 +92,7 @@ func (s *Service) DeleteUser(ctx context.Context, id int64, by *app.Principal) (
 	var ev *Deletion
 	err := s.events().RunInTx(ctx, s.db, 3, retryable, func(ctx context.Context, tx *events.Tx) error {
 		ev = &Deletion{UserID: id, By: by, Shows: []int64{}}
-		if err := events.Publish(ctx, tx, Deleted, ev); err != nil {
+		if err := outbox.Publish(ctx, s.outbox, tx, deletedOut, ev); err != nil {
 			return err
 		}
 		return deleteRow(ctx, tx, id)
@@ -71,8 +100,20 @@ func (s *Service) DeleteUser(ctx context.Context, id int64, by *app.Principal) (
 	if err != nil {
 		return nil, err
 	}
-	s.tokens.invalidate(ctx, 0, id) // their cached tokens go at once
+	// Their cached tokens go at once here; the other nodes drop theirs
+	// when the durable event reaches them (tokensOfDeleted).
+	s.tokens.drop(0, id)
 	return ev.Shows, nil
+}
+
+// tokensOfDeleted drops, on every other node, the cached tokens of a user
+// deleted there: the durable Deleted event reaches each node once, even
+// one that could not hear Redis when the deletion committed (the outbox's
+// sweep relays it when Redis is back).
+func (s *Service) tokensOfDeleted(ctx context.Context, d *Deletion) {
+	if outbox.Remote(ctx) {
+		s.tokens.drop(0, d.UserID)
+	}
 }
 
 func retryable(err error) bool { return app.IsDeadlock(err) }

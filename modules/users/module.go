@@ -18,6 +18,7 @@ import (
 
 	"github.com/onair/onair/app"
 	"github.com/onair/onair/app/events"
+	"github.com/onair/onair/app/outbox"
 	"github.com/onair/onair/internal/imaging"
 	"github.com/onair/onair/migrations"
 )
@@ -116,6 +117,9 @@ func (m *Module) Provision(ctx context.Context, core *app.Core) error {
 	m.Service = NewService(core.DB, core.Config.PublicURL)
 	m.Service.clock = core.Clock
 	m.Service.bus = core.Events
+	m.Service.outbox = outbox.From(core)
+	outbox.Declare(m.Service.outbox, deletedOut)
+	events.Subscribe(core.Events, Deleted, m.Service.tokensOfDeleted)
 	m.Service.ReserveFrom(core)
 	m.Service.signupLimit = app.Get[int](core.Config, SettingSignupLimit)
 	m.Service.signups = newMemoryThrottle(m.Service.signupLimit, SignupWindow)

@@ -21,6 +21,7 @@ import (
 
 	"github.com/onair/onair/app"
 	"github.com/onair/onair/app/events"
+	"github.com/onair/onair/app/outbox"
 	"github.com/onair/onair/internal/imaging"
 	"github.com/onair/onair/internal/store"
 )
@@ -54,6 +55,9 @@ type Service struct {
 
 	// bus carries the module's events (events.go); nil outside a boot.
 	bus *events.Bus
+	// outbox keeps the durable events (Deleted) and relays them to the
+	// other nodes: the boot's; nil outside a boot.
+	outbox *outbox.Outbox
 }
 
 // NewService returns the users service over db; URLs are built on publicURL.

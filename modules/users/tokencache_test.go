@@ -5,10 +5,13 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/onair/onair/app"
+	"github.com/onair/onair/app/events"
+	"github.com/onair/onair/app/outbox"
 	"github.com/onair/onair/internal/onairtest"
 	"github.com/onair/onair/internal/testload"
 	"github.com/onair/onair/modules/users"
@@ -110,5 +113,64 @@ func TestTokenCacheRevocationWithinTTL(t *testing.T) {
 	})
 	if d := time.Since(cachedAt); d > ttl+time.Second {
 		t.Fatalf("node B refused the token %s after caching it (ttl %s)", d, ttl)
+	}
+}
+
+// With Redis, deleting a user on node A is a durable event (outbox): node
+// B's subscribers hear it once, as remote, and B's cache drops the user's
+// tokens long before the ttl (an hour here) ends.
+func TestDeletionReachesOtherNodes(t *testing.T) {
+	if os.Getenv(onairtest.MySQLEnv) == "" || os.Getenv(onairtest.RedisEnv) == "" {
+		testload.Skip(t, "needs %s and %s (the README's test command sets both)", onairtest.MySQLEnv, onairtest.RedisEnv)
+	}
+	db := onairtest.FreshMySQL(t)
+	prefix := fmt.Sprintf("onairtest:del%d:", time.Now().UnixNano())
+	opts := onairtest.Options{DatabaseURL: db, Redis: true, RedisPrefix: prefix, Configure: tokenTTL(time.Hour)}
+	a := onairtest.New(t, opts)
+	b := onairtest.New(t, opts)
+	t.Cleanup(func() { a.Core.Redis.Del(context.Background(), prefix+outbox.Stream) })
+	var mu sync.Mutex
+	var heard []string
+	events.Subscribe(b.Core.Events, users.Deleted, func(ctx context.Context, d *users.Deletion) {
+		mu.Lock()
+		defer mu.Unlock()
+		heard = append(heard, fmt.Sprintf("user %d by %d remote=%v", d.UserID, d.By.UserID, outbox.Remote(ctx)))
+	})
+	staff, _ := a.CreateUser("Deleting Admin", onairtest.Role("admin"))
+	u, tok := a.CreateUser("Deleted Everywhere")
+	b.Do("GET", "/v1/users/me", tok, nil).Expect(t, http.StatusOK) // cached on B
+	by := &app.Principal{UserID: staff.ID, Roles: []string{"user", "admin"}}
+	if _, err := onairtestUsers(a).DeleteUser(context.Background(), u.ID, by); err != nil {
+		t.Fatal(err)
+	}
+	a.Do("GET", "/v1/users/me", tok, nil).Expect(t, http.StatusUnauthorized)
+	testload.Poll(t, "node B to refuse the deleted user's token", func() error {
+		if r := b.Do("GET", "/v1/users/me", tok, nil); r.Status != http.StatusUnauthorized {
+			return fmt.Errorf("status %d", r.Status)
+		}
+		return nil
+	})
+	// A later deletion, once B heard it, shows the stream was read past
+	// the first: B heard each once.
+	v, _ := a.CreateUser("Deleted Later")
+	if _, err := onairtestUsers(a).DeleteUser(context.Background(), v.ID, by); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		fmt.Sprintf("user %d by %d remote=true", u.ID, staff.ID),
+		fmt.Sprintf("user %d by %d remote=true", v.ID, staff.ID),
+	}
+	testload.Poll(t, "node B to hear both deletions", func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(heard) < 2 {
+			return fmt.Errorf("heard %v", heard)
+		}
+		return nil
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if fmt.Sprint(heard) != fmt.Sprint(want) {
+		t.Fatalf("B heard %v, want %v", heard, want)
 	}
 }

@@ -1,4 +1,4 @@
-package shows
+package outbox
 
 import (
 	"io"
@@ -29,19 +29,19 @@ func TestSeenSet(t *testing.T) {
 	}
 }
 
-// TestRelayQueueFull: a commit never waits for the relay; events beyond
-// the queue are left to the outbox sweep, but are still this node's own
-// (the reader will not deliver them back).
+// TestRelayQueueFull: a commit never waits for the relay; rows beyond the
+// queue are left to the outbox sweep, but are still this node's own (the
+// reader will not deliver them back).
 func TestRelayQueueFull(t *testing.T) {
-	svc := &Service{log: slog.New(slog.NewTextHandler(io.Discard, nil))}
-	r := newRelay(svc, nil, "test:events", 100)
-	r.queue = make(chan []Event, 1)
-	r.committed([]Event{{ID: 1}})
-	r.committed([]Event{{ID: 2}}) // the queue is full: returns at once
+	o := &Outbox{log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	r := newRelay(o, nil, "test:events", 100)
+	r.queue = make(chan []Row, 1)
+	r.committed([]Row{{ID: 1}})
+	r.committed([]Row{{ID: 2}}) // the queue is full: returns at once
 	if len(r.queue) != 1 {
 		t.Fatalf("queue holds %d batches, want 1", len(r.queue))
 	}
 	if r.seen.add(1) || r.seen.add(2) {
-		t.Fatal("a committed event is not marked as this node's")
+		t.Fatal("a committed row is not marked as this node's")
 	}
 }

@@ -1,4 +1,4 @@
-package shows
+package outbox
 
 import (
 	"context"
@@ -19,30 +19,31 @@ import (
 	"github.com/onair/onair/app"
 )
 
-// With Redis, show events reach every node through a Redis stream:
+// With Redis, durable events reach every node through one Redis stream:
 //
-//   - the node that commits a change delivers its events to its own
-//     subscribers in-process (Remote false), and hands them to its relay,
-//     which adds them to the stream and marks their outbox rows relayed;
+//   - the node that commits an event delivers it to its own subscribers
+//     in-process (Remote false), and hands its row to its relay, which
+//     adds it to the stream and marks the row relayed;
 //   - every node sweeps the outbox each second for rows still unrelayed
-//     after relayGrace (their node died between the commit and the stream)
-//     and relays them, claiming them with row locks so two nodes do not
-//     both take a row (FOR UPDATE SKIP LOCKED on MySQL; SQLite is one
-//     node);
+//     after relayGrace (their node died between the commit and the stream,
+//     or Redis was away) and relays them, claiming them with row locks so
+//     two nodes do not both take a row (FOR UPDATE SKIP LOCKED on MySQL;
+//     SQLite is one node);
 //   - every node reads the stream from where it stood at start and calls
-//     its subscribers with Remote true for the events it did not emit,
-//     once per event id (a re-relayed event is dropped).
+//     the subscribers of each event's topic with Remote true for the
+//     events it did not emit, once per event id (a re-relayed event is
+//     dropped).
 //
-// A committed change is therefore delivered to every running node at least
+// A committed event is therefore delivered to every running node at least
 // once by the stream and at most once to each subscriber (as long as the
 // copies arrive within seenCapacity events of each other). A node that is
 // down when an event passes misses it, as it misses in-process events, and
 // so does a reader that falls more than the stream's length behind: the
 // subscribers keep state in the database and reconcile at start.
 
-// EventsStream is the name of the Redis stream of show events, after
+// Stream is the name of the Redis stream of durable events, after
 // ONAIR_REDIS_PREFIX ("onair:events" by default).
-const EventsStream = "events"
+const Stream = "events"
 
 const (
 	relayEvery   = time.Second     // how often each node sweeps the outbox
@@ -53,16 +54,21 @@ const (
 	seenCapacity = 16384           // event ids remembered for the dedupe
 )
 
-// relay moves this node's committed events to the stream and the stream's
+// legacyTopic is the topic of a stream message without one: the shows
+// module's, whose messages (before the outbox was shared) carried the
+// payload as "show".
+const legacyTopic = "show"
+
+// relay moves this node's committed rows to the stream and the stream's
 // events to this node's subscribers.
 type relay struct {
-	svc    *Service
+	o      *Outbox
 	rdb    *redis.Client
 	stream string
 	maxLen int64
 	node   string // random id of this process, written on each message as "from"
 
-	queue chan []Event
+	queue chan []Row
 	seen  *seenSet
 	// background bounds the last relays at shutdown (Core.Background).
 	background func(time.Duration) (context.Context, context.CancelFunc)
@@ -75,19 +81,22 @@ type relay struct {
 	unrelayed prometheus.Gauge
 }
 
-func newRelay(svc *Service, rdb *redis.Client, stream string, maxLen int64) *relay {
+func newRelay(o *Outbox, rdb *redis.Client, stream string, maxLen int64) *relay {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	return &relay{
-		svc: svc, rdb: rdb, stream: stream, maxLen: maxLen, node: hex.EncodeToString(b[:]),
-		queue: make(chan []Event, relayQueue), seen: newSeenSet(seenCapacity),
+		o: o, rdb: rdb, stream: stream, maxLen: maxLen, node: hex.EncodeToString(b[:]),
+		queue: make(chan []Row, relayQueue), seen: newSeenSet(seenCapacity),
+		background: func(d time.Duration) (context.Context, context.CancelFunc) {
+			return context.WithTimeout(context.Background(), d)
+		},
 		relayed: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "onair_events_relayed_total",
-			Help: "Show events this node added to the Redis stream, by path: commit (right after the change) or sweep (left unrelayed by a node).",
+			Help: "Durable events (show changes, user deletions) this node added to the Redis stream, by path: commit (right after the change) or sweep (left unrelayed by a node).",
 		}, []string{"path"}),
 		received: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "onair_events_received_total",
-			Help: "Show events committed on other nodes and delivered to this node's subscribers.",
+			Help: "Durable events committed on other nodes and delivered to this node's subscribers.",
 		}),
 		lag: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "onair_events_relay_lag_seconds",
@@ -105,17 +114,17 @@ func (r *relay) collectors() []prometheus.Collector {
 	return []prometheus.Collector{r.relayed, r.received, r.lag, r.unrelayed}
 }
 
-// committed takes the events of a commit: they are this node's own (the
+// committed takes the rows of a commit: they are this node's own (the
 // reader will not deliver them again) and go to the stream. It never
 // blocks the change; a full queue leaves them to the sweep.
-func (r *relay) committed(evs []Event) {
-	for _, ev := range evs {
-		r.seen.add(ev.ID)
+func (r *relay) committed(rows []Row) {
+	for _, row := range rows {
+		r.seen.add(row.ID)
 	}
 	select {
-	case r.queue <- evs:
+	case r.queue <- rows:
 	default:
-		r.svc.log.Warn("shows: event relay queue full; the outbox sweep will relay", "events", len(evs))
+		r.o.log.Warn("outbox: event relay queue full; the outbox sweep will relay", "events", len(rows))
 	}
 }
 
@@ -126,7 +135,7 @@ func (r *relay) position(ctx context.Context) {
 	msgs, err := r.rdb.XRevRangeN(ctx, r.stream, "+", "-", 1).Result()
 	switch {
 	case err != nil:
-		r.svc.log.Log(ctx, app.RedisLevel(err, slog.LevelError), "shows: read the events stream position", "err", err)
+		r.o.log.Log(ctx, app.RedisLevel(err, slog.LevelError), "outbox: read the events stream position", "err", err)
 	case len(msgs) == 0:
 		r.last = "0-0"
 	default:
@@ -146,7 +155,7 @@ func (r *relay) run(ctx context.Context) {
 			if errors.Is(err, errSweepPublish) {
 				level = app.RedisLevel(err, level) // the kernel logs Redis away once
 			}
-			r.svc.log.Log(ctx, level, "shows: outbox sweep", "err", err)
+			r.o.log.Log(ctx, level, "outbox: sweep", "err", err)
 		}
 	})
 	wg.Wait()
@@ -162,42 +171,33 @@ func (r *relay) publishLoop(ctx context.Context) {
 			defer cancel()
 			for {
 				select {
-				case evs := <-r.queue:
-					r.relayCommitted(drain, evs)
+				case rows := <-r.queue:
+					r.relayCommitted(drain, rows)
 				default:
 					return
 				}
 			}
-		case evs := <-r.queue:
-			r.relayCommitted(ctx, evs)
+		case rows := <-r.queue:
+			r.relayCommitted(ctx, rows)
 		}
 	}
 }
 
-func (r *relay) relayCommitted(ctx context.Context, evs []Event) {
-	rows := make([]OutboxRow, 0, len(evs))
-	for _, ev := range evs {
-		row, err := rowOf(ev, r.svc.clock.Stamp())
-		if err != nil {
-			r.svc.log.Error("shows: relay event", "id", ev.ID, "err", err)
-			continue
-		}
-		rows = append(rows, row)
-	}
+func (r *relay) relayCommitted(ctx context.Context, rows []Row) {
 	if err := r.publish(ctx, rows, "commit"); err != nil {
 		if ctx.Err() == nil {
-			r.svc.log.Log(ctx, app.RedisLevel(err, slog.LevelWarn), "shows: relay events; the outbox sweep will retry", "err", err)
+			r.o.log.Log(ctx, app.RedisLevel(err, slog.LevelWarn), "outbox: relay events; the outbox sweep will retry", "err", err)
 		}
 		return
 	}
-	if err := markRelayed(ctx, r.svc.db, rows, r.svc.clock.Stamp()); err != nil && ctx.Err() == nil {
-		r.svc.log.Warn("shows: mark events relayed", "err", err)
+	if err := markRelayed(ctx, r.o.db, rows, r.o.clock.Stamp()); err != nil && ctx.Err() == nil {
+		r.o.log.Warn("outbox: mark events relayed", "err", err)
 	}
 }
 
 // publish adds rows to the stream, in order, in one round trip. The
 // stream is capped near maxLen entries (MAXLEN ~).
-func (r *relay) publish(ctx context.Context, rows []OutboxRow, path string) error {
+func (r *relay) publish(ctx context.Context, rows []Row, path string) error {
 	if len(rows) == 0 {
 		return nil
 	}
@@ -209,7 +209,8 @@ func (r *relay) publish(ctx context.Context, rows []OutboxRow, path string) erro
 		}
 		pipe.XAdd(ctx, &redis.XAddArgs{
 			Stream: r.stream, MaxLen: r.maxLen, Approx: true,
-			Values: []any{"id", row.ID, "type", row.Type, "show", row.Payload, "actor", actor, "from", r.node},
+			Values: []any{"id", row.ID, "topic", row.Topic, "type", row.Type, "subject", row.Subject,
+				"payload", row.Payload, "actor", actor, "from", r.node},
 		})
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
@@ -223,7 +224,7 @@ func (r *relay) publish(ctx context.Context, rows []OutboxRow, path string) erro
 	return nil
 }
 
-func markRelayed(ctx context.Context, db bun.IDB, rows []OutboxRow, now time.Time) error {
+func markRelayed(ctx context.Context, db bun.IDB, rows []Row, now time.Time) error {
 	if len(rows) == 0 {
 		return nil
 	}
@@ -231,7 +232,7 @@ func markRelayed(ctx context.Context, db bun.IDB, rows []OutboxRow, now time.Tim
 	for i, row := range rows {
 		ids[i] = row.ID
 	}
-	_, err := db.NewUpdate().Model((*OutboxRow)(nil)).Set("relayed_at = ?", now).
+	_, err := db.NewUpdate().Model((*Row)(nil)).Set("relayed_at = ?", now).
 		Where("id IN (?)", bun.List(ids)).Where("relayed_at IS NULL").Exec(ctx)
 	return err
 }
@@ -245,7 +246,8 @@ var errSweepPublish = errors.New("add to the events stream")
 // marked, and rows another node holds are skipped. It first counts the
 // unrelayed rows without a lock, which is all it does on most ticks.
 func (r *relay) sweep(ctx context.Context) (int, error) {
-	left, err := r.svc.db.NewSelect().Model((*OutboxRow)(nil)).Where("relayed_at IS NULL").Count(ctx)
+	db := r.o.db
+	left, err := db.NewSelect().Model((*Row)(nil)).Where("relayed_at IS NULL").Count(ctx)
 	if err != nil {
 		return 0, err
 	}
@@ -257,15 +259,15 @@ func (r *relay) sweep(ctx context.Context) (int, error) {
 	// returns, not the gaps of the index, so it never holds up a change
 	// inserting its outbox row.
 	var opts *sql.TxOptions
-	if app.IsMySQL(r.svc.db) {
+	if app.IsMySQL(db) {
 		opts = &sql.TxOptions{Isolation: sql.LevelReadCommitted}
 	}
 	n := 0
 	for {
-		var rows []OutboxRow
-		err := r.svc.db.RunInTx(ctx, opts, func(ctx context.Context, tx bun.Tx) error {
+		var rows []Row
+		err := db.RunInTx(ctx, opts, func(ctx context.Context, tx bun.Tx) error {
 			q := tx.NewSelect().Model(&rows).Where("relayed_at IS NULL").
-				Where("created_at <= ?", r.svc.clock.Stamp().Add(-relayGrace)).OrderExpr("id ASC").Limit(relayBatch)
+				Where("created_at <= ?", r.o.clock.Stamp().Add(-relayGrace)).OrderExpr("id ASC").Limit(relayBatch)
 			if app.IsMySQL(tx) {
 				q = q.For("UPDATE SKIP LOCKED")
 			}
@@ -275,7 +277,7 @@ func (r *relay) sweep(ctx context.Context) (int, error) {
 			if err := r.publish(ctx, rows, "sweep"); err != nil {
 				return fmt.Errorf("%w: %w", errSweepPublish, err)
 			}
-			return markRelayed(ctx, tx, rows, r.svc.clock.Stamp())
+			return markRelayed(ctx, tx, rows, r.o.clock.Stamp())
 		})
 		if err != nil {
 			return n, err
@@ -301,7 +303,7 @@ func (r *relay) readLoop(ctx context.Context) {
 			if ctx.Err() != nil {
 				return
 			}
-			r.svc.log.Log(ctx, app.RedisLevel(err, slog.LevelError), "shows: read the events stream", "err", err)
+			r.o.log.Log(ctx, app.RedisLevel(err, slog.LevelError), "outbox: read the events stream", "err", err)
 			select {
 			case <-ctx.Done():
 			case <-time.After(relayEvery):
@@ -326,23 +328,27 @@ func (r *relay) receive(ctx context.Context, msg redis.XMessage) {
 	str := func(k string) string { s, _ := msg.Values[k].(string); return s }
 	id, err := strconv.ParseInt(str("id"), 10, 64)
 	if err != nil || id <= 0 {
-		r.svc.log.Error("shows: events stream message without an id", "msg", msg.ID)
+		r.o.log.Error("outbox: events stream message without an id", "msg", msg.ID)
 		return
 	}
 	if !r.seen.add(id) {
 		return
 	}
-	row := &OutboxRow{ID: id, Topic: TopicShow, Type: str("type"), Payload: str("show")}
+	row := &Row{ID: id, Topic: str("topic"), Type: str("type"), Payload: str("payload")}
+	if row.Topic == "" {
+		row.Topic, row.Payload = legacyTopic, str("show")
+	}
+	row.Subject, _ = strconv.ParseInt(str("subject"), 10, 64)
 	if a, err := strconv.ParseInt(str("actor"), 10, 64); err == nil {
 		row.ActorID = &a
 	}
-	ev, err := eventOf(row)
-	if err != nil {
-		r.svc.log.Error("shows: events stream message", "msg", msg.ID, "err", err)
-		return
+	known, err := r.o.deliverRemote(ctx, row)
+	switch {
+	case err != nil:
+		r.o.log.Error("outbox: events stream message", "msg", msg.ID, "topic", row.Topic, "err", err)
+	case known:
+		r.received.Inc()
 	}
-	r.received.Inc()
-	r.svc.emit(ctx, ev)
 }
 
 // seenSet remembers the last n event ids.
