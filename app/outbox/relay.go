@@ -207,10 +207,17 @@ func (r *relay) publish(ctx context.Context, rows []Row, path string) error {
 		if row.ActorID != nil {
 			actor = strconv.FormatInt(*row.ActorID, 10)
 		}
+		// A show event's payload goes under the older "show" key, so
+		// that a node of the previous release, during a rolling upgrade,
+		// still reads it; any other topic's under "payload".
+		payloadKey := "payload"
+		if row.Topic == legacyTopic {
+			payloadKey = "show"
+		}
 		pipe.XAdd(ctx, &redis.XAddArgs{
 			Stream: r.stream, MaxLen: r.maxLen, Approx: true,
 			Values: []any{"id", row.ID, "topic", row.Topic, "type", row.Type, "subject", row.Subject,
-				"payload", row.Payload, "actor", actor, "from", r.node},
+				payloadKey, row.Payload, "actor", actor, "from", r.node},
 		})
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
@@ -336,7 +343,10 @@ func (r *relay) receive(ctx context.Context, msg redis.XMessage) {
 	}
 	row := &Row{ID: id, Topic: str("topic"), Type: str("type"), Payload: str("payload")}
 	if row.Topic == "" {
-		row.Topic, row.Payload = legacyTopic, str("show")
+		row.Topic = legacyTopic // an entry of the previous release
+	}
+	if row.Topic == legacyTopic {
+		row.Payload = str("show")
 	}
 	row.Subject, _ = strconv.ParseInt(str("subject"), 10, 64)
 	if a, err := strconv.ParseInt(str("actor"), 10, 64); err == nil {

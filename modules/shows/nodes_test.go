@@ -466,3 +466,38 @@ func TestLegacyStreamEntry(t *testing.T) {
 		t.Fatalf("legacy entry delivered as %+v", ev)
 	}
 }
+
+// A show event this release adds to the stream keeps its payload under
+// "show", the key the release before reads, so a node of it still gets
+// show changes during a rolling upgrade.
+func TestStreamEntryReadableByOlderNodes(t *testing.T) {
+	onairtest.RequireRedis(t)
+	env := onairtest.New(t, onairtest.Options{Redis: true})
+	dropStream(t, env)
+	_, tok := env.CreateUser("Upgrade DJ")
+	id := onairtest.CreateShow(t, env, tok, map[string]any{"name": "Rolling", "description": "d"}).ID
+	ctx := context.Background()
+	stream := env.Core.Config.RedisPrefix + shows.EventsStream
+	var entry map[string]any
+	testload.Poll(t, "the show's event on the stream", func() error {
+		msgs, err := env.Core.Redis.XRange(ctx, stream, "-", "+").Result()
+		if err != nil {
+			return err
+		}
+		for _, m := range msgs {
+			if m.Values["type"] == shows.EventCreated {
+				entry = m.Values
+				return nil
+			}
+		}
+		return fmt.Errorf("%d entries, none created", len(msgs))
+	})
+	raw, _ := entry["show"].(string)
+	var sh shows.Show
+	if err := json.Unmarshal([]byte(raw), &sh); err != nil || sh.ID != id || sh.Name != "Rolling" {
+		t.Fatalf("entry %v: show %+v (%v), want the created show under \"show\"", entry, sh, err)
+	}
+	if _, ok := entry["payload"]; ok {
+		t.Errorf("entry %v carries the payload twice", entry)
+	}
+}
