@@ -146,7 +146,9 @@ func before(a, b matchRow) bool {
 	return a.ID > b.ID
 }
 
-// Confirming a name's candidates reads, for each, its entry in the name
+// A list filtered on the name alone skips this: its matches come from
+// the rows of one gram (gramscan.go). Confirming a name's candidates
+// reads, for each, its entry in the name
 // cover index (nameCoverIndex): one page a candidate, which after a
 // restart or on a buffer pool smaller than the index is a read from disk.
 // One statement reads them one after the other; on MySQL publicMatches
