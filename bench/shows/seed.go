@@ -118,7 +118,9 @@ func genBlock(lo, nShows, nUsers int, now time.Time, out []seedShow) []seedShow 
 }
 
 // seed fills users, tags, shows, show_tags and show_grams (the name
-// filter's trigrams, as the shows service writes them) on the tables the
+// filter's trigrams, as the shows service writes them, but for the
+// copies of each show's name, start and visibility, which run fills
+// after with shows.RebuildGrams) on the tables the
 // app's migrations made. The big tables are streamed with LOAD DATA LOCAL
 // INFILE in their primary key's order, a few ranges of it at once, their
 // secondary indexes dropped first and rebuilt after in one pass each:

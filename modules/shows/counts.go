@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/uptrace/bun"
 
@@ -49,7 +50,15 @@ type countState struct {
 	exists bool
 	flags  countFlags
 	tags   []int64
+	// start is not counted: record compares it, with the visibility
+	// flags, to know whether the show's gram rows need them again
+	// (syncGramKeys).
+	start time.Time
 }
+
+// public tells whether the show was public (private and off false; the
+// flags are in countColumns' order).
+func (st countState) public() bool { return !st.flags[5] && !st.flags[6] }
 
 func flagsOf(sh *Show) countFlags {
 	return countFlags{sh.Live, sh.Complete, sh.Archive, sh.Featured, sh.Radio, sh.Private, sh.Off}
@@ -58,7 +67,7 @@ func flagsOf(sh *Show) countFlags {
 // countSnapshot reads, inside a change's transaction and after the show's row
 // is locked, what the show contributes before the change.
 func countSnapshot(ctx context.Context, tx bun.IDB, sh *Show) (countState, error) {
-	st := countState{exists: true, flags: flagsOf(sh)}
+	st := countState{exists: true, flags: flagsOf(sh), start: sh.Start}
 	err := tx.NewSelect().Model((*ShowTag)(nil)).Column("tag_id").Where("show_id = ?", sh.ID).Scan(ctx, &st.tags)
 	if err != nil {
 		return st, fmt.Errorf("shows: counts: tags of %d: %w", sh.ID, err)

@@ -89,6 +89,11 @@ func (s *Service) record(ctx context.Context, tx bun.IDB, id int64, by *app.Prin
 		if err := moveCounts(ctx, tx, *before, after); err != nil {
 			return nil, err
 		}
+		if before.exists && (!before.start.Equal(sh.Start) || before.public() != (!sh.Private && !sh.Off)) {
+			if err := syncGramKeys(ctx, tx, sh); err != nil {
+				return nil, err
+			}
+		}
 	}
 	return s.recordShow(ctx, tx, sh, by, types...)
 }

@@ -80,3 +80,16 @@ func SetNameMatchChunks(t interface{ Cleanup(func()) }, s *Service, chunk, candi
 	s.Lists.matches.m = nil
 	s.Lists.matches.mu.Unlock()
 }
+
+// SetNameMatchCaps sets how many public matches of a term are kept per
+// node (matchCap) and how many gram rows a name-only list reads at most
+// (gramScanCap; -1: none, every term confirmed in the name cover index),
+// until the test ends, and forgets the name matches read so far.
+func SetNameMatchCaps(t interface{ Cleanup(func()) }, s *Service, keep int, scan int64) {
+	k, n := matchCap, gramScanCap
+	matchCap, gramScanCap = keep, scan
+	t.Cleanup(func() { matchCap, gramScanCap = k, n })
+	s.Lists.matches.mu.Lock()
+	s.Lists.matches.m = nil
+	s.Lists.matches.mu.Unlock()
+}

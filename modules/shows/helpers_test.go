@@ -346,7 +346,8 @@ func (f *fixture) seed(t *testing.T, specs []seedSpec) []int64 {
 			break
 		}
 		for _, g := range shows.NameGrams(rows[i].Name) {
-			grams = append(grams, shows.ShowGram{Gram: g, ShowID: ids[i]})
+			grams = append(grams, shows.ShowGram{Gram: g, ShowID: ids[i], Name: rows[i].Name, Start: rows[i].Start,
+				Public: !rows[i].Private && !rows[i].Off})
 		}
 	}
 	if len(grams) > 0 {

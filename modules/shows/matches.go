@@ -25,10 +25,10 @@ import (
 // read them again. The viewer's own private and off matches are read
 // apart (user index) and merged in list order.
 
-const (
-	matchCap     = 20_000
-	matchEntries = 32
-)
+const matchEntries = 32
+
+// matchCap is a variable for the tests.
+var matchCap = 20_000
 
 type matchRow struct {
 	ID    int64     `bun:"id"`
@@ -94,12 +94,15 @@ func (l *Lister) nameMatches(ctx context.Context, f *listFilter) (int, []int64, 
 				return set, nil
 			}
 			set := matchSet{gen: gen}
-			rows, err := l.publicMatches(shared, f)
+			rows, whole, err := l.publicMatches(shared, f)
 			if err != nil {
 				return nil, err
 			}
 			if len(rows) <= matchCap {
 				set.rows = rows
+			} else if whole {
+				// Every match, too many to keep: this request's only.
+				return matchSet{gen: gen, rows: rows}, nil
 			}
 			l.matches.put(key, set)
 			return set, nil
@@ -143,7 +146,9 @@ func before(a, b matchRow) bool {
 	return a.ID > b.ID
 }
 
-// Confirming a name's candidates reads, for each, its entry in the name
+// A list filtered on the name alone skips this: its matches come from
+// the rows of one gram (gramscan.go). Confirming a name's candidates
+// reads, for each, its entry in the name
 // cover index (nameCoverIndex): one page a candidate, which after a
 // restart or on a buffer pool smaller than the index is a read from disk.
 // One statement reads them one after the other; on MySQL publicMatches
@@ -164,13 +169,28 @@ var (
 )
 
 // publicMatches reads the sort keys of every public match of f's name
-// filter (matchRows with seePublic and a limit of matchCap+1: when it
-// returns more than matchCap rows, the caller uses none).
-func (l *Lister) publicMatches(ctx context.Context, f *listFilter) ([]matchRow, error) {
+// filter, in list order. whole tells that rows are every match however
+// many (gramMatches); otherwise (matchRows with seePublic and a limit of
+// matchCap+1) rows over matchCap are a part, which the caller does not use.
+func (l *Lister) publicMatches(ctx context.Context, f *listFilter) (rows []matchRow, whole bool, err error) {
 	grams := NameGrams(f.q.Filter)
 	if !app.IsMySQL(l.db) || len(grams) == 0 {
-		return l.matchRows(ctx, f, seePublic, matchCap+1)
+		rows, err = l.matchRows(ctx, f, seePublic, matchCap+1)
+		return rows, false, err
 	}
+	if nameOnly(f) {
+		if rows, ok, err := l.gramMatches(ctx, f.q.Filter, grams); err != nil || ok {
+			return rows, ok, err
+		}
+	}
+	rows, err = l.confirmedMatches(ctx, f, grams)
+	return rows, false, err
+}
+
+// confirmedMatches reads the public matches of f's name filter on MySQL
+// as publicMatches does when the list has other filters than the name:
+// the candidates from the gram index, confirmed in the name cover index.
+func (l *Lister) confirmedMatches(ctx context.Context, f *listFilter, grams []string) ([]matchRow, error) {
 	var ids []int64
 	err := l.db.NewSelect().TableExpr("show_grams AS g").ColumnExpr("g.show_id").
 		Where("g.gram IN (?)", bun.List(grams)).GroupExpr("g.show_id").Having("COUNT(*) = ?", len(grams)).

@@ -161,6 +161,10 @@ func (*Module) Migrations() []migrations.Migration {
 		}},
 		// The owner's switch of the archive's downloads (Show.DownloadsOff).
 		migrations.Migration{ID: "0041_downloads_off", Up: migrations.AddColumns((*Show)(nil), "downloads_off")},
+		// The gram rows' copies of their show's name, start and
+		// visibility: a term's public matches from one gram's rows
+		// (grams.go, matches.go).
+		migrations.Migration{ID: "0042_gram_keys", Up: addGramKeys},
 	)...)
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/uptrace/bun"
 
@@ -16,11 +17,24 @@ import (
 // no B-tree index serves, so GET /shows?filter=X first finds the shows whose
 // names hold every trigram of X (an index range per gram), then checks the
 // substring on those rows only, instead of scanning every show.
+//
+// Each gram row also carries what a name-only list reads of its show: the
+// name, the start (the sort key) and whether the show is public. A term's
+// public matches are then read from the rows of one of its grams, one
+// range of the primary key, where the LIKE confirms each on the copy of
+// the name, instead of one read of the name cover index per candidate
+// (matches.go, gramMatches). The copies follow the show: a rename
+// rewrites its grams, a change of start or visibility updates them
+// (syncGramKeys).
 type ShowGram struct {
 	bun.BaseModel `bun:"table:show_grams"`
 
-	Gram   string `bun:"gram,pk,type:varchar(16)"`
-	ShowID int64  `bun:"show_id,pk"`
+	Gram   string    `bun:"gram,pk,type:varchar(16)"`
+	ShowID int64     `bun:"show_id,pk"`
+	Name   string    `bun:"name,notnull,type:varchar(100),default:''"`
+	Start  time.Time `bun:"start,nullzero"`
+	// Public is private = false AND off = false.
+	Public bool `bun:"public,notnull,default:false"`
 }
 
 // gramLen is the length, in characters, of an indexed gram.
@@ -45,32 +59,46 @@ func NameGrams(name string) []string {
 
 // setGrams replaces the grams of a show after its name changed (MySQL;
 // on SQLite the FTS5 index follows by itself, fts.go).
-func setGrams(ctx context.Context, tx bun.IDB, showID int64, name string) error {
+func setGrams(ctx context.Context, tx bun.IDB, sh *Show) error {
 	if !app.IsMySQL(tx) {
 		return nil
 	}
-	if _, err := tx.NewDelete().Model((*ShowGram)(nil)).Where("show_id = ?", showID).Exec(ctx); err != nil {
-		return fmt.Errorf("shows: grams of %d: %w", showID, err)
+	if _, err := tx.NewDelete().Model((*ShowGram)(nil)).Where("show_id = ?", sh.ID).Exec(ctx); err != nil {
+		return fmt.Errorf("shows: grams of %d: %w", sh.ID, err)
 	}
-	return addGrams(ctx, tx, showID, name)
+	return addGrams(ctx, tx, sh)
 }
 
 // addGrams indexes the name of a show that has no grams yet. (A new show
 // skips setGrams's delete: on MySQL, two deletes of nothing take the same
 // gap lock, and the two inserts after them deadlock.)
-func addGrams(ctx context.Context, tx bun.IDB, showID int64, name string) error {
-	grams := NameGrams(name)
+func addGrams(ctx context.Context, tx bun.IDB, sh *Show) error {
+	grams := NameGrams(sh.Name)
 	if len(grams) == 0 || !app.IsMySQL(tx) {
 		return nil
 	}
 	rows := make([]ShowGram, len(grams))
 	for i, g := range grams {
-		rows[i] = ShowGram{Gram: g, ShowID: showID}
+		rows[i] = ShowGram{Gram: g, ShowID: sh.ID, Name: sh.Name, Start: sh.Start, Public: !sh.Private && !sh.Off}
 	}
 	// Ignore: under MySQL's accent-insensitive collation "afé" and "afe"
 	// are one key, and one row serves both (LIKE checks the exact text).
 	if _, err := tx.NewInsert().Model(&rows).Ignore().Exec(ctx); err != nil {
-		return fmt.Errorf("shows: grams of %d: %w", showID, err)
+		return fmt.Errorf("shows: grams of %d: %w", sh.ID, err)
+	}
+	return nil
+}
+
+// syncGramKeys copies a show's start and visibility into its gram rows
+// (MySQL), in the transaction of the change that moved them (record).
+func syncGramKeys(ctx context.Context, tx bun.IDB, sh *Show) error {
+	if !app.IsMySQL(tx) {
+		return nil
+	}
+	_, err := tx.NewUpdate().Model((*ShowGram)(nil)).Set("start = ?", sh.Start).Set("public = ?", !sh.Private && !sh.Off).
+		Where("show_id = ?", sh.ID).Exec(ctx)
+	if err != nil {
+		return fmt.Errorf("shows: grams of %d: %w", sh.ID, err)
 	}
 	return nil
 }
@@ -89,7 +117,7 @@ func whereNameContains(sel *bun.SelectQuery, term string, useGrams bool) *bun.Se
 		sel = sel.Where("s.id IN (SELECT g.show_id FROM show_grams AS g WHERE g.gram IN (?) GROUP BY g.show_id HAVING COUNT(*) = ?)",
 			bun.List(grams), len(grams))
 	}
-	return sel.Where("LOWER(s.name) LIKE ? ESCAPE '!'", "%"+app.EscapeLike(strings.ToLower(term))+"%")
+	return sel.Where("LOWER(s.name) LIKE ? ESCAPE '!'", likeContains(term))
 }
 
 // nameCoverIndex holds, in id order, the name and every column a list's
@@ -131,7 +159,7 @@ func backfillGrams(ctx context.Context, db bun.IDB) error {
 	var last int64
 	for {
 		var batch []Show
-		err := db.NewSelect().Model(&batch).Column("id", "name").Where("id > ?", last).OrderExpr("id ASC").Limit(1000).Scan(ctx)
+		err := db.NewSelect().Model(&batch).Column("id", "name", "start", "private", "off").Where("id > ?", last).OrderExpr("id ASC").Limit(1000).Scan(ctx)
 		if err != nil {
 			return fmt.Errorf("shows: backfill grams: %w", err)
 		}
@@ -141,7 +169,7 @@ func backfillGrams(ctx context.Context, db bun.IDB) error {
 		var rows []ShowGram
 		for _, sh := range batch {
 			for _, g := range NameGrams(sh.Name) {
-				rows = append(rows, ShowGram{Gram: g, ShowID: sh.ID})
+				rows = append(rows, ShowGram{Gram: g, ShowID: sh.ID, Name: sh.Name, Start: sh.Start, Public: !sh.Private && !sh.Off})
 			}
 			last = sh.ID
 		}

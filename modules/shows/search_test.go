@@ -260,7 +260,15 @@ func TestNameMatchesInChunks(t *testing.T) {
 			return out
 		}
 		want := read(3, 0)
-		for _, got := range [][]string{read(3, 1000), read(1, 1000), read(500, 1000)} {
+		// Name-only lists read their gram's rows (gramMatches) unless
+		// the gram is over the scan cap; a match list over the kept cap
+		// read whole answers its request alone.
+		keep := func(keep int, scan int64) []string {
+			t.Helper()
+			shows.SetNameMatchCaps(t, f.svc, keep, scan)
+			return read(3, 1000)
+		}
+		for _, got := range [][]string{read(3, 1000), read(1, 1000), read(500, 1000), keep(20_000, -1), keep(2, 1_000_000), keep(2, -1)} {
 			for i := range want {
 				if got[i] != want[i] {
 					t.Errorf("%+v: chunked %s, one statement %s", queries[i], got[i], want[i])

@@ -427,7 +427,7 @@ func (s *Service) Create(ctx context.Context, by *app.Principal, in Input) (*Sho
 		if err := addTags(ctx, tx, sh, tags); err != nil {
 			return err
 		}
-		if err := addGrams(ctx, tx, sh.ID, sh.Name); err != nil {
+		if err := addGrams(ctx, tx, sh); err != nil {
 			return err
 		}
 		if sh.Headline {
@@ -525,7 +525,7 @@ func (s *Service) Update(ctx context.Context, id int64, by *app.Principal, in In
 		if in.Name != nil {
 			sh.Name = *in.Name
 			cols = append(cols, "name")
-			if err := setGrams(ctx, tx, sh.ID, sh.Name); err != nil {
+			if err := setGrams(ctx, tx, sh); err != nil {
 				return err
 			}
 		}
