@@ -115,3 +115,30 @@ func TestNameFilterFollowsShowKeys(t *testing.T) {
 		check("rebuilt")
 	})
 }
+
+// A gram row's copy of its show's visibility left stale (a node of the
+// release before writes no copies, during a rolling upgrade) never puts a
+// private show in another viewer's list: the show's row decides.
+func TestStaleGramCopyHidesPrivateShow(t *testing.T) {
+	onairtest.EachBackend(t, func(t *testing.T, backend string) {
+		f := newFixture(t, backend)
+		_, ownerTok := f.user("Stale Owner")
+		_, otherTok := f.user("Stale Other")
+		pub := onairtest.CreateShow(t, f.env, ownerTok, map[string]any{"name": "Moonset Public", "description": "d"}).ID
+		priv := onairtest.CreateShow(t, f.env, ownerTok, map[string]any{"name": "Moonset Hidden", "description": "d"}).ID
+		f.do(t, "PUT", fmt.Sprintf("/v1/shows/%d", priv), ownerTok, map[string]any{"private": true}).Expect(t, http.StatusOK)
+		if app.IsMySQL(f.svc.DB()) {
+			if _, err := f.svc.DB().NewUpdate().Table("show_grams").Set("public = ?", true).Where("show_id = ?", priv).Exec(f.ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got, _ := f.listIDs(t, "/v1/shows?filter=moonset", otherTok)
+		if fmt.Sprint(got) != fmt.Sprint([]int64{pub}) {
+			t.Errorf("another viewer's list %v, want only the public show %d", got, pub)
+		}
+		got, _ = f.listIDs(t, "/v1/shows?filter=moonset", ownerTok)
+		if len(got) != 2 {
+			t.Errorf("the owner's list %v, want both shows", got)
+		}
+	})
+}

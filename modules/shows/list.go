@@ -75,7 +75,11 @@ func (l *Lister) read(ctx context.Context, f *listFilter) ([]Show, int, error) {
 		}
 		list := make([]Show, 0, len(ids))
 		for _, id := range ids {
-			if sh, ok := byID[id]; ok {
+			// The matches may come from the gram rows' copies of the
+			// show's visibility (gramscan.go); the row itself decides,
+			// so a copy a node of an older release left stale (it
+			// writes no copies) never shows a private show.
+			if sh, ok := byID[id]; ok && ((!sh.Private && !sh.Off) || sh.UserID == q.Viewer.UserID) {
 				list = append(list, *sh)
 			}
 		}

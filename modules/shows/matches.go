@@ -119,14 +119,30 @@ func (l *Lister) nameMatches(ctx context.Context, f *listFilter) (int, []int64, 
 	if err != nil {
 		return 0, nil, false, err
 	}
-	count := len(set.rows) + len(own)
+	// The viewer's own hidden shows are not public; one that is in the
+	// public matches all the same (a gram row's stale copy of its
+	// visibility, gramscan.go) is counted and listed once.
+	public := set.rows
+	if len(own) > 0 {
+		hidden := make(map[int64]bool, len(own))
+		for _, r := range own {
+			hidden[r.ID] = true
+		}
+		for _, r := range set.rows {
+			if hidden[r.ID] {
+				public = slices.DeleteFunc(slices.Clone(set.rows), func(r matchRow) bool { return hidden[r.ID] })
+				break
+			}
+		}
+	}
+	count := len(public) + len(own)
 	lo, hi := q.Page.Offset(), q.Page.Offset()+q.Page.Size
 	var ids []int64
 	i, j := 0, 0
-	for n := 0; n < hi && (i < len(set.rows) || j < len(own)); n++ {
+	for n := 0; n < hi && (i < len(public) || j < len(own)); n++ {
 		var r matchRow
-		if j >= len(own) || (i < len(set.rows) && before(set.rows[i], own[j])) {
-			r, i = set.rows[i], i+1
+		if j >= len(own) || (i < len(public) && before(public[i], own[j])) {
+			r, i = public[i], i+1
 		} else {
 			r, j = own[j], j+1
 		}
