@@ -5,6 +5,7 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/onair/onair/modules/shows"
 )
@@ -84,11 +85,13 @@ func (m *Module) goLiveTogether(batch []liveRequest) {
 		items[i] = r.GoingLive
 	}
 	var errs []error
+	began := time.Now()
 	err := m.retryStore("go live", []any{"shows", len(batch), "first", batch[0].ShowID}, func(ctx context.Context) error {
 		var err error
 		errs, err = m.shows.GoLiveMany(ctx, items)
 		return err
 	})
+	m.core.Log.Debug("live: shows went live together", "shows", len(batch), "took", time.Since(began).Round(time.Millisecond), "err", err)
 	switch {
 	case err == nil:
 		for i, r := range batch {
