@@ -27,7 +27,14 @@ var Version = "dev"
 // dependencies, passed explicitly.
 type Core struct {
 	Config *Config
-	DB     *bun.DB
+	// DB is the database: every write, and every read that must see the
+	// request's own writes. On SQLite it is one connection.
+	DB *bun.DB
+	// Reader, when not nil, reads the same database beside DB: on a
+	// SQLite file, a pool of read-only connections that WAL lets read
+	// while DB's one connection writes (OpenReader). Only hot reads that
+	// need no write of their own request use it (ReadDB).
+	Reader *bun.DB
 	Log    *slog.Logger
 	Authz  *Authz
 	Redis  *redis.Client // nil unless ONAIR_REDIS_URL is set
@@ -110,6 +117,16 @@ func Boot(ctx context.Context, cfg *Config, opts BootOptions) (*Core, error) {
 		core.Close()
 		return nil, err
 	}
+	reader, err := OpenReader(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return fail(err)
+	}
+	if reader != nil {
+		for _, h := range opts.QueryHooks {
+			reader = reader.WithQueryHook(h)
+		}
+		core.Reader = reader
+	}
 	for _, m := range core.Modules {
 		if sb, ok := m.(Subscriber); ok {
 			sb.Subscribe(core.Events)
@@ -118,6 +135,9 @@ func Boot(ctx context.Context, cfg *Config, opts BootOptions) (*Core, error) {
 	for _, m := range core.Modules {
 		if md, ok := m.(Modeler); ok {
 			db.RegisterModel(md.Models()...)
+			if core.Reader != nil {
+				core.Reader.RegisterModel(md.Models()...)
+			}
 		}
 	}
 	if opts.SkipMigrations {
@@ -235,9 +255,24 @@ func (c *Core) Close() {
 	if c.Redis != nil {
 		c.Redis.Close()
 	}
+	if c.Reader != nil {
+		c.Reader.Close()
+	}
 	if c.DB != nil {
 		c.DB.Close()
 	}
+}
+
+// ReadDB is the handle of the hot reads that may run beside the writes
+// (a publisher's stream key check, the show lists): Reader when there is
+// one, else DB. A read there sees every transaction committed before it
+// began (SQLite's WAL, MySQL's autocommit), never a transaction still
+// open, so a request's own writes are read on DB or in its transaction.
+func (c *Core) ReadDB() *bun.DB {
+	if c.Reader != nil {
+		return c.Reader
+	}
+	return c.DB
 }
 
 // NewLogger builds the process logger from the log settings.

@@ -82,7 +82,7 @@ func ParseDatabaseURL(raw string) (driver, dsn string, err error) {
 // SQLite runs through the pure-Go modernc driver (named here rather than
 // picked by a shim, so IsDuplicate knows its error type) on one
 // connection, which serialises writers instead of failing them with
-// SQLITE_BUSY.
+// SQLITE_BUSY; hot reads have a pool of their own (OpenReader).
 func OpenDB(ctx context.Context, rawURL string) (*bun.DB, error) {
 	driver, dsn, err := ParseDatabaseURL(rawURL)
 	if err != nil {
@@ -117,6 +117,44 @@ func OpenDB(ctx context.Context, rawURL string) (*bun.DB, error) {
 	if err := db.PingContext(pingCtx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("database: %s does not answer: %w", driver, err)
+	}
+	return db, nil
+}
+
+// readConns is how many connections read a SQLite file beside the writer.
+// The reads are short (a batch of stream keys, a page of a list) and the
+// driver runs them on the calling goroutines, so a few cover the cores.
+const readConns = 4
+
+// OpenReader opens the read-only pool of a SQLite file (Core.Reader), or
+// returns nil for MySQL, whose pool already reads beside its writes, and
+// for an in-memory SQLite database, which one connection owns. The file is
+// in WAL mode (ParseDatabaseURL): its readers neither wait for the writer
+// nor make it wait, and each statement reads the transactions committed
+// before it began. query_only makes a write on this pool an error, so a
+// write put here by mistake fails in every test rather than racing the
+// writer for the lock.
+func OpenReader(ctx context.Context, rawURL string) (*bun.DB, error) {
+	driver, _, err := ParseDatabaseURL(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("database: %w", err)
+	}
+	path := sqlitePath(rawURL)
+	if driver != "sqlite" || path == "" {
+		return nil, nil
+	}
+	sqldb, err := sql.Open(sqliteDriver, "file:"+path+"?_pragma=foreign_keys(1)&_pragma=busy_timeout(10000)&_pragma=query_only(1)")
+	if err != nil {
+		return nil, fmt.Errorf("database: open sqlite reader: %w", err)
+	}
+	sqldb.SetMaxOpenConns(readConns)
+	sqldb.SetMaxIdleConns(readConns)
+	db := bun.NewDB(sqldb, sqlitedialect.New())
+	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := db.PingContext(pingCtx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("database: sqlite reader does not answer: %w", err)
 	}
 	return db, nil
 }

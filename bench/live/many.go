@@ -327,6 +327,20 @@ func manyRun(ctx context.Context, o options, bin, dataDir, db string, rec record
 	}
 	defer func() { stopPublishers(); wg.Wait() }()
 	fmt.Fprintf(os.Stderr, "%s: %d publishers started together\n", db, o.many)
+	var arrived chan error
+	if o.profile != "" {
+		// Where going live spends its time: OnAir's CPU from the start
+		// (one CPU profile at a time: the window's waits for it), and its
+		// goroutines a third of the way into the limit.
+		arrival := filepath.Join(o.profile, fmt.Sprintf("many-%d-%s-arrival", o.many, dbKind(db)))
+		arrived = profile(srv, int(min(o.manyLimit, 30*time.Second).Seconds()), arrival+".cpu.pprof")
+		go func() {
+			time.Sleep(o.manyLimit / 3)
+			if err := goroutines(srv, arrival+".goroutines.txt"); err != nil {
+				fmt.Fprintln(os.Stderr, "  goroutines:", err)
+			}
+		}()
+	}
 
 	// Every show live, as the API's list of live shows tells.
 	want := map[int64]bool{}
@@ -356,6 +370,12 @@ func manyRun(ctx context.Context, o options, bin, dataDir, db string, rec record
 		}
 	}
 	fmt.Fprintf(os.Stderr, "  %d of %d live after %v\n", res.liveAtLimit, o.many, time.Since(start).Round(time.Millisecond))
+
+	if arrived != nil {
+		if err := <-arrived; err != nil {
+			fmt.Fprintln(os.Stderr, "  arrival profile:", err)
+		}
+	}
 
 	// The window: every publisher streams; CPU, memory and each playlist's
 	// distance to real time.
@@ -421,6 +441,21 @@ func manyRun(ctx context.Context, o options, bin, dataDir, db string, rec record
 		}
 	}
 	return res, nil
+}
+
+// goroutines saves the server's goroutines, grouped by stack (pprof's
+// debug=1 text), to path.
+func goroutines(srv *benchkit.Server, path string) error {
+	resp, err := http.Get("http://" + srv.Env["ONAIR_BENCH_PPROF_ADDR"] + "/debug/pprof/goroutine?debug=1")
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, body, 0o644)
 }
 
 func dbKind(db string) string {

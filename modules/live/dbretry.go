@@ -26,6 +26,11 @@ const (
 // the publisher left, as the announcer's worker runs them: followers.go). The wait is
 // logged once when it starts and once when it ends.
 func (m *Module) untilStored(what string, showID int64, write func(ctx context.Context) error) error {
+	return m.retryStore(what, []any{"show", showID}, write)
+}
+
+// retryStore is untilStored for a write that attrs name in the log.
+func (m *Module) retryStore(what string, attrs []any, write func(ctx context.Context) error) error {
 	pause, waited := dbRetryFirst, time.Time{}
 	for {
 		ctx, cancel := context.WithTimeout(m.ctx, dbWriteTimeout)
@@ -33,15 +38,15 @@ func (m *Module) untilStored(what string, showID int64, write func(ctx context.C
 		cancel()
 		if err == nil || m.ctx.Err() != nil || !(app.IsUnavailable(err) || errors.Is(err, context.DeadlineExceeded)) {
 			if err == nil && !waited.IsZero() {
-				m.core.Log.Info("live: the database answers again; the show's state is written", "show", showID,
-					"write", what, "waited", time.Since(waited).Round(time.Second).String())
+				m.core.Log.Info("live: the database answers again; the show's state is written",
+					append(attrs, "write", what, "waited", time.Since(waited).Round(time.Second).String())...)
 			}
 			return err
 		}
 		if waited.IsZero() {
 			waited = time.Now()
 			m.core.Log.Warn("live: the database does not answer; the show's state will be written when it does",
-				"show", showID, "write", what, "err", err)
+				append(attrs, "write", what, "err", err)...)
 		}
 		select {
 		case <-m.ctx.Done():

@@ -1,7 +1,6 @@
 package live
 
 import (
-	"context"
 	"log/slog"
 	"path/filepath"
 	"time"
@@ -47,19 +46,10 @@ func (m *Module) followers(s *stream, up *uploader) []follower {
 		list = append(list, up)
 	}
 	list = append(list, newAnnouncer(s.showID, m.core.Log, m.mediaURL, func(media shows.Media) error {
-		// At most goingLive shows go live at once (ingest.go); while the
-		// database is away, going live waits for it on the announcer's
-		// worker (dbretry.go). The publisher streams on meanwhile.
-		select {
-		case m.liveSlots <- struct{}{}:
-			defer func() { <-m.liveSlots }()
-		case <-m.ctx.Done():
-			return nil
-		}
-		return m.untilStored("go live", s.showID, func(ctx context.Context) error {
-			_, err := m.shows.GoLive(ctx, s.showID, media)
-			return err
-		})
+		// Shows go live in batches (golive.go); while the database is
+		// away, going live waits for it on the announcer's worker. The
+		// publisher streams on meanwhile.
+		return m.goLive(s.showID, media)
 	}, s.req.Disconnect))
 	if m.thumbs != nil {
 		list = append(list, &thumbFollower{showID: s.showID, dir: s.dir, thumbs: m.thumbs, done: m.thumbnailed})

@@ -30,15 +30,6 @@ const replaceWait = 5 * time.Second
 // authorizeWait bounds the stream key check of a publish.
 const authorizeWait = 15 * time.Second
 
-// goingLive is how many shows ingested here go live at once. Going live is
-// a transaction (the show, its counts, the outbox and the hooks of other
-// modules); after a node restart hundreds of publishers get there within
-// seconds, and queueing them here leaves the database's connections to
-// the key checks of those still connecting. Eight keep MariaDB's group
-// commit busy (a transaction took up to 2 s on a loaded server; two at a
-// time left 56 of 300 shows not live after 2 minutes).
-const goingLive = 8
-
 // stream is one accepted publication of a show: the RTMP source of the
 // stream core. It is the rtmp.Sink: each FLV tag is parsed once, into
 // units (streamcore.FLV), and written to the core, which decides the

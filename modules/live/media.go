@@ -162,7 +162,7 @@ func (v *visibility) state(ctx context.Context, id int64) (exists, public bool, 
 		return e.exists, e.public, nil
 	}
 	gen := v.gen.Load()
-	sh, err := v.shows.Get(ctx, id)
+	sh, err := v.shows.Lookup(ctx, id)
 	switch {
 	case errors.Is(err, shows.ErrNotFound):
 		e = visEntry{at: time.Now()}

@@ -91,8 +91,8 @@ type Module struct {
 	// nil for none.
 	ladder *ladderConfig
 
-	// liveSlots holds the shows going live now (goingLive at most).
-	liveSlots chan struct{}
+	// going writes the shows going live in batches (golive.go).
+	going goingLive
 	// hooks are other modules' readers of each publication (OnPublish).
 	hooks publishHooks
 
@@ -225,7 +225,6 @@ func (m *Module) Provision(ctx context.Context, core *app.Core) error {
 	m.streams = map[int64]*stream{}
 	m.leaving = map[int64]*stream{}
 	m.probing = map[*stream]struct{}{}
-	m.liveSlots = make(chan struct{}, goingLive)
 	m.lives = map[int64]*hls.Live{}
 	m.root = filepath.Join(core.Config.DataDir, "media", "shows")
 	if err := os.MkdirAll(m.root, 0o755); err != nil {

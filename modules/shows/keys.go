@@ -15,7 +15,12 @@ import (
 // Keys are the shows' stream keys: the live module's check of a
 // publisher's key (Authorize) and the owner's rotation (Regenerate).
 type Keys struct {
-	db     *bun.DB
+	db *bun.DB
+	// reader checks the keys (app.Core.ReadDB): a publisher's check does
+	// not queue behind the shows going live on SQLite's one writer. A
+	// key Regenerate replaced is refused by every check that begins
+	// after it returns.
+	reader *bun.DB
 	clock  *app.Clock
 	access access
 	// loader batches the key checks.
@@ -71,7 +76,7 @@ func (k *Keys) Authorize(ctx context.Context, streamKey string) (*Show, error) {
 	if !ok {
 		return nil, ErrRefused
 	}
-	sh, err := k.loader.load(ctx, k.db, id)
+	sh, err := k.loader.load(ctx, k.reader, id)
 	if err != nil {
 		return nil, fmt.Errorf("shows: authorize: %w", err)
 	}

@@ -1,11 +1,14 @@
 package shows_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/uptrace/bun"
 
@@ -49,9 +52,10 @@ func TestAuthorizeBatches(t *testing.T) {
 		}
 		unknown := strings.Replace(keys[0], fmt.Sprint(ids[0]), fmt.Sprint(ids[n-1]+1000), 1)
 		calls = append(calls, call{keys[stopped], 0}, call{unknown, 0})
-		// Every connection of the pool busy, as in a storm: the reads wait
-		// for one, and the checks arriving meanwhile join the next read.
-		db := env.Core.DB
+		// Every connection of the key checks' pool busy, as in a storm:
+		// the reads wait for one, and the checks arriving meanwhile join
+		// the next read.
+		db := env.Core.ReadDB()
 		var held []bun.Conn
 		for range db.Stats().MaxOpenConnections {
 			c, err := db.Conn(f.ctx)
@@ -101,4 +105,76 @@ func TestAuthorizeBatches(t *testing.T) {
 			t.Errorf("%d key checks at once made %d reads of the shows, want between 1 and %d", len(calls), got, len(calls)/4)
 		}
 	})
+}
+
+// On SQLite, writes go through one connection. A publisher's key check
+// and the show lists read on a pool of their own (app.Core.Reader), so a
+// write transaction that holds the writer (hundreds of shows going live at
+// once) does not hold them up; and a read that begins after a write
+// returned sees it: a regenerated key, a show gone live.
+func TestSQLiteReadsBesideAWrite(t *testing.T) {
+	t.Parallel()
+	env := onairtest.New(t, onairtest.Options{})
+	f := fixtureOn(t, env)
+	_, tok := f.user("Beside The Writer")
+	sh := onairtest.CreateShow(t, env, tok, map[string]any{"name": "Beside", "description": "before"}).Object
+	showID, key := id(sh), sh["stream_key"].(string)
+	if env.Core.Reader == nil {
+		t.Fatal("no read pool on a SQLite file")
+	}
+
+	// The token's principal is cached from here on (users' token cache):
+	// the list below reads only the shows.
+	env.Do("GET", "/v1/shows", tok, nil).Expect(t, http.StatusOK)
+	tx, err := env.Core.DB.BeginTx(f.ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.NewUpdate().Model((*shows.Show)(nil)).Set("description = ?", "held").Where("id = ?", showID).Exec(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(f.ctx, 5*time.Second)
+	got, err := f.svc.Keys.Authorize(ctx, key)
+	cancel()
+	if err != nil || got.ID != showID {
+		t.Errorf("key check while the writer is held: %v, want show %d", err, showID)
+	}
+	r := env.Do("GET", "/v1/shows", tok, nil)
+	if r.Status != http.StatusOK || !strings.Contains(string(r.Body), `"description":"before"`) {
+		t.Errorf("list while the writer is held: %d %s, want 200 with the committed description", r.Status, r.Body)
+	}
+	if _, err := env.Core.Reader.NewUpdate().Model((*shows.Show)(nil)).Set("description = ?", "x").Where("id = ?", showID).Exec(f.ctx); err == nil {
+		t.Error("a write on the read pool succeeded; want it refused (query_only)")
+	}
+	if err := tx.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+
+	// Read after write, on the pool: each read begins after the write
+	// returned and must see it.
+	for i := range 20 {
+		r := f.do(t, "POST", fmt.Sprintf("/v1/shows/%d/stream_key", showID), tok, nil).Expect(t, http.StatusOK)
+		fresh := showOf(t, r)["stream_key"].(string)
+		if _, err := f.svc.Keys.Authorize(f.ctx, key); !errors.Is(err, shows.ErrRefused) {
+			t.Fatalf("round %d: the replaced key: %v, want ErrRefused", i, err)
+		}
+		if got, err := f.svc.Keys.Authorize(f.ctx, fresh); err != nil || got.ID != showID {
+			t.Fatalf("round %d: the new key: %v, want show %d", i, err, showID)
+		}
+		key = fresh
+	}
+	for i := range 10 {
+		next := onairtest.CreateShow(t, env, tok, map[string]any{"name": fmt.Sprintf("Live %d", i), "description": "d"}).Object
+		if _, err := f.svc.GoLive(f.ctx, id(next), shows.Media{}); err != nil {
+			t.Fatal(err)
+		}
+		r := env.Do("GET", "/v1/shows?live=true", tok, nil).Expect(t, http.StatusOK)
+		found := false
+		for _, item := range r.JSON(t)["shows"].([]any) {
+			found = found || id(item.(map[string]any)) == id(next)
+		}
+		if !found {
+			t.Fatalf("show %d went live, and the live list read next misses it: %s", id(next), r.Body)
+		}
+	}
 }

@@ -55,56 +55,11 @@ type Media struct {
 // already live is a resume inside the reconnect window and keeps start
 // (media URLs given replace the old ones).
 func (s *Service) GoLive(ctx context.Context, showID int64, media Media) (*Show, error) {
-	now := s.clock.Stamp()
-	event := EventLive
 	var evs []Event
 	err := inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
-		sh, err := lockShow(ctx, tx, showID)
+		event, before, err := goLive(ctx, tx, showID, media, s.clock.Stamp())
 		if err != nil {
 			return err
-		}
-		if sh.Complete || sh.Off {
-			return ErrRefused
-		}
-		before, err := countSnapshot(ctx, tx, sh)
-		if err != nil {
-			return err
-		}
-		if sh.AudioOnly {
-			// Only the audio is the show's: a publication that began
-			// packaging video before the show became audio-only does
-			// not give it a video_url.
-			media.VideoURL = nil
-		}
-		cols := []string{"disconnected_at", "updated_at"}
-		sh.DisconnectedAt, sh.UpdatedAt = nil, now
-		if sh.Live {
-			event = EventResumed
-			if media.VideoURL != nil {
-				sh.VideoURL = media.VideoURL
-				cols = append(cols, "video_url")
-			}
-			if media.AudioURL != nil {
-				sh.AudioURL = media.AudioURL
-				cols = append(cols, "audio_url")
-			}
-		} else {
-			sh.Live, sh.Start, sh.WentLiveAt = true, now, &now
-			if media.Start != nil && !media.Start.IsZero() && media.Start.Before(now) {
-				sh.Start = *media.Start
-				sh.WentLiveAt = media.Start
-			}
-			sh.VideoURL, sh.AudioURL = media.VideoURL, media.AudioURL
-			sh.ThumbnailLabel = LabelLive
-			cols = append(cols, "live", "start", "went_live_at", "video_url", "audio_url", "thumbnail_label")
-		}
-		if _, err := tx.NewUpdate().Model(sh).Column(cols...).WherePK().Exec(ctx); err != nil {
-			return err
-		}
-		if event == EventLive {
-			if err := syncTagStart(ctx, tx, sh); err != nil {
-				return err
-			}
 		}
 		evs, err = s.record(ctx, tx, showID, nil, &before, event)
 		return err
@@ -114,6 +69,101 @@ func (s *Service) GoLive(ctx context.Context, showID int64, media Media) (*Show,
 	}
 	s.deliver(ctx, evs)
 	return lastShow(evs), nil
+}
+
+// GoingLive is one show of GoLiveMany.
+type GoingLive struct {
+	ShowID int64
+	Media  Media
+}
+
+// GoLiveMany is GoLive for several shows in one transaction: hundreds of
+// publishers arriving together (a node restart) cost a few commits, and a
+// few turns at the rows every change of a show updates (the counts, the
+// lists' generation), not one each. A show that may not go live (deleted,
+// complete, off) gets its error in errs and the others go live; any other
+// failure rolls the whole batch back and is err.
+func (s *Service) GoLiveMany(ctx context.Context, batch []GoingLive) (errs []error, err error) {
+	var evs []Event
+	err = inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+		evs, errs = nil, make([]error, len(batch))
+		for i, g := range batch {
+			event, before, err := goLive(ctx, tx, g.ShowID, g.Media, s.clock.Stamp())
+			if errors.Is(err, ErrRefused) || errors.Is(err, ErrNotFound) {
+				// Refused before its first write: the others go on.
+				errs[i] = wrapLifecycle("go live", g.ShowID, err)
+				continue
+			}
+			var e []Event
+			if err == nil {
+				e, err = s.record(ctx, tx, g.ShowID, nil, &before, event)
+			}
+			if err != nil {
+				return fmt.Errorf("show %d: %w", g.ShowID, err)
+			}
+			evs = append(evs, e...)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("shows: go live (%d shows): %w", len(batch), err)
+	}
+	s.deliver(ctx, evs)
+	return errs, nil
+}
+
+// goLive makes GoLive's change to the show's row in tx at now and returns
+// its event and the counts before it, for record. A refusal comes before
+// any write.
+func goLive(ctx context.Context, tx bun.Tx, showID int64, media Media, now time.Time) (event string, before countState, err error) {
+	event = EventLive
+	sh, err := lockShow(ctx, tx, showID)
+	if err != nil {
+		return "", before, err
+	}
+	if sh.Complete || sh.Off {
+		return "", before, ErrRefused
+	}
+	if before, err = countSnapshot(ctx, tx, sh); err != nil {
+		return "", before, err
+	}
+	if sh.AudioOnly {
+		// Only the audio is the show's: a publication that began
+		// packaging video before the show became audio-only does
+		// not give it a video_url.
+		media.VideoURL = nil
+	}
+	cols := []string{"disconnected_at", "updated_at"}
+	sh.DisconnectedAt, sh.UpdatedAt = nil, now
+	if sh.Live {
+		event = EventResumed
+		if media.VideoURL != nil {
+			sh.VideoURL = media.VideoURL
+			cols = append(cols, "video_url")
+		}
+		if media.AudioURL != nil {
+			sh.AudioURL = media.AudioURL
+			cols = append(cols, "audio_url")
+		}
+	} else {
+		sh.Live, sh.Start, sh.WentLiveAt = true, now, &now
+		if media.Start != nil && !media.Start.IsZero() && media.Start.Before(now) {
+			sh.Start = *media.Start
+			sh.WentLiveAt = media.Start
+		}
+		sh.VideoURL, sh.AudioURL = media.VideoURL, media.AudioURL
+		sh.ThumbnailLabel = LabelLive
+		cols = append(cols, "live", "start", "went_live_at", "video_url", "audio_url", "thumbnail_label")
+	}
+	if _, err := tx.NewUpdate().Model(sh).Column(cols...).WherePK().Exec(ctx); err != nil {
+		return "", before, err
+	}
+	if event == EventLive {
+		if err := syncTagStart(ctx, tx, sh); err != nil {
+			return "", before, err
+		}
+	}
+	return event, before, nil
 }
 
 // PublisherLeft records that the publisher dropped. The show stays live:

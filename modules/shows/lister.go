@@ -17,6 +17,8 @@ import (
 // the kept counts (counts.go, scheduled.go) and the remembered page
 // boundaries (keyset.go).
 type Lister struct {
+	// db only reads (app.Core.ReadDB): on SQLite the lists do not wait
+	// for the one writer connection.
 	db    *bun.DB
 	views *Views
 	// tags are the tags of listed shows by id (tags.go).

@@ -26,7 +26,9 @@ import (
 // show (Views, view.go), the stream keys (Keys, keys.go), the tags of
 // listed shows (listTags, tags.go) and the uploaded images (image.go).
 type Service struct {
-	db     *bun.DB
+	db *bun.DB
+	// reader is the read pool of Lookup (app.Core.ReadDB).
+	reader *bun.DB
 	access access
 	log    *slog.Logger
 	window time.Duration
@@ -59,12 +61,13 @@ func NewService(core *app.Core) *Service {
 	views := &Views{public: core.Config.PublicURL, rtmp: app.Get[string](core.Config, SettingRTMPURL)}
 	s := &Service{
 		db:     core.DB,
+		reader: core.ReadDB(),
 		access: acc,
 		log:    core.Log,
 		window: app.Get[time.Duration](core.Config, SettingReconnectWindow),
 		Views:  views,
-		Keys:   &Keys{db: core.DB, clock: core.Clock, access: acc},
-		Lists:  newLister(core.DB, views, app.Get[int](core.Config, SettingListCache), core.Clock),
+		Keys:   &Keys{db: core.DB, reader: core.ReadDB(), clock: core.Clock, access: acc},
+		Lists:  newLister(core.ReadDB(), views, app.Get[int](core.Config, SettingListCache), core.Clock),
 		bus:    core.Events,
 		clock:  core.Clock,
 		outbox: outbox.From(core),
@@ -109,6 +112,14 @@ const (
 // (for the system: live module, admin console).
 func (s *Service) Get(ctx context.Context, id int64) (*Show, error) {
 	return getShow(ctx, s.db, id)
+}
+
+// Lookup is Get on the read pool (app.Core.ReadDB), for a hot read that
+// follows no write of its own (the visibility of a show's media): on
+// SQLite it does not wait for the writer. It sees every change committed
+// before it began.
+func (s *Service) Lookup(ctx context.Context, id int64) (*Show, error) {
+	return getShow(ctx, s.reader, id)
 }
 
 // getShow is Get on db (a transaction's, or the service's).
