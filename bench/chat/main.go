@@ -34,6 +34,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -82,7 +83,7 @@ func main() {
 	flag.DurationVar(&o.connectMax, "connect-within", 3*time.Minute, "give up opening sockets after this long")
 	flag.StringVar(&o.docs, "docs", "bench/results/"+time.Now().UTC().Format("2006-01-02")+"-chat.md", "markdown file whose \"Chat fan-out\" section gets the figures, made if missing (empty: only print)")
 	flag.BoolVar(&o.keep, "keep", false, "keep the temporary directory (server log, database)")
-	flag.StringVar(&o.profile, "profile", "", "directory for the server's CPU profile of each phase's posting and its heap with the crowd connected (runs the onair build with pprof)")
+	flag.StringVar(&o.profile, "profile", "", "directory for the server's CPU profile of each phase's posting and its heap with the crowd connected (runs the onair build with pprof), and the viewers' CPU profile (this process) of the same time")
 	flag.IntVar(&o.profileSecs, "profile-seconds", 20, "length of the CPU profile from the first POST")
 	flag.Parse()
 	for _, s := range strings.Split(*counts, ",") {
@@ -143,6 +144,7 @@ type phase struct {
 	samples             int
 	droppedBefore       int // sockets the server closed before posting began
 	droppedByServer     int // ... by the end of the phase
+	closedWhy           string
 	slowDrops           int
 	loadDuring          string
 	maxConns            int // ONAIR_MAX_CONNS the server ran with (0: derived)
@@ -272,7 +274,10 @@ func runPhase(ctx context.Context, srv *benchkit.Server, tokens []string, n int,
 		cookie = func() string { return id }
 	}
 	start := time.Now()
-	c := connect(ctx, wsURL, n, o.concurrency, o.sample, o.connectMax, cookie)
+	c, err := connect(ctx, wsURL, n, o.concurrency, o.sample, o.connectMax, cookie)
+	if err != nil {
+		return p, err
+	}
 	defer c.close()
 	p.connectTime = time.Since(start)
 	p.connected = len(c.viewers)
@@ -298,6 +303,18 @@ func runPhase(ctx context.Context, srv *benchkit.Server, tokens []string, n int,
 		profiled = make(chan error, 1)
 		go func() {
 			profiled <- srv.Profile("profile", o.profileSecs, filepath.Join(o.profile, fmt.Sprintf("chat-%d-%s.cpu.pprof", n, mode)))
+		}()
+		f, err := os.Create(filepath.Join(o.profile, fmt.Sprintf("chat-%d-%s.viewers.cpu.pprof", n, mode)))
+		if err != nil {
+			return p, err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return p, err
+		}
+		go func() {
+			time.Sleep(time.Duration(o.profileSecs) * time.Second)
+			pprof.StopCPUProfile()
 		}()
 	}
 	chats0, _, _, closed0 := c.totals()
@@ -352,6 +369,7 @@ func runPhase(ctx context.Context, srv *benchkit.Server, tokens []string, n int,
 	}
 
 	c.close()
+	p.closedWhy = c.closedWhy()
 	lat := c.latencies()
 	slices.Sort(lat)
 	p.samples = len(lat)

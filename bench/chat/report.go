@@ -56,6 +56,9 @@ func (r *report) table() string {
 		if p.postsOver50 > 0 {
 			notes = append(notes, fmt.Sprintf("%d POSTs took over 50 ms from the poster's side; %d took over 50 ms in the server's handler", p.postsOver50, p.server.handler.over(0.05)))
 		}
+		if p.closedWhy != "" {
+			notes = append(notes, "sockets the server ended: "+p.closedWhy)
+		}
 		if p.slowDrops > 0 {
 			notes = append(notes, fmt.Sprintf("the server dropped %d sockets as slow (\"dropping slow socket\" in its log)", p.slowDrops))
 		}
