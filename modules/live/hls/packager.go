@@ -92,7 +92,7 @@ type Options struct {
 	// published, for a server to answer from memory (see Files).
 	Files Files
 
-	// noSync skips fsync, for tests and fuzzing only.
+	// noSync skips Finalize's fsyncs, for tests and fuzzing only.
 	noSync bool
 }
 
