@@ -19,12 +19,13 @@ import (
 // removes the LL-HLS part files. It only
 // reads the index and the directory, so it also recovers a stream after a
 // crash: every segment recorded before the crash is kept, the one being
-// written is dropped. The archive is then synced to disk (syncArchive).
-// It is idempotent. Do not call it while a Packager is
-// open on dir.
+// written is dropped (and, after a power loss, those that did not reach
+// the disk whole: see ReadIndex and Options.Placeholders). The archive
+// is then synced to disk (syncArchive). It is idempotent. Do not call it
+// while a Packager is open on dir.
 func Finalize(dir string, opts Options) error {
 	o := opts.withDefaults()
-	segs, err := ReadIndex(dir)
+	segs, err := readIndex(dir, o.Placeholders)
 	if err != nil {
 		return err
 	}
@@ -110,9 +111,10 @@ func Finalize(dir string, opts Options) error {
 // nothing while live (nginx-rtmp neither): a process crash loses nothing
 // that way, since the page cache outlives the process, and a live segment
 // is on the disk within the kernel's writeback delay anyway; what a power
-// loss mid-show may cost is the last half minute, which ReadIndex leaves
-// out when it reached the disk torn. The archive, kept for good, is synced
-// here once, each file's pages mostly written back already.
+// loss mid-show may cost is the last half minute, which Finalize leaves
+// out when it did not reach the disk whole (ReadRecorded). The archive,
+// kept for good, is synced here once, each file's pages mostly written
+// back already.
 func syncArchive(dir string, segs []Segment) error {
 	names := append(ArchiveFiles(segs), IndexFile)
 	for _, s := range segs {

@@ -92,6 +92,12 @@ type Options struct {
 	// published, for a server to answer from memory (see Files).
 	Files Files
 
+	// Placeholders tells Finalize that empty segment files stand for
+	// segments the media store holds (ReadIndex): they are archived.
+	// Otherwise an empty one never reached the disk and is left out
+	// (ReadRecorded).
+	Placeholders bool
+
 	// noSync skips Finalize's fsyncs, for tests and fuzzing only.
 	noSync bool
 }

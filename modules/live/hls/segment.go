@@ -85,8 +85,17 @@ func segmentFile(rendition string, seq uint64) string {
 // those whose file is not empty but of another size than recorded (the
 // machine went down before the kernel wrote it all: live segments are
 // not synced). An empty file is kept: a node that serves from the media
-// store holds empty placeholders of the stored segments.
-func ReadIndex(dir string) ([]Segment, error) {
+// store holds empty placeholders of the stored segments (see
+// ReadRecorded).
+func ReadIndex(dir string) ([]Segment, error) { return readIndex(dir, true) }
+
+// ReadRecorded is ReadIndex without the segments whose file is empty: on
+// a node that holds every segment itself (no media store to stand in for
+// a placeholder), an empty file is a segment that never reached the disk
+// before the machine went down. It is what Finalize archives there.
+func ReadRecorded(dir string) ([]Segment, error) { return readIndex(dir, false) }
+
+func readIndex(dir string, keepEmpty bool) ([]Segment, error) {
 	data, err := os.ReadFile(filepath.Join(dir, IndexFile))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
@@ -101,7 +110,7 @@ func ReadIndex(dir string) ([]Segment, error) {
 			continue
 		}
 		fi, err := os.Stat(filepath.Join(dir, s.File))
-		if err != nil || (s.Size > 0 && fi.Size() > 0 && fi.Size() != s.Size) {
+		if err != nil || (s.Size > 0 && fi.Size() > 0 && fi.Size() != s.Size) || (!keepEmpty && fi.Size() == 0) {
 			continue
 		}
 		out = append(out, s)
