@@ -29,8 +29,11 @@ func parseSkip(v string) (bool, error) {
 }
 
 // isLivePlaylist tells the live media playlists, which _HLS_msn,
-// _HLS_part and _HLS_skip apply to.
-func isLivePlaylist(file string) bool { return file == hls.PlaylistAV || file == hls.PlaylistAudio }
+// _HLS_part and _HLS_skip apply to: the source's, the audio-only one and
+// each rung's of a ladder (ladder.go).
+func isLivePlaylist(file string) bool {
+	return file == hls.PlaylistAV || file == hls.PlaylistAudio || hls.IsRungPlaylist(file)
+}
 
 // deltaOf is the delta update of a live playlist held in memory, made
 // once per version of the playlist (rewritten after every part) for all

@@ -464,7 +464,7 @@ func (m *Module) archiveOnce(showID int64) (retry bool) {
 		}
 	} else {
 		var err error
-		segs, err = hls.ReadIndex(dir)
+		segs, err = hls.ReadRecorded(dir) // as Finalize archives them
 		if err != nil {
 			m.core.Log.Error("live: read segment index", "show", showID, "err", err)
 			return false

@@ -188,7 +188,8 @@ func publish720(t *testing.T, target string, seconds int) (*exec.Cmd, <-chan err
 // audio-only alternative; every variant is LL-HLS, cut at the same
 // boundaries, and decodes at its height; the health reports the
 // transcoder; ffmpeg killed mid-show starts again while the source plays
-// on; the archive keeps the ladder.
+// on; every variant slides with the DVR window and answers delta updates
+// (_HLS_skip); the archive keeps the ladder.
 func TestLadder(t *testing.T) {
 	requireTools(t, "ffmpeg", "ffprobe")
 	env := onairtest.New(t, onairtest.Options{Configure: func(c *app.Config) {
@@ -197,7 +198,7 @@ func TestLadder(t *testing.T) {
 			t.Fatal(err)
 		}
 		c.Set(live.SettingTranscode, v)
-		c.Set(live.SettingDVRWindow, 20*time.Second)
+		c.Set(live.SettingDVRWindow, 30*time.Second)
 	}})
 	_, token := env.CreateUser("Ladder DJ")
 	b := onairtest.CreateShow(t, env, token, nil)
@@ -394,10 +395,10 @@ func TestLadder(t *testing.T) {
 		t.Errorf("the source stopped at segment %d", lastSrc)
 	}
 
-	// The rungs follow ONAIR_DVR_WINDOW (20 s here) as the source does:
-	// once the show is longer, each lists its last 20 s, from the
+	// The rungs follow ONAIR_DVR_WINDOW (30 s here) as the source does:
+	// once the show is longer, each lists its last 30 s, from the
 	// source's media sequence.
-	testload.Poll(t, "every variant's playlist sliding with the 20 s DVR window", func() error {
+	testload.Poll(t, "every variant's playlist sliding with the 30 s DVR window", func() error {
 		_, _, srcText := getText(t, resolve(t, master, vs[0].uri))
 		n := mediaSequence(srcText)
 		if n == 0 {
@@ -405,12 +406,43 @@ func TestLadder(t *testing.T) {
 		}
 		for _, v := range vs[:3] {
 			_, _, text := getText(t, resolve(t, master, v.uri))
-			if secs, m := playlistSeconds(text), mediaSequence(text); secs < 18 || secs > 26 || m < n-1 || m > n+1 {
-				return fmt.Errorf("%s lists %.1f s from %d (the source from %d), want the last 20 s:\n%s", v.uri, secs, m, n, text)
+			if secs, m := playlistSeconds(text), mediaSequence(text); secs < 28 || secs > 36 || m < n-1 || m > n+1 {
+				return fmt.Errorf("%s lists %.1f s from %d (the source from %d), want the last 30 s:\n%s", v.uri, secs, m, n, text)
 			}
 		}
 		return nil
 	})
+	// 30 s is more than twice the Skip Boundary (12 s): every variant
+	// offers delta updates, the rungs as the source (issue #32).
+	for _, v := range vs[:3] {
+		uri := resolve(t, master, v.uri)
+		for _, skip := range []string{"YES", "v2"} {
+			// The playlist and its delta are read one after the other: a
+			// segment finished between them slides the window, so they
+			// are compared once they are of the same version.
+			testload.Poll(t, v.uri+"?_HLS_skip="+skip+" a delta of the playlist", func() error {
+				_, _, full := getText(t, uri)
+				if !canSkip.MatchString(full) {
+					return fmt.Errorf("%s offers no CAN-SKIP-UNTIL:\n%s", v.uri, full)
+				}
+				status, _, delta := getText(t, uri+"?_HLS_skip="+skip)
+				m := skipLine.FindStringSubmatch(delta)
+				if status != http.StatusOK || m == nil {
+					return fmt.Errorf("%d, no EXT-X-SKIP:\n%s", status, delta)
+				}
+				skipped, _ := strconv.Atoi(m[1])
+				uris, kept := segmentsOf(full), segmentsOf(delta)
+				if mediaSequence(delta) != mediaSequence(full) || skipped < 1 || len(kept) != len(uris)-skipped ||
+					strings.Join(kept, ",") != strings.Join(uris[skipped:], ",") {
+					return fmt.Errorf("the delta skips %d and keeps %v; the full playlist lists %v", skipped, kept, uris)
+				}
+				return nil
+			})
+		}
+		if status, _, body := getText(t, uri+"?_HLS_skip=maybe"); status != http.StatusBadRequest {
+			t.Errorf("%s?_HLS_skip=maybe: %d %s", v.uri, status, body)
+		}
+	}
 
 	// The publisher leaves, the show stops: the archive keeps the ladder.
 	cmd.Process.Signal(os.Interrupt)

@@ -476,7 +476,7 @@ func (m *Module) archiveStored(ctx context.Context, id int64) (segs []hls.Segmen
 	if segs, err = hls.ReadIndex(work); err != nil || len(segs) == 0 {
 		return nil, false, false, err
 	}
-	if err := hls.Finalize(work, hls.Options{DVR: m.dvr}); err != nil {
+	if err := hls.Finalize(work, hls.Options{DVR: m.dvr, Placeholders: true}); err != nil {
 		return nil, false, false, fmt.Errorf("finalize archive: %w", err)
 	}
 	u := m.newUploader(id, work, nil)

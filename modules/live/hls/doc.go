@@ -53,10 +53,14 @@
 // EXT-X-DISCONTINUITY, with the numbering continued: a transport stream
 // cannot add a track mid-segment, and players reset their decoders there.
 //
-// Every finished segment is synced to disk and appended to IndexFile
-// before it appears in a playlist, so a restart loses no finished segment.
-// Opening a Packager on a directory with segments continues their
-// numbering after EXT-X-DISCONTINUITY (a publisher that reconnected).
+// Every finished segment is written to disk and appended to IndexFile
+// before it appears in a playlist, so a restart of the process loses no
+// finished segment. Nothing is synced while live (nginx-rtmp syncs
+// nothing either): after a power loss the last half minute or so may be
+// missing, and Finalize leaves out what did not reach the disk whole
+// (ReadRecorded), then syncs the archive once. Opening a Packager on a
+// directory with segments continues their numbering after
+// EXT-X-DISCONTINUITY (a publisher that reconnected).
 // Finalize writes the VOD playlists of every segment (ArchiveAV,
 // ArchiveAudio) from the index and ends the live playlists.
 //

@@ -2,7 +2,10 @@ package hls
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 )
 
@@ -16,11 +19,13 @@ import (
 // removes the LL-HLS part files. It only
 // reads the index and the directory, so it also recovers a stream after a
 // crash: every segment recorded before the crash is kept, the one being
-// written is dropped. It is idempotent. Do not call it while a Packager is
-// open on dir.
+// written is dropped (and, after a power loss, those that did not reach
+// the disk whole: see ReadIndex and Options.Placeholders). The archive
+// is then synced to disk (syncArchive). It is idempotent. Do not call it
+// while a Packager is open on dir.
 func Finalize(dir string, opts Options) error {
 	o := opts.withDefaults()
-	segs, err := ReadIndex(dir)
+	segs, err := readIndex(dir, o.Placeholders)
 	if err != nil {
 		return err
 	}
@@ -93,6 +98,40 @@ func Finalize(dir string, opts Options) error {
 		}
 		if err := writeFileAtomic(dir, ArchiveMasterAV, renderMaster(append(vs, audio...)...)); err != nil {
 			return fmt.Errorf("finalize: %w", err)
+		}
+	}
+	if o.noSync {
+		return nil
+	}
+	return syncArchive(dir, segs)
+}
+
+// syncArchive makes the archive of dir durable: its segments, index and
+// playlists, then the directory that names them. The packager syncs
+// nothing while live (nginx-rtmp neither): a process crash loses nothing
+// that way, since the page cache outlives the process, and a live segment
+// is on the disk within the kernel's writeback delay anyway; what a power
+// loss mid-show may cost is the last half minute, which Finalize leaves
+// out when it did not reach the disk whole (ReadRecorded). The archive,
+// kept for good, is synced here once, each file's pages mostly written
+// back already.
+func syncArchive(dir string, segs []Segment) error {
+	names := append(ArchiveFiles(segs), IndexFile)
+	for _, s := range segs {
+		names = append(names, s.File)
+	}
+	names = append(names, ".")
+	for _, name := range names {
+		f, err := os.Open(filepath.Join(dir, name))
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err == nil {
+			err = f.Sync()
+			f.Close()
+		}
+		if err != nil {
+			return fmt.Errorf("finalize: sync %s: %w", name, err)
 		}
 	}
 	return nil

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"io"
 	"log/slog"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -95,7 +94,7 @@ func (heldFiles) Remove(string)                 {}
 
 // BenchmarkIngest is the ingest path of one publisher without the network:
 // RTMP chunks reassembled by rtmp.ChunkReader, FLV tags parsed and packaged
-// into both renditions, segments synced to disk as in production: with
+// into both renditions, segments written to disk as in production: with
 // LL-HLS parts into memory (Files, the server's default), with parts on
 // disk (no Files: ONAIR_HLS_MEMORY_MB=0), and without parts.
 // cpu-s/stream is the process CPU time (user+system, what bench/live's CPU
@@ -105,7 +104,7 @@ func BenchmarkIngest(b *testing.B) {
 		name  string
 		part  time.Duration
 		files Files
-	}{{"parts-memory", 0, heldFiles{}}, {"parts-memory-nosync", 0, heldFiles{}}, {"parts", 0, nil}, {"noparts", -1, nil}} {
+	}{{"parts-memory", 0, heldFiles{}}, {"parts", 0, nil}, {"noparts", -1, nil}} {
 		b.Run(c.name, func(b *testing.B) {
 			raw := recordedStream(b, benchSeconds)
 			b.SetBytes(int64(len(raw)))
@@ -118,7 +117,7 @@ func BenchmarkIngest(b *testing.B) {
 				n++
 				dir := b.TempDir()
 				before := cpuTime(b)
-				pkg, err := Open(dir, Options{PartDuration: c.part, Files: c.files, noSync: strings.HasSuffix(c.name, "nosync"), Logger: slog.New(slog.DiscardHandler)})
+				pkg, err := Open(dir, Options{PartDuration: c.part, Files: c.files, Logger: slog.New(slog.DiscardHandler)})
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -92,7 +92,13 @@ type Options struct {
 	// published, for a server to answer from memory (see Files).
 	Files Files
 
-	// noSync skips fsync, for tests and fuzzing only.
+	// Placeholders tells Finalize that empty segment files stand for
+	// segments the media store holds (ReadIndex): they are archived.
+	// Otherwise an empty one never reached the disk and is left out
+	// (ReadRecorded).
+	Placeholders bool
+
+	// noSync skips Finalize's fsyncs, for tests and fuzzing only.
 	noSync bool
 }
 

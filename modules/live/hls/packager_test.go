@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -323,6 +324,52 @@ func TestFinalizeAfterCrash(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "seg-000003.ts")); err != nil {
 		t.Fatal("the partial segment should still be on disk for inspection")
+	}
+}
+
+// TestFinalizeAfterPowerLoss: live segments are not synced, so after the
+// machine went down one may be on disk empty (never written back) or
+// torn (in part). The archive leaves out the torn one, whose size the
+// index contradicts, and the empty one unless empty files are a media
+// store's placeholders (Options.Placeholders).
+func TestFinalizeAfterPowerLoss(t *testing.T) {
+	dir := t.TempDir()
+	p := openTest(t, dir, Options{})
+	feed(t, p, 0, 7000, 2000, true)
+	if err := os.Truncate(filepath.Join(dir, "seg-000001.ts"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(filepath.Join(dir, "seg-000002.ts"), 1000); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		placeholders bool
+		want         []string
+	}{
+		{true, []string{"seg-000000.ts", "seg-000001.ts"}},
+		{false, []string{"seg-000000.ts"}},
+	} {
+		if err := Finalize(dir, Options{Placeholders: c.placeholders}); err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, line := range strings.Split(readFile(t, filepath.Join(dir, ArchiveAV)), "\n") {
+			if strings.HasSuffix(line, ".ts") {
+				got = append(got, line)
+			}
+		}
+		if !slices.Equal(got, c.want) {
+			t.Errorf("placeholders %v: the archive lists %v, want %v", c.placeholders, got, c.want)
+		}
+	}
+	recorded, err := ReadRecorded(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range recorded {
+		if s.File == "seg-000001.ts" || s.File == "seg-000002.ts" {
+			t.Errorf("ReadRecorded keeps %s", s.File)
+		}
 	}
 }
 

@@ -36,12 +36,11 @@ type rendition struct {
 	// parts and the playlists rewritten after each part go there only:
 	// the disk gets the segments and a playlist per segment (see
 	// writePlaylist).
-	files   Files
-	mem     []byte // the buffer of the segments' copies for files, reused
-	clock   *clock
-	durable bool
-	codecs  string // RFC 6381 codecs of the rendition, for the index
-	size    string // WIDTHxHEIGHT of the video, "" if unknown
+	files  Files
+	mem    []byte // the buffer of the segments' copies for files, reused
+	clock  *clock
+	codecs string // RFC 6381 codecs of the rendition, for the index
+	size   string // WIDTHxHEIGHT of the video, "" if unknown
 
 	// indexMu keeps the index appends of a ladder's renditions apart.
 	indexMu *sync.Mutex
@@ -132,7 +131,6 @@ func newRendition(name, playlistName, dir string, video, audio bool, o Options, 
 		onSegment: o.OnSegment,
 		files:     o.Files,
 		clock:     c,
-		durable:   !o.noSync,
 	}
 	if !video {
 		// Audio is cut on time, never longer than SegmentDuration: its
@@ -412,8 +410,8 @@ func (r *rendition) cutPart(next int64, independent bool) error {
 // write to the segment file, then the part itself. With Files the part
 // goes there only, as the slice of the segment's copy in memory that
 // holds its bytes; without, it is written to its own file, in place (see
-// Live.PartPublished) and not synced: parts are for the live edge only,
-// the segment holds the same bytes durably. Either way the segment file
+// Live.PartPublished): parts are for the live edge only, the segment
+// holds the same bytes. Either way the segment file
 // has the part's bytes before the part is published, so a server may
 // also send a part as that range of the segment.
 func (r *rendition) finishPart(next int64) error {
@@ -469,7 +467,7 @@ func (r *rendition) finish(next int64) error {
 	}
 	w := r.cur
 	r.cur = nil
-	if err := w.finish(r.durable); err != nil {
+	if err := w.finish(); err != nil {
 		os.Remove(filepath.Join(r.dir, r.curFile))
 		return err
 	}
@@ -499,9 +497,9 @@ func (r *rendition) finish(next int64) error {
 	r.nextDisc = false
 	var err error
 	if r.index != nil {
-		err = r.index.append(seg, r.durable, r.indexMu)
+		err = r.index.append(seg, r.indexMu)
 	} else {
-		err = appendIndex(r.dir, seg, r.durable, r.indexMu)
+		err = appendIndex(r.dir, seg, r.indexMu)
 	}
 	if err != nil {
 		// Unrecorded, the segment is no part of the stream: nothing may

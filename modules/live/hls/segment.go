@@ -81,8 +81,21 @@ func segmentFile(rendition string, seq uint64) string {
 
 // ReadIndex returns the segments recorded in dir's index, in order. A
 // missing index yields no segments. A torn last line (a crash while
-// appending) is ignored; so are entries whose file has disappeared.
-func ReadIndex(dir string) ([]Segment, error) {
+// appending) is ignored; so are entries whose file has disappeared, and
+// those whose file is not empty but of another size than recorded (the
+// machine went down before the kernel wrote it all: live segments are
+// not synced). An empty file is kept: a node that serves from the media
+// store holds empty placeholders of the stored segments (see
+// ReadRecorded).
+func ReadIndex(dir string) ([]Segment, error) { return readIndex(dir, true) }
+
+// ReadRecorded is ReadIndex without the segments whose file is empty: on
+// a node that holds every segment itself (no media store to stand in for
+// a placeholder), an empty file is a segment that never reached the disk
+// before the machine went down. It is what Finalize archives there.
+func ReadRecorded(dir string) ([]Segment, error) { return readIndex(dir, false) }
+
+func readIndex(dir string, keepEmpty bool) ([]Segment, error) {
 	data, err := os.ReadFile(filepath.Join(dir, IndexFile))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
@@ -96,7 +109,8 @@ func ReadIndex(dir string) ([]Segment, error) {
 		if err := json.Unmarshal(line, &s); err != nil || s.File == "" || filepath.Base(s.File) != s.File {
 			continue
 		}
-		if _, err := os.Stat(filepath.Join(dir, s.File)); err != nil {
+		fi, err := os.Stat(filepath.Join(dir, s.File))
+		if err != nil || (s.Size > 0 && fi.Size() > 0 && fi.Size() != s.Size) || (!keepEmpty && fi.Size() == 0) {
 			continue
 		}
 		out = append(out, s)
@@ -104,17 +118,17 @@ func ReadIndex(dir string) ([]Segment, error) {
 	return out, nil
 }
 
-// appendIndex durably records a finished segment. The renditions of a
-// ladder finish segments on their own goroutines: mu, when set, keeps
-// their appends (and the cut of a torn one) apart.
-func appendIndex(dir string, s Segment, durable bool, mu *sync.Mutex) error {
+// appendIndex records a finished segment. The renditions of a ladder
+// finish segments on their own goroutines: mu, when set, keeps their
+// appends (and the cut of a torn one) apart.
+func appendIndex(dir string, s Segment, mu *sync.Mutex) error {
 	x := indexFile{path: filepath.Join(dir, IndexFile)}
 	defer x.close()
-	return x.append(s, durable, mu)
+	return x.append(s, mu)
 }
 
 // indexFile is a stream's segment index, opened at its first append and
-// kept open until close: an append is then one write and one fsync, where
+// kept open until close: an append is then one write, where
 // opening and closing the index for each segment of each rendition added
 // four system calls (open, the poller's epoll_ctl, fstat, close) to every
 // segment boundary.
@@ -123,10 +137,11 @@ type indexFile struct {
 	f    *os.File
 }
 
-// append writes the segment's line and, with durable, syncs it. mu, when
-// set, keeps the appends of several renditions apart (the rungs of a
-// ladder append through their own indexFile).
-func (x *indexFile) append(s Segment, durable bool, mu *sync.Mutex) error {
+// append writes the segment's line. It is not synced (see syncArchive):
+// a process that dies leaves it in the page cache, whole. mu, when set,
+// keeps the appends of several renditions apart (the rungs of a ladder
+// append through their own indexFile).
+func (x *indexFile) append(s Segment, mu *sync.Mutex) error {
 	if mu != nil {
 		mu.Lock()
 		defer mu.Unlock()
@@ -149,9 +164,6 @@ func (x *indexFile) append(s Segment, durable bool, mu *sync.Mutex) error {
 		if fi, serr := x.f.Stat(); serr == nil {
 			x.f.Truncate(fi.Size() - int64(n))
 		}
-	}
-	if err == nil && durable {
-		err = x.f.Sync()
 	}
 	if err != nil {
 		return fmt.Errorf("append segment index: %w", err)
@@ -322,18 +334,15 @@ func (s *segmentWriter) Write(p []byte) (int, error) {
 	return written, err
 }
 
-// finish syncs and closes the file, so that once it is in the index it
-// survives a crash, and reads its modification time.
-func (s *segmentWriter) finish(durable bool) error {
-	var err error
-	if durable {
-		err = retryEINTR(func() error { return syscall.Fsync(s.fd) })
-	}
+// finish reads the file's modification time and closes it. A live
+// segment is not synced: the kernel writes it back within half a minute
+// (vm.dirty_expire_centisecs), a process crash loses nothing of it, and
+// Finalize syncs the archive once (syncArchive).
+func (s *segmentWriter) finish() error {
+	var st syscall.Stat_t
+	err := syscall.Fstat(s.fd, &st)
 	if err == nil {
-		var st syscall.Stat_t
-		if err = syscall.Fstat(s.fd, &st); err == nil {
-			s.modTime = time.Unix(st.Mtim.Unix())
-		}
+		s.modTime = time.Unix(st.Mtim.Unix())
 	}
 	if cerr := syscall.Close(s.fd); err == nil {
 		err = cerr
