@@ -24,7 +24,7 @@ import (
 // AAC) and publishes the same encoded stream to OnAir and to nginx-rtmp at
 // once (tee muxer). One headless Chromium tab per server plays the
 // server's live playlist with hls.js (the configuration of OnAir's player:
-// lowLatencyMode, catch-up at up to 1.5x) and, for every frame it
+// lowLatencyMode, catch-up at up to 1.25x) and, for every frame it
 // presents (requestVideoFrameCallback), reads the frame number back from
 // the picture: latency = presentation time − the moment ffmpeg generated
 // that frame (its start + frame number / frame rate). ffmpeg's start-up
@@ -64,7 +64,16 @@ v.requestVideoFrameCallback(onFrame);
 const debug = !!q.get('debug');
 window.logs = []; window.trace = [];
 const lg = (k) => (...a) => { if (window.logs.length < 3000) window.logs.push(Math.round(performance.now()) + ' ' + k + ' ' + a.map(String).join(' ')); };
-const hls = new Hls({ backBufferLength: 60, lowLatencyMode: true, maxLiveSyncPlaybackRate: 1.5, debug: debug ? {log: lg('L'), info: lg('I'), warn: lg('W'), error: lg('E'), debug: lg('D')} : false });
+const hls = new Hls({ backBufferLength: 60, lowLatencyMode: true, liveSyncOnStallIncrease: 0.2, maxLiveSyncPlaybackRate: 1, debug: debug ? {log: lg('L'), info: lg('I'), warn: lg('W'), error: lg('E'), debug: lg('D')} : false });
+// As OnAir's player: its own catch-up, up to 1.25x while behind the target
+// by up to a target duration with more than 0.3 s buffered.
+v.addEventListener('timeupdate', () => {
+  const d = hls.latestLevelDetails, target = hls.targetLatency, b = v.buffered;
+  if (!d || !d.live || target == null || v.paused || !b.length) return;
+  const late = hls.latency - target, ahead = b.end(b.length - 1) - v.currentTime;
+  const rate = late > 0.05 && late < d.targetduration && ahead > 0.3 ? 1 + Math.round(Math.min(late, 0.5) * 10) / 20 : 1;
+  if (v.playbackRate !== rate && v.playbackRate !== 0) v.playbackRate = rate;
+});
 // As OnAir's player (modules/pages/static/onair.js): once, as the show
 // starts playing, a player more than a second behind the hold-back jumps there.
 window.resynced = 0;
