@@ -397,7 +397,7 @@ func latencyMarkdown(res []latencyResult, seconds, warmup int) string {
 	fmt.Fprintf(&b, "\n%d s of playback per server after a %d s warm-up, 25 fps frames, both servers fed by one ffmpeg (tee) at the same time.\n", seconds-warmup, warmup)
 	for _, r := range res {
 		if r.published > 0 {
-			fmt.Fprintf(&b, "%s, where the median goes (each a moment less the nominal generation of its media, ffmpeg's start-up included: %.2f s from its start to its first output): encoder %.2f s (%d frames at an FLV sink); part published %.2f s (%d parts; %.2f s after the encoder); to glass %.2f s more (fetch, hold-back, presentation; hls.js's distance to the edge %.2f s).\n",
+			fmt.Fprintf(&b, "%s, where the median goes (each a moment less the nominal generation of its media, ffmpeg's start-up included: %.2f s from its start to its first output): encoder %.3f s (%d frames at an FLV sink); part published %.3f s (%d parts; %.3f s after the encoder); to glass %.2f s more (fetch, hold-back, presentation; hls.js's distance to the edge %.2f s).\n",
 				r.name, r.startup, r.encoder, r.frames, r.published, r.parts, r.published-r.encoder, r.p50-r.published, r.hlsEdge)
 		}
 		if r.resynced > 0 {
