@@ -24,7 +24,7 @@ import (
 // AAC) and publishes the same encoded stream to OnAir and to nginx-rtmp at
 // once (tee muxer). One headless Chromium tab per server plays the
 // server's live playlist with hls.js (the configuration of OnAir's player:
-// lowLatencyMode, catch-up at up to 1.5x) and, for every frame it
+// lowLatencyMode, catch-up at up to 1.25x) and, for every frame it
 // presents (requestVideoFrameCallback), reads the frame number back from
 // the picture: latency = presentation time − the moment ffmpeg generated
 // that frame (its start + frame number / frame rate). ffmpeg's start-up
@@ -55,7 +55,7 @@ function onFrame(now, meta) {
   lastN = n;
   const shown = performance.timeOrigin + meta.expectedDisplayTime;
   if (!window.firstFrame) window.firstFrame = shown;
-  window.samples.push([shown, shown - (t0 + 1000 * n / fps)]);
+  window.samples.push([shown, shown - (t0 + 1000 * n / fps), hls.latency || 0]);
   v.requestVideoFrameCallback(onFrame);
 }
 v.requestVideoFrameCallback(onFrame);
@@ -64,7 +64,16 @@ v.requestVideoFrameCallback(onFrame);
 const debug = !!q.get('debug');
 window.logs = []; window.trace = [];
 const lg = (k) => (...a) => { if (window.logs.length < 3000) window.logs.push(Math.round(performance.now()) + ' ' + k + ' ' + a.map(String).join(' ')); };
-const hls = new Hls({ backBufferLength: 60, lowLatencyMode: true, maxLiveSyncPlaybackRate: 1.5, debug: debug ? {log: lg('L'), info: lg('I'), warn: lg('W'), error: lg('E'), debug: lg('D')} : false });
+const hls = new Hls({ backBufferLength: 60, lowLatencyMode: true, liveSyncOnStallIncrease: 0.2, maxLiveSyncPlaybackRate: 1, debug: debug ? {log: lg('L'), info: lg('I'), warn: lg('W'), error: lg('E'), debug: lg('D')} : false });
+// As OnAir's player: its own catch-up, up to 1.25x while behind the target
+// by up to a target duration with more than 0.3 s buffered.
+v.addEventListener('timeupdate', () => {
+  const d = hls.latestLevelDetails, target = hls.targetLatency, b = v.buffered;
+  if (!d || !d.live || target == null || v.paused || !b.length) return;
+  const late = hls.latency - target, ahead = b.end(b.length - 1) - v.currentTime;
+  const rate = late > 0.05 && late < d.targetduration && ahead > 0.3 ? 1 + Math.round(Math.min(late, 0.5) * 10) / 20 : 1;
+  if (v.playbackRate !== rate && v.playbackRate !== 0) v.playbackRate = rate;
+});
 // As OnAir's player (modules/pages/static/onair.js): once, as the show
 // starts playing, a player more than a second behind the hold-back jumps there.
 window.resynced = 0;
@@ -111,6 +120,9 @@ type latencyTarget struct {
 	// level, when set, locks hls.js to the master's "lowest" or
 	// "highest" video level.
 	level string
+	// follow: the playlist is OnAir's, whose blocking reloads say when
+	// each part was published (the breakdown).
+	follow bool
 }
 
 // latencyResult is what one server achieved.
@@ -130,6 +142,14 @@ type latencyResult struct {
 	// resynced is how far behind its hold-back the player was when the
 	// show started playing, when it jumped (0: it did not).
 	resynced float64
+	// The breakdown (breakdown.go), medians in seconds: encoder is a
+	// frame's arrival at the FLV sink, published a part's publication,
+	// each less the nominal generation of its media; hlsEdge is hls.js's
+	// distance to the live edge over the samples.
+	encoder, published, hlsEdge float64
+	frames, parts               int
+	// startup is ffmpeg's start to its first output (the FLV header).
+	startup float64
 }
 
 func (r *latencyResult) summarize() {
@@ -233,7 +253,14 @@ func runLatencySized(ctx context.Context, root string, targets []latencyTarget, 
 	for i, t := range targets {
 		urls[i] = t.rtmp
 	}
+	sink, err := newFLVSink()
+	if err != nil {
+		return nil, err
+	}
+	defer sink.close()
+	urls = append([]string{sink.url()}, urls...)
 	began := time.Now()
+	sink.t0 = began
 	t0 := float64(began.UnixNano()) / 1e6
 	ff := exec.CommandContext(ctx, "ffmpeg", latencyArgs(urls, seconds+10, scale)...)
 	var stderr strings.Builder
@@ -260,6 +287,10 @@ func runLatencySized(ctx context.Context, root string, targets []latencyTarget, 
 			return nil, fmt.Errorf("%s: %w (ffmpeg: %s)", targets[i].name, err, stderr.String())
 		}
 	}
+	enc, frames, header := sink.median()
+	for i := range results {
+		results[i].encoder, results[i].frames, results[i].startup = enc, frames, header.Seconds()
+	}
 	return results, nil
 }
 
@@ -285,9 +316,20 @@ func measure(browser context.Context, pageAddr string, t latencyTarget, t0 float
 	if err := chromedp.Do(tab, chromedp.Navigate(url)); err != nil {
 		return err
 	}
+	var parts chan *partFollower
+	if t.follow {
+		parts = make(chan *partFollower, 1)
+		fctx, cancel := context.WithTimeout(context.Background(), time.Duration(seconds)*time.Second)
+		defer cancel()
+		go func() { parts <- followParts(fctx, t.playlist, began) }()
+	}
 	time.Sleep(time.Duration(seconds) * time.Second)
+	if parts != nil {
+		f := <-parts
+		r.published, r.parts = mid(f.lags), len(f.lags)
+	}
 	type result struct {
-		Samples    [][2]float64
+		Samples    [][3]float64
 		FirstFrame float64
 		Latency    float64
 		Backwards  int
@@ -317,11 +359,14 @@ func measure(browser context.Context, pageAddr string, t latencyTarget, t0 float
 	r.errors = out.Errors
 	r.resynced = out.Resynced
 	from := out.FirstFrame + float64(warmup)*1000
+	var edge []float64
 	for _, s := range out.Samples {
 		if s[0] >= from && s[1] > 0 && s[1] < 60000 {
 			r.samples = append(r.samples, s[1]/1000)
+			edge = append(edge, s[2])
 		}
 	}
+	r.hlsEdge = mid(edge)
 	r.summarize()
 	return nil
 }
@@ -351,6 +396,10 @@ func latencyMarkdown(res []latencyResult, seconds, warmup int) string {
 	}
 	fmt.Fprintf(&b, "\n%d s of playback per server after a %d s warm-up, 25 fps frames, both servers fed by one ffmpeg (tee) at the same time.\n", seconds-warmup, warmup)
 	for _, r := range res {
+		if r.published > 0 {
+			fmt.Fprintf(&b, "%s, where the median goes (each a moment less the nominal generation of its media, ffmpeg's start-up included: %.2f s from its start to its first output): encoder %.3f s (%d frames at an FLV sink); part published %.3f s (%d parts; %.3f s after the encoder); to glass %.2f s more (fetch, hold-back, presentation; hls.js's distance to the edge %.2f s).\n",
+				r.name, r.startup, r.encoder, r.frames, r.published, r.parts, r.published-r.encoder, r.p50-r.published, r.hlsEdge)
+		}
 		if r.resynced > 0 {
 			fmt.Fprintf(&b, "%s: the player started %.2f s behind its hold-back and jumped there (as OnAir's player does).\n", r.name, r.resynced)
 		}

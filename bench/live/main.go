@@ -331,7 +331,7 @@ func run(ctx context.Context, o options) error {
 		targets := []latencyTarget{
 			{name: "OnAir (LL-HLS, 2 s segments, " + cmp.Or(o.partDuration, "200ms") + " parts)", rtmp: "rtmp://" + srv.RTMPAddr + "/live/" + sh.StreamKey,
 				playlist: fmt.Sprintf("%s/media/shows/%d/master.m3u8", srv.URL, sh.ID),
-				ready:    func(text string) bool { return strings.Contains(text, "#EXT-X-STREAM-INF") }},
+				ready:    func(text string) bool { return strings.Contains(text, "#EXT-X-STREAM-INF") }, follow: true},
 			{name: "nginx-rtmp (HLS, 2 s fragments)", rtmp: "rtmp://" + ngx.rtmpAddr + "/live/latency",
 				playlist: "http://" + ngx.httpAddr + "/hls/latency.m3u8",
 				ready:    func(text string) bool { return strings.Contains(text, "#EXTINF") }},

@@ -246,6 +246,17 @@ func TestBrowser(t *testing.T) {
 		if w.HlsLoaded && w.HlsStart < w.LoadEnd {
 			t.Errorf("hls.js was requested at %.0f ms, before the page finished loading at %.0f ms", w.HlsStart, w.LoadEnd)
 		}
+		// Behind its target by less than a target duration (a pause, a
+		// stall), the player plays faster until it is back: hls.js's own
+		// catch-up would not, with under a second buffered.
+		const late = `(() => { const h = window.onairHls, d = h.latestLevelDetails, m = document.getElementById('media');
+			return d.edge + d.age - m.currentTime - h.targetLatency; })()`
+		eval[bool](t, listener, `(document.getElementById('media').pause(), true)`)
+		waitFor(t, listener, "the paused player a second behind its target", late+` > 1`)
+		eval[bool](t, listener, `(document.getElementById('media').play(), true)`)
+		waitFor(t, listener, "the player to play faster", `document.getElementById('media').playbackRate > 1`)
+		waitFor(t, listener, "the player back within 0.3 s of its target at normal speed", `(() => { const m = document.getElementById('media');
+			return !m.paused && m.playbackRate === 1 && `+late+` < 0.3; })()`)
 	})
 
 	t.Run("the anonymous viewer is listed in chat_users", func(t *testing.T) {

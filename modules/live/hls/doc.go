@@ -26,7 +26,9 @@
 // Low-latency HLS (RFC 8216bis): each segment is also published while it
 // grows, in parts of PartDuration (a third of a second), each a small
 // transport stream of its own whose bytes are exactly its slice of the
-// segment (PAT and PMT open every part). The muxer builds each part in a
+// segment (PAT and PMT open every part). A part is published as the
+// video frame that reaches its end arrives (the last part of a segment
+// with the keyframe that ends the segment). The muxer builds each part in a
 // reused buffer, written once to the segment file. With Options.Files (a
 // server's memory) the part and the live playlists rewritten after each
 // part go there only, and the directory gets a live playlist per segment

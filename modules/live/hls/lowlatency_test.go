@@ -414,3 +414,66 @@ func TestLiveAwaitPosition(t *testing.T) {
 		t.Errorf("after the part appeared: %+v waited %v, %v; published between %s and %s", a.p, a.waited, a.err, before, after)
 	}
 }
+
+// TestPartPublishedAtItsBoundary: a part is published as the frame that
+// reaches its end arrives, not with the next one; the last part of a
+// segment waits for the keyframe that ends it; a part that opens on a
+// keyframe mid-segment is INDEPENDENT.
+func TestPartPublishedAtItsBoundary(t *testing.T) {
+	dir := t.TempDir()
+	live := NewLive()
+	p := openTest(t, dir, Options{Live: live, PartDuration: 200 * time.Millisecond})
+	if err := p.Video(0, videoSeqHeader()); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Audio(0, aacSeqHeader); err != nil {
+		t.Fatal(err)
+	}
+	var a int64 // audio frames sent, each before the video frame it precedes
+	position := func() (uint64, int) {
+		pos, ok := live.Position(PlaylistAV)
+		if !ok {
+			return 0, -1
+		}
+		return pos.MSN, pos.Part
+	}
+	for ms := int64(0); ms <= 2000; ms += 40 {
+		for ; a*1024*1000/44100 <= ms; a++ {
+			if err := p.Audio(a*1024*1000/44100, aacFrame()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := p.Video(ms, videoFrame(ms%2000 == 0 || ms == 1000)); err != nil {
+			t.Fatal(err)
+		}
+		msn, part := position()
+		switch ms {
+		case 120:
+			if part != -1 {
+				t.Fatalf("after the frame at 120 ms: part %d of segment %d published, want none", part, msn)
+			}
+		case 160: // ends at 200 ms: part 0 is complete
+			if msn != 0 || part != 0 {
+				t.Fatalf("after the frame at 160 ms (its end the part's): part %d of segment %d, want part 0 of 0", part, msn)
+			}
+		case 1960: // the last part of the segment waits for the keyframe
+			if msn != 0 || part != 8 {
+				t.Fatalf("after the frame at 1960 ms: part %d of segment %d, want part 8 of 0", part, msn)
+			}
+		case 2000:
+			if pos, _ := live.Position(PlaylistAV); pos.Segments != 1 || pos.MSN != 0 || pos.Part != 9 {
+				t.Fatalf("after the keyframe at 2 s: position %+v, want segment 0 complete with 10 parts", pos)
+			}
+		}
+	}
+	l := parseLL(t, readFile(t, filepath.Join(dir, PlaylistAV)))
+	for _, m := range l.parts {
+		_, seq, idx, _ := ParsePartFile(m[2])
+		if d, _ := strconv.ParseFloat(m[1], 64); seq == 0 && d != 0.2 {
+			t.Errorf("part %s lasts %v s, want 0.2", m[2], d)
+		}
+		if want := seq == 0 && (idx == 0 || idx == 5); (m[3] != "") != want {
+			t.Errorf("part %s: INDEPENDENT %q, want %v", m[2], m[3], want)
+		}
+	}
+}

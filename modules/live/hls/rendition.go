@@ -66,6 +66,8 @@ type rendition struct {
 	curParts  []Part
 	partStart int64
 	partIndep bool
+	partMedia bool    // the part in progress holds a sample
+	partVideo bool    // and a video frame
 	lastPart  partRef // the newest part published
 	closed    bool
 	frames    int // video frames in the current segment
@@ -198,10 +200,25 @@ func (r *rendition) writeVideo(dts, pts, frameDur int64, au []byte, idr bool) er
 			return err
 		}
 	}
+	return r.addVideo(dts, pts, frameDur, jitter, au, idr)
+}
+
+// addVideo writes a video frame into the part in progress and publishes
+// the part at once if the frame ends it (see partEnds).
+func (r *rendition) addVideo(dts, pts, frameDur, jitter int64, au []byte, idr bool) error {
+	if idr && !r.partVideo {
+		r.partIndep = true // a part cut at its boundary whose video opens on a keyframe
+	}
 	r.frames++
 	r.mux.writePES(r.mux.track(pidVideo), pts&tsClockMask, dts&tsClockMask, au, idr)
+	r.partMedia, r.partVideo = true, true
 	r.end = max(r.end, dts+frameDur)
 	r.videoEnd = dts + frameDur
+	if r.partEnds(dts+frameDur, jitter) {
+		if err := r.cutPart(dts+frameDur, false); err != nil {
+			return err
+		}
+	}
 	return r.spill()
 }
 
@@ -246,11 +263,7 @@ func (r *rendition) writeRungVideo(dts, pts, frameDur int64, au []byte, idr, bou
 		}
 	}
 	r.fresh = false
-	r.frames++
-	r.mux.writePES(r.mux.track(pidVideo), pts&tsClockMask, dts&tsClockMask, au, idr)
-	r.end = max(r.end, dts+frameDur)
-	r.videoEnd = dts + frameDur
-	return r.spill()
+	return r.addVideo(dts, pts, frameDur, jitter, au, idr)
 }
 
 // gapTo lists the source's segments from r.seq up to seq (excluded),
@@ -327,6 +340,7 @@ func (r *rendition) writeAudio(ts, frameDur int64, frame []byte) error {
 		}
 	}
 	r.mux.writePES(r.mux.track(pidAudio), ts&tsClockMask, -1, frame, !r.video)
+	r.partMedia = true
 	r.end = max(r.end, ts+frameDur)
 	return r.spill()
 }
@@ -377,7 +391,7 @@ func (r *rendition) start(ts int64, independent bool) error {
 // startPart begins a part at ts: PAT and PMT first, so the part plays on
 // its own and the segment still reads as one transport stream.
 func (r *rendition) startPart(ts int64, independent bool) {
-	r.partStart, r.partIndep = ts, independent
+	r.partStart, r.partIndep, r.partMedia, r.partVideo = ts, independent, false, false
 	r.mux.writeTables()
 }
 
@@ -391,6 +405,21 @@ func (r *rendition) partDue(t, frameDur, jitter int64) bool {
 	}
 	boundary := r.curStart + int64(len(r.curParts)+1)*r.partLen
 	return t >= boundary-jitter || t+frameDur-r.partStart > r.partTarget
+}
+
+// partEnds reports whether a video frame ending at end completes the part
+// in progress: it reaches the part's boundary (jitter early still counts).
+// Such a part is published as that frame arrives rather than with the
+// next one, a frame's time sooner. The last part of a segment is left to
+// the keyframe that ends the segment (or to the frame that would make it
+// outgrow the target, as partDue does): the next frame may begin a
+// segment rather than a part.
+func (r *rendition) partEnds(end, jitter int64) bool {
+	if r.partLen <= 0 || end <= r.partStart {
+		return false
+	}
+	boundary := r.curStart + int64(len(r.curParts)+1)*r.partLen
+	return end >= boundary-jitter && boundary < r.curStart+r.length-jitter
 }
 
 // cutPart publishes the part in progress, which ends at next, and starts
@@ -458,12 +487,19 @@ func (r *rendition) finish(next int64) error {
 		// A gap in the input: count only the media actually present.
 		dur = r.end - r.curStart
 	}
-	if r.partLen > 0 {
+	switch {
+	case r.partLen > 0 && !r.partMedia && len(r.curParts) > 0:
+		// The last part was published at its boundary and nothing came
+		// after (the publisher left): no empty part, only its tables.
+		r.mux.out = r.mux.out[:0]
+	case r.partLen > 0:
 		if err := r.finishPart(next); err != nil {
 			return err
 		}
-	} else if err := r.flush(); err != nil {
-		return err
+	default:
+		if err := r.flush(); err != nil {
+			return err
+		}
 	}
 	w := r.cur
 	r.cur = nil

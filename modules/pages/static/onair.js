@@ -250,17 +250,31 @@
         return;
       }
       // Low-latency HLS: hls.js loads the playlists' parts with blocking
-      // reloads and holds PART-HOLD-BACK (0.66 s) behind the live edge; a
-      // player that fell behind (a stall, a background tab) by up to a
-      // target duration more plays up to 1.5x until it is back at that
-      // distance. liveSyncDuration (and so liveMaxLatencyDuration, which
-      // needs it) is left unset: it would override PART-HOLD-BACK, and
-      // snap a viewer who rewound (DVR) back to the edge. Archives (VOD)
-      // ignore all this.
+      // reloads and holds PART-HOLD-BACK behind the live edge, plus
+      // liveSyncOnStallIncrease for each stall (hls.js's default, a whole
+      // second, doubles a low-latency hold-back at the first one).
+      // liveSyncDuration (and so liveMaxLatencyDuration, which needs it)
+      // is left unset: it would override PART-HOLD-BACK, and snap a viewer
+      // who rewound (DVR) back to the edge. Archives (VOD) ignore all this.
       var hls = new Hls({
         backBufferLength: 60,
         lowLatencyMode: true,
-        maxLiveSyncPlaybackRate: 1.5
+        liveSyncOnStallIncrease: 0.2,
+        // hls.js's own catch-up only plays faster while more than a
+        // second is buffered, which a hold-back under a second never is:
+        // off, catchUp below does it.
+        maxLiveSyncPlaybackRate: 1
+      });
+      // A player behind its target (after a stall, a background tab) by
+      // up to a target duration plays up to 1.25x until it is back: the
+      // further behind, the faster, while more than a part is buffered.
+      // Further behind is a viewer who rewound, left where they are.
+      media.addEventListener('timeupdate', function catchUp() {
+        var d = hls.latestLevelDetails, target = hls.targetLatency, b = media.buffered;
+        if (!d || !d.live || target == null || media.paused || !b.length) return;
+        var late = hls.latency - target, ahead = b.end(b.length - 1) - media.currentTime;
+        var rate = late > 0.05 && late < d.targetduration && ahead > 0.3 ? 1 + Math.round(Math.min(late, 0.5) * 10) / 20 : 1;
+        if (media.playbackRate !== rate && media.playbackRate !== 0) media.playbackRate = rate;
       });
       // A slow start (a busy machine, a slow first part) leaves the first
       // frame further behind the edge than that catch-up reaches, for
