@@ -1,13 +1,13 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
+	"os"
 	"os/exec"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -24,22 +24,65 @@ import (
 // (?_HLS_msn=M&_HLS_part=P), then that part, then the next reload. A
 // reload the server held answers with X-Onair-Published, the moment the
 // playlist it waited for was published (the server's own clock, the
-// machine's); the wake is the response's arrival (its whole body read)
-// minus that moment. Reloads answered at once (the client came late, its
-// part was out already) carry no header and are counted apart.
+// machine's); the wake is the response's arrival (its header read, before
+// the body) minus that moment, and the body-read figure is kept beside it.
+// Reloads answered at once (the client came late, its part was out
+// already) carry no header and are counted apart. The clients are kept
+// lean, so that they measure the server rather than themselves: no regular
+// expressions, part bodies drained into io.Discard, not kept; their own
+// CPU is reported, and the server's share of the wake (publication to the
+// release of the held request) is read from its
+// onair_hls_blocking_wake_seconds histogram before and after.
 
-// hintRe reads the part a playlist hints: seg-000047-p1.ts.
-var hintRe = regexp.MustCompile(`#EXT-X-PRELOAD-HINT:TYPE=PART,URI="([^"]*?)-(\d+)-p(\d+)\.ts"`)
+// hintOf reads the segment and part a playlist hints without a regular
+// expression: #EXT-X-PRELOAD-HINT:TYPE=PART,URI="seg-000047-p1.ts".
+func hintOf(text string) (msn uint64, part int, ok bool) {
+	const tag = `#EXT-X-PRELOAD-HINT:TYPE=PART,URI="`
+	i := strings.LastIndex(text, tag)
+	if i < 0 {
+		return 0, 0, false
+	}
+	uri, _, _ := strings.Cut(text[i+len(tag):], `"`)
+	uri, ok = strings.CutSuffix(uri, ".ts")
+	p := strings.LastIndex(uri, "-p")
+	if !ok || p < 0 {
+		return 0, 0, false
+	}
+	m := strings.LastIndexByte(uri[:p], '-')
+	if m < 0 {
+		return 0, 0, false
+	}
+	msn, err1 := strconv.ParseUint(uri[m+1:p], 10, 64)
+	part, err2 := strconv.Atoi(uri[p+2:])
+	return msn, part, err1 == nil && err2 == nil
+}
 
-// lastPartRe reads the URIs of the playlist's parts (the last is the newest).
-var lastPartRe = regexp.MustCompile(`#EXT-X-PART:[^\n]*URI="([^"]+)"`)
+// lastPartOf is the URI of the playlist's newest part (its last
+// #EXT-X-PART), "" without one.
+func lastPartOf(text string) string {
+	i := strings.LastIndex(text, "#EXT-X-PART:")
+	if i < 0 {
+		return ""
+	}
+	line, _, _ := strings.Cut(text[i:], "\n")
+	_, uri, ok := strings.Cut(line, `URI="`)
+	if !ok {
+		return ""
+	}
+	uri, _, _ = strings.Cut(uri, `"`)
+	return uri
+}
 
 type blockingResult struct {
 	clients          int
 	seconds          int
-	wakes            []time.Duration // held reloads: arrival − publication
-	immediate        int             // reloads answered without waiting
-	parts            int             // parts fetched
+	wakes            []time.Duration // held reloads: header arrival − publication
+	bodyWakes        []time.Duration // the same, body read
+	released         []float64       // server: wake histogram's delta, cumulative per bound
+	bounds           []float64       // its upper bounds (seconds)
+	clientCPU        time.Duration
+	immediate        int // reloads answered without waiting
+	parts            int // parts fetched
 	errors           map[string]int
 	serverCPU        time.Duration
 	loadBefore, load string
@@ -62,8 +105,10 @@ func runBlocking(ctx context.Context, o options, srv *benchkit.Server, token, in
 	playlist := fmt.Sprintf("%s/media/shows/%d/index.m3u8", srv.URL, sh.ID)
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		if text, err := getText(playlist); err == nil && hintRe.MatchString(text) {
-			break
+		if text, err := getText(playlist); err == nil {
+			if _, _, ok := hintOf(text); ok {
+				break
+			}
 		}
 		if time.Now().After(deadline) {
 			return res, fmt.Errorf("blocking: no LL-HLS playlist at %s within 30 s", playlist)
@@ -81,8 +126,13 @@ func runBlocking(ctx context.Context, o options, srv *benchkit.Server, token, in
 		res.errors[what]++
 		mu.Unlock()
 	}
+	bounds0, released0, err := wakeHistogram(srv.URL)
+	if err != nil {
+		return res, err
+	}
 	res.loadBefore = benchkit.LoadAvg()
 	cpu0, _ := benchkit.ReadCPU(srv.PID())
+	own0, _ := benchkit.ReadCPU(os.Getpid())
 	stop := time.Now().Add(time.Duration(o.blockingSeconds) * time.Second)
 	var wg sync.WaitGroup
 	for i := range o.blockingClients {
@@ -92,22 +142,20 @@ func runBlocking(ctx context.Context, o options, srv *benchkit.Server, token, in
 			// Spread the arrivals over a second, as a crowd's would be.
 			time.Sleep(time.Duration(i) * time.Second / time.Duration(o.blockingClients))
 			client := &http.Client{Transport: tr, Timeout: 15 * time.Second}
-			text, _, _, err := get(client, playlist)
+			text, _, _, _, err := get(client, playlist, true)
 			if err != nil {
 				fail("first playlist: " + err.Error())
 				return
 			}
-			var wakes []time.Duration
+			var wakes, bodyWakes []time.Duration
 			immediate, parts := 0, 0
 			for time.Now().Before(stop) {
-				m := hintRe.FindStringSubmatch(text)
-				if m == nil {
+				msn, part, ok := hintOf(text)
+				if !ok {
 					fail("no preload hint")
 					return
 				}
-				msn, _ := strconv.ParseUint(m[2], 10, 64)
-				part, _ := strconv.Atoi(m[3])
-				body, published, arrived, err := get(client, fmt.Sprintf("%s?_HLS_msn=%d&_HLS_part=%d", playlist, msn, part))
+				body, published, arrived, read, err := get(client, playlist+"?_HLS_msn="+strconv.FormatUint(msn, 10)+"&_HLS_part="+strconv.Itoa(part), true)
 				if err != nil {
 					fail(err.Error())
 					time.Sleep(100 * time.Millisecond)
@@ -118,10 +166,11 @@ func runBlocking(ctx context.Context, o options, srv *benchkit.Server, token, in
 					immediate++
 				} else {
 					wakes = append(wakes, arrived.Sub(published))
+					bodyWakes = append(bodyWakes, read.Sub(published))
 				}
 				// The newest part, as a player loads it next.
-				if all := lastPartRe.FindAllStringSubmatch(text, -1); len(all) > 0 {
-					if _, _, _, err := get(client, base+all[len(all)-1][1]); err != nil {
+				if uri := lastPartOf(text); uri != "" {
+					if _, _, _, _, err := get(client, base+uri, false); err != nil {
 						fail("part: " + err.Error())
 					} else {
 						parts++
@@ -130,6 +179,7 @@ func runBlocking(ctx context.Context, o options, srv *benchkit.Server, token, in
 			}
 			mu.Lock()
 			res.wakes = append(res.wakes, wakes...)
+			res.bodyWakes = append(res.bodyWakes, bodyWakes...)
 			res.immediate += immediate
 			res.parts += parts
 			mu.Unlock()
@@ -137,37 +187,103 @@ func runBlocking(ctx context.Context, o options, srv *benchkit.Server, token, in
 	}
 	wg.Wait()
 	cpu1, _ := benchkit.ReadCPU(srv.PID())
+	own1, _ := benchkit.ReadCPU(os.Getpid())
 	res.serverCPU = cpu1.Own - cpu0.Own
+	res.clientCPU = own1.Own - own0.Own
 	res.load = benchkit.LoadAvg()
 	slices.Sort(res.wakes)
+	slices.Sort(res.bodyWakes)
+	bounds1, released1, err := wakeHistogram(srv.URL)
+	if err != nil {
+		return res, err
+	}
+	if len(bounds1) != len(bounds0) {
+		return res, fmt.Errorf("onair_hls_blocking_wake_seconds changed its buckets")
+	}
+	res.bounds = bounds1
+	for i := range released1 {
+		res.released = append(res.released, released1[i]-released0[i])
+	}
 	return res, nil
 }
 
-// get reads a URL whole; published is the X-Onair-Published of the
-// answer (zero without), arrived when its body was read.
-func get(client *http.Client, url string) (body string, published, arrived time.Time, err error) {
-	resp, err := client.Get(url)
+// wakeHistogram reads the server's onair_hls_blocking_wake_seconds
+// buckets (cumulative counts) from its /metrics.
+func wakeHistogram(url string) (bounds, counts []float64, err error) {
+	text, err := getText(url + "/metrics")
 	if err != nil {
-		return "", published, arrived, err
+		return nil, nil, err
 	}
-	defer resp.Body.Close()
-	var b strings.Builder
-	_, err = io.Copy(&b, bufio.NewReader(resp.Body))
+	const prefix = `onair_hls_blocking_wake_seconds_bucket{le="`
+	for line := range strings.Lines(text) {
+		rest, ok := strings.CutPrefix(line, prefix)
+		if !ok {
+			continue
+		}
+		le, n, _ := strings.Cut(rest, `"} `)
+		b, err1 := strconv.ParseFloat(le, 64)
+		c, err2 := strconv.ParseFloat(strings.TrimSpace(n), 64)
+		if err1 != nil || err2 != nil {
+			return nil, nil, fmt.Errorf("/metrics: %q", line)
+		}
+		bounds, counts = append(bounds, b), append(counts, c)
+	}
+	if len(bounds) == 0 {
+		return nil, nil, fmt.Errorf("/metrics: no onair_hls_blocking_wake_seconds")
+	}
+	return bounds, counts, nil
+}
+
+// releasedWithin is the smallest bucket bound holding the fraction q of the
+// server's releases ("≤ x ms"), or "> last bound".
+func (r blockingResult) releasedWithin(q float64) string {
+	if len(r.released) == 0 || r.released[len(r.released)-1] == 0 {
+		return "–"
+	}
+	total := r.released[len(r.released)-1] // the +Inf bucket
+	for i, c := range r.released {
+		if c >= q*total {
+			if math.IsInf(r.bounds[i], 1) {
+				return fmt.Sprintf("> %g ms", r.bounds[i-1]*1000)
+			}
+			return fmt.Sprintf("≤ %g ms", r.bounds[i]*1000)
+		}
+	}
+	return "–"
+}
+
+// get reads a URL: its body (when keep, else drained), published (the
+// X-Onair-Published of the answer, zero without), arrived when its header
+// was read and read when its body was.
+func get(client *http.Client, url string, keep bool) (body string, published, arrived, read time.Time, err error) {
+	resp, err := client.Get(url)
 	arrived = time.Now()
 	if err != nil {
-		return "", published, arrived, err
+		return "", published, arrived, arrived, err
+	}
+	defer resp.Body.Close()
+	if keep {
+		var b []byte
+		b, err = io.ReadAll(resp.Body)
+		body = string(b)
+	} else {
+		_, err = io.Copy(io.Discard, resp.Body)
+	}
+	read = time.Now()
+	if err != nil {
+		return "", published, arrived, read, err
 	}
 	if resp.StatusCode != http.StatusOK {
-		return "", published, arrived, fmt.Errorf("%s", resp.Status)
+		return "", published, arrived, read, fmt.Errorf("%s", resp.Status)
 	}
 	if v := resp.Header.Get("X-Onair-Published"); v != "" {
 		us, err := strconv.ParseInt(v, 10, 64)
 		if err != nil {
-			return "", published, arrived, fmt.Errorf("X-Onair-Published: %q", v)
+			return "", published, arrived, read, fmt.Errorf("X-Onair-Published: %q", v)
 		}
 		published = time.UnixMicro(us)
 	}
-	return b.String(), published, arrived, nil
+	return body, published, arrived, read, nil
 }
 
 // markdown is the table of the crowd's run.
@@ -178,10 +294,12 @@ func (r blockingResult) markdown() string {
 		part = "OnAir's default"
 	}
 	ms := func(d time.Duration) string { return fmt.Sprintf("%.1f ms", benchkit.Ms(d)) }
-	fmt.Fprintf(&b, "%d LL-HLS clients on one show (720p, ~2.5 Mb/s, `ffmpeg -re -c copy` over RTMP; parts: %s), each on a connection of its own: a blocking reload for the hinted part, then the newest part, for %d s. Wake = the reload's arrival (body read) − the moment the server published the playlist it waited for (`X-Onair-Published`).\n\n", r.clients, part, r.seconds)
-	fmt.Fprintf(&b, "| clients | held reloads | wake p50 | p90 | p99 | max | reloads answered at once | parts fetched | errors | server CPU (cores) | load (1/5/15 min) before, after |\n")
-	fmt.Fprintf(&b, "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
-	p := func(q float64) string { return ms(benchkit.Percentile(r.wakes, q)) }
+	fmt.Fprintf(&b, "%d LL-HLS clients on one show (720p, ~2.5 Mb/s, `ffmpeg -re -c copy` over RTMP; parts: %s), each on a connection of its own: a blocking reload for the hinted part, then the newest part, for %d s. Wake = the reload's arrival (its header read; body read in brackets) − the moment the server published the playlist it waited for (`X-Onair-Published`). Server release = publication → the held request let go (`onair_hls_blocking_wake_seconds`, bucket bound).\n\n", r.clients, part, r.seconds)
+	fmt.Fprintf(&b, "| clients | held reloads | wake p50 | p90 | p99 | max | server release p50, p99 | reloads answered at once | parts fetched | errors | server CPU, clients' CPU (cores) | load (1/5/15 min) before, after |\n")
+	fmt.Fprintf(&b, "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
+	p := func(q float64) string {
+		return fmt.Sprintf("%s (%s)", ms(benchkit.Percentile(r.wakes, q)), ms(benchkit.Percentile(r.bodyWakes, q)))
+	}
 	errs := 0
 	for _, n := range r.errors {
 		errs += n
@@ -190,9 +308,10 @@ func (r blockingResult) markdown() string {
 	if len(r.wakes) > 0 {
 		maxWake = r.wakes[len(r.wakes)-1]
 	}
-	fmt.Fprintf(&b, "| %d | %d | %s | %s | **%s** | %s | %d | %d | %d | %.2f | %s; %s |\n",
-		r.clients, len(r.wakes), p(50), p(90), p(99), ms(maxWake), r.immediate, r.parts, errs,
-		r.serverCPU.Seconds()/float64(r.seconds), r.loadBefore, r.load)
+	fmt.Fprintf(&b, "| %d | %d | %s | %s | **%s** | %s | %s, %s | %d | %d | %d | %.2f, %.2f | %s; %s |\n",
+		r.clients, len(r.wakes), p(50), p(90), p(99), ms(maxWake), r.releasedWithin(0.5), r.releasedWithin(0.99),
+		r.immediate, r.parts, errs,
+		r.serverCPU.Seconds()/float64(r.seconds), r.clientCPU.Seconds()/float64(r.seconds), r.loadBefore, r.load)
 	if errs > 0 {
 		fmt.Fprintf(&b, "\nErrors: %v\n", r.errors)
 	}

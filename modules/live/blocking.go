@@ -88,6 +88,20 @@ type waiters struct {
 	now      atomic.Int64
 	refused  atomic.Uint64
 	timedOut atomic.Uint64
+	// woken is how long a held playlist reload took to be released
+	// once what it waited for was published (the server's share of the
+	// wake; nil until the module's Init).
+	woken prometheus.Histogram
+}
+
+// newWokenHistogram spans a quiet node's release (tens of microseconds)
+// to a crowd's on a starved one (hundreds of milliseconds).
+func newWokenHistogram() prometheus.Histogram {
+	return prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "onair_hls_blocking_wake_seconds",
+		Help:    "Time from the publication of what a held LL-HLS playlist reload waited for to the release of that request on this node (its answer is written next).",
+		Buckets: []float64{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1},
+	})
 }
 
 func (w *waiters) acquire() bool {
@@ -173,6 +187,9 @@ func (m *Module) awaitMedia(c *fiber.Ctx, id int64, file string) error {
 			// When what it waited for appeared (bench/live
 			// -blocking-clients measures the wake from it).
 			c.Response().Header.Set(HeaderPublished, strconv.FormatInt(p.Published.UnixMicro(), 10))
+			if m.waiting.woken != nil {
+				m.waiting.woken.Observe(time.Since(p.Published).Seconds())
+			}
 		}
 	} else {
 		err = live.AwaitPart(ctx, file)

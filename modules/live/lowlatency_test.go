@@ -244,6 +244,10 @@ func TestLowLatencyHLS(t *testing.T) {
 		t.Errorf("_HLS_part=%d of %d: %d after %s, newest part %d of %d", part+1, partSeg, status, took, gotPart, gotSeg)
 	}
 	t.Logf("_HLS_msn=%d&_HLS_part=%d answered after %s", partSeg, part+1, took)
+	// The reloads held above were let go and counted.
+	if _, _, m := getText(t, env.URL+"/metrics"); !regexp.MustCompile(`(?m)^onair_hls_blocking_wake_seconds_count [1-9]`).MatchString(m) {
+		t.Errorf("no held reload in onair_hls_blocking_wake_seconds")
+	}
 	hint := hintURI.FindStringSubmatch(text)
 	if hint == nil {
 		t.Fatalf("no preload hint:\n%s", text)

@@ -272,6 +272,7 @@ func (m *Module) Provision(ctx context.Context, core *app.Core) error {
 	m.partDuration = app.Get[time.Duration](cfg, SettingHLSPartDuration)
 	m.dvr = app.Get[time.Duration](cfg, SettingDVRWindow)
 	m.waiting.max = int64(app.Get[int](cfg, SettingHLSMaxBlocking))
+	m.waiting.woken = newWokenHistogram()
 	m.minFree = uint64(app.Get[int](cfg, SettingMediaMinFree)) << 20
 	if m.ladder, err = newLadderConfig(app.Get[[]rungSpec](cfg, SettingTranscode), app.Get[string](cfg, SettingTranscodeEncoder)); err != nil {
 		return err
@@ -315,6 +316,7 @@ func (m *Module) registerMetrics(reg prometheus.Registerer) error {
 		admissionCollector{server: m.rtmp, codec: &m.codecRefusals},
 		ingestCollector{m},
 		blockingCollector{&m.waiting},
+		m.waiting.woken,
 		transcodeCollector{m},
 	} {
 		if err := reg.Register(g); err != nil {
