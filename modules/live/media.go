@@ -393,14 +393,26 @@ func cachePolicy(scope, ext string, live bool) string {
 	return "public, max-age=31536000, immutable"
 }
 
-// mediaHeaders sets the headers of every media answer.
+// mediaHeaders sets the headers of every media answer. The keys are
+// given in their canonical form (SetCanonical): Set would copy and
+// normalize each key on every request, a few percent of a live playlist
+// request's CPU (bench/results/2026-11-28-serve.md).
 func mediaHeaders(c *fiber.Ctx, ctype, cache string) {
 	h := &c.Response().Header
-	h.Set(fiber.HeaderContentType, ctype)
-	h.Set(fiber.HeaderCacheControl, cache)
-	h.Set(fiber.HeaderAccessControlAllowOrigin, "*")
-	h.Set(fiber.HeaderAccessControlExposeHeaders, "Content-Length, Content-Range, Accept-Ranges")
+	h.SetContentType(ctype)
+	h.SetCanonical(keyCacheControl, []byte(cache))
+	h.SetCanonical(keyAllowOrigin, valueAnyOrigin)
+	h.SetCanonical(keyExposeHeaders, valueExposeHeaders)
 }
+
+// The canonical keys and fixed values of mediaHeaders.
+var (
+	keyCacheControl    = []byte(fiber.HeaderCacheControl)
+	keyAllowOrigin     = []byte(fiber.HeaderAccessControlAllowOrigin)
+	keyExposeHeaders   = []byte(fiber.HeaderAccessControlExposeHeaders)
+	valueAnyOrigin     = []byte("*")
+	valueExposeHeaders = []byte("Content-Length, Content-Range, Accept-Ranges")
+)
 
 // isArchivePlaylist tells the VOD playlists of an archive (cached for
 // minutes) from the live ones (revalidated on every poll).
