@@ -126,12 +126,12 @@ func (m *Module) viewerOf(c *fiber.Ctx, show int64) viewer {
 // addressGroup is the address a client counts under for the cap: the
 // address itself, or its /64 for IPv6 (one subscriber's prefix).
 func addressGroup(ip string) string {
-	if isDottedQuad(ip) {
-		return ip // c.IP()'s IPv4 form is already netip's: no parse and reformat
-	}
 	a, err := netip.ParseAddr(ip)
 	if err != nil {
 		return ip
+	}
+	if a.Is4() {
+		return ip // netip parses only the canonical dotted quad: no reformat
 	}
 	a = a.Unmap()
 	if a.Is4() {
@@ -139,32 +139,6 @@ func addressGroup(ip string) string {
 	}
 	p, _ := a.Prefix(64)
 	return p.String()
-}
-
-// isDottedQuad tells a canonical IPv4 address ("192.0.2.1": four decimal
-// fields, no leading zeros), which addressGroup returns unchanged.
-func isDottedQuad(ip string) bool {
-	fields, n, digits := 1, 0, 0
-	for i := 0; i < len(ip); i++ {
-		switch ch := ip[i]; {
-		case ch == '.':
-			if digits == 0 || fields == 4 {
-				return false
-			}
-			fields, n, digits = fields+1, 0, 0
-		case ch >= '0' && ch <= '9':
-			if digits > 0 && n == 0 { // a leading zero
-				return false
-			}
-			n, digits = n*10+int(ch-'0'), digits+1
-			if n > 255 {
-				return false
-			}
-		default:
-			return false
-		}
-	}
-	return fields == 4 && digits > 0
 }
 
 // isLiveMaster tells the live master playlists, which carry the session
