@@ -89,7 +89,7 @@ func (s *Service) record(ctx context.Context, tx bun.IDB, id int64, by *app.Prin
 		if err := moveCounts(ctx, tx, *before, after); err != nil {
 			return nil, err
 		}
-		if before.exists && (!before.start.Equal(sh.Start) || before.public() != (!sh.Private && !sh.Off)) {
+		if before.exists && (!before.start.Equal(sh.Start) || before.public() != sh.public()) {
 			if err := syncGramKeys(ctx, tx, sh); err != nil {
 				return nil, err
 			}

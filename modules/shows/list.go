@@ -79,7 +79,7 @@ func (l *Lister) read(ctx context.Context, f *listFilter) ([]Show, int, error) {
 			// show's visibility (gramscan.go); the row itself decides,
 			// so a copy a node of an older release left stale (it
 			// writes no copies) never shows a private show.
-			if sh, ok := byID[id]; ok && ((!sh.Private && !sh.Off) || sh.UserID == q.Viewer.UserID) {
+			if sh, ok := byID[id]; ok && canView(sh, q.Viewer) {
 				list = append(list, *sh)
 			}
 		}

@@ -94,6 +94,10 @@ type Show struct {
 	TagIDs string `bun:"tag_ids,notnull,type:varchar(200),default:''" json:"-"`
 }
 
+// public tells whether every viewer may see the show: neither private
+// nor taken off air.
+func (sh *Show) public() bool { return !sh.Private && !sh.Off }
+
 // SortTags puts Tags in the order the owner gave them (TagIDs); a tag
 // TagIDs does not name (a row written before the copy existed) goes last,
 // in the order it was read.

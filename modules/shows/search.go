@@ -79,7 +79,7 @@ func addGrams(ctx context.Context, tx bun.IDB, sh *Show) error {
 	}
 	rows := make([]ShowGram, len(grams))
 	for i, g := range grams {
-		rows[i] = ShowGram{Gram: g, ShowID: sh.ID, Name: sh.Name, Start: sh.Start, Public: !sh.Private && !sh.Off}
+		rows[i] = ShowGram{Gram: g, ShowID: sh.ID, Name: sh.Name, Start: sh.Start, Public: sh.public()}
 	}
 	// Ignore: under MySQL's accent-insensitive collation "afé" and "afe"
 	// are one key, and one row serves both (LIKE checks the exact text).
@@ -95,7 +95,7 @@ func syncGramKeys(ctx context.Context, tx bun.IDB, sh *Show) error {
 	if !app.IsMySQL(tx) {
 		return nil
 	}
-	_, err := tx.NewUpdate().Model((*ShowGram)(nil)).Set("start = ?", sh.Start).Set("public = ?", !sh.Private && !sh.Off).
+	_, err := tx.NewUpdate().Model((*ShowGram)(nil)).Set("start = ?", sh.Start).Set("public = ?", sh.public()).
 		Where("show_id = ?", sh.ID).Exec(ctx)
 	if err != nil {
 		return fmt.Errorf("shows: grams of %d: %w", sh.ID, err)
@@ -169,7 +169,7 @@ func backfillGrams(ctx context.Context, db bun.IDB) error {
 		var rows []ShowGram
 		for _, sh := range batch {
 			for _, g := range NameGrams(sh.Name) {
-				rows = append(rows, ShowGram{Gram: g, ShowID: sh.ID, Name: sh.Name, Start: sh.Start, Public: !sh.Private && !sh.Off})
+				rows = append(rows, ShowGram{Gram: g, ShowID: sh.ID, Name: sh.Name, Start: sh.Start, Public: sh.public()})
 			}
 			last = sh.ID
 		}

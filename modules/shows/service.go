@@ -160,7 +160,7 @@ func (s *Service) Visible(ctx context.Context, id int64, viewer *app.Principal) 
 func (s *Service) CanView(sh *Show, viewer *app.Principal) bool { return canView(sh, viewer) }
 
 func canView(sh *Show, viewer *app.Principal) bool {
-	if viewer == nil || (!sh.Private && !sh.Off) || viewer.UserID == sh.UserID {
+	if viewer == nil || sh.public() || viewer.UserID == sh.UserID {
 		return true
 	}
 	return viewer.IsStaff()
