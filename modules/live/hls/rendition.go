@@ -397,29 +397,39 @@ func (r *rendition) startPart(ts int64, independent bool) {
 
 // partDue reports whether a sample at t (lasting frameDur) begins a new
 // part: parts end on the first sample at a multiple of partLen into the
-// segment (jitter early still counts), or before one that would make the
-// part longer than the announced part target.
+// segment (jitter early still counts) once they last partMin, or before
+// one that would make the part longer than the announced part target.
 func (r *rendition) partDue(t, frameDur, jitter int64) bool {
 	if r.partLen <= 0 || t <= r.partStart {
 		return false
 	}
 	boundary := r.curStart + int64(len(r.curParts)+1)*r.partLen
-	return t >= boundary-jitter || t+frameDur-r.partStart > r.partTarget
+	return t >= boundary-jitter && t-r.partStart >= r.partMin() || t+frameDur-r.partStart > r.partTarget
 }
 
+// partMin is the shortest part cut at a boundary: 85 % of the
+// PART-TARGET, which RFC 8216bis (4.4.4.9) asks of every part but the
+// last of its segment. At a rate whose frames do not divide the part
+// length (24 or 23.976 fps against 200 ms parts) the boundaries drift
+// through the frames, and every few parts one would otherwise come out a
+// frame short (167 ms against a 220 ms target); such a part takes the
+// next frame too, and the parts after it follow the boundaries a frame
+// late.
+func (r *rendition) partMin() int64 { return (r.partTarget*85 + 99) / 100 }
+
 // partEnds reports whether a video frame ending at end completes the part
-// in progress: it reaches the part's boundary (jitter early still counts).
-// Such a part is published as that frame arrives rather than with the
-// next one, a frame's time sooner. The last part of a segment is left to
-// the keyframe that ends the segment (or to the frame that would make it
-// outgrow the target, as partDue does): the next frame may begin a
-// segment rather than a part.
+// in progress: it reaches the part's boundary (jitter early still counts)
+// and the part lasts partMin. Such a part is published as that frame
+// arrives rather than with the next one, a frame's time sooner. The last
+// part of a segment is left to the keyframe that ends the segment (or to
+// the frame that would make it outgrow the target, as partDue does): the
+// next frame may begin a segment rather than a part.
 func (r *rendition) partEnds(end, jitter int64) bool {
 	if r.partLen <= 0 || end <= r.partStart {
 		return false
 	}
 	boundary := r.curStart + int64(len(r.curParts)+1)*r.partLen
-	return end >= boundary-jitter && boundary < r.curStart+r.length-jitter
+	return end >= boundary-jitter && end-r.partStart >= r.partMin() && boundary < r.curStart+r.length-jitter
 }
 
 // cutPart publishes the part in progress, which ends at next, and starts
