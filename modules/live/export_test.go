@@ -76,3 +76,6 @@ func (m *Module) TranscoderPID(showID int64) int {
 	defer tc.mu.Unlock()
 	return tc.pid
 }
+
+// ShowDir is the show's working directory on this node.
+func (m *Module) ShowDir(id int64) string { return m.showDir(id) }

@@ -433,7 +433,11 @@ func (m *Module) uploadThumbnails(ctx context.Context, id int64, dir string) err
 }
 
 // syncDir uploads whatever of a working directory the store lacks
-// (segments a crashed or cut-off uploader left), then the index.
+// (segments a crashed or cut-off uploader left), then the index. An empty
+// segment file the store lacks is removed: in a directory finalised with
+// Placeholders an empty file stands for a stored segment, and this one is
+// a segment the machine lost before it reached the disk (live segments
+// are not synced), which the archive must leave out.
 func (m *Module) syncDir(ctx context.Context, id int64, dir string) error {
 	stored, err := m.StoredIndex(ctx, id)
 	if err != nil {
@@ -445,7 +449,21 @@ func (m *Module) syncDir(ctx context.Context, id int64, dir string) error {
 	}
 	u := m.newUploader(id, dir, archived)
 	u.dirty = true
-	return u.pass(ctx)
+	if err := u.pass(ctx); err != nil {
+		return err
+	}
+	segs, err := hls.ReadIndex(dir)
+	if err != nil {
+		return err
+	}
+	for _, s := range segs {
+		if fi, err := os.Stat(filepath.Join(dir, s.File)); err == nil && fi.Size() == 0 && !u.archived[s.File] {
+			if err := os.Remove(filepath.Join(dir, s.File)); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // archiveStored finalises a show's recording into VOD playlists in the

@@ -409,3 +409,65 @@ func TestS3ReconcileArchivesFromStore(t *testing.T) {
 		t.Errorf("archive playlists not stored: %v", keys)
 	}
 }
+
+// TestS3ArchiveLeavesOutSegmentLostToPowerLoss: with a media store, a
+// segment the machine lost before it reached the disk (an empty file,
+// never uploaded) is left out of the archive, as it is without a store,
+// and not taken for the placeholder of a stored segment.
+func TestS3ArchiveLeavesOutSegmentLostToPowerLoss(t *testing.T) {
+	srv := miniotest.Start(t)
+	bk := bucket(t, srv, "media")
+	a := onairtest.New(t, s3Options(srv.URL("media"), "", nil))
+	_, token := a.CreateUser("Power Cut")
+	r := a.Do("POST", "/v1/shows", token, map[string]any{"name": "Lights Out", "description": "a segment lost"})
+	id := onairtest.ID(r.Expect(t, http.StatusCreated).JSON(t)["show"].(map[string]any))
+	svc := shows.From(a.Core)
+	ctx := context.Background()
+	if _, err := svc.GoLive(ctx, id, shows.Media{}); err != nil {
+		t.Fatal(err)
+	}
+	m, _ := onairtest.Module[*live.Module](a)
+	dir := m.ShowDir(id)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	var index bytes.Buffer
+	for i := range 4 {
+		body := bytes.Repeat([]byte{0x47}, 188)
+		if i == 2 {
+			body = nil // written to the index, its bytes never reached the disk
+		}
+		seg := hls.Segment{Rendition: hls.RenditionAV, Sequence: uint64(i), File: fmt.Sprintf("seg-%06d.ts", i), Duration: 2,
+			ProgramDateTime: t0.Add(time.Duration(i) * 2 * time.Second), Independent: true, Target: 2, Size: 188}
+		line, _ := json.Marshal(seg)
+		index.Write(append(line, '\n'))
+		if err := os.WriteFile(filepath.Join(dir, seg.File), body, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, hls.IndexFile), index.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.Stop(ctx, id, nil); err != nil {
+		t.Fatal(err)
+	}
+	var s map[string]any
+	testload.Poll(t, "archived", func() error {
+		if s = a.Do("GET", fmt.Sprintf("/v1/shows/%d", id), token, nil).JSON(t)["show"].(map[string]any); s["archive"] != true {
+			return fmt.Errorf("show %v", s)
+		}
+		return nil
+	})
+	_, _, body := fetch(t, s["video_url"].(string))
+	if n := strings.Count(body, "#EXTINF"); n != 3 || strings.Contains(body, "seg-000002.ts") {
+		t.Errorf("archive playlist lists %d segments:\n%s", n, body)
+	}
+	keys := keysOf(t, bk, fmt.Sprintf("shows/%d/", id))
+	if _, ok := keys["seg-000002.ts"]; ok || keys["seg-000003.ts"] == 0 {
+		t.Errorf("bucket: %v", keys)
+	}
+	if n := len(storedIndex(t, bk, id)); n != 3 {
+		t.Errorf("stored index lists %d segments, want 3", n)
+	}
+}
