@@ -201,3 +201,29 @@ func TestDisposition(t *testing.T) {
 		}
 	}
 }
+
+// TestFailedMakeCounted: a show whose files cannot be made (archived
+// without audio) has its failures counted on either database, so the
+// sweep gives up on it after maxAttempts instead of retrying for ever.
+func TestFailedMakeCounted(t *testing.T) {
+	onairtest.EachBackend(t, func(t *testing.T, backend string) {
+		env := onairtest.New(t, onairtest.Options{Backend: backend})
+		_, token := env.CreateUser("Mute Button")
+		b := onairtest.CreateShow(t, env, token, map[string]any{"name": "No Sound"})
+		m, _ := onairtest.Module[*downloads.Module](env)
+		// Archived as far as the database says, with no recording at all.
+		if _, err := env.Core.DB.NewUpdate().Table("shows").Set("archive = ?", true).Where("id = ?", b.ID).Exec(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		for want := 1; want <= 2; want++ {
+			m.MakeLogged(context.Background(), b.ID)
+			var f downloads.File
+			if err := env.Core.DB.NewSelect().Model(&f).Where("show_id = ?", b.ID).Scan(context.Background()); err != nil {
+				t.Fatalf("attempt %d not recorded: %v", want, err)
+			}
+			if f.Attempts != want || f.Ready {
+				t.Errorf("after %d failed makes: attempts %d, ready %v", want, f.Attempts, f.Ready)
+			}
+		}
+	})
+}

@@ -128,7 +128,10 @@ func (m *Module) onConflict(set string) string {
 	if app.IsMySQL(m.core.DB) {
 		return "DUPLICATE KEY UPDATE " + set
 	}
-	return "CONFLICT (show_id) DO UPDATE SET " + strings.ReplaceAll(set, "attempts + 1", "show_downloads.attempts + 1")
+	// The row already there is named by the insert's alias (bun writes
+	// INSERT INTO "show_downloads" AS "sd"): SQLite refuses the table's
+	// own name there.
+	return "CONFLICT (show_id) DO UPDATE SET " + strings.ReplaceAll(set, "attempts + 1", "sd.attempts + 1")
 }
 
 // replacing is the set of an upsert that takes cols from the new row.
