@@ -389,22 +389,17 @@ func TestLiveAwaitPosition(t *testing.T) {
 		p, waited, err := l.AwaitPosition(ctx, PlaylistAV, 5, 2)
 		done <- answer{p, waited, err}
 	}()
-	// Once the waiter waits on its playlist's channel.
-	for {
-		l.mu.Lock()
-		waiting := l.changed[PlaylistAV] != nil
-		l.mu.Unlock()
-		if waiting {
-			break
-		}
+	// Once the waiter waits on its playlist's version.
+	av := l.list(PlaylistAV)
+	for av.waiting.Load() == 0 {
 		runtime.Gosched()
 	}
+	v := av.cur.Load()
 	l.publish(PlaylistAudio, Position{Segments: 5, MSN: 5, Part: 2, Target: 2, PartTarget: 0.22})
-	l.mu.Lock()
-	still := l.changed[PlaylistAV] != nil
-	l.mu.Unlock()
-	if !still {
+	select {
+	case <-v.next:
 		t.Error("the audio playlist woke the video playlist's waiters")
+	default:
 	}
 	before := time.Now()
 	l.publish(PlaylistAV, Position{Segments: 5, MSN: 5, Part: 2, Target: 2, PartTarget: 0.22})
