@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -134,6 +135,10 @@ func runBlocking(ctx context.Context, o options, srv *benchkit.Server, token, in
 	cpu0, _ := benchkit.ReadCPU(srv.PID())
 	own0, _ := benchkit.ReadCPU(os.Getpid())
 	stop := time.Now().Add(time.Duration(o.blockingSeconds) * time.Second)
+	var profiled chan error
+	if o.profile != "" {
+		profiled = profile(srv, o.blockingSeconds, filepath.Join(o.profile, fmt.Sprintf("blocking-%d.cpu.pprof", o.blockingClients)))
+	}
 	var wg sync.WaitGroup
 	for i := range o.blockingClients {
 		wg.Add(1)
@@ -188,6 +193,11 @@ func runBlocking(ctx context.Context, o options, srv *benchkit.Server, token, in
 	wg.Wait()
 	cpu1, _ := benchkit.ReadCPU(srv.PID())
 	own1, _ := benchkit.ReadCPU(os.Getpid())
+	if profiled != nil {
+		if err := <-profiled; err != nil {
+			fmt.Fprintln(os.Stderr, "  blocking profile:", err)
+		}
+	}
 	res.serverCPU = cpu1.Own - cpu0.Own
 	res.clientCPU = own1.Own - own0.Own
 	res.load = benchkit.LoadAvg()

@@ -107,7 +107,7 @@ func main() {
 	flag.IntVar(&o.segmentSize, "segment-size", 600<<10, "serve the recorded segment whose size is closest to this (bytes)")
 	flag.StringVar(&o.docs, "docs", "bench/results/"+time.Now().UTC().Format("2006-01-02")+"-live.md", "markdown file whose \"Live media\" section gets the figures, made if missing (empty: only print)")
 	flag.BoolVar(&o.keep, "keep", false, "keep the temporary directory (server logs, nginx prefix, media)")
-	flag.StringVar(&o.profile, "profile", "", "directory for OnAir's CPU profiles of each ingest run and of its first wrk run of each request (runs the onair build with pprof)")
+	flag.StringVar(&o.profile, "profile", "", "directory for OnAir's CPU profiles of each ingest run, of its first wrk run of each request and of a -blocking-clients crowd (runs the onair build with pprof)")
 	flag.IntVar(&o.latency, "latency-seconds", 40, "seconds of glass-to-glass latency measurement per server with hls.js in headless Chromium (0: skip)")
 	flag.BoolVar(&o.latencyOnly, "latency-only", false, "measure only the glass-to-glass latency (no ingest CPU, no wrk)")
 	flag.BoolVar(&o.serveOnly, "serve-only", false, "measure only HLS serving: one publisher streams -seconds to OnAir (not measured), then wrk; the docs get the serving table in its own block")

@@ -1,7 +1,6 @@
 package live
 
 import (
-	"context"
 	"errors"
 	"strconv"
 	"sync/atomic"
@@ -24,6 +23,9 @@ import (
 // HeaderPublished answers a blocking playlist reload that waited: the
 // moment (Unix microseconds) the playlist it waited for was published.
 const HeaderPublished = "X-Onair-Published"
+
+// keyPublished is HeaderPublished in its canonical form, for SetCanonical.
+var keyPublished = []byte(HeaderPublished)
 
 // blockingQuery is a playlist request's _HLS_msn and _HLS_part.
 type blockingQuery struct {
@@ -178,15 +180,18 @@ func (m *Module) awaitMedia(c *fiber.Ctx, id int64, file string) error {
 		return fiber.NewError(fiber.StatusServiceUnavailable, "too many requests are waiting for live media; retry")
 	}
 	defer m.waiting.release()
-	ctx, cancel := context.WithCancel(c.UserContext())
-	defer cancel()
+	// The request's own context, not a child of it: a child of the
+	// request's deadline context would cost a goroutine per waiter,
+	// woken again when the waiter returns (bench/results/2026-11-28-wake.md).
+	ctx := c.UserContext()
 	if playlist {
 		var p hls.Position
 		var waited bool
 		if p, waited, err = live.AwaitPosition(ctx, file, q.msn, q.part); err == nil && waited {
 			// When what it waited for appeared (bench/live
 			// -blocking-clients measures the wake from it).
-			c.Response().Header.Set(HeaderPublished, strconv.FormatInt(p.Published.UnixMicro(), 10))
+			var us [20]byte
+			c.Response().Header.SetCanonical(keyPublished, strconv.AppendInt(us[:0], p.Published.UnixMicro(), 10))
 			if m.waiting.woken != nil {
 				m.waiting.woken.Observe(time.Since(p.Published).Seconds())
 			}

@@ -2,6 +2,7 @@ package live
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -21,7 +22,11 @@ const viewerRefresh = 10 * time.Second
 type viewers struct {
 	window time.Duration
 
-	mu   sync.Mutex
+	// mu is read-locked by the poll of a known viewer (its sighting's
+	// time is atomic), which is every poll but a viewer's first: the
+	// answers to a crowd's blocking reloads, released together, do not
+	// queue on it (bench/results/2026-11-28-wake.md).
+	mu   sync.RWMutex
 	seen map[int64]*audience
 }
 
@@ -35,9 +40,12 @@ type audience struct {
 // sighting is a viewer's last poll, and the last poll of it this node
 // shared with the others (zero: not yet).
 type sighting struct {
-	last, shared time.Time
-	group        string
+	last   atomic.Int64 // Unix nanoseconds
+	shared time.Time
+	group  string
 }
+
+func (s *sighting) lastPoll() time.Time { return time.Unix(0, s.last.Load()) }
 
 func newViewers(window time.Duration) *viewers {
 	return &viewers{window: window, seen: map[int64]*audience{}}
@@ -47,6 +55,15 @@ func newViewers(window time.Duration) *viewers {
 // address group that has sessionsPerAddress already counts as the group's
 // one overflow viewer.
 func (v *viewers) saw(show int64, who viewer, now time.Time) {
+	v.mu.RLock()
+	if a := v.seen[show]; a != nil {
+		if s := a.keys[who.key]; s != nil {
+			s.last.Store(now.UnixNano())
+			v.mu.RUnlock()
+			return
+		}
+	}
+	v.mu.RUnlock()
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	a := v.seen[show]
@@ -56,17 +73,19 @@ func (v *viewers) saw(show int64, who viewer, now time.Time) {
 	}
 	key := who.key
 	if s := a.keys[key]; s != nil {
-		s.last = now
+		s.last.Store(now.UnixNano())
 		return
 	}
 	if a.perAddr[who.group] >= sessionsPerAddress {
 		key = "o:" + who.group
 		if s := a.keys[key]; s != nil {
-			s.last = now
+			s.last.Store(now.UnixNano())
 			return
 		}
 	}
-	a.keys[key] = &sighting{last: now, group: who.group}
+	s := &sighting{group: who.group}
+	s.last.Store(now.UnixNano())
+	a.keys[key] = s
 	a.perAddr[who.group]++
 }
 
@@ -100,14 +119,15 @@ func (v *viewers) unshared(now time.Time) map[int64]map[string]time.Time {
 			continue
 		}
 		for client, s := range v.seen[show].keys {
-			if !s.shared.IsZero() && s.last.Sub(s.shared) < viewerRefresh {
+			last := s.lastPoll()
+			if !s.shared.IsZero() && last.Sub(s.shared) < viewerRefresh {
 				continue
 			}
 			if out[show] == nil {
 				out[show] = map[string]time.Time{}
 			}
-			out[show][client] = s.last
-			s.shared = s.last
+			out[show][client] = last
+			s.shared = last
 		}
 	}
 	return out
@@ -126,7 +146,7 @@ func (v *viewers) prune(show int64, now time.Time) int {
 		return 0
 	}
 	for key, s := range a.keys {
-		if now.Sub(s.last) > v.window {
+		if now.Sub(s.lastPoll()) > v.window {
 			delete(a.keys, key)
 			if a.perAddr[s.group]--; a.perAddr[s.group] <= 0 {
 				delete(a.perAddr, s.group)

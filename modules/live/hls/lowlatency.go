@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -192,17 +193,62 @@ func (p Position) tooFar(msn uint64, part int) bool {
 // _HLS_part) and requests for the part a playlist hints. A Packager given
 // one in Options reports every playlist it writes; one Live may outlive
 // Packagers (a publisher that reconnects). It is safe for concurrent use.
+//
+// A publication wakes every waiter of its playlist at once (hundreds, for
+// a show with a crowd): each then reads the new position without a lock
+// (one held by a thread the system preempted would stall them all), from
+// an immutable version of the playlist's state.
 type Live struct {
-	mu sync.Mutex
-	// changed is closed (and replaced) when its playlist changes: the
-	// waiters of one rendition are not woken by another's parts.
-	changed map[string]chan struct{}
-	lists   map[string]Position
+	mu sync.Mutex // serializes the creation of lists
+	// lists is copied on write: a playlist is added once, read on
+	// every request.
+	lists atomic.Pointer[map[string]*liveList]
+}
+
+// liveList is one playlist's state: its current version, replaced whole
+// at each publication.
+type liveList struct {
+	cur atomic.Pointer[listVersion]
+	// waiting counts the requests waiting on it now.
+	waiting atomic.Int32
+}
+
+// listVersion is a playlist's position as published, and the channel the
+// next publication closes: the waiters of one rendition are not woken by
+// another's parts.
+type listVersion struct {
+	p       Position
+	started bool // a position was published
+	next    chan struct{}
 }
 
 // NewLive returns an empty Live.
 func NewLive() *Live {
-	return &Live{changed: map[string]chan struct{}{}, lists: map[string]Position{}}
+	l := &Live{}
+	l.lists.Store(&map[string]*liveList{})
+	return l
+}
+
+// list returns the playlist's state, creating it (unstarted) if need be.
+func (l *Live) list(playlist string) *liveList {
+	if ll := (*l.lists.Load())[playlist]; ll != nil {
+		return ll
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	old := *l.lists.Load()
+	if ll := old[playlist]; ll != nil {
+		return ll
+	}
+	ll := &liveList{}
+	ll.cur.Store(&listVersion{next: make(chan struct{})})
+	lists := make(map[string]*liveList, len(old)+1)
+	for k, v := range old {
+		lists[k] = v
+	}
+	lists[playlist] = ll
+	l.lists.Store(&lists)
+	return ll
 }
 
 // publish records a playlist's new position and wakes its waiters.
@@ -211,22 +257,21 @@ func (l *Live) publish(playlist string, p Position) {
 		return
 	}
 	p.Published = time.Now()
-	l.mu.Lock()
-	l.lists[playlist] = p
-	if ch := l.changed[playlist]; ch != nil {
-		close(ch)
-		delete(l.changed, playlist)
-	}
-	l.mu.Unlock()
+	// Each version is swapped out once, so its channel is closed once
+	// (a reconnecting publisher's packager may overlap its predecessor).
+	old := l.list(playlist).cur.Swap(&listVersion{p: p, started: true, next: make(chan struct{})})
+	close(old.next)
 }
 
 // Position reports how far a live playlist has got; ok is false before
 // its first segment or part.
 func (l *Live) Position(playlist string) (p Position, ok bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	p, ok = l.lists[playlist]
-	return p, ok
+	ll := (*l.lists.Load())[playlist]
+	if ll == nil {
+		return Position{}, false
+	}
+	v := ll.cur.Load()
+	return v.p, v.started
 }
 
 // Await returns once the playlist holds segment msn (part < 0) or part
@@ -244,39 +289,32 @@ func (l *Live) Await(ctx context.Context, playlist string, msn uint64, part int)
 // position's Published is the moment what it asked for appeared (or, for
 // a waiter slower than the next part, a later one).
 func (l *Live) AwaitPosition(ctx context.Context, playlist string, msn uint64, part int) (Position, bool, error) {
-	l.mu.Lock()
-	p, ok := l.lists[playlist]
-	l.mu.Unlock()
+	ll := l.list(playlist)
+	v := ll.cur.Load()
 	target := DefaultSegmentDuration
-	if ok {
-		if p.tooFar(msn, part) {
-			return p, false, ErrTooFar
+	if v.started {
+		if v.p.tooFar(msn, part) {
+			return v.p, false, ErrTooFar
 		}
-		if p.has(msn, part) {
-			return p, false, nil
+		if v.p.has(msn, part) {
+			return v.p, false, nil
 		}
-		target = time.Duration(p.Target) * time.Second
+		target = time.Duration(v.p.Target) * time.Second
 	}
+	ll.waiting.Add(1)
+	defer ll.waiting.Add(-1)
 	timer := time.NewTimer(3 * target)
 	defer timer.Stop()
-	for waited := false; ; waited = true {
-		l.mu.Lock()
-		p, ok = l.lists[playlist]
-		changed := l.changed[playlist]
-		if changed == nil {
-			changed = make(chan struct{})
-			l.changed[playlist] = changed
-		}
-		l.mu.Unlock()
-		if ok && p.has(msn, part) {
-			return p, waited, nil
-		}
+	for {
 		select {
-		case <-changed:
+		case <-v.next:
 		case <-timer.C:
-			return p, true, ErrNotReady
+			return v.p, true, ErrNotReady
 		case <-ctx.Done():
-			return p, true, ctx.Err()
+			return v.p, true, ctx.Err()
+		}
+		if v = ll.cur.Load(); v.started && v.p.has(msn, part) {
+			return v.p, true, nil
 		}
 	}
 }

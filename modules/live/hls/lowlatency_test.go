@@ -389,22 +389,17 @@ func TestLiveAwaitPosition(t *testing.T) {
 		p, waited, err := l.AwaitPosition(ctx, PlaylistAV, 5, 2)
 		done <- answer{p, waited, err}
 	}()
-	// Once the waiter waits on its playlist's channel.
-	for {
-		l.mu.Lock()
-		waiting := l.changed[PlaylistAV] != nil
-		l.mu.Unlock()
-		if waiting {
-			break
-		}
+	// Once the waiter waits on its playlist's version.
+	av := l.list(PlaylistAV)
+	for av.waiting.Load() == 0 {
 		runtime.Gosched()
 	}
+	v := av.cur.Load()
 	l.publish(PlaylistAudio, Position{Segments: 5, MSN: 5, Part: 2, Target: 2, PartTarget: 0.22})
-	l.mu.Lock()
-	still := l.changed[PlaylistAV] != nil
-	l.mu.Unlock()
-	if !still {
+	select {
+	case <-v.next:
 		t.Error("the audio playlist woke the video playlist's waiters")
+	default:
 	}
 	before := time.Now()
 	l.publish(PlaylistAV, Position{Segments: 5, MSN: 5, Part: 2, Target: 2, PartTarget: 0.22})
@@ -412,6 +407,62 @@ func TestLiveAwaitPosition(t *testing.T) {
 	a := <-done
 	if a.err != nil || !a.waited || a.p.Part != 2 || a.p.Published.Before(before) || a.p.Published.After(after) {
 		t.Errorf("after the part appeared: %+v waited %v, %v; published between %s and %s", a.p, a.waited, a.err, before, after)
+	}
+}
+
+// TestLiveCrowd: one publication releases every waiter of its playlist,
+// each with the very position (and moment) that answered it; waiters
+// that asked for a later part stay, and another playlist's are not woken.
+func TestLiveCrowd(t *testing.T) {
+	l := NewLive()
+	ctx := context.Background()
+	l.publish(PlaylistAV, Position{Segments: 5, MSN: 5, Part: 1, Target: 2, PartTarget: 0.22})
+	l.publish(PlaylistAudio, Position{Segments: 5, MSN: 5, Part: 1, Target: 2, PartTarget: 0.22})
+	type answer struct {
+		p      Position
+		waited bool
+		err    error
+	}
+	const crowd = 200
+	now, later, audio := make(chan answer, crowd), make(chan answer, crowd), make(chan answer, crowd)
+	wait := func(out chan answer, list string, part int) {
+		p, waited, err := l.AwaitPosition(ctx, list, 5, part)
+		out <- answer{p, waited, err}
+	}
+	for range crowd {
+		go wait(now, PlaylistAV, 2)
+		go wait(later, PlaylistAV, 3)
+		go wait(audio, PlaylistAudio, 2)
+	}
+	for l.list(PlaylistAV).waiting.Load() < 2*crowd || l.list(PlaylistAudio).waiting.Load() < crowd {
+		runtime.Gosched()
+	}
+	l.publish(PlaylistAV, Position{Segments: 5, MSN: 5, Part: 2, Target: 2, PartTarget: 0.22})
+	first := <-now
+	for i := range crowd {
+		a := first
+		if i > 0 {
+			a = <-now
+		}
+		if a.err != nil || !a.waited || a.p != first.p || a.p.Part != 2 {
+			t.Fatalf("waiter %d: %+v waited %v, %v; the first got %+v", i, a.p, a.waited, a.err, first.p)
+		}
+	}
+	if n := l.list(PlaylistAV).waiting.Load(); n != crowd {
+		t.Errorf("%d waiters for part 3 left, want %d", n, crowd)
+	}
+	if n := l.list(PlaylistAudio).waiting.Load(); n != crowd {
+		t.Errorf("%d audio waiters left, want %d", n, crowd)
+	}
+	l.publish(PlaylistAV, Position{Segments: 5, MSN: 5, Part: 3, Target: 2, PartTarget: 0.22})
+	l.publish(PlaylistAudio, Position{Segments: 5, MSN: 5, Part: 2, Target: 2, PartTarget: 0.22})
+	for range crowd {
+		if a := <-later; a.err != nil || a.p.Part != 3 {
+			t.Fatalf("a waiter for part 3: %+v, %v", a.p, a.err)
+		}
+		if a := <-audio; a.err != nil || a.p.Part != 2 {
+			t.Fatalf("an audio waiter: %+v, %v", a.p, a.err)
+		}
 	}
 }
 
