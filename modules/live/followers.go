@@ -67,10 +67,15 @@ type hlsReader struct {
 	followers []follower
 }
 
-var _ streamcore.Reader = (*hlsReader)(nil)
+var _ streamcore.Lazy = (*hlsReader)(nil)
 
 func (r *hlsReader) Tracks(t streamcore.Tracks) error { return r.failed(r.pkg.Tracks(t)) }
 func (r *hlsReader) Unit(u *streamcore.Unit) error    { return r.failed(r.pkg.Unit(u)) }
+
+// Due wakes the packager's goroutine only for the units that may end a
+// part or a segment (hls.Packager.Due): the others wait, queued, for the
+// next such unit.
+func (r *hlsReader) Due(u *streamcore.Unit) bool { return r.pkg.Due(u) }
 
 // failed words the packager's failure for the publisher: a full disk ends
 // the publication with NetStream.Failed (the segment being written is

@@ -49,6 +49,7 @@ type feedReader struct{ p *Packager }
 func (r feedReader) Tracks(t streamcore.Tracks) error { return r.p.Tracks(t) }
 func (r feedReader) Unit(u *streamcore.Unit) error    { return r.p.Unit(u) }
 func (r feedReader) Close()                           {}
+func (r feedReader) Due(u *streamcore.Unit) bool      { return r.p.Due(u) } // as the live module's reader
 
 // Metadata takes onMetaData.
 func (f *FLVFeed) Metadata(meta map[string]any) error { return f.core.Metadata(meta) }

@@ -177,6 +177,8 @@ type Packager struct {
 	audioBase   int64
 	audioFrames int64
 	audioSynced bool
+	audioDrift  int64 // the last frame's time minus the publisher's, 90 kHz
+	due         due   // for Due, on the source's goroutine
 	// What the master playlists announce, and what they said last.
 	statsAV, statsAudio variantStats
 	masters             map[string][]variant // as last written
@@ -205,14 +207,16 @@ func Open(dir string, opts Options) (*Packager, error) {
 		// The rungs of a ladder publish from their own goroutines.
 		o.Files = &syncFiles{f: o.Files}
 	}
-	return &Packager{
+	p := &Packager{
 		dir:      dir,
 		opts:     o,
 		log:      o.Logger.With("dir", dir),
 		prior:    prior,
 		frameDur: 40 * 90,
 		index:    &indexFile{path: filepath.Join(dir, IndexFile)},
-	}, nil
+	}
+	p.due.init()
+	return p, nil
 }
 
 // Tracks takes the stream's decided tracks: before the first unit, and
@@ -237,6 +241,7 @@ func (p *Packager) Tracks(t streamcore.Tracks) error {
 	if err := p.addTrack(kind); err != nil {
 		p.err = err
 	}
+	p.updateDue()
 	return p.err
 }
 
@@ -264,6 +269,7 @@ func (p *Packager) Unit(u *streamcore.Unit) error {
 	if err != nil {
 		p.err = err
 	}
+	p.updateDue()
 	return err
 }
 
@@ -385,6 +391,7 @@ func (p *Packager) writeAudio(ts int64, raw []byte) error {
 		t = in
 	}
 	p.audioFrames++
+	p.audioDrift = t - in
 	dur := 1024 * 90000 / rate
 	if p.av != nil {
 		if err := p.av.writeAudio(t, dur, p.adts); err != nil {

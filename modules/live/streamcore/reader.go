@@ -21,6 +21,29 @@ type Reader interface {
 	Close()
 }
 
+// Lazy is a Reader that acts on the outside world (publishes, writes
+// files) only at some units, and merely gathers the others: a packager
+// between the boundaries of its parts. The core then wakes its goroutine
+// only for a unit Due reports, for tracks and flushes, and once LazyBatch
+// units wait; the others are queued and handled, in order, with the next
+// due one. Handing every socket read's units over at once cost a second
+// thread's wake-up each, about a fifth of the ingest's CPU
+// (bench/results/2026-11-28-ingest.md). Batching changes when a unit is
+// handled, never the order nor what is made of it; the queue's bound and
+// skipping are the same as for any reader.
+type Lazy interface {
+	Reader
+	// Due reports whether u may make the reader act: when in doubt, true.
+	// It is called on the source's goroutine, concurrently with the
+	// reader's own methods, so it reads only what the reader publishes
+	// for it (atomics), and must be cheap: it runs for every unit.
+	Due(u *Unit) bool
+}
+
+// LazyBatch is the most units a Lazy reader is left with unwoken: about
+// two thirds of a second of 30 fps video with AAC audio.
+const LazyBatch = 48
+
 // ReaderOptions tune how a reader is fed.
 type ReaderOptions struct {
 	// Name is the reader's name in errors ("hls").
@@ -49,6 +72,7 @@ type item struct {
 // worth) cost no wake-up each.
 type reader struct {
 	r      Reader
+	lazy   Lazy // r, if it is one
 	opts   ReaderOptions
 	s      *Stream
 	wake   chan struct{} // of one: the queue has items, or was closed
@@ -59,6 +83,9 @@ type reader struct {
 	queue   []item
 	units   int // in queue
 	stopped bool
+	// signaled: the goroutine is awake (or has a wake-up coming), and
+	// takes what is queued before it sleeps again.
+	signaled bool
 
 	// Source's goroutine only.
 	skipping bool
@@ -71,13 +98,16 @@ func newReader(r Reader, o ReaderOptions, s *Stream) *reader {
 		o.Queue = DefaultQueue
 	}
 	rd := &reader{r: r, opts: o, s: s, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	rd.lazy, _ = r.(Lazy)
 	go rd.run()
 	return rd
 }
 
 // push queues an item unless the queue is stopped, and wakes the reader
-// when it was idle. A unit is refused when Queue units wait.
-func (rd *reader) push(it item, unit bool) bool {
+// when it sleeps, unless the item is a unit that need not wake it (lazy:
+// a Lazy reader's unit that is not due, while fewer than LazyBatch
+// units wait). A unit is refused when Queue units wait.
+func (rd *reader) push(it item, unit, lazy bool) bool {
 	rd.mu.Lock()
 	if rd.stopped || unit && rd.units >= rd.opts.Queue {
 		rd.mu.Unlock()
@@ -87,9 +117,12 @@ func (rd *reader) push(it item, unit bool) bool {
 	if unit {
 		rd.units++
 	}
-	idle := len(rd.queue) == 1
+	wake := !rd.signaled && !(unit && lazy && rd.units < LazyBatch)
+	if wake {
+		rd.signaled = true
+	}
 	rd.mu.Unlock()
-	if idle {
+	if wake {
 		select {
 		case rd.wake <- struct{}{}:
 		default:
@@ -108,7 +141,7 @@ func (rd *reader) unit(u *Unit, hasVideo bool) {
 	if rd.skipping && (u.Video && u.Key || !hasVideo) && rd.queued() < rd.opts.Queue/2 {
 		rd.skipping = false
 	}
-	if !rd.skipping && !rd.push(item{unit: *u}, true) {
+	if !rd.skipping && !rd.push(item{unit: *u}, true, rd.lazy != nil && !rd.lazy.Due(u)) {
 		rd.skipping = true
 	}
 	if rd.skipping {
@@ -124,7 +157,7 @@ func (rd *reader) queued() int {
 
 // send queues tracks or a flush, which are never skipped.
 func (rd *reader) send(it item) {
-	if (rd.failed.Load() || !rd.push(it, false)) && it.flush != nil {
+	if (rd.failed.Load() || !rd.push(it, false, false)) && it.flush != nil {
 		close(it.flush)
 	}
 }
@@ -145,6 +178,7 @@ func (rd *reader) fail(err error) {
 func (rd *reader) stop() {
 	rd.mu.Lock()
 	rd.stopped = true
+	rd.signaled = true
 	rd.mu.Unlock()
 	select {
 	case rd.wake <- struct{}{}:
@@ -164,6 +198,9 @@ func (rd *reader) run() {
 		batch, rd.queue = rd.queue, batch[:0]
 		rd.units = 0
 		stopped := rd.stopped
+		if len(batch) == 0 && !stopped {
+			rd.signaled = false // asleep until the next push that wakes
+		}
 		rd.mu.Unlock()
 		if len(batch) == 0 {
 			if stopped {

@@ -2,6 +2,7 @@ package streamcore
 
 import (
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -185,5 +186,63 @@ func TestMetadataCodecRefused(t *testing.T) {
 	}
 	if err := New(time.Now(), Options{AudioOnly: true}).Metadata(hevc); err != nil {
 		t.Fatalf("audio only: %v", err)
+	}
+}
+
+// lazyReader is due only at keyframes; it hands each unit to the test
+// with whether the test had already written the due unit.
+type lazyReader struct {
+	recorder
+	dueWritten *atomic.Bool
+	got        chan lazyGot
+}
+
+type lazyGot struct {
+	u     Unit
+	early bool // the unit came before the due one was written
+}
+
+func (l *lazyReader) Due(u *Unit) bool { return u.Video && u.Key }
+
+func (l *lazyReader) Unit(u *Unit) error {
+	l.got <- lazyGot{u: *u, early: !l.dueWritten.Load()}
+	return l.recorder.Unit(u)
+}
+
+// A Lazy reader is woken by a due unit and gets the units queued before
+// it then, in order; without one, by LazyBatch units waiting.
+func TestLazyReaderWokenWhenDue(t *testing.T) {
+	var written atomic.Bool
+	lazy := &lazyReader{dueWritten: &written, got: make(chan lazyGot, 4*LazyBatch)}
+	s := New(time.Now(), Options{})
+	s.AddReader(lazy, ReaderOptions{Name: "lazy"})
+	written.Store(true)
+	publish(t, s, 0, 1) // the tracks and a keyframe: due
+	for range 2 {
+		<-lazy.got
+	}
+	// Inter pictures and audio are not due: they wait for the keyframe.
+	written.Store(false)
+	publish(t, s, 1, 10)
+	written.Store(true)
+	publish(t, s, 25, 1) // a keyframe, then audio that may come after the wake
+	for i := range 21 {
+		g := <-lazy.got
+		if g.early {
+			t.Fatalf("unit %d: the lazy reader was woken before a due unit", i)
+		}
+		if want := int64(40 + i/2*40); i < 20 && (g.u.DTS != want || g.u.Video != (i%2 == 0)) {
+			t.Fatalf("unit %d: video=%v dts %d, want %d", i, g.u.Video, g.u.DTS, want)
+		}
+	}
+	// Without a due unit, LazyBatch units waiting wake it (with the
+	// keyframe's audio, if it waits too).
+	publish(t, s, 26, LazyBatch/2)
+	for range LazyBatch {
+		<-lazy.got
+	}
+	s.Close()
+	if lazy.err != nil || !lazy.closed {
+		t.Fatal(lazy.err, lazy.closed)
 	}
 }
