@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/valyala/fasthttp"
 )
 
 // Send answers GET and HEAD with body (size bytes): Validators, then the
@@ -61,7 +62,14 @@ func Send(c *fiber.Ctx, body io.ReadSeekCloser, size int64, mod time.Time, etag 
 // the body's bytes start, length are to follow. Callers that hold their
 // bytes elsewhere (memory, part of a file) send them themselves.
 func Validators(c *fiber.Ctx, etag, lastMod string, size int64) (start, length int64, send bool) {
-	h := &c.Response().Header
+	Headers(&c.Response().Header, etag, lastMod)
+	start, length, answered := negotiate(c, size, etag)
+	return start, length, !answered && c.Method() != fiber.MethodHead
+}
+
+// Headers sets the validators ETag and Last-Modified (each unless empty)
+// and Accept-Ranges, as Validators does before it negotiates.
+func Headers(h *fasthttp.ResponseHeader, etag, lastMod string) {
 	if etag != "" {
 		h.Set(fiber.HeaderETag, etag)
 	}
@@ -69,8 +77,6 @@ func Validators(c *fiber.Ctx, etag, lastMod string, size int64) (start, length i
 		h.Set(fiber.HeaderLastModified, lastMod)
 	}
 	h.Set(fiber.HeaderAcceptRanges, "bytes")
-	start, length, answered := negotiate(c, size, etag)
-	return start, length, !answered && c.Method() != fiber.MethodHead
 }
 
 // negotiate applies If-None-Match, Range and If-Range and sets the
