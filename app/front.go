@@ -63,7 +63,9 @@ type frontRoute struct {
 	serve  func(fc *fasthttp.RequestCtx) bool
 }
 
-var keyRequestID = []byte(fiber.HeaderXRequestID)
+// keyRequestID is X-Request-Id as fasthttp normalizes it (requestid sets
+// fiber.HeaderXRequestID, "X-Request-ID", with Set, which normalizes).
+var keyRequestID = []byte("X-Request-Id")
 
 func (f *front) handler(fc *fasthttp.RequestCtx) {
 	if fc.IsGet() || fc.IsHead() {

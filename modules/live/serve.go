@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -123,6 +124,9 @@ const frontPrefix = "/media/shows/"
 // request. It returns false, having changed nothing, for every other
 // request.
 func (m *Module) serveFront(fc *fasthttp.RequestCtx) bool {
+	if m.front.off.Load() {
+		return false
+	}
 	rest := fc.URI().PathOriginal()[len(frontPrefix):]
 	slash := bytes.IndexByte(rest, '/')
 	if slash < 1 || slash > 18 || len(fc.URI().QueryString()) != 0 {
@@ -155,6 +159,9 @@ func (m *Module) serveFront(fc *fasthttp.RequestCtx) bool {
 	if mf == nil {
 		return false
 	}
+	if hook := m.front.hook.Load(); hook != nil {
+		(*hook)()
+	}
 	ext := filepath.Ext(file)
 	live := ext == ".m3u8" && !isArchivePlaylist(file)
 	if live {
@@ -176,6 +183,13 @@ func (m *Module) serveFront(fc *fasthttp.RequestCtx) bool {
 		fc.Response.SetBodyRaw(mf.body)
 	}
 	return true
+}
+
+// frontTest lets tests turn the front off (every request goes to Fiber)
+// and run a hook where it answers (export_test.go).
+type frontTest struct {
+	off  atomic.Bool
+	hook atomic.Pointer[func()]
 }
 
 // unsafeString is a view of b as a string, for a lookup or a hash that
