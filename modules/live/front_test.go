@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/onair/onair/app"
 	"github.com/onair/onair/internal/onairtest"
 	"github.com/onair/onair/modules/live"
 )
@@ -202,5 +203,36 @@ func TestFrontPanic(t *testing.T) {
 	}
 	if got := rawGet(t, addr, "GET", target); !strings.HasPrefix(got, "HTTP/1.1 200 OK\r\n") {
 		t.Errorf("after the panic:\n%s", got)
+	}
+}
+
+// TestFrontBehindProxy: behind a trusted proxy the front's client is the
+// one X-Forwarded-For names, as for Fiber's routes: in the access log and
+// in the viewer count.
+func TestFrontBehindProxy(t *testing.T) {
+	_, loopback, _ := net.ParseCIDR("127.0.0.0/8")
+	env := onairtest.New(t, onairtest.Options{Configure: func(c *app.Config) { c.TrustedProxies = []*net.IPNet{loopback} }})
+	m, _ := onairtest.Module[*live.Module](env)
+	_, token := env.CreateUser("Front Proxy")
+	id, _ := frontShow(t, env, m, token, "Proxied")
+	addr := strings.TrimPrefix(env.URL, "http://")
+	target := fmt.Sprintf("/media/shows/%d/index.m3u8", id)
+	var served atomic.Int32
+	m.SetFrontHook(func() { served.Add(1) })
+	for _, client := range []string{"203.0.113.7", "198.51.100.9", "203.0.113.7"} {
+		rawGet(t, addr, "GET", target, "X-Forwarded-For: "+client, "X-Request-Id: proxied-"+client)
+	}
+	m.SetFrontHook(nil)
+	if n := served.Load(); n != 3 {
+		t.Fatalf("the front answered %d of 3", n)
+	}
+	logs := env.Logs()
+	for _, client := range []string{"203.0.113.7", "198.51.100.9"} {
+		if !strings.Contains(logs, "ip="+client+" request_id=proxied-"+client) {
+			t.Errorf("no access log line of %s:\n%s", client, logs)
+		}
+	}
+	if n := m.Viewers(id); n != 2 {
+		t.Errorf("%d viewers, not 2", n)
 	}
 }
