@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"time"
+	"unsafe"
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/gofiber/fiber/v2/utils"
@@ -96,7 +97,8 @@ func (f *front) answer(fc *fasthttp.RequestCtx, r *frontRoute) (answered bool) {
 	start := fc.Time() // as the middleware's: fasthttp's clock as the handler starts
 	rid := req.PeekBytes(keyRequestID)
 	if len(rid) == 0 {
-		rid = []byte(utils.UUID()) // requestid's generator
+		id := utils.UUID() // requestid's generator
+		rid = unsafe.Slice(unsafe.StringData(id), len(id)) // only copied (SetCanonical)
 	}
 	h := &fc.Response.Header
 	h.SetCanonical(keyRequestID, rid)

@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/valyala/fasthttp"
@@ -69,15 +70,28 @@ func Validators(c *fiber.Ctx, etag, lastMod string, size int64) (start, length i
 
 // Headers sets the validators ETag and Last-Modified (each unless empty)
 // and Accept-Ranges, as Validators does before it negotiates.
+// The keys are given as fasthttp normalizes them (ETag as Etag), so that
+// setting them copies no key and normalizes nothing on every request.
 func Headers(h *fasthttp.ResponseHeader, etag, lastMod string) {
 	if etag != "" {
-		h.Set(fiber.HeaderETag, etag)
+		h.SetCanonical(keyETag, unsafeBytes(etag))
 	}
 	if lastMod != "" {
-		h.Set(fiber.HeaderLastModified, lastMod)
+		h.SetCanonical(keyLastModified, unsafeBytes(lastMod))
 	}
-	h.Set(fiber.HeaderAcceptRanges, "bytes")
+	h.SetCanonical(keyAcceptRanges, valueBytes)
 }
+
+// The normalized keys and the fixed value of Headers.
+var (
+	keyETag         = []byte("Etag")
+	keyLastModified = []byte(fiber.HeaderLastModified)
+	keyAcceptRanges = []byte(fiber.HeaderAcceptRanges)
+	valueBytes      = []byte("bytes")
+)
+
+// unsafeBytes is a read-only view of s (SetCanonical copies it).
+func unsafeBytes(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
 
 // negotiate applies If-None-Match, Range and If-Range and sets the
 // status. answered is true when nothing more is to be sent (304, 416); a
