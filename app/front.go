@@ -97,7 +97,7 @@ func (f *front) answer(fc *fasthttp.RequestCtx, r *frontRoute) (answered bool) {
 	start := fc.Time() // as the middleware's: fasthttp's clock as the handler starts
 	rid := req.PeekBytes(keyRequestID)
 	if len(rid) == 0 {
-		id := utils.UUID() // requestid's generator
+		id := utils.UUID()                                 // requestid's generator
 		rid = unsafe.Slice(unsafe.StringData(id), len(id)) // only copied (SetCanonical)
 	}
 	h := &fc.Response.Header
