@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/valyala/fasthttp"
 )
 
 // Client addresses behind a reverse proxy.
@@ -39,23 +40,27 @@ func (t trustedProxies) trusts(a netip.Addr) bool {
 // connection, so it starts from the connection's peer each time.
 func clientAddress(trusted trustedProxies) fiber.Handler {
 	return func(c *fiber.Ctx) error {
-		if len(trusted) == 0 {
-			return c.Next()
-		}
-		fc := c.Context()
-		fc.SetRemoteAddr(nil)
-		peer, ok := addrOf(fc.RemoteAddr())
-		if !ok || !trusted.trusts(peer) {
-			return c.Next()
-		}
-		var hops []string
-		for _, v := range fc.Request.Header.PeekAll(fiber.HeaderXForwardedFor) {
-			hops = append(hops, strings.Split(string(v), ",")...)
-		}
-		if client, ok := forwardedClient(hops, trusted); ok {
-			fc.SetRemoteAddr(&net.TCPAddr{IP: client.AsSlice(), Zone: client.Zone()})
+		if len(trusted) != 0 {
+			trusted.setClient(c.Context())
 		}
 		return c.Next()
+	}
+}
+
+// setClient makes fc's remote address the client's (clientAddress; the
+// server's front calls it too).
+func (trusted trustedProxies) setClient(fc *fasthttp.RequestCtx) {
+	fc.SetRemoteAddr(nil)
+	peer, ok := addrOf(fc.RemoteAddr())
+	if !ok || !trusted.trusts(peer) {
+		return
+	}
+	var hops []string
+	for _, v := range fc.Request.Header.PeekAll(fiber.HeaderXForwardedFor) {
+		hops = append(hops, strings.Split(string(v), ",")...)
+	}
+	if client, ok := forwardedClient(hops, trusted); ok {
+		fc.SetRemoteAddr(&net.TCPAddr{IP: client.AsSlice(), Zone: client.Zone()})
 	}
 }
 

@@ -40,9 +40,11 @@ type httpMetrics struct {
 	series sync.Map // seriesKey → *httpSeries
 }
 
-// seriesKey is a route (nil for "unmatched"), a method label and a status.
+// seriesKey is a route (nil for "unmatched", or a front route's pattern
+// in label), a method label and a status.
 type seriesKey struct {
 	route  *fiber.Route
+	label  string
 	method string
 	status int
 }
@@ -77,22 +79,30 @@ func (m *httpMetrics) middleware() fiber.Handler {
 		if r := c.Route(); r != nil && r.Path != "/" && r.Path != "" && !strings.HasSuffix(r.Path, "*") {
 			key.route = r
 		}
-		se, ok := m.series.Load(key)
-		if !ok {
-			route := "unmatched"
-			if key.route != nil {
-				route = key.route.Path
-			}
-			se, _ = m.series.LoadOrStore(key, &httpSeries{
-				requests: m.requests.WithLabelValues(key.method, route, strconv.Itoa(key.status)),
-				latency:  m.latency.WithLabelValues(key.method, route),
-			})
-		}
-		s := se.(*httpSeries)
-		s.requests.Inc()
-		s.latency.Observe(time.Since(start).Seconds())
+		m.observe(key, start)
 		return err
 	}
+}
+
+// observe counts a request of key that started at start.
+func (m *httpMetrics) observe(key seriesKey, start time.Time) {
+	se, ok := m.series.Load(key)
+	if !ok {
+		route := "unmatched"
+		switch {
+		case key.route != nil:
+			route = key.route.Path
+		case key.label != "":
+			route = key.label
+		}
+		se, _ = m.series.LoadOrStore(key, &httpSeries{
+			requests: m.requests.WithLabelValues(key.method, route, strconv.Itoa(key.status)),
+			latency:  m.latency.WithLabelValues(key.method, route),
+		})
+	}
+	s := se.(*httpSeries)
+	s.requests.Inc()
+	s.latency.Observe(time.Since(start).Seconds())
 }
 
 // methodLabel maps the request method onto the fixed set of HTTP methods,

@@ -89,8 +89,9 @@ func NewServer(core *Core) (*Server, error) {
 	}
 	app.Use(clientAddress(core.Config.TrustedProxies))
 	app.Use(requestid.New(requestid.Config{ContextKey: requestIDKey}))
-	app.Use(newHTTPMetrics(core.Metrics).middleware())
-	app.Use(accessLog(core.Log, &pathRedactor{}))
+	metrics, paths := newHTTPMetrics(core.Metrics), &pathRedactor{}
+	app.Use(metrics.middleware())
+	app.Use(accessLog(core.Log, paths))
 	app.Use(recover.New(recover.Config{EnableStackTrace: true, StackTraceHandler: func(c *fiber.Ctx, e any) {
 		core.Log.Error("panic", "path", LogPath(c), "request_id", RequestID(c), "panic", fmt.Sprint(e))
 	}}))
@@ -136,6 +137,20 @@ func NewServer(core *Core) (*Server, error) {
 		if r, ok := m.(PublicRouter); ok {
 			r.PublicRoutes(app)
 		}
+	}
+
+	// The front answers some media requests before Fiber (front.go).
+	f := &front{app: app, next: app.Server().Handler, trusted: core.Config.TrustedProxies, log: core.Log,
+		metrics: metrics, paths: paths}
+	for _, m := range core.Modules {
+		if r, ok := m.(FrontRouter); ok {
+			for _, rt := range r.FrontRoutes() {
+				f.routes = append(f.routes, frontRoute{prefix: []byte(rt.Prefix), route: rt.Route, serve: rt.Serve})
+			}
+		}
+	}
+	if len(f.routes) != 0 {
+		app.Server().Handler = f.handler
 	}
 	return s, nil
 }
@@ -309,21 +324,27 @@ func accessLog(log *slog.Logger, paths *pathRedactor) fiber.Handler {
 		if !log.Enabled(c.UserContext(), level) {
 			return nil // the line would be dropped: build none of it
 		}
-		// Room for user_id: appending it must not grow the slice.
-		attrs := append(make([]slog.Attr, 0, 7),
-			slog.String("method", c.Method()),
-			slog.String("path", LogPath(c)),
-			slog.Int("status", status),
-			slog.Duration("took", time.Since(start)),
-			slog.String("ip", c.IP()),
-			slog.String("request_id", RequestID(c)),
-		)
-		if p := CurrentPrincipal(c); p != nil {
-			attrs = append(attrs, slog.Int64("user_id", p.UserID))
-		}
-		log.LogAttrs(c.UserContext(), level, "request", attrs...)
+		logRequest(c.UserContext(), log, level, c.Method(), LogPath(c), status, start, c.IP(), RequestID(c), CurrentPrincipal(c))
 		return nil
 	}
+}
+
+// logRequest writes the access log line of a request (p nil: no user). The
+// server's front (front.go) writes the same line for what it answers.
+func logRequest(ctx context.Context, log *slog.Logger, level slog.Level, method, path string, status int, start time.Time, ip, requestID string, p *Principal) {
+	// Room for user_id: appending it must not grow the slice.
+	attrs := append(make([]slog.Attr, 0, 7),
+		slog.String("method", method),
+		slog.String("path", path),
+		slog.Int("status", status),
+		slog.Duration("took", time.Since(start)),
+		slog.String("ip", ip),
+		slog.String("request_id", requestID),
+	)
+	if p != nil {
+		attrs = append(attrs, slog.Int64("user_id", p.UserID))
+	}
+	log.LogAttrs(ctx, level, "request", attrs...)
 }
 
 // RequireToken authenticates "Authorization: Bearer <token>"; anything else

@@ -17,8 +17,10 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/valyala/fasthttp"
 )
 
 // Send answers GET and HEAD with body (size bytes): Validators, then the
@@ -61,17 +63,35 @@ func Send(c *fiber.Ctx, body io.ReadSeekCloser, size int64, mod time.Time, etag 
 // the body's bytes start, length are to follow. Callers that hold their
 // bytes elsewhere (memory, part of a file) send them themselves.
 func Validators(c *fiber.Ctx, etag, lastMod string, size int64) (start, length int64, send bool) {
-	h := &c.Response().Header
-	if etag != "" {
-		h.Set(fiber.HeaderETag, etag)
-	}
-	if lastMod != "" {
-		h.Set(fiber.HeaderLastModified, lastMod)
-	}
-	h.Set(fiber.HeaderAcceptRanges, "bytes")
+	Headers(&c.Response().Header, etag, lastMod)
 	start, length, answered := negotiate(c, size, etag)
 	return start, length, !answered && c.Method() != fiber.MethodHead
 }
+
+// Headers sets the validators ETag and Last-Modified (each unless empty)
+// and Accept-Ranges, as Validators does before it negotiates.
+// The keys are given as fasthttp normalizes them (ETag as Etag), so that
+// setting them copies no key and normalizes nothing on every request.
+func Headers(h *fasthttp.ResponseHeader, etag, lastMod string) {
+	if etag != "" {
+		h.SetCanonical(keyETag, unsafeBytes(etag))
+	}
+	if lastMod != "" {
+		h.SetCanonical(keyLastModified, unsafeBytes(lastMod))
+	}
+	h.SetCanonical(keyAcceptRanges, valueBytes)
+}
+
+// The normalized keys and the fixed value of Headers.
+var (
+	keyETag         = []byte("Etag")
+	keyLastModified = []byte(fiber.HeaderLastModified)
+	keyAcceptRanges = []byte(fiber.HeaderAcceptRanges)
+	valueBytes      = []byte("bytes")
+)
+
+// unsafeBytes is a read-only view of s (SetCanonical copies it).
+func unsafeBytes(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
 
 // negotiate applies If-None-Match, Range and If-Range and sets the
 // status. answered is true when nothing more is to be sent (304, 416); a

@@ -79,3 +79,21 @@ func (m *Module) TranscoderPID(showID int64) int {
 
 // ShowDir is the show's working directory on this node.
 func (m *Module) ShowDir(id int64) string { return m.showDir(id) }
+
+// HoldLive starts the show's live files in memory, as a publication does,
+// and returns what puts one there (the packager's Put).
+func (m *Module) HoldLive(showID int64) func(name string, data []byte, mod time.Time) {
+	return m.media.start(showID).Put
+}
+
+// SetFront turns the server's front off (false) or on for live media.
+func (m *Module) SetFront(on bool) { m.front.off.Store(!on) }
+
+// SetFrontHook runs hook where the front answers a request (nil: none).
+func (m *Module) SetFrontHook(hook func()) {
+	if hook == nil {
+		m.front.hook.Store(nil)
+		return
+	}
+	m.front.hook.Store(&hook)
+}

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/valyala/fasthttp"
 
 	"github.com/onair/onair/app"
 	"github.com/onair/onair/internal/httprange"
@@ -181,6 +182,18 @@ func (v *visibility) state(ctx context.Context, id int64) (exists, public bool, 
 	}
 	v.mu.Unlock()
 	return e.exists, e.public, nil
+}
+
+// cached is state from the cache alone, at now: ok is false when the
+// show's entry is missing or older than visibilityTTL (state reads it).
+func (v *visibility) cached(id int64, now time.Time) (exists, public, ok bool) {
+	v.mu.RLock()
+	e, ok := v.cache[id]
+	v.mu.RUnlock()
+	if !ok || now.Sub(e.at) >= visibilityTTL {
+		return false, false, false
+	}
+	return e.exists, e.public, true
 }
 
 // event takes the show's state from a show event.
@@ -398,7 +411,11 @@ func cachePolicy(scope, ext string, live bool) string {
 // normalize each key on every request, a few percent of a live playlist
 // request's CPU (bench/results/2026-11-28-serve.md).
 func mediaHeaders(c *fiber.Ctx, ctype, cache string) {
-	h := &c.Response().Header
+	setMediaHeaders(&c.Response().Header, ctype, cache)
+}
+
+// setMediaHeaders is mediaHeaders on a response's header.
+func setMediaHeaders(h *fasthttp.ResponseHeader, ctype, cache string) {
 	h.SetContentType(ctype)
 	h.SetCanonical(keyCacheControl, []byte(cache))
 	h.SetCanonical(keyAllowOrigin, valueAnyOrigin)

@@ -83,6 +83,8 @@ type Module struct {
 	waiting waiters
 	// media holds the live edge of the shows ingested here (memcache.go).
 	media *mediaCache
+	// front is the server's front's state for tests (serve.go).
+	front frontTest
 	// minFree is the free space in bytes a publish needs on the media
 	// disk (disk.go); 0 checks nothing.
 	minFree uint64

@@ -1,15 +1,21 @@
 package live
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/valyala/fasthttp"
+
+	"github.com/onair/onair/app"
 
 	"github.com/onair/onair/internal/httprange"
 	"github.com/onair/onair/internal/store"
@@ -99,3 +105,93 @@ func sendMemory(c *fiber.Ctx, f *memFile) error {
 	c.Response().SetBodyRaw(f.body[start : start+length])
 	return nil
 }
+
+// FrontRoutes: the server's front (app/front.go) answers a public show's
+// live files held in memory (the playlists, parts and segments of its
+// live edge) without Fiber's context, router and middleware; servePublic
+// answers the rest.
+func (m *Module) FrontRoutes() []app.FrontRoute {
+	return []app.FrontRoute{{Prefix: frontPrefix, Route: "/media/shows/:id/:file", Serve: m.serveFront}}
+}
+
+const frontPrefix = "/media/shows/"
+
+// serveFront answers GET or HEAD /media/shows/{id}/{file} as servePublic
+// and sendMedia would, for the requests whose answer needs nothing but
+// memory: a show whose visibility is cached (public), ingested on this
+// node, a file held in memory, no query (no blocking reload, delta update
+// or session token), no Range, If-None-Match or If-Range, no proxied
+// request. It returns false, having changed nothing, for every other
+// request.
+func (m *Module) serveFront(fc *fasthttp.RequestCtx) bool {
+	if m.front.off.Load() {
+		return false
+	}
+	rest := fc.URI().PathOriginal()[len(frontPrefix):]
+	slash := bytes.IndexByte(rest, '/')
+	if slash < 1 || slash > 18 || len(fc.URI().QueryString()) != 0 {
+		return false
+	}
+	var id int64
+	for _, d := range rest[:slash] {
+		if d < '0' || d > '9' {
+			return false
+		}
+		id = id*10 + int64(d-'0')
+	}
+	file := unsafeString(rest[slash+1:]) // a view of the request: not kept
+	if id < 1 || !mediaFile(file) {
+		return false
+	}
+	req := &fc.Request.Header
+	if len(req.Peek(fiber.HeaderRange)) != 0 || len(req.Peek(fiber.HeaderIfNoneMatch)) != 0 ||
+		len(req.Peek(fiber.HeaderIfRange)) != 0 || len(req.Peek(headerProxied)) != 0 {
+		return false
+	}
+	if m.cluster != nil && !m.cluster.host.ingests(id) {
+		return false
+	}
+	now := fc.Time()
+	if exists, public, ok := m.vis.cached(id, now); !ok || !exists || !public {
+		return false
+	}
+	mf := m.media.get(id, file)
+	if mf == nil {
+		return false
+	}
+	if hook := m.front.hook.Load(); hook != nil {
+		(*hook)()
+	}
+	ext := filepath.Ext(file)
+	live := ext == ".m3u8" && !isArchivePlaylist(file)
+	if live {
+		who := m.viewerFrom(id, fc.RemoteIP().String(), "", unsafeString(req.UserAgent()))
+		m.viewers.saw(id, who, now)
+	}
+	h := &fc.Response.Header
+	setMediaHeaders(h, mediaType(ext), cachePolicy("public", ext, live))
+	httprange.Headers(h, mf.etag, mf.lastMod)
+	if fc.IsHead() {
+		h.SetContentLength(int(mf.size))
+		fc.Response.SkipBody = true
+		mf.done()
+		return true
+	}
+	if mf.shm != nil {
+		fc.Response.SetBodyStream(mf.shm.body(fc.Conn(), mf.off, mf.size), int(mf.size))
+	} else {
+		fc.Response.SetBodyRaw(mf.body)
+	}
+	return true
+}
+
+// frontTest lets tests turn the front off (every request goes to Fiber)
+// and run a hook where it answers (export_test.go).
+type frontTest struct {
+	off  atomic.Bool
+	hook atomic.Pointer[func()]
+}
+
+// unsafeString is a view of b as a string, for a lookup or a hash that
+// does not keep it.
+func unsafeString(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }

@@ -105,15 +105,20 @@ type viewer struct {
 
 // viewerOf identifies the client of a live playlist request of show.
 func (m *Module) viewerOf(c *fiber.Ctx, show int64) viewer {
-	ip := c.IP()
+	return m.viewerFrom(show, c.IP(), c.Query(sessionParam), c.Get(fiber.HeaderUserAgent))
+}
+
+// viewerFrom is viewerOf from the client's address, the session token the
+// request carried ("" for none) and its User-Agent (only hashed: it may
+// be a view of the request's buffer).
+func (m *Module) viewerFrom(show int64, ip, tok, ua string) viewer {
 	v := viewer{group: addressGroup(ip)}
-	if tok := c.Query(sessionParam); tok != "" && m.sessions != nil {
+	if tok != "" && m.sessions != nil {
 		if id, ok := m.sessions.session(show, tok); ok {
 			v.key, v.token = "s:"+id, tok
 			return v
 		}
 	}
-	ua := c.Get(fiber.HeaderUserAgent)
 	if len(ua) > maxUserAgent {
 		ua = ua[:maxUserAgent]
 	}
