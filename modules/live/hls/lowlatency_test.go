@@ -200,28 +200,7 @@ func TestPackagerPartsOff(t *testing.T) {
 func TestPartsOfOddRates(t *testing.T) {
 	dir := t.TempDir()
 	p := openTest(t, dir, Options{})
-	if err := p.Video(0, videoSeqHeader()); err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Audio(0, []byte{0xAF, 0, 0x11, 0x90}); err != nil { // AAC-LC 48 kHz stereo
-		t.Fatal(err)
-	}
-	var v, a int64
-	for v < 30*6 {
-		vt := v * 1000 / 30
-		at := a * 1024 * 1000 / 48000
-		if vt <= at {
-			if err := p.Video(vt, videoFrame(v%60 == 0)); err != nil {
-				t.Fatal(err)
-			}
-			v++
-		} else {
-			if err := p.Audio(at, aacFrame()); err != nil {
-				t.Fatal(err)
-			}
-			a++
-		}
-	}
+	feedAtRate(t, p, 30, 30*6)
 	for _, list := range []string{PlaylistAV, PlaylistAudio} {
 		text := readFile(t, filepath.Join(dir, list))
 		l := parseLL(t, text)

@@ -17,29 +17,7 @@ func TestPartsAtLeast85PercentOfTarget(t *testing.T) {
 			t.Run(fmt.Sprintf("%v/%v", part, fps), func(t *testing.T) {
 				dir := t.TempDir()
 				p := openTest(t, dir, Options{PartDuration: part})
-				if err := p.Video(0, videoSeqHeader()); err != nil {
-					t.Fatal(err)
-				}
-				if err := p.Audio(0, []byte{0xAF, 0, 0x11, 0x90}); err != nil {
-					t.Fatal(err)
-				}
-				gop := int64(2*fps + 0.5)
-				var v, a int64
-				for v < int64(fps*20) {
-					vt := int64(float64(v) * 1000 / fps)
-					at := a * 1024 * 1000 / 48000
-					if vt <= at {
-						if err := p.Video(vt, videoFrame(v%gop == 0)); err != nil {
-							t.Fatal(err)
-						}
-						v++
-					} else {
-						if err := p.Audio(at, aacFrame()); err != nil {
-							t.Fatal(err)
-						}
-						a++
-					}
-				}
+				feedAtRate(t, p, fps, int64(fps*20))
 				for _, list := range []string{PlaylistAV, PlaylistAudio} {
 					text := readFile(t, filepath.Join(dir, list))
 					l := parseLL(t, text)
@@ -57,6 +35,36 @@ func TestPartsAtLeast85PercentOfTarget(t *testing.T) {
 					}
 				}
 			})
+		}
+	}
+}
+
+// feedAtRate feeds frames of video at fps, a keyframe every 2 s, with
+// 48 kHz AAC-LC stereo interleaved by timestamp, after both sequence
+// headers.
+func feedAtRate(t *testing.T, p *FLVFeed, fps float64, frames int64) {
+	t.Helper()
+	if err := p.Video(0, videoSeqHeader()); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Audio(0, []byte{0xAF, 0, 0x11, 0x90}); err != nil { // AAC-LC 48 kHz stereo
+		t.Fatal(err)
+	}
+	gop := int64(2*fps + 0.5)
+	var v, a int64
+	for v < frames {
+		vt := int64(float64(v) * 1000 / fps)
+		at := a * 1024 * 1000 / 48000
+		if vt <= at {
+			if err := p.Video(vt, videoFrame(v%gop == 0)); err != nil {
+				t.Fatal(err)
+			}
+			v++
+		} else {
+			if err := p.Audio(at, aacFrame()); err != nil {
+				t.Fatal(err)
+			}
+			a++
 		}
 	}
 }
