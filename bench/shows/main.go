@@ -210,13 +210,6 @@ func run(dbURL string, nShows, nUsers int, reseed bool, duration time.Duration, 
 		if err := shows.RebuildCounts(ctx, core.DB); err != nil {
 			return err
 		}
-		// The grams are loaded alone: their copies of the shows' name,
-		// start and visibility are filled from shows.
-		gramStart := time.Now()
-		if err := shows.RebuildGrams(ctx, core.DB); err != nil {
-			return err
-		}
-		fmt.Printf("gram rows' show keys filled in %s\n", time.Since(gramStart).Round(time.Second))
 		fmt.Printf("seeded %d users and %d shows in %s (CPU: this process %s, MariaDB %s; load average %s at the start, %s at the end)\n",
 			nUsers, nShows, time.Since(start).Round(time.Second), (selfCPU() - self0).Round(time.Second),
 			(procCPU(dbPID) - db0).Round(time.Second), load0, benchkit.LoadAvg())

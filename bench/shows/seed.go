@@ -118,9 +118,8 @@ func genBlock(lo, nShows, nUsers int, now time.Time, out []seedShow) []seedShow 
 }
 
 // seed fills users, tags, shows, show_tags and show_grams (the name
-// filter's trigrams, as the shows service writes them, but for the
-// copies of each show's name, start and visibility, which run fills
-// after with shows.RebuildGrams) on the tables the
+// filter's trigrams with their copies of each show's name, start and
+// visibility, as the shows service writes them) on the tables the
 // app's migrations made. The big tables are streamed with LOAD DATA LOCAL
 // INFILE in their primary key's order, a few ranges of it at once, their
 // secondary indexes dropped first and rebuilt after in one pass each:
@@ -275,18 +274,33 @@ func seed(ctx context.Context, db *sql.DB, nUsers, nShows int) error {
 	// primary key's order (the grams are lower-case ASCII, whose byte
 	// order is the collation's), in gramParts ranges of about as many
 	// rows each.
+	// Each row carries its show's name, start and visibility (ShowGram),
+	// kept here by show id: names end to end, each ending at nameEnd[id].
 	type gramIDs struct {
-		grams []string
-		ids   map[string][]uint32
-		cut   []int // part p writes grams[cut[p]:cut[p+1]]
+		grams   []string
+		ids     map[string][]uint32
+		cut     []int // part p writes grams[cut[p]:cut[p+1]]
+		names   []byte
+		nameEnd []uint32
+		start   []int64 // Unix seconds
+		public  []bool
 	}
 	allGrams := sync.OnceValue(func() gramIDs {
 		ids := map[string][]uint32{}
 		var blk []seedShow
 		total := 0
+		names := make([]byte, 0, nShows*24)
+		nameEnd := make([]uint32, nShows+1)
+		start := make([]int64, nShows+1)
+		public := make([]bool, nShows+1)
 		for lo := 1; lo <= nShows; lo += seedBlock {
 			blk = genBlock(lo, nShows, nUsers, now, blk)
 			for i := range blk {
+				s := &blk[i]
+				names = append(names, s.name...)
+				nameEnd[s.id] = uint32(len(names))
+				start[s.id] = s.start.Unix()
+				public[s.id] = !s.private && !s.off
 				for _, g := range shows.NameGrams(blk[i].name) {
 					ids[g] = append(ids[g], uint32(blk[i].id))
 					total++
@@ -309,17 +323,21 @@ func seed(ctx context.Context, db *sql.DB, nUsers, nShows int) error {
 		for len(cut) <= gramParts {
 			cut = append(cut, len(grams))
 		}
-		return gramIDs{grams, ids, cut}
+		return gramIDs{grams, ids, cut, names, nameEnd, start, public}
 	})
 	for part := range gramParts {
-		loads = append(loads, load{"show_grams", "gram, show_id",
+		loads = append(loads, load{"show_grams", "gram, show_id, name, start, public",
 			func(w *bufio.Writer) error {
 				all := allGrams()
 				var b []byte
 				for _, g := range all.grams[all.cut[part]:all.cut[part+1]] {
 					for _, id := range all.ids[g] {
 						b = tab(b[:0], g)
-						b = append(strconv.AppendInt(b, int64(id), 10), '\n')
+						b = num(b, int(id))
+						b = append(append(b, all.names[all.nameEnd[id-1]:all.nameEnd[id]]...), '\t')
+						b = append(ts(b, time.Unix(all.start[id], 0).UTC()), '\t')
+						b = b01(b, all.public[id])
+						b[len(b)-1] = '\n'
 						if _, err := w.Write(b); err != nil {
 							return err
 						}
