@@ -45,7 +45,14 @@ func Publish(t *testing.T, s *onairtest.Show, seconds int, audioOnly bool) <-cha
 // kills it.
 func Start(t *testing.T, target string, seconds int, audioOnly bool) (*exec.Cmd, <-chan error) {
 	t.Helper()
-	cmd := exec.Command("ffmpeg", FFmpegArgs(target, seconds, audioOnly)...)
+	return StartArgs(t, FFmpegArgs(target, seconds, audioOnly))
+}
+
+// StartArgs runs ffmpeg with args and returns it with a channel that gets
+// its exit error; the test's end kills it.
+func StartArgs(t *testing.T, args []string) (*exec.Cmd, <-chan error) {
+	t.Helper()
+	cmd := exec.Command("ffmpeg", args...)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
@@ -66,15 +73,38 @@ func Start(t *testing.T, target string, seconds int, audioOnly bool) (*exec.Cmd,
 // FFmpegArgs are ffmpeg's arguments to publish seconds of test video
 // (unless audioOnly) and a tone to target, an RTMP URL with its key.
 func FFmpegArgs(target string, seconds int, audioOnly bool) []string {
+	if audioOnly {
+		return MediaArgs(target, seconds, AudioOnly)
+	}
+	return MediaArgs(target, seconds, AV)
+}
+
+// Media is what a test broadcast sends.
+type Media int
+
+const (
+	AV        Media = iota // test video and a tone
+	AudioOnly              // the tone alone
+	VideoOnly              // the video alone, no audio track
+)
+
+// MediaArgs are ffmpeg's arguments to publish seconds of media to target,
+// an RTMP URL with its key.
+func MediaArgs(target string, seconds int, media Media) []string {
 	args := []string{"-hide_banner", "-loglevel", "error", "-re"}
-	if !audioOnly {
+	if media != AudioOnly {
 		args = append(args, "-f", "lavfi", "-i", fmt.Sprintf("testsrc=size=320x240:rate=25:duration=%d", seconds))
 	}
-	args = append(args, "-f", "lavfi", "-i", fmt.Sprintf("sine=frequency=440:sample_rate=44100:duration=%d", seconds))
-	if !audioOnly {
+	if media != VideoOnly {
+		args = append(args, "-f", "lavfi", "-i", fmt.Sprintf("sine=frequency=440:sample_rate=44100:duration=%d", seconds))
+	}
+	if media != AudioOnly {
 		args = append(args, "-c:v", "libx264", "-preset", "ultrafast", "-tune", "zerolatency", "-pix_fmt", "yuv420p", "-g", "50")
 	}
-	return append(args, "-c:a", "aac", "-b:a", "96k", "-f", "flv", target)
+	if media != VideoOnly {
+		args = append(args, "-c:a", "aac", "-b:a", "96k")
+	}
+	return append(args, "-f", "flv", target)
 }
 
 // Wait waits for a publisher's exit and fails the test on an error.
@@ -94,7 +124,19 @@ func Wait(t *testing.T, done <-chan error) {
 // its archive; it returns the archived show.
 func Archive(t *testing.T, s *onairtest.Show, seconds int, audioOnly bool) map[string]any {
 	t.Helper()
-	done := Publish(t, s, seconds, audioOnly)
+	if audioOnly {
+		return ArchiveMedia(t, s, seconds, AudioOnly)
+	}
+	return ArchiveMedia(t, s, seconds, AV)
+}
+
+// ArchiveMedia is Archive with the media to send.
+func ArchiveMedia(t *testing.T, s *onairtest.Show, seconds int, media Media) map[string]any {
+	t.Helper()
+	if s.RTMP == "" {
+		t.Fatal("live module not booted")
+	}
+	_, done := StartArgs(t, MediaArgs(s.RTMP+"/"+s.Key, seconds, media))
 	s.Await(t, "live", func(m map[string]any) bool { return m["live"] == true })
 	Wait(t, done)
 	s.Env.Do("POST", fmt.Sprintf("/v1/shows/%d/stop", s.ID), s.Token, nil).Expect(t, http.StatusOK)

@@ -188,6 +188,30 @@ func TestPrivateAudioDownload(t *testing.T) {
 	}
 }
 
+// TestVideoOnlyDownload: a show archived without audio offers its video
+// alone; the audio file is not served.
+func TestVideoOnlyDownload(t *testing.T) {
+	broadcasttest.Require(t)
+	env := onairtest.New(t, onairtest.Options{})
+	_, token := env.CreateUser("Silent Film")
+	b := onairtest.CreateShow(t, env, token, map[string]any{"name": "No Sound"})
+	s := broadcasttest.ArchiveMedia(t, b, 5, broadcasttest.VideoOnly)
+	d, ok := s["downloads"].(map[string]any)
+	if !ok || d["video"] == nil || d["audio"] != nil || s["audio_url"] != nil {
+		t.Fatalf("downloads of a video-only show: %v (audio_url %v)", s["downloads"], s["audio_url"])
+	}
+	video := d["video"].(string)
+	awaitFile(t, video)
+	p := ffprobe(t, video)
+	if p.codecs() != "video:h264" || math.Abs(p.seconds()-s["duration"].(float64)) > 1.5 {
+		t.Errorf("video: %s for %.2f s; the show lasted %v s", p.codecs(), p.seconds(), s["duration"])
+	}
+	audio := fmt.Sprintf("%s/downloads/shows/%d/%s", env.URL, b.ID, downloads.AudioFile)
+	if resp, _ := get(t, audio, ""); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("the audio of a video-only show: %d", resp.StatusCode)
+	}
+}
+
 func TestDisposition(t *testing.T) {
 	for _, tc := range []struct{ name, want string }{
 		{"Night Drive", `attachment; filename="Night Drive.m4a"`},
@@ -203,7 +227,7 @@ func TestDisposition(t *testing.T) {
 }
 
 // TestFailedMakeCounted: a show whose files cannot be made (archived
-// without audio) has its failures counted on either database, so the
+// without a recording) has its failures counted on either database, so the
 // sweep gives up on it after maxAttempts instead of retrying for ever.
 func TestFailedMakeCounted(t *testing.T) {
 	onairtest.EachBackend(t, func(t *testing.T, backend string) {

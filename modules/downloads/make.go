@@ -25,7 +25,7 @@ const (
 )
 
 // The archive's playlists (modules/live/hls): the A/V one when the show
-// has video, the audio-only one always.
+// has video, the audio-only one when it has audio.
 const (
 	archiveAV    = "archive.m3u8"
 	archiveAudio = "archive_audio.m3u8"
@@ -173,11 +173,11 @@ func (m *Module) make(ctx context.Context, id int64) (*File, error) {
 	if err != nil {
 		return nil, err
 	}
-	if audioIn == "" {
-		return nil, fmt.Errorf("downloads: show %d has no archived audio", id)
-	}
-	if f.AudioSize, err = m.remux(ctx, id, audioIn, filepath.Join(tmp, AudioFile), "-map", "0:a:0"); err != nil {
-		return nil, err
+	made := audioIn != ""
+	if made {
+		if f.AudioSize, err = m.remux(ctx, id, audioIn, filepath.Join(tmp, AudioFile), "-map", "0:a:0"); err != nil {
+			return nil, err
+		}
 	}
 	if sh.VideoURL != nil {
 		videoIn, err := m.source(ctx, id, archiveAV, tmp)
@@ -188,7 +188,11 @@ func (m *Module) make(ctx context.Context, id int64) (*File, error) {
 			if f.VideoSize, err = m.remux(ctx, id, videoIn, filepath.Join(tmp, VideoFile), "-map", "0:v:0", "-map", "0:a:0?"); err != nil {
 				return nil, err
 			}
+			made = true
 		}
+	}
+	if !made {
+		return nil, fmt.Errorf("downloads: show %d has no archived media", id)
 	}
 	_, err = m.core.DB.NewInsert().Model(f).
 		On(m.onConflict(m.replacing("ready", "audio_size", "video_size", "updated_at"))).

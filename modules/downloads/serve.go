@@ -63,9 +63,17 @@ func (m *Module) URL(sh *shows.Show, file string) string {
 // links is the shows module's downloads hook: it is asked only for
 // archived shows whose owner allows downloads, and only callers allowed to
 // see the show get its view, so only they get a private show's signed
-// links. Video is offered for a show with video.
+// links. Audio is offered for a show with audio, video for a show with
+// video; a show with neither (archived by hand, say) offers none.
 func (m *Module) links(sh *shows.Show) *shows.Downloads {
-	d := &shows.Downloads{Audio: m.URL(sh, AudioFile)}
+	if sh.AudioURL == nil && sh.VideoURL == nil {
+		return nil
+	}
+	d := &shows.Downloads{}
+	if sh.AudioURL != nil {
+		a := m.URL(sh, AudioFile)
+		d.Audio = &a
+	}
 	if sh.VideoURL != nil {
 		v := m.URL(sh, VideoFile)
 		d.Video = &v
@@ -113,7 +121,7 @@ func (m *Module) serve(c *fiber.Ctx, signed bool) error {
 		return &app.Error{Status: fiber.StatusServiceUnavailable, Code: "preparing",
 			Message: "the download is being prepared; try again in a minute", RetryAfter: 30}
 	}
-	if file == VideoFile && f.VideoSize == 0 {
+	if (file == VideoFile && f.VideoSize == 0) || (file == AudioFile && f.AudioSize == 0) {
 		return app.NotFound("download")
 	}
 	// The object outlives the handler (fasthttp streams it after), so it

@@ -157,7 +157,7 @@ func (m *Module) render(ctx context.Context, u *users.User) ([]byte, time.Time, 
 	err := m.core.DB.NewSelect().Model(&list).
 		Column("s.id", "s.user_id", "s.slug", "s.name", "s.description", "s.start", "s.duration", "s.updated_at", "s.private").
 		Where("s.user_id = ? AND s.archive = ? AND s.private = ? AND s.off = ? AND s.radio = ? AND s.downloads_off = ?", u.ID, true, false, false, false, false).
-		Where("EXISTS (SELECT 1 FROM show_downloads AS sd WHERE sd.show_id = s.id AND sd.ready = ?)", true).
+		Where("EXISTS (SELECT 1 FROM show_downloads AS sd WHERE sd.show_id = s.id AND sd.ready = ? AND sd.audio_size > 0)", true).
 		OrderExpr("s.start DESC, s.id DESC").Limit(MaxEpisodes).Scan(ctx)
 	if err != nil {
 		return nil, time.Time{}, fmt.Errorf("podcast: shows of user %d: %w", u.ID, err)

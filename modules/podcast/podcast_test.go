@@ -182,14 +182,16 @@ func TestFeedNotFound(t *testing.T) {
 }
 
 // TestFeedKeepsTheNewest: a feed lists at most podcast.MaxEpisodes
-// episodes, the newest.
+// episodes, the newest with an audio file.
 func TestFeedKeepsTheNewest(t *testing.T) {
 	env := onairtest.New(t, onairtest.Options{})
 	u, _ := env.CreateUser("Prolific")
 	ctx := context.Background()
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	n := podcast.MaxEpisodes + 5
-	list := make([]shows.Show, n)
+	// and the newest of all, archived without audio (its video download
+	// only): no episode.
+	list := make([]shows.Show, n+1)
 	for i := range list {
 		d := 60
 		at := start.Add(time.Duration(i) * time.Hour)
@@ -200,10 +202,11 @@ func TestFeedKeepsTheNewest(t *testing.T) {
 	if _, err := env.Core.DB.NewInsert().Model(&list).Exec(ctx); err != nil {
 		t.Fatal(err)
 	}
-	files := make([]downloads.File, n)
+	files := make([]downloads.File, n+1)
 	for i := range list {
 		files[i] = downloads.File{ShowID: list[i].ID, Ready: true, AudioSize: 1000 + int64(i), UpdatedAt: start}
 	}
+	files[n].AudioSize, files[n].VideoSize = 0, 5000
 	if _, err := env.Core.DB.NewInsert().Model(&files).Exec(ctx); err != nil {
 		t.Fatal(err)
 	}

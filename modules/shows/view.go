@@ -245,7 +245,7 @@ func (vs *Views) ViewerToken(showID int64) string {
 // Downloads are the URLs of an archived show's files (extension): the
 // audio as M4A and, for a show with video, the video as MP4.
 type Downloads struct {
-	Audio string  `json:"audio"`
+	Audio *string `json:"audio,omitempty"`
 	Video *string `json:"video,omitempty"`
 }
 
