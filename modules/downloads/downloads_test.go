@@ -11,7 +11,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/onair/onair/app"
 	"github.com/onair/onair/internal/broadcasttest"
 	"github.com/onair/onair/internal/onairtest"
 	"github.com/onair/onair/internal/testload"
@@ -223,6 +225,34 @@ func TestDisposition(t *testing.T) {
 		if got := downloads.Disposition(tc.name, 7, downloads.AudioFile); got != tc.want {
 			t.Errorf("Disposition(%q) = %q, want %q", tc.name, got, tc.want)
 		}
+	}
+}
+
+// TestDownloadsOff: with ONAIR_DOWNLOADS=false an archived show offers
+// no downloads, its files made before are not served and no file is made.
+func TestDownloadsOff(t *testing.T) {
+	env := onairtest.New(t, onairtest.Options{Configure: func(c *app.Config) { c.Set(downloads.SettingEnabled, false) }})
+	_, token := env.CreateUser("Quiet Station")
+	b := onairtest.CreateShow(t, env, token, map[string]any{"name": "Kept Close"})
+	ctx := context.Background()
+	// Archived with a recording, and files made before downloads went off.
+	if _, err := env.Core.DB.NewUpdate().Table("shows").Set("archive = ?, audio_url = ?", true, "/media/shows/1/archive_audio.m3u8").
+		Where("id = ?", b.ID).Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.Core.DB.NewInsert().Model(&downloads.File{ShowID: b.ID, Ready: true, AudioSize: 10, UpdatedAt: time.Now()}).Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+	s := env.Do("GET", fmt.Sprintf("/v1/shows/%d", b.ID), token, nil).Expect(t, http.StatusOK).JSON(t)["show"].(map[string]any)
+	if s["archive"] != true || s["downloads"] != nil {
+		t.Fatalf("downloads of an archived show with downloads off: archive %v, downloads %v", s["archive"], s["downloads"])
+	}
+	if resp, _ := get(t, fmt.Sprintf("%s/downloads/shows/%d/%s", env.URL, b.ID, downloads.AudioFile), ""); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("a file with downloads off: %d", resp.StatusCode)
+	}
+	m, _ := onairtest.Module[*downloads.Module](env)
+	if ready, err := m.Ready(ctx, []int64{b.ID}); err != nil || len(ready) != 0 {
+		t.Errorf("Ready with downloads off: %v %v", ready, err)
 	}
 }
 

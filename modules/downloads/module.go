@@ -26,13 +26,14 @@ func init() { app.Register(&Module{}) }
 type Module struct {
 	core   *app.Core
 	shows  *shows.Service
-	ffmpeg string // "" when ffmpeg is not on PATH: no downloads are made or offered
+	ffmpeg string // "" when ffmpeg is not on PATH or downloads are off: none are made or offered
 	signer signer
 
 	jobs chan int64 // shows to make files of, from this node's archived events
 }
 
 var (
+	_ app.Configurer   = (*Module)(nil)
 	_ app.Modeler      = (*Module)(nil)
 	_ app.Migrator     = (*Module)(nil)
 	_ app.Provisioner  = (*Module)(nil)
@@ -41,6 +42,17 @@ var (
 )
 
 func (*Module) Name() string { return "downloads" }
+
+// SettingEnabled turns the module's files off for the install: none made,
+// none offered, none served.
+const SettingEnabled = "ONAIR_DOWNLOADS"
+
+func (*Module) Settings() []app.Setting {
+	return []app.Setting{
+		{Env: SettingEnabled, Flag: "downloads", Default: "true",
+			Help: "make archived shows' downloads (M4A, MP4) and offer them on the show; false: none made, offered or served", Parse: app.ParseBoolSetting},
+	}
+}
 
 func (*Module) Models() []any { return []any{(*File)(nil)} }
 
@@ -65,6 +77,10 @@ func (m *Module) Provision(ctx context.Context, core *app.Core) error {
 	}
 	m.signer = signer{key: key}
 	m.jobs = make(chan int64, jobQueue)
+	if !app.Get[bool](core.Config, SettingEnabled) {
+		core.Log.Info("downloads off (" + SettingEnabled + "=false): archived shows offer none")
+		return nil
+	}
 	if m.ffmpeg, err = exec.LookPath("ffmpeg"); err != nil {
 		m.ffmpeg = ""
 		core.Log.Info("ffmpeg not on PATH: archived shows offer no downloads")
@@ -124,10 +140,11 @@ type File struct {
 	UpdatedAt time.Time `bun:"updated_at,notnull"`
 }
 
-// Ready returns the made files of the shows ids, by show id.
+// Ready returns the made files of the shows ids, by show id: none when
+// downloads are off or ffmpeg is missing (none are served then).
 func (m *Module) Ready(ctx context.Context, ids []int64) (map[int64]File, error) {
 	out := make(map[int64]File, len(ids))
-	if len(ids) == 0 {
+	if len(ids) == 0 || m.ffmpeg == "" {
 		return out, nil
 	}
 	var list []File
