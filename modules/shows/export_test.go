@@ -93,3 +93,11 @@ func SetNameMatchCaps(t interface{ Cleanup(func()) }, s *Service, keep int, scan
 	s.Lists.matches.m = nil
 	s.Lists.matches.mu.Unlock()
 }
+
+// SetGramSplitRows sets the estimate of a gram's rows past which a
+// name-only list reads them in ranges at once, until the test ends.
+func SetGramSplitRows(t interface{ Cleanup(func()) }, rows int64) {
+	n := gramSplitRows
+	gramSplitRows = rows
+	t.Cleanup(func() { gramSplitRows = n })
+}

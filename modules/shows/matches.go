@@ -1,6 +1,7 @@
 package shows
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -66,6 +67,38 @@ func (c *matchCache) put(key string, e matchSet) {
 	c.m[key] = e
 }
 
+// readMatches reads the public matches of f's term at generation gen
+// (nameMatches) once for every request that misses the cache at once,
+// and keeps them.
+func (l *Lister) readMatches(ctx context.Context, f *listFilter, key string, gen int64) (matchSet, error) {
+	// The read is shared: it runs detached from the request that
+	// happens to start it, so that one's cancellation does not
+	// fail the others.
+	shared := context.WithoutCancel(ctx)
+	v, err, _ := l.matches.flight.Do(strconv.FormatInt(gen, 10)+"|"+key, func() (any, error) {
+		if set, ok := l.matches.get(key, gen); ok {
+			return set, nil
+		}
+		set := matchSet{gen: gen}
+		rows, whole, err := l.publicMatches(shared, f)
+		if err != nil {
+			return nil, err
+		}
+		if len(rows) <= matchCap {
+			set.rows = rows
+		} else if whole {
+			// Every match, too many to keep: this request's only.
+			return matchSet{gen: gen, rows: rows}, nil
+		}
+		l.matches.put(key, set)
+		return set, nil
+	})
+	if err != nil {
+		return matchSet{}, err
+	}
+	return v.(matchSet), nil
+}
+
 // nameMatches answers a name-filtered list of a viewer from the term's
 // public matches (above). done is false when the list is not one it
 // serves (no filter, a term under three characters, one owner's list,
@@ -83,41 +116,39 @@ func (l *Lister) nameMatches(ctx context.Context, f *listFilter) (int, []int64, 
 	pq := q
 	pq.Viewer = nil
 	key := pq.pageKey(f.tagID)
-	set, ok := l.matches.get(key, gen)
-	if !ok {
-		// The read is shared: it runs detached from the request that
-		// happens to start it, so that one's cancellation does not
-		// fail the others.
-		shared := context.WithoutCancel(ctx)
-		v, err, _ := l.matches.flight.Do(strconv.FormatInt(gen, 10)+"|"+key, func() (any, error) {
-			if set, ok := l.matches.get(key, gen); ok {
-				return set, nil
-			}
-			set := matchSet{gen: gen}
-			rows, whole, err := l.publicMatches(shared, f)
-			if err != nil {
-				return nil, err
-			}
-			if len(rows) <= matchCap {
-				set.rows = rows
-			} else if whole {
-				// Every match, too many to keep: this request's only.
-				return matchSet{gen: gen, rows: rows}, nil
-			}
-			l.matches.put(key, set)
-			return set, nil
-		})
+	var own []matchRow
+	set, hit := l.matches.get(key, gen)
+	if hit {
+		if set.rows == nil {
+			return 0, nil, false, nil
+		}
+		if own, err = l.matchRows(ctx, f, seeHidden, 0); err != nil {
+			return 0, nil, false, err
+		}
+	} else {
+		// A miss reads the public matches, from disk after a start: the
+		// viewer's own hidden shows are read beside them.
+		type ownRows struct {
+			rows []matchRow
+			err  error
+		}
+		ownc := make(chan ownRows, 1)
+		go func() {
+			rows, err := l.matchRows(ctx, f, seeHidden, 0)
+			ownc <- ownRows{rows, err}
+		}()
+		set, err = l.readMatches(ctx, f, key, gen)
+		o := <-ownc
 		if err != nil {
 			return 0, nil, false, err
 		}
-		set = v.(matchSet)
-	}
-	if set.rows == nil {
-		return 0, nil, false, nil
-	}
-	own, err := l.matchRows(ctx, f, seeHidden, 0)
-	if err != nil {
-		return 0, nil, false, err
+		if set.rows == nil {
+			return 0, nil, false, nil
+		}
+		if o.err != nil {
+			return 0, nil, false, o.err
+		}
+		own = o.rows
 	}
 	// The viewer's own hidden shows are not public; one that is in the
 	// public matches all the same (a gram row's stale copy of its
@@ -280,11 +311,8 @@ func scanMatches(ctx context.Context, sel *bun.SelectQuery, f *listFilter) ([]ma
 
 // cmpListOrder compares two rows in list order, for slices.SortFunc.
 func cmpListOrder(a, b matchRow) int {
-	switch {
-	case before(a, b):
-		return -1
-	case before(b, a):
-		return 1
+	if c := b.Start.Compare(a.Start); c != 0 {
+		return c
 	}
-	return 0
+	return cmp.Compare(b.ID, a.ID)
 }

@@ -261,14 +261,24 @@ func TestNameMatchesInChunks(t *testing.T) {
 		}
 		want := read(3, 0)
 		// Name-only lists read their gram's rows (gramMatches) unless
-		// the gram is over the scan cap; a match list over the kept cap
-		// read whole answers its request alone.
+		// the gram is over the scan cap: sunrise's rarest gram has 23
+		// rows and 14 public matches (cap 5: the rows, estimated past
+		// twice the cap, are not read; 12: read, the matches past the cap
+		// dropped; 14: at the cap); a match list over the kept cap read
+		// whole answers its request alone.
 		keep := func(keep int, scan int64) []string {
 			t.Helper()
 			shows.SetNameMatchCaps(t, f.svc, keep, scan)
 			return read(3, 1000)
 		}
-		for _, got := range [][]string{read(3, 1000), read(1, 1000), read(500, 1000), keep(20_000, -1), keep(2, 1_000_000), keep(2, -1)} {
+		// A gram's rows read in ranges at once (its estimate past 0).
+		split := func(scan int64) []string {
+			t.Helper()
+			shows.SetGramSplitRows(t, 0)
+			return keep(20_000, scan)
+		}
+		for _, got := range [][]string{read(3, 1000), read(1, 1000), read(500, 1000), keep(20_000, -1), keep(20_000, 5), keep(20_000, 12), keep(20_000, 14), keep(2, 1_000_000), keep(2, -1),
+			split(1_000_000), split(12), split(14)} {
 			for i := range want {
 				if got[i] != want[i] {
 					t.Errorf("%+v: chunked %s, one statement %s", queries[i], got[i], want[i])
