@@ -56,7 +56,15 @@ const (
 )
 
 const (
-	tickInterval = 10 * time.Millisecond
+	// fastTick is the tick while a connection recovers a loss: SRT's
+	// period of acknowledgements. Otherwise a connection asks for a third
+	// of its latency, within fastTick and maxTick: every wake of a Go
+	// process costs (0.1–0.5 ms of CPU with the runtime's own threads on
+	// a small VM), and a healthy stream needs no more, a loss being
+	// reported at the first tick that sees it, with two thirds of the
+	// latency left for the retransmission.
+	fastTick = 10 * time.Millisecond
+	maxTick  = 100 * time.Millisecond
 	// peerIdle ends a connection from which nothing came for this long
 	// (libsrt's SRTO_PEERIDLETIMEO).
 	peerIdle = 5 * time.Second
@@ -66,8 +74,8 @@ const (
 	// does not starve the ticks.
 	maxDrain = 1 << 14
 	// queueTicks bounds a connection's deliveries not yet read, in
-	// ticks: a reader that far behind is cut off.
-	queueTicks = 256
+	// ticks (batches): a reader that far behind is cut off.
+	queueTicks = 128
 	maxMSS     = 1500
 	srtVersion = 0x010401
 )
@@ -103,7 +111,9 @@ type listener struct {
 	conns   map[uint32]*lconn
 	out     bytes.Buffer
 	buf     []byte
+	oob     [64]byte
 	shut    bool
+	next    time.Duration // until the next tick
 }
 
 func newListener(addr net.Addr, latency time.Duration) (*listener, error) {
@@ -141,6 +151,7 @@ func listen(addr string, latency time.Duration) (*listener, error) {
 		return nil, err
 	}
 	_ = pc.SetReadBuffer(4 << 20) // a tick of many streams; the kernel may cap it
+	enableRxTime(raw)
 	ln, err := newListener(pc.LocalAddr(), latency)
 	if err != nil {
 		pc.Close()
@@ -152,29 +163,45 @@ func listen(addr string, latency time.Duration) (*listener, error) {
 	return ln, nil
 }
 
-// run is the socket's goroutine.
+// run is the socket's goroutine. With no connection it sleeps until a
+// datagram comes; with connections it works every tick.
 func (ln *listener) run() {
 	defer close(ln.done)
-	t := time.NewTicker(tickInterval)
+	t := time.NewTimer(fastTick)
 	defer t.Stop()
 	for {
+		ln.mu.Lock()
+		idle := len(ln.conns) == 0
+		next := ln.next
+		ln.mu.Unlock()
+		if idle {
+			if !ln.drain(true) {
+				return // the socket is closed
+			}
+			t.Reset(fastTick)
+			continue
+		}
+		t.Reset(next)
 		select {
 		case <-ln.closed:
 			return
-		case now := <-t.C:
-			ln.mu.Lock()
-			ln.drain(now)
-			ln.tick(now)
-			ln.mu.Unlock()
+		case <-t.C:
+			ln.drain(false)
 		}
 	}
 }
 
-// drain reads the datagrams queued on the socket without waiting.
-func (ln *listener) drain(now time.Time) {
-	_ = ln.raw.Read(func(fd uintptr) bool {
-		for range maxDrain {
-			n, from, err := unix.Recvfrom(int(fd), ln.buf, unix.MSG_DONTWAIT)
+// drain reads the datagrams queued on the socket without waiting for
+// more, then ticks; wait first waits for one. It reports whether the
+// socket is open.
+func (ln *listener) drain(wait bool) bool {
+	err := ln.raw.Read(func(fd uintptr) bool {
+		ln.mu.Lock()
+		defer ln.mu.Unlock()
+		now := time.Now()
+		n := 0
+		for ; n < maxDrain; n++ {
+			size, oobn, _, from, err := unix.Recvmsg(int(fd), ln.buf, ln.oob[:], unix.MSG_DONTWAIT)
 			if err != nil {
 				break // EAGAIN: drained (or the socket is closing)
 			}
@@ -187,13 +214,22 @@ func (ln *listener) drain(now time.Time) {
 			default:
 				continue
 			}
-			if n > maxMSS {
+			if size > maxMSS {
 				continue // truncated: larger than any SRT packet
 			}
-			ln.handle(ln.buf[:n], ap, now)
+			at := now // the arrival, for round trips
+			if t, ok := rxTime(ln.oob[:oobn]); ok && t.Before(now) {
+				at = t
+			}
+			ln.handle(ln.buf[:size], ap, at)
 		}
+		if wait && n == 0 {
+			return false // nothing yet: the poller waits for the socket
+		}
+		ln.tick(now)
 		return true
 	})
+	return err == nil
 }
 
 // handle takes one datagram. ln.mu is held.
@@ -342,12 +378,17 @@ func (ln *listener) writeTo(b []byte, to netip.AddrPort) {
 // tick runs every connection's receiver and hands out its deliveries.
 // ln.mu is held.
 func (ln *listener) tick(now time.Time) {
+	ln.next = maxTick
 	for _, c := range ln.conns {
 		if now.Sub(c.lastRecv) > peerIdle {
 			ln.end(c, errPeerIdle, true)
 			continue
 		}
 		c.recv.Tick(c.tsbpdBase + uint64(now.Sub(c.start).Microseconds()))
+		if now.Before(c.recovering) {
+			ln.next = fastTick
+		}
+		ln.next = min(ln.next, c.tick)
 		if len(c.batch) == 0 {
 			continue
 		}
@@ -405,8 +446,8 @@ func (ln *listener) close() {
 		ln.mu.Unlock()
 		close(ln.closed)
 		if ln.pc != nil {
-			<-ln.done
 			ln.pc.Close()
+			<-ln.done
 		}
 	})
 }
@@ -487,6 +528,7 @@ func (r *request) Accept() (*lconn, error) {
 		start:      r.start,
 		tsbpdBase:  uint64(r.timestamp),
 		tsbpdDelay: uint64(recvDelay) * 1000,
+		tick:       min(max(time.Duration(recvDelay)*time.Millisecond/3, fastTick), maxTick),
 		crypto:     r.crypto,
 		passphrase: r.passphrase,
 		lastRecv:   time.Now(),
@@ -551,6 +593,8 @@ type lconn struct {
 	passphrase string
 	recv       congestion.Receiver
 	lastRecv   time.Time
+	recovering time.Time     // until when to tick fast: a loss was reported
+	tick       time.Duration // the tick it asks for otherwise
 	hsResp     []byte
 	batch      []packet.Packet
 	rtt        float64 // microseconds
@@ -673,7 +717,10 @@ func (c *lconn) sendACK(seq circular.Number, lite bool) {
 
 // sendNAK is the receiver's loss report (4.8.2), under ln.mu.
 func (c *lconn) sendNAK(from, to circular.Number) {
-	p := c.ctrlPacket(packet.CTRLTYPE_NAK, time.Now())
+	now := time.Now()
+	c.recovering = now.Add(time.Duration(c.tsbpdDelay) * time.Microsecond)
+	c.ln.next = fastTick
+	p := c.ctrlPacket(packet.CTRLTYPE_NAK, now)
 	p.MarshalCIF(&packet.CIFNAK{LostPacketSequenceNumber: []circular.Number{from, to}})
 	c.ln.sendPacket(p, c.remote)
 }
