@@ -270,7 +270,7 @@ func (ln *listener) handshake(data []byte, from netip.AddrPort, now time.Time) {
 	}
 	defer p.Decommission()
 	cif := &packet.CIFHandshake{}
-	if err := p.UnmarshalCIF(cif); err != nil {
+	if !framed(p.Data()) || safely(func() error { return p.UnmarshalCIF(cif) }) != nil {
 		return
 	}
 	switch cif.HandshakeType {
@@ -322,6 +322,40 @@ func (ln *listener) handshake(data []byte, from netip.AddrPort, now time.Time) {
 			ln.reject(from, cif, rejBacklog)
 		}
 	}
+}
+
+// framed reports whether a handshake's extensions (after its 48 bytes)
+// are whole: gosrt's parser reads them unchecked and panics on a
+// truncated one.
+func framed(b []byte) bool {
+	if len(b) < 48 {
+		return true // too short: the parser refuses it
+	}
+	for b = b[48:]; len(b) > 0; {
+		if len(b) < 4 {
+			return false
+		}
+		n := 4 + int(binary.BigEndian.Uint16(b[2:]))*4
+		if n > len(b) {
+			return false
+		}
+		b = b[n:]
+	}
+	return true
+}
+
+// errParser is a panic of a parser of untrusted bytes, recovered.
+var errParser = errors.New("srt: malformed packet")
+
+// safely runs a library parser of untrusted bytes, turning a panic into
+// an error.
+func safely(f func() error) (err error) {
+	defer func() {
+		if recover() != nil {
+			err = errParser
+		}
+	}()
+	return f()
 }
 
 // checkConclusion checks a caller's conclusion: HSv5, live mode.
@@ -478,7 +512,7 @@ func (r *request) SetPassphrase(passphrase string) error {
 	if r.crypto == nil {
 		return errors.New("srt: the caller does not encrypt")
 	}
-	if err := r.crypto.UnmarshalKM(r.cif.SRTKM, passphrase); err != nil {
+	if err := safely(func() error { return r.crypto.UnmarshalKM(r.cif.SRTKM, passphrase) }); err != nil {
 		return err
 	}
 	r.passphrase = passphrase
@@ -671,7 +705,8 @@ func (c *lconn) control(p packet.Packet, now time.Time) {
 		if h.SubType == packet.EXTTYPE_KMREQ && c.crypto != nil {
 			// The caller's next key (6.1.6): unwrap and confirm.
 			km := &packet.CIFKeyMaterialExtension{}
-			if p.UnmarshalCIF(km) != nil || c.crypto.UnmarshalKM(km, c.passphrase) != nil {
+			if safely(func() error { return p.UnmarshalCIF(km) }) != nil ||
+				safely(func() error { return c.crypto.UnmarshalKM(km, c.passphrase) }) != nil {
 				return
 			}
 			r := c.ctrlPacket(packet.CTRLTYPE_USER, now)
