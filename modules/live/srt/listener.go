@@ -83,6 +83,18 @@ const (
 // errSlowReader cuts off a connection whose reader fell queueTicks behind.
 var errSlowReader = errors.New("srt: the stream's reader fell behind")
 
+// maxBuffered bounds the packets a connection's receiver holds (those
+// waiting for their delivery time and those past a gap), libsrt's
+// default receive buffer (SRTO_RCVBUF, 8,192 packets, ~12 MB): a caller
+// that sends timestamps far ahead, jumps its sequence numbers or asks for
+// a latency it then outruns is cut off there rather than growing the
+// process's memory at its sending rate. (A variable for the tests.)
+var maxBuffered uint64 = 8192
+
+// errBufferFull cuts off a connection whose receiver holds maxBuffered
+// packets.
+var errBufferFull = errors.New("srt: the receive buffer is full")
+
 // errPeerIdle ends a connection from which nothing came for peerIdle.
 var errPeerIdle = errors.New("srt: nothing received from the peer")
 
@@ -676,6 +688,9 @@ func (c *lconn) data(p packet.Packet) {
 		_ = c.crypto.EncryptOrDecryptPayload(p.Data(), h.KeyBaseEncryptionFlag, h.PacketSequenceNumber.Val())
 	}
 	c.recv.Push(p)
+	if c.recv.Stats().PktBuf > maxBuffered {
+		c.ln.end(c, errBufferFull, true)
+	}
 }
 
 // control answers a control packet.

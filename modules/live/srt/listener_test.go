@@ -72,6 +72,71 @@ send:
 	})
 }
 
+// A caller whose packets wait longer than the receive buffer holds (a
+// latency of 30 s it then fills) is cut off at maxBuffered packets, and
+// told; the listener goes on serving.
+func TestListenerBufferBounded(t *testing.T) {
+	keep := maxBuffered
+	maxBuffered = 64
+	t.Cleanup(func() { maxBuffered = keep })
+	ln, err := listen("127.0.0.1:0", DefaultLatency)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.close()
+	accepted := make(chan *lconn, 1)
+	go func() {
+		req, err := ln.accept()
+		if err != nil {
+			return
+		}
+		c, err := req.Accept()
+		if err != nil {
+			t.Error(err)
+		}
+		accepted <- c
+	}()
+	cfg := gosrt.DefaultConfig()
+	cfg.StreamId = "good"
+	cfg.PeerLatency = 30 * time.Second
+	caller, err := gosrt.Dial("srt", ln.addr.String(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer caller.Close()
+	c := <-accepted
+	read := make(chan error, 1)
+	go func() {
+		_, err := io.Copy(io.Discard, c)
+		read <- err
+	}()
+	payload := make([]byte, 1316)
+	tick := time.NewTicker(2 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(testload.Patience)
+	sent := 0
+send:
+	for {
+		select {
+		case <-c.gone:
+			break send
+		case <-deadline:
+			t.Fatalf("never cut off after %d packets held 30 s", sent)
+		case <-tick.C:
+			if _, err := caller.Write(payload); err != nil {
+				break send
+			}
+			sent++
+		}
+	}
+	if err := <-read; !errors.Is(err, errBufferFull) {
+		t.Errorf("read after the cut: %v", err)
+	}
+	if sent > 4*int(maxBuffered) {
+		t.Errorf("cut off after %d packets sent, past %d buffered", sent, maxBuffered)
+	}
+}
+
 // A caller with the passphrase is read in clear; with the wrong one it is
 // refused with REJ_BADSECRET.
 func TestServerPassphrase(t *testing.T) {
