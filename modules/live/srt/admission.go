@@ -6,8 +6,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	gosrt "github.com/datarhei/gosrt"
-
 	"github.com/onair/onair/modules/live/rtmp"
 )
 
@@ -66,29 +64,29 @@ func limitOr(n, def int) int {
 // admitRequest decides a handshake request before anything is asked of
 // the Handler: the streamid, the throttle, the pools. It returns the new
 // pending conn, or nil and the rejection.
-func (s *Server) admitRequest(req gosrt.ConnRequest) (*conn, gosrt.RejectionReason) {
+func (s *Server) admitRequest(req *request) (*conn, rejection) {
 	remote := req.RemoteAddr()
 	if remote == nil {
-		return nil, gosrt.REJ_ROGUE
+		return nil, rejRogue
 	}
-	key, err := ParseStreamID(req.StreamId())
+	key, err := ParseStreamID(req.StreamID())
 	switch err {
 	case nil:
 	case ErrNotPublish:
-		return nil, gosrt.REJX_BAD_MODE
+		return nil, rejxBadMode
 	default:
-		return nil, gosrt.REJX_BAD_REQUEST
+		return nil, rejxBadRequest
 	}
 	addr := rtmp.AddrKey(remote)
 	now := time.Now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed || s.draining {
-		return nil, gosrt.REJX_DOWN
+		return nil, rejxDown
 	}
 	if s.adm.throttle.Wait(addr, key, now) > 0 {
 		s.counts.throttled.Add(1)
-		return nil, gosrt.REJX_UNAUTHORIZED
+		return nil, rejxUnauth
 	}
 	a := &s.adm
 	if a.addrs == nil {
@@ -103,7 +101,7 @@ func (s *Server) admitRequest(req gosrt.ConnRequest) (*conn, gosrt.RejectionReas
 	}
 	if a.pending.Len()+a.publishers >= limitOr(s.MaxConnections, rtmp.DefaultMaxConnections) && !s.evictOldest("") {
 		s.counts.refusedFull.Add(1)
-		return nil, gosrt.REJX_OVERLOAD
+		return nil, rejxOverload
 	}
 	if ac = a.addrs[addr]; ac == nil {
 		ac = &addrCount{}

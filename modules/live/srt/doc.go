@@ -1,6 +1,7 @@
-// Package srt is the SRT ingest of the live module: a listener
-// (github.com/datarhei/gosrt, pure Go) that takes MPEG-TS from SRT callers
-// in publish mode, H.264 and AAC, and turns it into the stream core's
+// Package srt is the SRT ingest of the live module: a listener of its own
+// (listener.go, built on github.com/datarhei/gosrt's packet, crypto and
+// congestion/live packages, not on its connections) that takes MPEG-TS
+// from SRT callers in publish mode, H.264 and AAC, and turns it into the stream core's
 // access units (demux.go: github.com/bluenviron/mediacommon's MPEG-TS
 // reader finds the program map and the tracks, then tsread.go reassembles
 // the PES of the two tracks in reused buffers and splits H.264 at its
@@ -11,4 +12,13 @@
 // Admission follows the RTMP server's rules (admission.go): a deadline to
 // start sending media, caps per address and in all, and the stream key
 // throttle.
+//
+// The listener is one goroutine per UDP socket, none per connection: it
+// sleeps on the socket while no caller is connected; otherwise it wakes
+// every tick (a third of the latency, 10 ms while a loss is being
+// recovered), drains the socket with non-blocking reads, answers
+// handshakes and control packets, pushes data into each connection's
+// gosrt receiver (loss list, ACK, NAK, TSBPD delivery, too-late drop),
+// ticks the receivers and hands each connection's deliveries of the tick
+// to its reader as one batch; a reader 128 batches behind is cut off.
 package srt

@@ -119,7 +119,7 @@ type Server struct {
 	MaxPublishersPerAddr int
 	KeyThrottle          time.Duration
 
-	ln       gosrt.Listener
+	ln       *listener
 	mu       sync.Mutex
 	conns    map[*conn]struct{}
 	closed   bool
@@ -135,7 +135,7 @@ type conn struct {
 	addr   string // admission key of the remote address
 	key    string
 	remote net.Addr
-	srt    atomic.Pointer[gosrt.Conn]
+	srt    atomic.Pointer[lconn]
 	sink   Sink
 	ctx    context.Context
 	cancel context.CancelCauseFunc
@@ -160,7 +160,7 @@ func Config(latency time.Duration, passphrase string) gosrt.Config {
 
 // Listen opens the UDP socket at addr.
 func (s *Server) Listen(addr string) error {
-	ln, err := gosrt.Listen("srt", addr, Config(s.Latency, s.Passphrase))
+	ln, err := listen(addr, durationOr(s.Latency, DefaultLatency))
 	if err != nil {
 		return err
 	}
@@ -175,7 +175,7 @@ func (s *Server) Addr() net.Addr {
 	if s.ln == nil {
 		return nil
 	}
-	return s.ln.Addr()
+	return s.ln.addr
 }
 
 // Conns counts the connections open or being admitted.
@@ -205,15 +205,9 @@ func (s *Server) Serve() error {
 		return errors.New("srt: server without handler or listener")
 	}
 	for {
-		req, err := s.ln.Accept2()
+		req, err := s.ln.accept()
 		if err != nil {
-			s.mu.Lock()
-			closed := s.closed
-			s.mu.Unlock()
-			if closed || errors.Is(err, gosrt.ErrListenerClosed) {
-				return ErrServerClosed
-			}
-			return fmt.Errorf("srt accept: %w", err)
+			return ErrServerClosed
 		}
 		s.wg.Add(1)
 		go s.handle(req)
@@ -221,7 +215,7 @@ func (s *Server) Serve() error {
 }
 
 // handle runs one caller: the handshake's decision, then its stream.
-func (s *Server) handle(req gosrt.ConnRequest) {
+func (s *Server) handle(req *request) {
 	defer s.wg.Done()
 	c, reason := s.admitRequest(req)
 	if c == nil {
@@ -239,7 +233,7 @@ func (s *Server) handle(req gosrt.ConnRequest) {
 		}
 		c.cancel(err)
 		if sc := c.srt.Load(); sc != nil {
-			(*sc).Close()
+			sc.Close()
 		}
 		if c.sink != nil {
 			c.sink.Close(err)
@@ -255,22 +249,22 @@ func (s *Server) handle(req gosrt.ConnRequest) {
 
 // publish checks the caller's secrets and asks the Handler, then accepts
 // the connection; a refusal is sent as an SRT rejection.
-func (s *Server) publish(c *conn, req gosrt.ConnRequest) error {
+func (s *Server) publish(c *conn, req *request) error {
 	switch {
 	case s.Passphrase == "" && req.IsEncrypted():
-		req.Reject(gosrt.REJ_UNSECURE)
+		req.Reject(rejUnsecure)
 		return errRefused
 	case s.Passphrase != "" && !req.IsEncrypted():
-		req.Reject(gosrt.REJ_UNSECURE)
+		req.Reject(rejUnsecure)
 		return errRefused
 	case s.Passphrase != "":
 		if err := req.SetPassphrase(s.Passphrase); err != nil {
-			req.Reject(gosrt.REJ_BADSECRET)
+			req.Reject(rejBadSecret)
 			return errRefused
 		}
 	}
 	if err := s.publisherRoom(c); err != nil {
-		req.Reject(gosrt.REJX_OVERLOAD)
+		req.Reject(rejxOverload)
 		return err
 	}
 	sink, err := s.Handler.Publish(c.ctx, PublishRequest{Key: c.key, RemoteAddr: c.remote,
@@ -279,11 +273,11 @@ func (s *Server) publish(c *conn, req gosrt.ConnRequest) error {
 	if err != nil {
 		switch {
 		case errors.Is(err, ErrUnauthorized):
-			req.Reject(gosrt.REJX_UNAUTHORIZED)
+			req.Reject(rejxUnauth)
 		case errors.Is(err, ErrUnavailable):
-			req.Reject(gosrt.REJX_DOWN)
+			req.Reject(rejxDown)
 		default:
-			req.Reject(gosrt.REJX_FORBIDDEN)
+			req.Reject(rejxForbidden)
 		}
 		return errRefused
 	}
@@ -292,7 +286,7 @@ func (s *Server) publish(c *conn, req gosrt.ConnRequest) error {
 	if err != nil {
 		return err
 	}
-	c.srt.Store(&sc)
+	c.srt.Store(sc)
 	if err := context.Cause(c.ctx); err != nil {
 		return err // cut off during the handshake
 	}
@@ -308,7 +302,7 @@ func (c *conn) run() error {
 	stop := c.watch()
 	defer stop()
 	r := readerFunc(func(p []byte) (int, error) {
-		n, err := (*c.srt.Load()).Read(p)
+		n, err := c.srt.Load().Read(p)
 		if n > 0 {
 			c.last.Store(time.Now().UnixNano())
 		}
@@ -377,15 +371,7 @@ func (c *conn) link() LinkStats {
 	if sc == nil {
 		return LinkStats{}
 	}
-	var st gosrt.Statistics
-	(*sc).Stats(&st)
-	return LinkStats{
-		RTT:           time.Duration(st.Instantaneous.MsRTT * float64(time.Millisecond)),
-		Received:      st.Accumulated.PktRecv,
-		Lost:          st.Accumulated.PktRecvLoss,
-		Retransmitted: st.Accumulated.PktRecvRetrans,
-		Dropped:       st.Accumulated.PktRecvDrop,
-	}
+	return sc.Stats()
 }
 
 // CloseListener stops admitting callers (they are refused with
@@ -411,7 +397,7 @@ func (s *Server) Close() error {
 		c.kill(ErrServerClosed)
 	}
 	if s.ln != nil {
-		s.ln.Close()
+		s.ln.close()
 	}
 	s.wg.Wait()
 	return nil
