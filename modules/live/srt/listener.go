@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/netip"
+	"os"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -187,7 +188,13 @@ func (ln *listener) run() {
 		next := ln.next
 		ln.mu.Unlock()
 		if idle {
-			if !ln.drain(true) {
+			// Asleep until a datagram comes, or peerIdle: a caller
+			// accepted meanwhile (on another goroutine) that then sends
+			// nothing is cut off at the next look.
+			_ = ln.pc.SetReadDeadline(time.Now().Add(peerIdle))
+			err := ln.drain(true)
+			_ = ln.pc.SetReadDeadline(time.Time{})
+			if err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
 				return // the socket is closed
 			}
 			t.Reset(fastTick)
@@ -204,9 +211,9 @@ func (ln *listener) run() {
 }
 
 // drain reads the datagrams queued on the socket without waiting for
-// more, then ticks; wait first waits for one. It reports whether the
-// socket is open.
-func (ln *listener) drain(wait bool) bool {
+// more, then ticks; wait first waits for one. Its error is the socket's
+// (closed, or the read deadline passed).
+func (ln *listener) drain(wait bool) error {
 	err := ln.raw.Read(func(fd uintptr) bool {
 		ln.mu.Lock()
 		defer ln.mu.Unlock()
@@ -241,7 +248,7 @@ func (ln *listener) drain(wait bool) bool {
 		ln.tick(now)
 		return true
 	})
-	return err == nil
+	return err
 }
 
 // handle takes one datagram. ln.mu is held.

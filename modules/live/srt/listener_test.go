@@ -137,6 +137,45 @@ send:
 	}
 }
 
+// A caller accepted while the listener sleeps (no other connection) that
+// then sends nothing is cut off after peerIdle: the sleep ends at
+// peerIdle too.
+func TestListenerSilentCallerCut(t *testing.T) {
+	ln, err := listen("127.0.0.1:0", DefaultLatency)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.close()
+	udp, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer udp.Close()
+	from := udp.LocalAddr().(*net.UDPAddr).AddrPort()
+	to := ln.addr.(*net.UDPAddr)
+	if _, err := udp.WriteToUDP(conclusion(ln, from, 7), to); err != nil {
+		t.Fatal(err)
+	}
+	req, err := ln.accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := req.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The caller says nothing more.
+	start := time.Now()
+	select {
+	case <-c.gone:
+	case <-time.After(peerIdle + testload.Patience):
+		t.Fatalf("a silent caller still connected after %s", time.Since(start))
+	}
+	if _, err := io.Copy(io.Discard, c); !errors.Is(err, errPeerIdle) {
+		t.Errorf("read after the cut: %v", err)
+	}
+}
+
 // A caller with the passphrase is read in clear; with the wrong one it is
 // refused with REJ_BADSECRET.
 func TestServerPassphrase(t *testing.T) {
