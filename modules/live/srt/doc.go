@@ -14,11 +14,15 @@
 // throttle.
 //
 // The listener is one goroutine per UDP socket, none per connection: it
-// sleeps on the socket while no caller is connected; otherwise it wakes
+// sleeps on the socket while no caller is connected (at most the 5 s of
+// the peer-idle timeout, so that a caller accepted meanwhile is looked
+// at); otherwise it wakes
 // every tick (a third of the latency, 10 ms while a loss is being
 // recovered), drains the socket with non-blocking reads, answers
 // handshakes and control packets, pushes data into each connection's
 // gosrt receiver (loss list, ACK, NAK, TSBPD delivery, too-late drop),
 // ticks the receivers and hands each connection's deliveries of the tick
-// to its reader as one batch; a reader 128 batches behind is cut off.
+// to its reader as one batch; a reader 128 batches behind is cut off, and
+// so is a connection whose receiver holds 8,192 packets (libsrt's default
+// receive buffer).
 package srt
