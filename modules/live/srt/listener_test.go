@@ -17,14 +17,9 @@ import (
 	"github.com/onair/onair/internal/testload"
 )
 
-// A reader that stops reading is cut off once its deliveries fill the
-// queue, and the caller is told; the listener goes on serving.
-func TestListenerSlowReaderCut(t *testing.T) {
-	ln, err := listen("127.0.0.1:0", DefaultLatency)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.close()
+// acceptOne accepts the listener's first caller, on a goroutine of its
+// own as the server does.
+func acceptOne(t *testing.T, ln *listener) <-chan *lconn {
 	accepted := make(chan *lconn, 1)
 	go func() {
 		req, err := ln.accept()
@@ -35,8 +30,20 @@ func TestListenerSlowReaderCut(t *testing.T) {
 		if err != nil {
 			t.Error(err)
 		}
-		accepted <- c // and never read
+		accepted <- c
 	}()
+	return accepted
+}
+
+// A reader that stops reading is cut off once its deliveries fill the
+// queue, and the caller is told; the listener goes on serving.
+func TestListenerSlowReaderCut(t *testing.T) {
+	ln, err := listen("127.0.0.1:0", DefaultLatency)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.close()
+	accepted := acceptOne(t, ln) // and never read
 	caller, err := dial(ln.addr.String(), "good")
 	if err != nil {
 		t.Fatal(err)
@@ -84,18 +91,7 @@ func TestListenerBufferBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.close()
-	accepted := make(chan *lconn, 1)
-	go func() {
-		req, err := ln.accept()
-		if err != nil {
-			return
-		}
-		c, err := req.Accept()
-		if err != nil {
-			t.Error(err)
-		}
-		accepted <- c
-	}()
+	accepted := acceptOne(t, ln)
 	cfg := gosrt.DefaultConfig()
 	cfg.StreamId = "good"
 	cfg.PeerLatency = 30 * time.Second
