@@ -70,10 +70,12 @@ func openConns(t *testing.T, env *onairtest.Env) float64 {
 }
 
 // holdAdmitted holds n connections to env's server once the server has
-// admitted every one of them. The test client's keep-alive connection of
-// the server's readiness check counts against the caps until the server
-// sees it close, so it is closed, and gone, first: otherwise it could
-// take one of the n places, and give it back at any moment.
+// admitted every one of them; the function it returns closes them and
+// waits until the server has seen every one close. The test client's
+// keep-alive connection of the server's readiness check counts against
+// the caps until the server sees it close, so it is closed, and gone,
+// first: otherwise it could take one of the n places, and give it back at
+// any moment.
 func holdAdmitted(t *testing.T, env *onairtest.Env, n int) func() {
 	t.Helper()
 	count := func(want float64) func() error {
@@ -86,9 +88,14 @@ func holdAdmitted(t *testing.T, env *onairtest.Env, n int) func() {
 	}
 	env.Client.CloseIdleConnections()
 	eventually(t, 30*time.Second, "the client's idle connection closed", count(0))
-	release := holdConns(t, hostOf(env), n)
+	closeAll := holdConns(t, hostOf(env), n)
 	eventually(t, 30*time.Second, "the held connections admitted", count(float64(n)))
-	return release
+	// Released means gone from the server's count too: a request made
+	// while it still counts some of them could be refused.
+	return func() {
+		closeAll()
+		eventually(t, 30*time.Second, "the held connections closed", count(0))
+	}
 }
 
 // rawGet sends one request on a fresh connection and reads the answer.
