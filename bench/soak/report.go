@@ -36,8 +36,8 @@ func (r Result) Markdown() string {
 		fmt.Fprintf(&b, "| %s | %s | %s–%s | %s (%.1f %%, at %s) | %s | %s |\n", ch.Name, ch.fmt(ch.Baseline), ch.fmt(ch.Min), ch.fmt(ch.Max),
 			ch.fmt(ch.Worst), pct, short(ch.WorstAt.Round(time.Second)), ch.fmt(ch.Allowed), mark)
 	}
-	fmt.Fprintf(&b, "\nAllowed: %.0f %% of the baseline, or %d MiB of RSS, %d goroutines, %d descriptors when larger.\n\n",
-		100*c.Bound, c.RSSSlackMiB, c.GoroutineSlack, c.FDSlack)
+	fmt.Fprintf(&b, "\nAllowed: %.0f %% of the baseline, or %d MiB of RSS, %d goroutines, %d descriptors when larger. Each figure of a sample is the least of %d readings %s apart.\n\n",
+		100*c.Bound, c.RSSSlackMiB, c.GoroutineSlack, c.FDSlack, readings, readingEvery)
 
 	b.WriteString("| at | RSS MiB | goroutines | fds | load | segments | parts | HLS errors | chats posted | chats delivered | webhooks |\n|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|\n")
 	for _, s := range r.Samples {
