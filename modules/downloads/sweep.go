@@ -44,7 +44,7 @@ const (
 	// sweeps' period until the walk is done.
 	backfillPage  = 1000
 	backfillPages = 100
-	backfillEvery = time.Minute
+	backfillEvery = 10 * time.Second
 )
 
 // sweepState is the backfill's cursor, one row (id 1) shared by the nodes.
@@ -138,7 +138,12 @@ func (m *Module) claim(ctx context.Context, id int64) (bool, error) {
 // sweep advances the backfill, then makes the shows due when it began,
 // oldest due first, until none is left or ctx ends.
 func (m *Module) sweep(ctx context.Context) (st SweepStats) {
+	began := time.Now()
 	defer func() {
+		if st.BackfillRows+st.DueRows > 0 {
+			m.core.Log.Info("downloads swept", "backfill_rows", st.BackfillRows, "backfill_done", st.BackfillDone,
+				"due_rows", st.DueRows, "made", st.Made, "statements", st.Statements, "took", time.Since(began).Round(time.Millisecond))
+		}
 		m.metrics.rows.WithLabelValues("backfill").Add(float64(st.BackfillRows))
 		m.metrics.rows.WithLabelValues("due").Add(float64(st.DueRows))
 		if ctx.Err() == nil {
