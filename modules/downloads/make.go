@@ -35,11 +35,6 @@ const (
 	// jobQueue bounds the archived events waiting for the worker; the
 	// sweep picks up any that a full queue dropped.
 	jobQueue = 64
-	// sweepEvery is how often the worker looks for archived shows
-	// without files (and retries failed ones).
-	sweepEvery = 10 * time.Minute
-	// maxAttempts bounds the tries at one show's files.
-	maxAttempts = 3
 	// makeTimeout bounds one show's remux (ffmpeg copies; hours of media
 	// take seconds to minutes).
 	makeTimeout = 30 * time.Minute
@@ -50,20 +45,27 @@ func key(id int64, file string) string {
 }
 
 // onShowEvent queues the files of a show archived on this node (each
-// archive happens on one node; the others see the event as Remote).
+// archive happens on one node; the others see the event as Remote). The
+// archive's own transaction has already made the show due (onArchivedTx),
+// so an event the full queue drops waits for the next sweep.
 func (m *Module) onShowEvent(_ context.Context, ev shows.Event) {
 	if ev.Type != shows.EventArchived || ev.Remote {
 		return
 	}
-	select {
-	case m.jobs <- ev.Show.ID:
-	default:
-		m.core.Log.Warn("downloads: queue full; the sweep will make the files", "show", ev.Show.ID)
+	if !m.dropEvents.Load() {
+		select {
+		case m.jobs <- ev.Show.ID:
+			return
+		default:
+		}
 	}
+	m.metrics.dropped.Inc()
+	m.core.Log.Warn("downloads: queue full; the sweep will make the files", "show", ev.Show.ID)
 }
 
 // run makes files until ctx ends: queued shows first, the sweep every
-// sweepEvery (and once at start).
+// sweepEvery (and once at start; every backfillEvery while the backfill
+// of older shows is unfinished).
 func (m *Module) run(ctx context.Context) {
 	sweep := time.NewTimer(0)
 	defer sweep.Stop()
@@ -72,51 +74,54 @@ func (m *Module) run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case id := <-m.jobs:
-			m.makeLogged(ctx, id)
-		case <-sweep.C:
-			m.sweep(ctx)
-			sweep.Reset(sweepEvery)
-		}
-	}
-}
-
-// sweep makes the files of archived shows that have none, oldest first,
-// until none is left or ctx ends.
-func (m *Module) sweep(ctx context.Context) {
-	var after int64
-	for ctx.Err() == nil {
-		var ids []int64
-		err := m.core.DB.NewSelect().Model((*shows.Show)(nil)).Column("s.id").
-			Where("s.archive = ? AND s.radio = ? AND s.id > ?", true, false, after).
-			Where("NOT EXISTS (SELECT 1 FROM show_downloads AS sd WHERE sd.show_id = s.id AND (sd.ready = ? OR sd.attempts >= ?))", true, maxAttempts).
-			OrderExpr("s.id ASC").Limit(100).Scan(ctx, &ids)
-		if err != nil {
-			if ctx.Err() == nil {
-				m.core.Log.Error("downloads: sweep", "err", err)
+			if ok, err := m.claim(ctx, id); ok {
+				m.makeLogged(ctx, id)
+			} else if err != nil && ctx.Err() == nil {
+				m.core.Log.Error("downloads: claim", "show", id, "err", err)
 			}
-			return
-		}
-		for _, id := range ids {
-			m.makeLogged(ctx, id)
-			after = id
-		}
-		if len(ids) < 100 {
-			return
+		case <-sweep.C:
+			next := sweepEvery
+			if st := m.sweep(ctx); !st.BackfillDone {
+				next = backfillEvery
+			}
+			sweep.Reset(next)
 		}
 	}
 }
 
+// makeLogged makes a show's files and records the outcome on its row:
+// made (ready, no longer due), skipped (no longer due), failed (due again
+// after retryAfter, or never once maxAttempts failed) or abandoned
+// because the module stops (due at once, for the next sweep of any node).
 func (m *Module) makeLogged(ctx context.Context, id int64) {
 	start := time.Now()
 	f, err := m.make(ctx, id)
 	switch {
 	case err == nil && f != nil:
 		m.core.Log.Info("downloads made", "show", id, "audio_bytes", f.AudioSize, "video_bytes", f.VideoSize, "took", time.Since(start).Round(time.Millisecond))
-	case err != nil && ctx.Err() == nil:
+	case err == nil:
+		if _, err := m.core.DB.NewUpdate().Model((*File)(nil)).Set("due_at = NULL").Where("show_id = ?", id).Exec(ctx); err != nil && ctx.Err() == nil {
+			m.core.Log.Error("downloads: record skip", "show", id, "err", err)
+		}
+	case ctx.Err() != nil:
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if _, err := m.core.DB.NewUpdate().Model((*File)(nil)).Set("due_at = ?", m.core.Clock.Stamp()).Where("show_id = ?", id).Exec(rctx); err != nil {
+			m.core.Log.Warn("downloads: release abandoned show; due again when its lease ends", "show", id, "err", err)
+		}
+	default:
 		m.core.Log.Error("downloads: make", "show", id, "err", err)
-		_, ferr := m.core.DB.NewInsert().Model(&File{ShowID: id, Attempts: 1, UpdatedAt: m.core.Clock.Stamp()}).
-			On(m.onConflict("attempts = attempts + 1")).Exec(ctx)
-		if ferr != nil && ctx.Err() == nil {
+		now := m.core.Clock.Stamp()
+		retry := now.Add(retryAfter)
+		f := &File{ShowID: id, Attempts: 1, DueAt: &retry, UpdatedAt: now}
+		if maxAttempts <= 1 {
+			f.DueAt = nil
+		}
+		// due_at first: MySQL's ON DUPLICATE KEY UPDATE sees the
+		// assignments made before it, SQLite's DO UPDATE the old row.
+		set := "due_at = CASE WHEN " + m.col("attempts") + " + 1 >= " + strconv.Itoa(maxAttempts) + " THEN NULL ELSE " + m.newValue("due_at") + " END, " +
+			"attempts = " + m.col("attempts") + " + 1"
+		if _, ferr := m.core.DB.NewInsert().Model(f).On(m.onConflict(set)).Exec(ctx); ferr != nil && ctx.Err() == nil {
 			m.core.Log.Error("downloads: record failure", "show", id, "err", ferr)
 		}
 	}
@@ -128,21 +133,32 @@ func (m *Module) onConflict(set string) string {
 	if app.IsMySQL(m.core.DB) {
 		return "DUPLICATE KEY UPDATE " + set
 	}
-	// The row already there is named by the insert's alias (bun writes
-	// INSERT INTO "show_downloads" AS "sd"): SQLite refuses the table's
-	// own name there.
-	return "CONFLICT (show_id) DO UPDATE SET " + strings.ReplaceAll(set, "attempts + 1", "sd.attempts + 1")
+	return "CONFLICT (show_id) DO UPDATE SET " + set
+}
+
+// col names a column of the row already there in an onConflict set: by
+// the insert's alias on SQLite (bun writes INSERT INTO "show_downloads" AS
+// "sd", and SQLite refuses the table's own name there).
+func (m *Module) col(c string) string {
+	if app.IsMySQL(m.core.DB) {
+		return c
+	}
+	return "sd." + c
+}
+
+// newValue names a column of the row being inserted in an onConflict set.
+func (m *Module) newValue(c string) string {
+	if app.IsMySQL(m.core.DB) {
+		return "VALUES(" + c + ")"
+	}
+	return "EXCLUDED." + c
 }
 
 // replacing is the set of an upsert that takes cols from the new row.
 func (m *Module) replacing(cols ...string) string {
 	parts := make([]string, len(cols))
 	for i, c := range cols {
-		if app.IsMySQL(m.core.DB) {
-			parts[i] = c + " = VALUES(" + c + ")"
-		} else {
-			parts[i] = c + " = EXCLUDED." + c
-		}
+		parts[i] = c + " = " + m.newValue(c)
 	}
 	return strings.Join(parts, ", ")
 }
@@ -195,7 +211,7 @@ func (m *Module) make(ctx context.Context, id int64) (*File, error) {
 		return nil, fmt.Errorf("downloads: show %d has no archived media", id)
 	}
 	_, err = m.core.DB.NewInsert().Model(f).
-		On(m.onConflict(m.replacing("ready", "audio_size", "video_size", "updated_at"))).
+		On(m.onConflict(m.replacing("ready", "audio_size", "video_size", "due_at", "updated_at"))).
 		Exec(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("downloads: record show %d: %w", id, err)

@@ -10,6 +10,7 @@ import (
 	"context"
 	"fmt"
 	"os/exec"
+	"sync/atomic"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -29,7 +30,11 @@ type Module struct {
 	ffmpeg string // "" when ffmpeg is not on PATH or downloads are off: none are made or offered
 	signer signer
 
-	jobs chan int64 // shows to make files of, from this node's archived events
+	jobs    chan int64 // shows to make files of, from this node's archived events
+	metrics *metrics
+	// dropEvents makes onShowEvent drop every archived event as a full
+	// queue does (tests of the sweep).
+	dropEvents atomic.Bool
 }
 
 var (
@@ -59,7 +64,31 @@ func (*Module) Models() []any { return []any{(*File)(nil)} }
 func (*Module) Migrations() []migrations.Migration {
 	return []migrations.Migration{
 		{ID: "0001_create_files", Up: migrations.CreateTables((*File)(nil))},
+		{ID: "0002_due_at", Up: addDueAt},
+		{ID: "0003_due_index", Up: migrations.CreateIndex((*File)(nil), "show_downloads_due", "due_at", "show_id")},
+		{ID: "0004_sweep_state", Up: createSweepState},
 	}
+}
+
+// addDueAt adds show_downloads.due_at and makes the failed shows with
+// tries left due (the sweep reads no other rows). Shows without a row are
+// the backfill's (sweep.go).
+func addDueAt(ctx context.Context, db bun.IDB) error {
+	if err := migrations.AddColumns((*File)(nil), "due_at")(ctx, db); err != nil {
+		return err
+	}
+	_, err := db.NewUpdate().Model((*File)(nil)).Set("due_at = ?", time.Now().UTC().Truncate(time.Second)).
+		Where("ready = ?", false).Where("attempts < ?", maxAttempts).Where("due_at IS NULL").Exec(ctx)
+	return err
+}
+
+// createSweepState creates the backfill's cursor at the first show.
+func createSweepState(ctx context.Context, db bun.IDB) error {
+	if err := migrations.CreateTables((*sweepState)(nil))(ctx, db); err != nil {
+		return err
+	}
+	_, err := db.NewInsert().Model(&sweepState{ID: 1, UpdatedAt: time.Now().UTC().Truncate(time.Second)}).Ignore().Exec(ctx)
+	return err
 }
 
 // signingSecret names the key of the private shows' download links among
@@ -77,6 +106,12 @@ func (m *Module) Provision(ctx context.Context, core *app.Core) error {
 	}
 	m.signer = signer{key: key}
 	m.jobs = make(chan int64, jobQueue)
+	if m.metrics, err = newMetrics(core.Metrics); err != nil {
+		return fmt.Errorf("downloads: metrics: %w", err)
+	}
+	// Shows archived while downloads are off, or on a node without
+	// ffmpeg, are due all the same: a node that makes files makes theirs.
+	m.shows.SubscribeTx(m.onArchivedTx)
 	if !app.Get[bool](core.Config, SettingEnabled) {
 		core.Log.Info("downloads off (" + SettingEnabled + "=false): archived shows offer none")
 		return nil
@@ -99,10 +134,10 @@ func (m *Module) PublicRoutes(r fiber.Router) {
 }
 
 // Start runs the worker, a Core.Go loop: it makes the files of the shows
-// archived on this node as their events come, and of archived shows that
-// have none yet (archived before this module, or while the node was
-// down). When the module stops, a file being made is abandoned and made
-// again by the next start's sweep.
+// archived on this node as their events come, and sweeps for the other
+// due shows (sweep.go): a dropped event, a failure to retry, a show
+// archived while the node was down or before this module. When the
+// module stops, a file being made is abandoned and due again at once.
 func (m *Module) Start(context.Context) error {
 	if m.ffmpeg != "" {
 		m.core.Go("downloads: worker", m.run)
@@ -136,8 +171,12 @@ type File struct {
 	AudioSize int64 `bun:"audio_size,notnull,default:0"`
 	VideoSize int64 `bun:"video_size,notnull,default:0"`
 	// Attempts counts failed makes; past maxAttempts the sweep gives up.
-	Attempts  int       `bun:"attempts,notnull,default:0"`
-	UpdatedAt time.Time `bun:"updated_at,notnull"`
+	Attempts int `bun:"attempts,notnull,default:0"`
+	// DueAt is when the show's files are next to be made (archived,
+	// retry after a failure, end of a node's claim); nil when there is
+	// nothing to do: made, given up, or not archived.
+	DueAt     *time.Time `bun:"due_at"`
+	UpdatedAt time.Time  `bun:"updated_at,notnull"`
 }
 
 // Ready returns the made files of the shows ids, by show id: none when
