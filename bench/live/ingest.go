@@ -331,7 +331,10 @@ func ingestRound(ctx context.Context, o options, srv *benchkit.Server, ngx *ngin
 		order = []int{tOnAir}
 	}
 	if o.srt {
-		order = append(order, tSRT, tFloor, tFloorDemux)
+		order = append(order, tSRT)
+		if o.srtFloors {
+			order = append(order, tFloor, tFloorDemux)
+		}
 	}
 	switch {
 	case o.serveOnly:

@@ -78,6 +78,7 @@ type options struct {
 	transcodeRungs  string
 	transcodeCard   string
 	srtOnly         bool
+	srtFloors       bool
 	many            int
 	manyDBs         []string
 	manySize        string
@@ -113,6 +114,7 @@ func main() {
 	flag.BoolVar(&o.serveOnly, "serve-only", false, "measure only HLS serving: one publisher streams -seconds to OnAir (not measured), then wrk; the docs get the serving table in its own block")
 	flag.BoolVar(&o.srt, "srt", os.Getenv("ONAIR_BENCH_SRT") == "1", "also publish the same input over SRT (MPEG-TS, -c copy) to OnAir's SRT listener, beside RTMP and nginx-rtmp ($ONAIR_BENCH_SRT=1)")
 	flag.BoolVar(&o.srtOnly, "srt-only", false, "with -ingest-only: only OnAir over RTMP, over SRT and the bare gosrt floors (no nginx, no audio-only shows); implies -srt")
+	flag.BoolVar(&o.srtFloors, "srt-floors", true, "with -srt: also measure the bare gosrt floors (false: OnAir's RTMP and SRT only, half the time of -srt-only)")
 	flag.BoolVar(&o.ingestOnly, "ingest-only", false, "measure only the ingest CPU (no latency, no wrk); the figures go to their own generated block of the docs section")
 	flag.BoolVar(&o.transcode, "transcode", false, "measure only what a ladder costs: the CPU of an OnAir with ONAIR_TRANSCODE=-transcode-rungs and its ffmpeg, less a plain OnAir's, against the same ffmpeg command run alone on the same input; then glass to glass on the lowest rung against the source's")
 	flag.StringVar(&o.transcodeRungs, "transcode-rungs", "360p,240p", "the ladder of -transcode (ONAIR_TRANSCODE)")
@@ -312,7 +314,7 @@ func run(ctx context.Context, o options) error {
 	}
 	defer ngx.stop()
 	var floors [2]*srtFloor
-	if o.srt {
+	if o.srt && o.srtFloors {
 		for i := range floors {
 			f, err := startSRTFloor(root, tmp, i == 1)
 			if err != nil {

@@ -296,6 +296,14 @@ func (s srtSink) Write(u streamcore.Unit) error {
 	return s.err
 }
 
+// Inline is true once the core has decided the tracks (and claimed the
+// show): from then on Write only queues each unit for the core's readers,
+// which drop what a slow one cannot take, so the SRT server may call it
+// on its socket's goroutine.
+func (s srtSink) Inline() bool { return s.err == nil && s.core.Decided() }
+
+var _ srt.InlineSink = srtSink{}
+
 // certFiles serves the RTMPS certificate, loading the files again when
 // they change (checked at most once a second, at a handshake): a renewed
 // certificate takes effect without a restart. A pair that fails to load

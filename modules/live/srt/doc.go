@@ -13,16 +13,20 @@
 // start sending media, caps per address and in all, and the stream key
 // throttle.
 //
-// The listener is one goroutine per UDP socket, none per connection: it
-// sleeps on the socket while no caller is connected (at most the 5 s of
-// the peer-idle timeout, so that a caller accepted meanwhile is looked
-// at); otherwise it wakes
-// every tick (a third of the latency, 10 ms while a loss is being
-// recovered), drains the socket with non-blocking reads, answers
-// handshakes and control packets, pushes data into each connection's
-// gosrt receiver (loss list, ACK, NAK, TSBPD delivery, too-late drop),
-// ticks the receivers and hands each connection's deliveries of the tick
-// to its reader as one batch; a reader 128 batches behind is cut off, and
-// so is a connection whose receiver holds 8,192 packets (libsrt's default
-// receive buffer).
+// The listener is one goroutine per UDP socket, none per connection, and
+// its socket is kept out of Go's network poller (socket.go), whose epoll
+// would wake a thread for every datagram: it sleeps in poll(2) while no
+// caller is connected (at most the 5 s of the peer-idle timeout, so that
+// a caller accepted meanwhile is looked at); otherwise it wakes every
+// tick (the latency less the time a loss takes to recover at the measured
+// round trip, at least a third of the latency, 10 ms while a loss is
+// being recovered), drains the socket with recvmmsg, answers handshakes
+// and control packets, pushes data into each connection's gosrt receiver
+// (loss list, ACK, NAK, TSBPD delivery, too-late drop) and ticks the
+// receivers. Each connection's deliveries of the tick go to its reader as
+// one batch; once the Sink says its Write no longer blocks (InlineSink:
+// the stream core after the tracks are decided), the socket's goroutine
+// demuxes them itself and no reader wakes. A reader 128 batches behind is
+// cut off, and so is a connection whose receiver holds 8,192 packets
+// (libsrt's default receive buffer).
 package srt

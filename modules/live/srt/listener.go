@@ -10,10 +10,8 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/netip"
-	"os"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/datarhei/gosrt/circular"
@@ -22,7 +20,6 @@ import (
 	"github.com/datarhei/gosrt/crypto"
 	srtnet "github.com/datarhei/gosrt/net"
 	"github.com/datarhei/gosrt/packet"
-	"golang.org/x/sys/unix"
 )
 
 // The SRT transport: a listener for callers in live mode that only
@@ -33,7 +30,8 @@ import (
 // then ticks every connection's receiver, which acknowledges, reports
 // losses and delivers the packets due; each connection's deliveries of a
 // tick are handed to its reader as one batch. A connection costs no
-// goroutine of the protocol, and a stream one wake of its reader a tick.
+// goroutine of the protocol, and a stream one wake of its reader a tick,
+// or none once its reader pumps it on the socket's goroutine (lconn.pump).
 
 // Rejection reasons of the handshake (the SRT specification's, table 7,
 // and libsrt's access control extensions).
@@ -58,14 +56,20 @@ const (
 
 const (
 	// fastTick is the tick while a connection recovers a loss: SRT's
-	// period of acknowledgements. Otherwise a connection asks for a third
-	// of its latency, within fastTick and maxTick: every wake of a Go
-	// process costs (0.1–0.5 ms of CPU with the runtime's own threads on
-	// a small VM), and a healthy stream needs no more, a loss being
-	// reported at the first tick that sees it, with two thirds of the
-	// latency left for the retransmission.
+	// period of acknowledgements. Otherwise a connection asks for the
+	// longest tick that leaves a loss time to be recovered (lconn.tick),
+	// within fastTick and maxTick: every wake of a Go process costs
+	// (0.1–0.5 ms of CPU with the runtime's own threads on a small VM),
+	// and a healthy stream needs no more, a loss being reported at the
+	// first tick that sees it.
 	fastTick = 10 * time.Millisecond
 	maxTick  = 100 * time.Millisecond
+	// ackEvery spaces the full acknowledgements, each answered by an
+	// ACKACK (the round trip): SRT's 10 ms would be one a tick, two
+	// datagrams a tick to write and read. The receiver still works out
+	// what it has whole every tick, for the delivery; the sender, which
+	// in live mode drops what is too late anyway, learns it a little later.
+	ackEvery = 100 * time.Millisecond
 	// peerIdle ends a connection from which nothing came for this long
 	// (libsrt's SRTO_PEERIDLETIMEO).
 	peerIdle = 5 * time.Second
@@ -83,6 +87,10 @@ const (
 
 // errSlowReader cuts off a connection whose reader fell queueTicks behind.
 var errSlowReader = errors.New("srt: the stream's reader fell behind")
+
+// errDrained is a pumped connection's read once the tick's deliveries
+// are all read: the pump returns until the next tick.
+var errDrained = errors.New("srt: nothing more delivered this tick")
 
 // maxBuffered bounds the packets a connection's receiver holds (those
 // waiting for their delivery time and those past a gap), libsrt's
@@ -106,8 +114,7 @@ type hsKey struct {
 
 // listener is one UDP socket and its connections.
 type listener struct {
-	pc      *net.UDPConn // nil in fuzzing
-	raw     syscall.RawConn
+	sock    *udpSocket // nil in fuzzing
 	addr    net.Addr
 	latency time.Duration
 	cookie  *srtnet.SYNCookie
@@ -123,8 +130,7 @@ type listener struct {
 	byPeer  map[hsKey]*lconn
 	conns   map[uint32]*lconn
 	out     bytes.Buffer
-	buf     []byte
-	oob     [64]byte
+	rx      *rxBatch
 	shut    bool
 	next    time.Duration // until the next tick
 }
@@ -144,34 +150,23 @@ func newListener(addr net.Addr, latency time.Duration) (*listener, error) {
 		pending: map[hsKey]*request{},
 		byPeer:  map[hsKey]*lconn{},
 		conns:   map[uint32]*lconn{},
-		buf:     make([]byte, maxMSS+64),
+		rx:      newRxBatch(),
 	}, nil
 }
 
 // listen opens the UDP socket at addr and starts its goroutine.
 func listen(addr string, latency time.Duration) (*listener, error) {
-	ua, err := net.ResolveUDPAddr("udp", addr)
+	sock, err := openUDP(addr)
 	if err != nil {
 		return nil, err
 	}
-	pc, err := net.ListenUDP("udp", ua)
+	ln, err := newListener(sock.local, latency)
 	if err != nil {
+		sock.close()
 		return nil, err
 	}
-	raw, err := pc.SyscallConn()
-	if err != nil {
-		pc.Close()
-		return nil, err
-	}
-	_ = pc.SetReadBuffer(4 << 20) // a tick of many streams; the kernel may cap it
-	enableRxTime(raw)
-	ln, err := newListener(pc.LocalAddr(), latency)
-	if err != nil {
-		pc.Close()
-		return nil, err
-	}
-	ln.pc, ln.raw = pc, raw
-	ln.write = func(b []byte, to netip.AddrPort) { _, _ = pc.WriteToUDPAddrPort(b, to) }
+	ln.sock = sock
+	ln.write = sock.send
 	go ln.run()
 	return ln, nil
 }
@@ -191,13 +186,10 @@ func (ln *listener) run() {
 			// Asleep until a datagram comes, or peerIdle: a caller
 			// accepted meanwhile (on another goroutine) that then sends
 			// nothing is cut off at the next look.
-			_ = ln.pc.SetReadDeadline(time.Now().Add(peerIdle))
-			err := ln.drain(true)
-			_ = ln.pc.SetReadDeadline(time.Time{})
-			if err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
-				return // the socket is closed
+			if ln.sock.wait(peerIdle) != nil {
+				return // closed
 			}
-			t.Reset(fastTick)
+			ln.drain()
 			continue
 		}
 		t.Reset(next)
@@ -205,50 +197,42 @@ func (ln *listener) run() {
 		case <-ln.closed:
 			return
 		case <-t.C:
-			ln.drain(false)
+			ln.drain()
 		}
 	}
 }
 
 // drain reads the datagrams queued on the socket without waiting for
-// more, then ticks; wait first waits for one. Its error is the socket's
-// (closed, or the read deadline passed).
-func (ln *listener) drain(wait bool) error {
-	err := ln.raw.Read(func(fd uintptr) bool {
-		ln.mu.Lock()
-		defer ln.mu.Unlock()
-		now := time.Now()
-		n := 0
-		for ; n < maxDrain; n++ {
-			size, oobn, _, from, err := unix.Recvmsg(int(fd), ln.buf, ln.oob[:], unix.MSG_DONTWAIT)
-			if err != nil {
-				break // EAGAIN: drained (or the socket is closing)
-			}
-			var ap netip.AddrPort
-			switch sa := from.(type) {
-			case *unix.SockaddrInet4:
-				ap = netip.AddrPortFrom(netip.AddrFrom4(sa.Addr), uint16(sa.Port))
-			case *unix.SockaddrInet6:
-				ap = netip.AddrPortFrom(netip.AddrFrom16(sa.Addr).Unmap(), uint16(sa.Port))
-			default:
-				continue
-			}
-			if size > maxMSS {
-				continue // truncated: larger than any SRT packet
+// more, then ticks.
+func (ln *listener) drain() {
+	ln.mu.Lock()
+	defer ln.mu.Unlock()
+	now := time.Now()
+	for n := 0; n < maxDrain; {
+		msgs, read := ln.rx.read(ln.sock.fd)
+		n += read
+		for _, m := range msgs {
+			if len(m.data) > maxMSS {
+				continue // larger than any SRT packet
 			}
 			at := now // the arrival, for round trips
-			if t, ok := rxTime(ln.oob[:oobn]); ok && t.Before(now) {
+			if t, ok := rxTime(m.oob); ok && t.Before(now) {
 				at = t
 			}
-			ln.handle(ln.buf[:size], ap, at)
+			ln.handle(m.data, m.from, at)
 		}
-		if wait && n == 0 {
-			return false // nothing yet: the poller waits for the socket
+		if read < rxBatchLen {
+			break // drained
 		}
-		ln.tick(now)
-		return true
-	})
-	return err
+	}
+	ln.tick(now)
+}
+
+// rxMsg is a datagram read, valid until the next read.
+type rxMsg struct {
+	data []byte
+	from netip.AddrPort
+	oob  []byte // control messages: the arrival time
 }
 
 // handle takes one datagram. ln.mu is held.
@@ -433,6 +417,10 @@ func (ln *listener) writeTo(b []byte, to netip.AddrPort) {
 func (ln *listener) tick(now time.Time) {
 	ln.next = maxTick
 	for _, c := range ln.conns {
+		if c.closing.Load() {
+			ln.end(c, io.EOF, true)
+			continue
+		}
 		if now.Sub(c.lastRecv) > peerIdle {
 			ln.end(c, errPeerIdle, true)
 			continue
@@ -441,7 +429,11 @@ func (ln *listener) tick(now time.Time) {
 		if now.Before(c.recovering) {
 			ln.next = fastTick
 		}
-		ln.next = min(ln.next, c.tick)
+		ln.next = min(ln.next, c.tick())
+		if c.pump != nil {
+			ln.pump(c)
+			continue
+		}
 		if len(c.batch) == 0 {
 			continue
 		}
@@ -451,6 +443,29 @@ func (ln *listener) tick(now time.Time) {
 		default:
 			ln.end(c, errSlowReader, true)
 		}
+	}
+}
+
+// pump hands c's deliveries of the tick to its pump, on the socket's
+// goroutine; a failure or a panic of the pump ends the connection. Its
+// work is bounded by the bytes delivered: the pump demuxes them and hands
+// the units to a sink that never blocks (Server). ln.mu is held.
+func (ln *listener) pump(c *lconn) {
+	if len(c.batch) == 0 && c.pos == len(c.cur) {
+		return
+	}
+	c.cur = append(c.cur, c.batch...)
+	c.batch = c.batch[:0]
+	err := func() (err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				err = fmt.Errorf("srt: the stream's pump panicked: %v", r)
+			}
+		}()
+		return c.pump()
+	}()
+	if err != nil {
+		ln.end(c, err, true)
 	}
 }
 
@@ -470,6 +485,15 @@ func (ln *listener) end(c *lconn, err error, shutdown bool) {
 		p.Decommission()
 	}
 	c.batch = nil
+	if c.pump != nil {
+		// The socket's goroutine reads it: what it had not read goes too.
+		for _, p := range c.cur {
+			if p != nil {
+				p.Decommission()
+			}
+		}
+		c.cur, c.rest, c.pump = nil, nil, nil
+	}
 	c.err.Store(&err)
 	close(c.gone)
 }
@@ -498,9 +522,10 @@ func (ln *listener) close() {
 		}
 		ln.mu.Unlock()
 		close(ln.closed)
-		if ln.pc != nil {
-			ln.pc.Close()
+		if ln.sock != nil {
+			ln.sock.interrupt()
 			<-ln.done
+			ln.sock.close()
 		}
 	})
 }
@@ -581,7 +606,6 @@ func (r *request) Accept() (*lconn, error) {
 		start:      r.start,
 		tsbpdBase:  uint64(r.timestamp),
 		tsbpdDelay: uint64(recvDelay) * 1000,
-		tick:       min(max(time.Duration(recvDelay)*time.Millisecond/3, fastTick), maxTick),
 		crypto:     r.crypto,
 		passphrase: r.passphrase,
 		lastRecv:   time.Now(),
@@ -631,7 +655,8 @@ func (r *request) Accept() (*lconn, error) {
 }
 
 // lconn is an accepted caller. The socket's goroutine owns the protocol
-// state, under ln.mu; the reader owns cur and rest.
+// state, under ln.mu; the reader owns cur, pos and rest until it hands
+// them over with a pump (handOver), the socket's goroutine afterwards.
 type lconn struct {
 	ln         *listener
 	id, peerID uint32
@@ -646,22 +671,28 @@ type lconn struct {
 	passphrase string
 	recv       congestion.Receiver
 	lastRecv   time.Time
-	recovering time.Time     // until when to tick fast: a loss was reported
-	tick       time.Duration // the tick it asks for otherwise
+	recovering time.Time // until when to tick fast: a loss was reported
 	hsResp     []byte
 	batch      []packet.Packet
 	rtt        float64 // microseconds
 	rttVar     float64
 	nextAck    uint32
+	lastAck    time.Time // of the last full ACK sent
 	acks       [16]ackSent
 
-	rttNs atomic.Int64
-	queue chan []packet.Packet
-	gone  chan struct{}
-	err   atomic.Pointer[error]
+	// pump, once set, reads the deliveries on the socket's goroutine at
+	// each tick, with readNow (handOver): no reader to wake.
+	pump func() error
 
-	cur  []packet.Packet // the reader's batch
-	rest []byte          // of cur[0]
+	rttNs   atomic.Int64
+	queue   chan []packet.Packet
+	gone    chan struct{}
+	err     atomic.Pointer[error]
+	closing atomic.Bool // Close found ln.mu taken: the next tick ends it
+
+	cur  []packet.Packet // the reader's packets; those before pos are read
+	pos  int
+	rest []byte // of cur[pos-1]
 }
 
 type ackSent struct {
@@ -739,6 +770,25 @@ func (c *lconn) control(p packet.Packet, now time.Time) {
 	}
 }
 
+// tick is the tick c asks for while it recovers no loss: the latency less
+// what recovering a loss takes once it is seen (below), so that a packet
+// lost just after a tick is still recovered in time; at least a third of
+// the latency (then a loss is seen with two thirds left), within fastTick
+// and maxTick. A loss is seen at the first tick after the next packet
+// comes; then the NAK, the retransmission a round trip later, read at a
+// fast tick; if that is lost too, the periodic NAK (max(RTO/2, 20 ms))
+// and another round trip. On loopback or a LAN (a round trip of a
+// millisecond) at SRT's default 120 ms that is a tick of about 80 ms
+// against 40 ms: every wake of the socket's goroutine costs CPU
+// (fastTick). The round trip is 100 ms until measured, and then so is
+// the tick a third of the latency.
+func (c *lconn) tick() time.Duration {
+	lat := time.Duration(c.tsbpdDelay) * time.Microsecond
+	rto := time.Duration(c.rtt+4*c.rttVar) * time.Microsecond
+	heal := max(rto/2, 20*time.Millisecond) + rto + 2*fastTick
+	return min(max(lat-heal, lat/3, fastTick), maxTick)
+}
+
 // ctrlPacket makes a control packet for the peer.
 func (c *lconn) ctrlPacket(t packet.CtrlType, now time.Time) packet.Packet {
 	p := packet.NewPacket(nil)
@@ -753,9 +803,13 @@ func (c *lconn) ctrlPacket(t packet.CtrlType, now time.Time) packet.Packet {
 // sendACK is the receiver's acknowledgement (4.8.1), under ln.mu.
 func (c *lconn) sendACK(seq circular.Number, lite bool) {
 	now := time.Now()
+	if !lite && now.Sub(c.lastAck) < ackEvery {
+		return
+	}
 	p := c.ctrlPacket(packet.CTRLTYPE_ACK, now)
 	cif := packet.CIFACK{LastACKPacketSequenceNumber: seq, IsLite: lite}
 	if !lite {
+		c.lastAck = now
 		pps, bps, capacity := c.recv.PacketRate()
 		cif.RTT, cif.RTTVar = uint32(c.rtt), uint32(c.rttVar)
 		cif.AvailableBufferSize = 25600
@@ -783,13 +837,23 @@ func (c *lconn) sendNAK(from, to circular.Number) {
 }
 
 // Read reads the stream: the payloads delivered, in order.
-func (c *lconn) Read(b []byte) (int, error) {
+func (c *lconn) Read(b []byte) (int, error) { return c.read(b, true) }
+
+// readNow reads what the ticks delivered so far, then fails with
+// errDrained: the pump's read, on the socket's goroutine.
+func (c *lconn) readNow(b []byte) (int, error) { return c.read(b, false) }
+
+func (c *lconn) read(b []byte, wait bool) (int, error) {
 	for len(c.rest) == 0 {
-		if len(c.cur) > 0 {
-			c.cur[0].Decommission()
-			c.cur = c.cur[1:]
+		if c.pos > 0 && c.cur[c.pos-1] != nil {
+			c.cur[c.pos-1].Decommission()
+			c.cur[c.pos-1] = nil
 		}
-		if len(c.cur) == 0 {
+		if c.pos == len(c.cur) {
+			if !wait {
+				c.cur, c.pos = c.cur[:0], 0
+				return 0, errDrained
+			}
 			var batch []packet.Packet
 			select {
 			case batch = <-c.queue:
@@ -804,20 +868,48 @@ func (c *lconn) Read(b []byte) (int, error) {
 					}
 				}
 			}
-			c.cur = batch
+			c.cur, c.pos = batch, 0
 		}
-		c.rest = c.cur[0].Data()
+		c.rest = c.cur[c.pos].Data()
+		c.pos++
 	}
 	n := copy(b, c.rest)
 	c.rest = c.rest[n:]
 	return n, nil
 }
 
-// Close ends the connection, telling the peer. Safe from any goroutine.
+// handOver makes pump read the connection from the next tick on, on the
+// socket's goroutine, with readNow: the reader's goroutine no longer
+// wakes for each tick's deliveries. The batches queued for the reader
+// are read first. It reports false when the connection has ended. pump
+// must not block: the socket and every connection on it wait for it.
+func (c *lconn) handOver(pump func() error) bool {
+	ln := c.ln
+	ln.mu.Lock()
+	defer ln.mu.Unlock()
+	if ln.conns[c.id] != c {
+		return false
+	}
+	for {
+		select {
+		case b := <-c.queue:
+			c.cur = append(c.cur, b...)
+		default:
+			c.pump = pump
+			return true
+		}
+	}
+}
+
+// Close ends the connection, telling the peer. Safe from any goroutine,
+// the pump's too: when ln.mu is taken, the connection ends at the next
+// tick.
 func (c *lconn) Close() error {
-	c.ln.mu.Lock()
-	c.ln.end(c, io.EOF, true)
-	c.ln.mu.Unlock()
+	c.closing.Store(true)
+	if c.ln.mu.TryLock() {
+		c.ln.end(c, io.EOF, true)
+		c.ln.mu.Unlock()
+	}
 	return nil
 }
 

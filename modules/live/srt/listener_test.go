@@ -205,8 +205,9 @@ func TestServerPassphrase(t *testing.T) {
 }
 
 // FuzzListener feeds arbitrary datagrams to a listener with one accepted
-// connection (destination socket 1 stands for it): nothing panics, and the
-// pending handshakes and connections stay bounded.
+// connection (destination socket 1 stands for it), read by a reader or,
+// for inputs of odd length, pumped on the listener's goroutine: nothing
+// panics, and the pending handshakes and connections stay bounded.
 func FuzzListener(f *testing.F) {
 	from := netip.MustParseAddrPort("192.0.2.1:4000")
 	ln0, _ := newListener(net.UDPAddrFromAddrPort(netip.MustParseAddrPort("127.0.0.1:9000")), DefaultLatency)
@@ -232,6 +233,21 @@ func FuzzListener(f *testing.F) {
 		c, err := req.Accept()
 		if err != nil {
 			t.Fatal(err)
+		}
+		if len(in)%2 == 1 {
+			// Read on the listener's goroutine, as once a stream's
+			// tracks are decided.
+			c.handOver(func() error {
+				var b [188]byte
+				for {
+					if _, err := c.readNow(b[:]); err != nil {
+						if err == errDrained {
+							return nil
+						}
+						return err
+					}
+				}
+			})
 		}
 		ln.mu.Lock()
 		defer ln.mu.Unlock()

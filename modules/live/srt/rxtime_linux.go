@@ -2,7 +2,6 @@ package srt
 
 import (
 	"encoding/binary"
-	"syscall"
 	"time"
 	"unsafe"
 
@@ -12,10 +11,8 @@ import (
 // enableRxTime asks the kernel for each datagram's arrival time
 // (SO_TIMESTAMPNS), so that a round trip is measured to the arrival of
 // the answer, not to the tick that reads it.
-func enableRxTime(raw syscall.RawConn) {
-	_ = raw.Control(func(fd uintptr) {
-		_ = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1)
-	})
+func enableRxTime(fd int) {
+	_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1)
 }
 
 // rxTime is the arrival time in a datagram's control messages.

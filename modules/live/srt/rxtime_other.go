@@ -3,10 +3,9 @@
 package srt
 
 import (
-	"syscall"
 	"time"
 )
 
-func enableRxTime(syscall.RawConn) {}
+func enableRxTime(int) {}
 
 func rxTime([]byte) (time.Time, bool) { return time.Time{}, false }

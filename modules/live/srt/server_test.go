@@ -3,6 +3,7 @@ package srt
 import (
 	"context"
 	"errors"
+	"net"
 	"strconv"
 	"strings"
 	"sync"
@@ -145,6 +146,39 @@ func TestServerPendingEvicted(t *testing.T) {
 	testload.Poll(t, "two evicted", func() error {
 		if st, n := s.Stats(), s.Conns(); st.Evicted != 2 || n != 2 {
 			return errors.New("evicted " + strconv.FormatUint(st.Evicted, 10) + ", open " + strconv.Itoa(n))
+		}
+		return nil
+	})
+}
+
+// A server listening on every address (a dual-stack IPv6 socket) answers
+// an IPv4 caller: its replies go to the caller's address mapped.
+func TestServerDualStack(t *testing.T) {
+	s := &Server{AdmissionTimeout: testload.Patience}
+	sinks := make(chan *sink, 1)
+	s.Handler = HandlerFunc(func(context.Context, PublishRequest) (Sink, error) {
+		k := &sink{closed: make(chan error, 1)}
+		sinks <- k
+		return k, nil
+	})
+	if err := s.Listen(":0"); err != nil {
+		t.Fatal(err)
+	}
+	go s.Serve()
+	t.Cleanup(func() { s.Close() })
+	port := s.Addr().(*net.UDPAddr).Port
+	c, err := dial("127.0.0.1:"+strconv.Itoa(port), "good")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Write(tsStream(t, 90, 0)); err != nil {
+		t.Fatal(err)
+	}
+	k := <-sinks
+	testload.Poll(t, "units at the sink", func() error {
+		if k.count() < 20 {
+			return errors.New("too few")
 		}
 		return nil
 	})
