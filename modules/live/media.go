@@ -316,9 +316,12 @@ func (m *Module) sendMedia(c *fiber.Ctx, id int64, file, scope string) (err erro
 		return sendMemory(c, mf)
 	}
 	// A part of the live edge that memory could not hold: its bytes are
-	// in its segment's file.
-	if loc, ok := m.media.part(id, file); ok {
+	// in its segment's file, or still in its growing memory file.
+	if loc, mf, ok := m.media.part(id, file); ok {
 		mediaHeaders(c, ctype, cache)
+		if mf != nil {
+			return sendMemory(c, mf)
+		}
 		return m.sendPart(c, id, loc)
 	}
 	// The file is opened once and, unless it is a (small, rewritten)

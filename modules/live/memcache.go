@@ -21,7 +21,9 @@ import (
 // ONAIR_HLS_MEMORY_PER_SHOW bytes, and all shows together up to
 // ONAIR_HLS_MEMORY: past either, the oldest segments and parts go first;
 // a segment is then served from its file, a part from its range of its
-// segment's file (partLoc). Archive playlists, thumbnails and older
+// segment's file (partLoc), or of the segment's growing memory file while
+// the segment is written (its file is written once it ends, when the
+// packager is told it may: Growing, hls.GrowingFiles). Archive playlists, thumbnails and older
 // segments are files, as before.
 
 // memFile is a file of a show's live stream, with its validators ready:
@@ -120,18 +122,30 @@ func (mc *mediaCache) has(show int64, name string) bool {
 }
 
 // part locates a part of the show's live playlists in its segment's file,
-// for one that is not held in memory.
-func (mc *mediaCache) part(show int64, name string) (partLoc, bool) {
+// for one that is not held in memory. While that segment is being written
+// its file may lack the part (hls.GrowingFiles): the part is then
+// returned as its range of the segment's growing memory file (mf, which
+// the caller sends or calls done on), which has it.
+func (mc *mediaCache) part(show int64, name string) (loc partLoc, mf *memFile, ok bool) {
 	mc.mu.RLock()
 	f := mc.shows[show]
 	mc.mu.RUnlock()
 	if f == nil {
-		return partLoc{}, false
+		return partLoc{}, nil, false
 	}
 	f.mu.RLock()
-	defer f.mu.RUnlock()
-	loc, ok := f.parts[name]
-	return loc, ok
+	loc, ok = f.parts[name]
+	f.mu.RUnlock()
+	if !ok {
+		return partLoc{}, nil, false
+	}
+	f.gmu.Lock()
+	defer f.gmu.Unlock()
+	if g := f.growing[loc.segment]; g != nil && g.end >= loc.off+loc.size {
+		g.shm.acquire()
+		return loc, &memFile{shm: g.shm, off: loc.off, size: loc.size, etag: loc.etag, lastMod: loc.lastMod}, true
+	}
+	return loc, nil, true
 }
 
 // liveFiles is one publication's files (an hls.Files).
@@ -308,6 +322,23 @@ func (f *liveFiles) memFor(name string, data []byte) (*shmFile, int64, error) {
 	shm, err := newShm(name, data)
 	return shm, 0, err
 }
+
+// Growing tells the packager whether every part put so far of the part's
+// segment is in the segment's growing memory file (hls.GrowingFiles), so
+// that part serves a part that memory does not hold from there while the
+// segment's file lags. Not after a memory file failed, nor once the
+// publication's files were dropped.
+func (f *liveFiles) Growing(part string) bool {
+	segment, _, ok := hls.PartSegment(part)
+	if !ok {
+		return false
+	}
+	f.gmu.Lock()
+	defer f.gmu.Unlock()
+	return !f.gclosed && f.growing[segment] != nil
+}
+
+var _ hls.GrowingFiles = (*liveFiles)(nil)
 
 // Remove forgets a segment or part that left the live playlist.
 func (f *liveFiles) Remove(name string) {

@@ -70,6 +70,49 @@ func TestMediaCacheLimits(t *testing.T) {
 	}
 }
 
+// A part evicted from memory while its segment is still being written
+// (whose file may lack it: hls.GrowingFiles) is sent from the segment's
+// growing memory file; once the segment is complete, from its file.
+func TestMediaCacheGrowingPart(t *testing.T) {
+	mod := time.Unix(1700000000, 5)
+	mc := newMediaCache(1<<20, 1<<20)
+	f := mc.start(1)
+	p0, p1 := bytes.Repeat([]byte{'a'}, 376), bytes.Repeat([]byte{'b'}, 564)
+	f.Put("seg-000004-p0.ts", p0, mod)
+	if !f.Growing("seg-000004-p0.ts") {
+		t.Fatal("the segment's memory file is not growing after its first part")
+	}
+	f.Put("seg-000004-p1.ts", p1, mod)
+	if !f.Growing("seg-000004-p1.ts") {
+		t.Fatal("the segment's memory file stopped growing")
+	}
+	f.mu.Lock()
+	f.removeLocked("seg-000004-p1.ts")
+	f.mu.Unlock()
+	loc, mf, ok := mc.part(1, "seg-000004-p1.ts")
+	if !ok || mf == nil {
+		t.Fatalf("evicted part of a growing segment: located %v, in memory %v", ok, mf != nil)
+	}
+	if mf.etag != loc.etag || mf.size != 564 || mf.off != 376 {
+		t.Errorf("the part's validators or range changed: %+v against %+v", mf, loc)
+	}
+	mf.done()
+	f.Put("seg-000004.ts", append(append([]byte(nil), p0...), p1...), mod)
+	if f.Growing("seg-000004-p1.ts") {
+		t.Error("still growing after the segment was put")
+	}
+	if _, mf, ok := mc.part(1, "seg-000004-p1.ts"); !ok || mf != nil {
+		t.Errorf("after the segment: located %v, from memory %v; want its file", ok, mf != nil)
+	}
+	mc.drop(1)
+	if f.Growing("seg-000005-p0.ts") {
+		t.Error("growing after the files were dropped")
+	}
+	if mc.size.Load() != 0 {
+		t.Errorf("%d bytes still counted after drop", mc.size.Load())
+	}
+}
+
 // A segment's parts are ranges of one memory file, which the segment
 // takes over once complete; a part evicted from memory is still located
 // in its segment's file; what leaves the playlist is forgotten.
@@ -94,11 +137,11 @@ func TestMediaCacheParts(t *testing.T) {
 	f.mu.Lock()
 	f.removeLocked("seg-000003-p1.ts")
 	f.mu.Unlock()
-	if loc, ok := mc.part(1, "seg-000003-p1.ts"); mc.has(1, "seg-000003-p1.ts") || !ok || loc.segment != "seg-000003.ts" || loc.off != 376 || loc.size != 564 || loc.etag == "" {
-		t.Errorf("evicted part located at %+v (%v)", loc, ok)
+	if loc, mf, ok := mc.part(1, "seg-000003-p1.ts"); mc.has(1, "seg-000003-p1.ts") || !ok || mf != nil || loc.segment != "seg-000003.ts" || loc.off != 376 || loc.size != 564 || loc.etag == "" {
+		t.Errorf("evicted part located at %+v (%v, in memory %v)", loc, ok, mf != nil)
 	}
 	f.Remove("seg-000003-p1.ts")
-	if _, ok := mc.part(1, "seg-000003-p1.ts"); ok {
+	if _, _, ok := mc.part(1, "seg-000003-p1.ts"); ok {
 		t.Error("a part that left the playlist is still located")
 	}
 	mc.drop(1)

@@ -430,6 +430,30 @@ func (s *syncFiles) Put(name string, data []byte, mod time.Time) {
 	s.mu.Unlock()
 }
 
+// growingOf is f as a GrowingFiles, or nil: a syncFiles is one when what
+// it serialises is.
+func growingOf(f Files) GrowingFiles {
+	if s, ok := f.(*syncFiles); ok {
+		if _, ok := s.f.(GrowingFiles); !ok {
+			return nil
+		}
+		return s
+	}
+	g, _ := f.(GrowingFiles)
+	return g
+}
+
+// Growing is the GrowingFiles' answer, false for a plain Files.
+func (s *syncFiles) Growing(part string) bool {
+	g, ok := s.f.(GrowingFiles)
+	if !ok {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return g.Growing(part)
+}
+
 func (s *syncFiles) Remove(name string) {
 	s.mu.Lock()
 	s.f.Remove(name)

@@ -30,13 +30,28 @@ var ErrClosed = errors.New("hls: packager closed")
 //
 // With Files, the parts and the live playlists rewritten after each part
 // exist there only: the directory gets the segments (each part's bytes
-// are in its segment's file before the part is published), the index,
-// the master playlists, and the live playlists once per segment, without
-// the LL-HLS tags. Segments and masters keep the modification time of
-// their file; the rest have the time they were published.
+// are in its segment's file before the part is published, unless Files
+// is a GrowingFiles), the index, the master playlists, and the live
+// playlists once per segment, without the LL-HLS tags. Segments and
+// masters keep the modification time of their file; the rest have the
+// time they were published.
 type Files interface {
 	Put(name string, data []byte, mod time.Time)
 	Remove(name string)
+}
+
+// GrowingFiles is a Files that keeps every part of the segment in
+// progress readable, held or not, until the segment itself is Put:
+// Growing, asked right after a part's Put, reports whether it still does
+// for that part's segment. While it does, the Packager writes the
+// segment's file once, whole, when the segment ends (before Put of the
+// segment), rather than once per part: one system call per part and
+// rendition less, each of which woke Go's monitor thread. As soon as it
+// does not, the file gets every byte put so far before the part is
+// published, and each part after that as before.
+type GrowingFiles interface {
+	Files
+	Growing(part string) bool
 }
 
 // Options tune a Packager. Zero fields take the defaults named after them.

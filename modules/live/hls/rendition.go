@@ -36,11 +36,14 @@ type rendition struct {
 	// parts and the playlists rewritten after each part go there only:
 	// the disk gets the segments and a playlist per segment (see
 	// writePlaylist).
-	files  Files
-	mem    []byte // the buffer of the segments' copies for files, reused
-	clock  *clock
-	codecs string // RFC 6381 codecs of the rendition, for the index
-	size   string // WIDTHxHEIGHT of the video, "" if unknown
+	files Files
+	// growing is files when it is a GrowingFiles: the segment file is
+	// then written once per segment (see finishPart).
+	growing GrowingFiles
+	mem     []byte // the buffer of the segments' copies for files, reused
+	clock   *clock
+	codecs  string // RFC 6381 codecs of the rendition, for the index
+	size    string // WIDTHxHEIGHT of the video, "" if unknown
 
 	// indexMu keeps the index appends of a ladder's renditions apart.
 	indexMu *sync.Mutex
@@ -132,6 +135,7 @@ func newRendition(name, playlistName, dir string, video, audio bool, o Options, 
 		dvr:       max(o.DVR, o.Window).Seconds(),
 		onSegment: o.OnSegment,
 		files:     o.Files,
+		growing:   growingOf(o.Files),
 		clock:     c,
 	}
 	if !video {
@@ -450,9 +454,11 @@ func (r *rendition) cutPart(next int64, independent bool) error {
 // goes there only, as the slice of the segment's copy in memory that
 // holds its bytes; without, it is written to its own file, in place (see
 // Live.PartPublished): parts are for the live edge only, the segment
-// holds the same bytes. Either way the segment file
-// has the part's bytes before the part is published, so a server may
-// also send a part as that range of the segment.
+// holds the same bytes. Either way the segment file has the part's bytes
+// before the part is published, so a server may also send a part as that
+// range of the segment; except with a GrowingFiles that keeps the
+// segment's parts readable itself: the file is then written when the
+// segment ends.
 func (r *rendition) finishPart(next int64) error {
 	dur := next - r.partStart
 	if dur > r.partTarget || dur <= 0 {
@@ -460,17 +466,33 @@ func (r *rendition) finishPart(next int64) error {
 	}
 	name := partFile(r.name, r.seq, len(r.curParts))
 	from := len(r.cur.mem)
-	if r.files == nil {
+	switch g := r.growing; {
+	case r.files == nil:
 		if err := writeNew(filepath.Join(r.dir, name), r.mux.out); err != nil {
 			// Never leave a short part where its hint sends players.
 			syscall.Unlink(filepath.Join(r.dir, name))
 			return fmt.Errorf("write part: %w", err)
 		}
-	}
-	if err := r.flush(); err != nil {
-		return err
-	}
-	if r.files != nil {
+		if err := r.flush(); err != nil {
+			return err
+		}
+	case g != nil:
+		// The segment's file is written when the segment ends, while
+		// Files keeps the parts readable; else now, before the part
+		// is published (the playlist, the position waiters wait on).
+		r.cur.hold(r.mux.out)
+		r.mux.out = r.mux.out[:0]
+		to := len(r.cur.mem)
+		r.files.Put(name, r.cur.mem[from:to:to], time.Now())
+		if !g.Growing(name) {
+			if err := r.cur.writePending(); err != nil {
+				return err
+			}
+		}
+	default:
+		if err := r.flush(); err != nil {
+			return err
+		}
 		to := len(r.cur.mem)
 		r.files.Put(name, r.cur.mem[from:to:to], time.Now())
 	}
@@ -510,6 +532,9 @@ func (r *rendition) finish(next int64) error {
 		if err := r.flush(); err != nil {
 			return err
 		}
+	}
+	if err := r.cur.writePending(); err != nil {
+		return err
 	}
 	w := r.cur
 	r.cur = nil

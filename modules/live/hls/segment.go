@@ -306,6 +306,32 @@ func createSegment(path string) (*segmentWriter, error) {
 }
 
 func (s *segmentWriter) Write(p []byte) (int, error) {
+	if err := s.writePending(); err != nil {
+		return 0, err
+	}
+	written, err := s.writeFile(p)
+	if s.mem != nil {
+		s.mem = append(s.mem, p[:written]...)
+	}
+	return written, err
+}
+
+// hold adds p to the copy in memory only: the file gets it with the next
+// Write or writePending. The segment's file then lags its parts, which
+// a server must keep readable otherwise (GrowingFiles).
+func (s *segmentWriter) hold(p []byte) { s.mem = append(s.mem, p...) }
+
+// writePending writes to the file what hold kept in memory only.
+func (s *segmentWriter) writePending() error {
+	if int64(len(s.mem)) <= s.n {
+		return nil
+	}
+	_, err := s.writeFile(s.mem[s.n:])
+	return err
+}
+
+// writeFile writes p to the file, all of it unless a write fails.
+func (s *segmentWriter) writeFile(p []byte) (int, error) {
 	var err error
 	written := 0
 	for written < len(p) {
@@ -324,9 +350,6 @@ func (s *segmentWriter) Write(p []byte) (int, error) {
 		written += n
 	}
 	s.n += int64(written)
-	if s.mem != nil {
-		s.mem = append(s.mem, p[:written]...)
-	}
 	if err != nil {
 		s.failed = true
 		err = fmt.Errorf("write segment: %w", err)

@@ -17,6 +17,34 @@ type FLV struct {
 	avc    *flv.AVCConfig
 	asc    bool          // an AAC configuration has come
 	parsed atomic.Uint64 // read from any goroutine
+	// slab is where the next pictures' bytes are copied (see keep).
+	slab []byte
+}
+
+// A picture's bytes are copied out of the tag, whose buffer the source
+// reuses, into a slab of slabSize shared by the pictures that follow
+// until it is full: each picture of its own (10 to 30 KiB at 2.5 Mb/s,
+// size classes whose spans hold one to four) took a span from the
+// runtime's central lists each, 3.4 % of OnAir's CPU samples during a
+// stream (bench/results/2026-11-28d-ingest.md). A
+// picture larger than half a slab gets its own allocation. A slab lives
+// while any of its pictures does: at most one slab per stream more than
+// the pictures' own bytes, as units pass through the readers' bounded
+// queues.
+const slabSize = 128 << 10
+
+// keep returns a copy of b that the caller may keep.
+func (d *FLV) keep(b []byte) []byte {
+	n := len(b)
+	if n > slabSize/2 {
+		return append([]byte(nil), b...)
+	}
+	if cap(d.slab)-len(d.slab) < n {
+		d.slab = make([]byte, 0, slabSize)
+	}
+	start := len(d.slab)
+	d.slab = append(d.slab, b...)
+	return d.slab[start:len(d.slab):len(d.slab)]
 }
 
 // Parsed counts the tags parsed: the tests check that each tag of a
@@ -56,7 +84,7 @@ func (d *FLV) Video(ts int64, body []byte, at time.Time) (u Unit, ok bool, err e
 		if d.avc == nil || len(tag.Data) == 0 {
 			return u, true, nil // undecodable without its configuration: counted, not packaged
 		}
-		data := append([]byte(nil), tag.Data...)
+		data := d.keep(tag.Data)
 		// Most pictures are 1 to 4 NAL units: one allocation.
 		if u.NALUs, err = flv.AppendNALUs(make([][]byte, 0, 4), data, d.avc.NALULengthSize); err != nil {
 			return Unit{}, false, fmt.Errorf("video frame: %w", err)
