@@ -192,16 +192,7 @@ func TestServerPassphrase(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	if _, err := c.Write(tsStream(t, 90, 0)); err != nil {
-		t.Fatal(err)
-	}
-	k := <-sinks
-	testload.Poll(t, "units at the sink", func() error {
-		if k.count() < 20 {
-			return errors.New("too few")
-		}
-		return nil
-	})
+	sendAndExpectUnits(t, c, sinks)
 }
 
 // FuzzListener feeds arbitrary datagrams to a listener with one accepted

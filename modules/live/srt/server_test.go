@@ -172,6 +172,13 @@ func TestServerDualStack(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
+	sendAndExpectUnits(t, c, sinks)
+}
+
+// sendAndExpectUnits writes a few seconds of stream to c and waits until
+// the server's sink for it has its units.
+func sendAndExpectUnits(t *testing.T, c gosrt.Conn, sinks <-chan *sink) {
+	t.Helper()
 	if _, err := c.Write(tsStream(t, 90, 0)); err != nil {
 		t.Fatal(err)
 	}
