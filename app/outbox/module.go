@@ -53,12 +53,16 @@ var (
 	_ app.Configurer  = (*Module)(nil)
 )
 
-// Settings of the outbox: how long relayed rows stay, and how long the
-// Redis stream is.
+// Settings of the outbox: how long relayed rows stay, how long the Redis
+// stream is, and how often a node sweeps for rows other nodes left.
 const (
 	SettingRetention = "ONAIR_OUTBOX_RETENTION"
 	SettingStreamLen = "ONAIR_EVENTS_STREAM_MAXLEN"
+	SettingSweep     = "ONAIR_OUTBOX_SWEEP"
 )
+
+// defaultSweepEvery is ONAIR_OUTBOX_SWEEP's default.
+const defaultSweepEvery = 30 * time.Second
 
 func (*Module) Name() string { return "outbox" }
 
@@ -68,7 +72,17 @@ func (*Module) Settings() []app.Setting {
 			Help: "how long relayed durable events (show changes, user deletions) stay in the outbox table; 0 keeps them", Parse: app.ParseDuration},
 		{Env: SettingStreamLen, Flag: "events-stream-maxlen", Default: "10000",
 			Help: "about how many durable events the Redis stream keeps (with ONAIR_REDIS_URL)", Parse: app.ParsePositiveInt},
+		{Env: SettingSweep, Flag: "outbox-sweep", Default: defaultSweepEvery.String(),
+			Help: "how often each node looks for durable events another node committed and did not relay to Redis (it died); a node relays its own at the commit, and sweeps each second while one is left (1s–1h, with ONAIR_REDIS_URL)", Parse: parseSweep},
 	}
+}
+
+func parseSweep(v string) (any, error) {
+	d, err := time.ParseDuration(v)
+	if err != nil || d < relayEvery || d > time.Hour {
+		return time.Duration(0), fmt.Errorf("must be a duration between 1s and 1h")
+	}
+	return d, nil
 }
 
 // Migrations create the table (the shows module created it first, as
@@ -97,6 +111,7 @@ func (m *Module) Provision(_ context.Context, core *app.Core) error {
 	if core.Redis != nil {
 		r := newRelay(m.Outbox, core.Redis, core.Config.RedisPrefix+Stream, int64(app.Get[int](core.Config, SettingStreamLen)))
 		r.background = core.Background
+		r.sweepEvery = app.Get[time.Duration](core.Config, SettingSweep)
 		for _, c := range r.collectors() {
 			if err := core.Metrics.Register(c); err != nil {
 				return fmt.Errorf("outbox: metrics: %w", err)

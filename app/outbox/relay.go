@@ -24,11 +24,13 @@ import (
 //   - the node that commits an event delivers it to its own subscribers
 //     in-process (Remote false), and hands its row to its relay, which
 //     adds it to the stream and marks the row relayed;
-//   - every node sweeps the outbox each second for rows still unrelayed
-//     after relayGrace (their node died between the commit and the stream,
-//     or Redis was away) and relays them, claiming them with row locks so
-//     two nodes do not both take a row (FOR UPDATE SKIP LOCKED on MySQL;
-//     SQLite is one node);
+//   - every node sweeps the outbox for rows still unrelayed after
+//     relayGrace (their node died between the commit and the stream, or
+//     Redis was away) and relays them, claiming them with row locks so two
+//     nodes do not both take a row (FOR UPDATE SKIP LOCKED on MySQL;
+//     SQLite is one node): every ONAIR_OUTBOX_SWEEP (30 s) for what other
+//     nodes left, each second (relayEvery) from the moment one of its own
+//     relays failed until no row is left unrelayed;
 //   - every node reads the stream from where it stood at start and calls
 //     the subscribers of each event's topic with Remote true for the
 //     events it did not emit, once per event id (a re-relayed event is
@@ -46,7 +48,7 @@ import (
 const Stream = "events"
 
 const (
-	relayEvery   = time.Second     // how often each node sweeps the outbox
+	relayEvery   = time.Second     // how often a node sweeps while rows are left unrelayed
 	relayGrace   = 3 * time.Second // how old an unrelayed row is before the sweep takes it (created_at has whole seconds)
 	relayBatch   = 100             // rows per sweep transaction, messages per read
 	relayQueue   = 1024            // commits waiting for the relay; beyond, the sweep takes them
@@ -70,6 +72,11 @@ type relay struct {
 
 	queue chan []Row
 	seen  *seenSet
+	// sweepEvery is the sweep's interval while no row is known unrelayed
+	// (ONAIR_OUTBOX_SWEEP); kick starts the sweep's quick pace when one
+	// of this node's relays failed.
+	sweepEvery time.Duration
+	kick       chan struct{}
 	// background bounds the last relays at shutdown (Core.Background).
 	background func(time.Duration) (context.Context, context.CancelFunc)
 	// last is the stream position the reader resumes from.
@@ -87,6 +94,7 @@ func newRelay(o *Outbox, rdb *redis.Client, stream string, maxLen int64) *relay 
 	return &relay{
 		o: o, rdb: rdb, stream: stream, maxLen: maxLen, node: hex.EncodeToString(b[:]),
 		queue: make(chan []Row, relayQueue), seen: newSeenSet(seenCapacity),
+		sweepEvery: defaultSweepEvery, kick: make(chan struct{}, 1),
 		background: func(d time.Duration) (context.Context, context.CancelFunc) {
 			return context.WithTimeout(context.Background(), d)
 		},
@@ -125,6 +133,16 @@ func (r *relay) committed(rows []Row) {
 	case r.queue <- rows:
 	default:
 		r.o.log.Warn("outbox: event relay queue full; the outbox sweep will relay", "events", len(rows))
+		r.hurry()
+	}
+}
+
+// hurry tells the sweep that this node left rows unrelayed: it sweeps
+// each second until none is left.
+func (r *relay) hurry() {
+	select {
+	case r.kick <- struct{}{}:
+	default:
 	}
 }
 
@@ -149,16 +167,41 @@ func (r *relay) run(ctx context.Context) {
 	wg.Add(2)
 	go func() { defer wg.Done(); r.publishLoop(ctx) }()
 	go func() { defer wg.Done(); r.readLoop(ctx) }()
-	app.Every(ctx, relayEvery, func(ctx context.Context) {
-		if _, err := r.sweep(ctx); err != nil && ctx.Err() == nil {
+	r.sweepLoop(ctx)
+	wg.Wait()
+}
+
+// sweepLoop sweeps every sweepEvery, and each second (relayEvery) while
+// the last sweep left rows unrelayed or failed, or once this node's relay
+// failed (hurry): an idle node reads the outbox twice a minute, not each
+// second.
+func (r *relay) sweepLoop(ctx context.Context) {
+	wait := r.sweepEvery
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-r.kick:
+			t.Reset(relayEvery) // the rows are younger than relayGrace
+			continue
+		}
+		wait = r.sweepEvery
+		left, err := r.sweep(ctx)
+		if err != nil && ctx.Err() == nil {
 			level := slog.LevelError
 			if errors.Is(err, errSweepPublish) {
 				level = app.RedisLevel(err, level) // the kernel logs Redis away once
 			}
 			r.o.log.Log(ctx, level, "outbox: sweep", "err", err)
 		}
-	})
-	wg.Wait()
+		if err != nil || left > 0 {
+			wait = relayEvery
+		}
+		t.Reset(wait)
+	}
 }
 
 func (r *relay) publishLoop(ctx context.Context) {
@@ -188,10 +231,14 @@ func (r *relay) relayCommitted(ctx context.Context, rows []Row) {
 		if ctx.Err() == nil {
 			r.o.log.Log(ctx, app.RedisLevel(err, slog.LevelWarn), "outbox: relay events; the outbox sweep will retry", "err", err)
 		}
+		r.hurry()
 		return
 	}
-	if err := markRelayed(ctx, r.o.db, rows, r.o.clock.Stamp()); err != nil && ctx.Err() == nil {
-		r.o.log.Warn("outbox: mark events relayed", "err", err)
+	if err := markRelayed(ctx, r.o.db, rows, r.o.clock.Stamp()); err != nil {
+		if ctx.Err() == nil {
+			r.o.log.Warn("outbox: mark events relayed", "err", err)
+		}
+		r.hurry()
 	}
 }
 
@@ -251,8 +298,10 @@ var errSweepPublish = errors.New("add to the events stream")
 // sweep relays the rows left unrelayed for longer than relayGrace, oldest
 // first, a batch per transaction; the rows are locked until they are
 // marked, and rows another node holds are skipped. It first counts the
-// unrelayed rows without a lock, which is all it does on most ticks.
-func (r *relay) sweep(ctx context.Context) (int, error) {
+// unrelayed rows without a lock, which is all it does on most sweeps, and
+// returns how many it left unrelayed (younger than relayGrace, or held
+// by another node).
+func (r *relay) sweep(ctx context.Context) (int64, error) {
 	db := r.o.db
 	left, err := db.NewSelect().Model((*Row)(nil)).Where("relayed_at IS NULL").Count(ctx)
 	if err != nil {
@@ -287,12 +336,13 @@ func (r *relay) sweep(ctx context.Context) (int, error) {
 			return markRelayed(ctx, tx, rows, r.o.clock.Stamp())
 		})
 		if err != nil {
-			return n, err
+			return max(left-int64(n), 0), err
 		}
 		n += len(rows)
 		if len(rows) < relayBatch {
-			r.unrelayed.Set(float64(max(left-int64(n), 0)))
-			return n, nil
+			left = max(left-int64(n), 0)
+			r.unrelayed.Set(float64(left))
+			return left, nil
 		}
 	}
 }

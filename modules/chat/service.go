@@ -65,9 +65,12 @@ func (s *Service) SubscribeTx(fn func(ctx context.Context, tx bun.IDB, ev TxEven
 	events.SubscribeTx(s.bus, Changed, func(ctx context.Context, tx *events.Tx, ev TxEvent) error { return fn(ctx, tx, ev) })
 }
 
-// runTxHooks publishes ev to Changed's transaction subscribers inside tx.
-func (s *Service) runTxHooks(ctx context.Context, tx bun.IDB, ev TxEvent) error {
-	return events.PublishTx(ctx, s.bus.Wrap(tx), Changed, ev)
+// runTxHooks publishes ev to Changed's transaction subscribers inside
+// etx, a Wrap of the change's transaction: the caller calls its Committed
+// once the transaction committed, which runs what the subscribers left for
+// then (the webhooks wake their workers).
+func (s *Service) runTxHooks(ctx context.Context, etx *events.Tx, ev TxEvent) error {
+	return events.PublishTx(ctx, etx, Changed, ev)
 }
 
 // ErrNotFound is a missing (or deleted) message.
@@ -116,18 +119,21 @@ func (s *Service) Post(ctx context.Context, showID int64, by *app.Principal, bod
 	}
 	now := s.nowFunc()
 	m := &Message{ShowID: sh.ID, UserID: by.UserID, Body: body, CreatedAt: now.UTC().Truncate(time.Second), Position: position(sh.Start, now)}
+	var etx *events.Tx
 	err = s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		etx = s.bus.Wrap(tx)
 		if _, err := tx.NewInsert().Model(m).Exec(ctx); err != nil {
 			return fmt.Errorf("chat: post on show %d: %w", sh.ID, err)
 		}
 		if err := s.shows.AddComments(ctx, tx, sh.ID, 1); err != nil {
 			return err
 		}
-		return s.runTxHooks(ctx, tx, TxEvent{Type: EventChatCreated, Message: m, Show: sh})
+		return s.runTxHooks(ctx, etx, TxEvent{Type: EventChatCreated, Message: m, Show: sh})
 	})
 	if err != nil {
 		return nil, err
 	}
+	etx.Committed(ctx)
 	if m.User, err = s.users.Get(ctx, by.UserID); err != nil {
 		return nil, err
 	}
@@ -210,18 +216,21 @@ func (s *Service) Delete(ctx context.Context, id int64, by *app.Principal) (*Mes
 	}
 	now := s.stamp()
 	m.DeletedAt, m.DeletedBy = &now, &by.UserID
+	var etx *events.Tx
 	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		etx = s.bus.Wrap(tx)
 		if _, err := tx.NewUpdate().Model(m).Column("deleted_at", "deleted_by").WherePK().Exec(ctx); err != nil {
 			return fmt.Errorf("chat: delete %d: %w", id, err)
 		}
 		if err := s.shows.AddComments(ctx, tx, m.ShowID, -1); err != nil {
 			return err
 		}
-		return s.runTxHooks(ctx, tx, TxEvent{Type: EventChatDeleted, Message: m})
+		return s.runTxHooks(ctx, etx, TxEvent{Type: EventChatDeleted, Message: m})
 	})
 	if err != nil {
 		return nil, err
 	}
+	etx.Committed(ctx)
 	s.hub.Publish(ctx, m.ShowID, Event{Type: EventChatDeleted, ID: m.ID})
 	return m, nil
 }

@@ -35,7 +35,7 @@ func twoNodes(t *testing.T) (a, b *node) {
 	db := onairtest.FreshMySQL(t)
 	prefix := fmt.Sprintf("onairtest:%d:", time.Now().UnixNano())
 	boot := func() *node {
-		env := onairtest.New(t, onairtest.Options{DatabaseURL: db, Redis: true, RedisPrefix: prefix})
+		env := onairtest.New(t, onairtest.Options{DatabaseURL: db, Redis: true, RedisPrefix: prefix, Configure: quickSweep})
 		n := &node{env: env, svc: shows.From(env.Core), rec: &recorder{}}
 		n.svc.Subscribe(n.rec.add)
 		return n
@@ -44,6 +44,10 @@ func twoNodes(t *testing.T) (a, b *node) {
 	dropStream(t, a.env)
 	return a, b
 }
+
+// quickSweep makes the outbox sweep for rows other nodes left each second
+// (ONAIR_OUTBOX_SWEEP), so the tests of a crashed node's rows take seconds.
+func quickSweep(c *app.Config) { c.Set(outbox.SettingSweep, time.Second) }
 
 // dropStream deletes the test's events stream from Redis at the end.
 func dropStream(t *testing.T, env *onairtest.Env) {
@@ -359,7 +363,7 @@ func ptr[T any](v T) *T { return &v }
 // unrelayed is swept (no row locks on SQLite) and delivered as remote.
 func TestOutboxSweepSQLite(t *testing.T) {
 	onairtest.RequireRedis(t)
-	env := onairtest.New(t, onairtest.Options{Redis: true})
+	env := onairtest.New(t, onairtest.Options{Redis: true, Configure: quickSweep})
 	dropStream(t, env)
 	n := &node{env: env, svc: shows.From(env.Core), rec: &recorder{}}
 	n.svc.Subscribe(n.rec.add)
@@ -439,7 +443,7 @@ func TestEventsStreamCapped(t *testing.T) {
 // delivered as a remote show event, during a rolling upgrade.
 func TestLegacyStreamEntry(t *testing.T) {
 	onairtest.RequireRedis(t)
-	env := onairtest.New(t, onairtest.Options{Redis: true})
+	env := onairtest.New(t, onairtest.Options{Redis: true, Configure: quickSweep})
 	dropStream(t, env)
 	n := &node{env: env, svc: shows.From(env.Core), rec: &recorder{}}
 	n.svc.Subscribe(n.rec.add)

@@ -58,6 +58,21 @@ func (m *Module) healthReporter() shows.HealthReporter {
 	return nil
 }
 
+// publisherCounter is the module that ingests publications (live): how
+// many publishers this node ingests now.
+type publisherCounter interface {
+	Streams() int
+}
+
+func (m *Module) publishers() publisherCounter {
+	for _, mod := range m.core.Modules {
+		if c, ok := mod.(publisherCounter); ok {
+			return c
+		}
+	}
+	return nil
+}
+
 func (m *Module) chat() chatCounter {
 	for _, mod := range m.core.Modules {
 		if c, ok := mod.(chatCounter); ok {
@@ -84,7 +99,9 @@ type sampler struct {
 }
 
 // checkEvery is how often the loop looks for shows this node began to
-// ingest (their first point) and for the next tick.
+// ingest (their first point) and for the next tick. It asks the live
+// module first, in memory: the database is read only when this node
+// ingests a show (see idle).
 const checkEvery = time.Second
 
 // sampleShows records the points due now: a first point for each show
@@ -95,6 +112,9 @@ const checkEvery = time.Second
 func (m *Module) sampleShows(ctx context.Context, now time.Time) {
 	hr := m.healthReporter()
 	if hr == nil {
+		return
+	}
+	if m.idle(hr, now) {
 		return
 	}
 	var ids []int64
@@ -159,4 +179,32 @@ func (m *Module) sampleShows(ctx context.Context, now time.Time) {
 	if _, err := m.core.DB.NewInsert().Model(&points).Ignore().Exec(ctx); err != nil && ctx.Err() == nil {
 		m.core.Log.Warn("stats: record points", "shows", len(points), "err", err)
 	}
+}
+
+// idle tells whether the check at now has nothing to do, without the
+// database: this node ingests no show (it forgets the ones it sampled),
+// or, between ticks, it ingests just the shows it already sampled.
+func (m *Module) idle(hr shows.HealthReporter, now time.Time) bool {
+	pc := m.publishers()
+	if pc == nil {
+		return false
+	}
+	n := pc.Streams()
+	tick := now.UTC().Truncate(m.every)
+	if n == 0 {
+		clear(m.sampler.last)
+		if tick.After(m.sampler.tick) {
+			m.sampler.tick = tick
+		}
+		return true
+	}
+	if tick.After(m.sampler.tick) || n != len(m.sampler.last) {
+		return false
+	}
+	for id := range m.sampler.last {
+		if _, ok := hr.Health(id); !ok {
+			return false
+		}
+	}
+	return true
 }

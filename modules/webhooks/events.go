@@ -202,6 +202,12 @@ func (m *Module) enqueue(ctx context.Context, tx bun.IDB, typ string, ownerID in
 	if _, err := tx.NewInsert().Model(&rows).Exec(ctx); err != nil {
 		return fmt.Errorf("webhooks: enqueue %s: %w", typ, err)
 	}
+	// The rows are visible to the workers once the change commits: wake
+	// them then (chat, follows; a show change's commit wakes them in
+	// subscribe), as the workers no longer poll each second.
+	if etx, ok := tx.(*events.Tx); ok {
+		etx.AfterCommit(func(context.Context) { m.Wake() })
+	}
 	m.Wake()
 	return nil
 }

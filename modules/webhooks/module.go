@@ -98,8 +98,8 @@ func (*Module) Settings() []app.Setting {
 			Help: "a webhook whose deliveries have failed without a success for this long is disabled", Parse: parseDurationAtLeast(time.Second)},
 		{Env: SettingWorkers, Flag: "webhook-workers", Default: "4",
 			Help: "webhook deliveries this node sends at once (one on SQLite)", Parse: app.ParsePositiveInt},
-		{Env: SettingPoll, Flag: "webhook-poll", Default: "1s",
-			Help: "how often each node looks for due webhook deliveries", Parse: parseDurationAtLeast(10 * time.Millisecond)},
+		{Env: SettingPoll, Flag: "webhook-poll", Default: "30s",
+			Help: "how often each node looks for webhook deliveries it was not told of (other nodes' left-overs); its own are sent at once and at their retry times", Parse: parseDurationAtLeast(10 * time.Millisecond)},
 		{Env: SettingRetention, Flag: "webhook-retention", Default: "720h",
 			Help: "how long succeeded and failed webhook deliveries (and their attempts) are kept", Parse: parseDurationAtLeast(time.Hour)},
 	}

@@ -60,14 +60,18 @@ type claimed struct {
 func (m *Module) lease() time.Duration { return 2*m.cfg.timeout + 5*time.Second }
 
 // run is the node's delivery loop: claim what is due, send up to
-// ONAIR_WEBHOOK_WORKERS at once, sleep until woken or the poll interval.
+// ONAIR_WEBHOOK_WORKERS at once, then sleep until woken (a change of this
+// node committed deliveries, or one of its sends ended), until the next
+// delivery it knows of is due (a retry, a lease that ends), or for at most
+// ONAIR_WEBHOOK_POLL, the safety poll that finds what other nodes left.
+// An idle node therefore reads the database once a poll, not each second.
 func (m *Module) run(ctx context.Context) {
 	sem := make(chan struct{}, m.cfg.workers)
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer m.client.close()
-	tick := time.NewTicker(m.cfg.poll)
-	defer tick.Stop()
+	timer := time.NewTimer(m.cfg.poll)
+	defer timer.Stop()
 	var counted, purged time.Time
 	for ctx.Err() == nil {
 		free := cap(sem) - len(sem)
@@ -107,12 +111,53 @@ func (m *Module) run(ctx context.Context) {
 		if len(batch) > 0 && len(batch) == free {
 			continue // there may be more
 		}
+		wait := m.cfg.poll
+		if free > len(batch) {
+			// Every worker busy: the next send to end wakes the loop.
+			wait = min(wait, m.untilDue(ctx))
+		}
+		timer.Reset(wait)
 		select {
 		case <-ctx.Done():
 		case <-m.wake:
-		case <-tick.C:
+		case <-timer.C:
 		}
 	}
+}
+
+// minWait is the least a loop that found a due delivery it could not claim
+// sleeps (another node took it meanwhile, or the clocks disagree), as the
+// poll was before the loop slept on work.
+const minWait = time.Second
+
+// untilDue is how long until the next delivery this node could claim is
+// due: the earliest next attempt of a pending delivery of an active
+// webhook that no older delivery of its show holds back, or the end of its
+// webhook's lease if that is later. With none, it is ONAIR_WEBHOOK_POLL.
+func (m *Module) untilDue(ctx context.Context) time.Duration {
+	// A struct, for bun to parse the time SQLite returns as text.
+	var row struct {
+		Next bun.NullTime `bun:"next"`
+	}
+	err := m.db.NewSelect().TableExpr("webhook_deliveries AS d").
+		Join("JOIN webhooks AS w ON w.id = d.webhook_id").
+		ColumnExpr("MIN(CASE WHEN w.busy_until > d.next_attempt_at THEN w.busy_until ELSE d.next_attempt_at END) AS next").
+		Where("d.status = ?", StatusPending).Where("w.active = ?", true).
+		Where("NOT EXISTS (SELECT 1 FROM webhook_deliveries AS p WHERE p.webhook_id = d.webhook_id AND d.show_id <> 0 AND p.show_id = d.show_id AND p.status = ? AND p.id < d.id)", StatusPending).
+		Scan(ctx, &row)
+	if err != nil {
+		if ctx.Err() == nil {
+			m.log.Warn("webhooks: next due delivery", "err", err)
+		}
+		return minWait
+	}
+	if row.Next.IsZero() {
+		return m.cfg.poll
+	}
+	if d := row.Next.Sub(m.now()); d > 0 {
+		return d
+	}
+	return minWait
 }
 
 func (m *Module) countBacklog(ctx context.Context) {
