@@ -38,6 +38,12 @@ type Event struct {
 	// is the snapshot stored in the outbox: it has no stream key and its
 	// user no password hash or e-mail; By carries only the user id.
 	Remote bool
+
+	// commit is the transaction wrapper the event was published in, when
+	// the service wrapped it: deliver runs the work its transaction
+	// subscribers queued with AfterCommit. Nil when the caller's own
+	// events.Tx (a user's deletion) commits it.
+	commit *events.Tx
 }
 
 // Changed is the kernel topic (package app/events) of show changes, on
@@ -100,10 +106,19 @@ func (s *Service) record(ctx context.Context, tx bun.IDB, id int64, by *app.Prin
 
 // recordShow is record for a snapshot the caller holds (a deleted show).
 func (s *Service) recordShow(ctx context.Context, tx bun.IDB, sh *Show, by *app.Principal, types ...string) ([]Event, error) {
-	etx := s.bus.Wrap(tx) // the change's own commit delivers (deliver)
+	// The change's own commit delivers (deliver), and runs the work the
+	// transaction subscribers queue; inside a caller's events.Tx (a
+	// user's deletion), that transaction's commit runs it.
+	etx, outer := tx.(*events.Tx)
+	if !outer {
+		etx = s.bus.Wrap(tx)
+	}
 	evs := make([]Event, 0, len(types))
 	for _, t := range types {
 		ev := Event{Type: t, Show: sh, By: by}
+		if !outer {
+			ev.commit = etx
+		}
 		id, err := s.writeOutbox(ctx, tx, ev)
 		if err != nil {
 			return nil, err
@@ -139,5 +154,12 @@ func (s *Service) deliver(ctx context.Context, evs []Event) {
 	}
 	for _, ev := range evs {
 		outbox.Emit(ctx, s.outbox, durable, ev.ID, ev)
+	}
+	var ran *events.Tx
+	for _, ev := range evs {
+		if ev.commit != nil && ev.commit != ran {
+			ran = ev.commit
+			ran.Committed(ctx)
+		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/onair/onair/app"
+	"github.com/onair/onair/app/events"
 	"github.com/onair/onair/app/outbox"
 	"github.com/onair/onair/internal/onairtest"
 	"github.com/onair/onair/modules/shows"
@@ -60,7 +62,9 @@ func countOutbox(t *testing.T, db bun.IDB, showID int64) int64 {
 // transaction, with the show as the change left it and the outbox row's
 // id; the event subscribers get after the commit is the same. A hook that
 // fails rolls the change back: the caller gets the error, the show is as
-// it was, and no event or outbox row exists.
+// it was, and no event or outbox row exists. Work a hook queues with
+// AfterCommit runs once each change committed, after the subscribers got
+// its event, and never for the change rolled back.
 func TestSubscribeTx(t *testing.T) {
 	onairtest.EachBackend(t, func(t *testing.T, backend string) {
 		f := newFixture(t, backend)
@@ -73,7 +77,9 @@ func TestSubscribeTx(t *testing.T) {
 		}
 		var mu sync.Mutex
 		var hooked []seen
+		var committed []string // by the hook's AfterCommit work
 		var fail error
+		rec := &recorder{}
 		f.svc.SubscribeTx(func(ctx context.Context, tx bun.IDB, ev shows.Event) error {
 			mu.Lock()
 			defer mu.Unlock()
@@ -87,9 +93,20 @@ func TestSubscribeTx(t *testing.T) {
 				}
 			}
 			hooked = append(hooked, seen{ev, live})
+			etx, ok := tx.(*events.Tx)
+			if !ok {
+				return fmt.Errorf("the hook's transaction is a %T, not an *events.Tx", tx)
+			}
+			etx.AfterCommit(func(context.Context) {
+				mu.Lock()
+				defer mu.Unlock()
+				if n := len(rec.ofShow(ev.Show.ID)); n == 0 || rec.ofShow(ev.Show.ID)[n-1].Type != ev.Type {
+					t.Errorf("after the commit of %s, the subscribers had not got it", ev.Type)
+				}
+				committed = append(committed, ev.Type)
+			})
 			return nil
 		})
-		rec := &recorder{}
 		f.svc.Subscribe(rec.add)
 
 		sh := onairtest.CreateShow(t, f.env, tok, map[string]any{"name": "Hooked", "description": "d"}).Object
@@ -133,6 +150,9 @@ func TestSubscribeTx(t *testing.T) {
 		defer mu.Unlock()
 		want := []string{shows.EventCreated, shows.EventLive, shows.EventStopped, shows.EventDeleted}
 		got := rec.ofShow(showID)
+		if !slices.Equal(committed, want) {
+			t.Fatalf("after-commit work ran for %v, want %v", committed, want)
+		}
 		if len(hooked) != len(want) || len(got) != len(want) {
 			t.Fatalf("hooks saw %d events, subscribers %d, want %d", len(hooked), len(got), len(want))
 		}
