@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -70,13 +71,22 @@ type Segment struct {
 
 // segmentFile is the file name of a segment of a rendition.
 func segmentFile(rendition string, seq uint64) string {
+	prefix := "seg-"
 	switch {
 	case rendition == RenditionAudio:
-		return fmt.Sprintf("audio-%06d.ts", seq)
+		prefix = "audio-"
 	case IsRung(rendition):
-		return fmt.Sprintf("%s-%06d.ts", rendition, seq)
+		prefix = rendition + "-"
 	}
-	return fmt.Sprintf("seg-%06d.ts", seq)
+	// As fmt's %06d, without fmt: a live rendition names a part (a slice
+	// of this name) after every one.
+	var b [48]byte
+	out := append(b[:0], prefix...)
+	for v := uint64(100000); v > 1 && seq < v; v /= 10 {
+		out = append(out, '0')
+	}
+	out = strconv.AppendUint(out, seq, 10)
+	return string(append(out, ".ts"...))
 }
 
 // ReadIndex returns the segments recorded in dir's index, in order. A
