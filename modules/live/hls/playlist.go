@@ -33,6 +33,12 @@ type lowLatency struct {
 	pendingDisc bool              // that segment follows a discontinuity
 	hint        string            // the next part, for EXT-X-PRELOAD-HINT
 	reports     []renditionReport
+	// partText and pendingText, when set, are the text of the segments
+	// of parts (by sequence, parts included) and of pending as render
+	// writes them, kept by a rendition so that each is rendered once, not
+	// after every part. A rendition sets pendingText along with pending.
+	partText    map[uint64][]byte
+	pendingText []byte
 }
 
 type renditionReport struct {
@@ -106,6 +112,10 @@ func (p playlist) render() []byte {
 		var parts []Part
 		if p.ll != nil && i >= len(p.segments)-partSegments {
 			parts = p.ll.parts[s.Sequence]
+			if text, ok := p.ll.partText[s.Sequence]; ok && len(parts) > 0 {
+				b = append(b, text...)
+				continue
+			}
 		}
 		b = s.appendLines(b, parts)
 	}
@@ -113,8 +123,12 @@ func (p playlist) render() []byte {
 		if p.ll.pendingDisc && len(p.ll.pending) > 0 {
 			b = append(b, "#EXT-X-DISCONTINUITY\n"...)
 		}
-		for _, part := range p.ll.pending {
-			b = part.appendTag(b)
+		if p.ll.pendingText != nil {
+			b = append(b, p.ll.pendingText...)
+		} else {
+			for _, part := range p.ll.pending {
+				b = part.appendTag(b)
+			}
 		}
 		if p.ll.hint != "" {
 			b = append(b, "#EXT-X-PRELOAD-HINT:TYPE=PART,URI="...)

@@ -149,8 +149,72 @@ func BenchmarkRender(b *testing.B) {
 	p.ll.pending = p.ll.parts[106][:3]
 	p.ll.hint = partFile("av", 107, 3)
 	p.ll.reports = []renditionReport{{uri: "audio.m3u8", msn: 106, part: 2}}
-	b.ReportAllocs()
-	for b.Loop() {
-		_ = p.render()
+	b.Run("afresh", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			_ = p.render()
+		}
+	})
+	// As a rendition renders it: the segments with parts and the pending
+	// parts' tags kept from when each was added.
+	kept := p
+	ll := *p.ll
+	kept.ll = &ll
+	ll.partText = map[uint64][]byte{}
+	for _, s := range p.segments {
+		ll.partText[s.Sequence] = s.appendLines(nil, ll.parts[s.Sequence])
+	}
+	for _, part := range ll.pending {
+		ll.pendingText = part.appendTag(ll.pendingText)
+	}
+	b.Run("kept", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			_ = kept.render()
+		}
+	})
+}
+
+// TestRenderKeptText: the live playlists a rendition renders from the text
+// it keeps of its segments with parts and of its pending parts are those
+// rendered afresh, byte for byte, as parts and segments come and go and
+// when the stream ends.
+func TestRenderKeptText(t *testing.T) {
+	p := openTest(t, t.TempDir(), Options{Live: NewLive()})
+	segmentsKept := 0
+	check := func(when string) {
+		t.Helper()
+		for _, r := range []*rendition{p.av, p.aud} {
+			kept := r.livePlaylist()
+			if kept.ll == nil {
+				t.Fatalf("%s, %s: no LL-HLS", when, r.name)
+			}
+			segmentsKept += len(kept.ll.partText)
+			afresh := kept
+			ll := *kept.ll
+			ll.partText, ll.pendingText = nil, nil
+			afresh.ll = &ll
+			got, want := kept.render(), afresh.render()
+			if string(got) != string(want) {
+				t.Fatalf("%s, %s:\ngot:\n%s\nwant:\n%s", when, r.name, got, want)
+			}
+			if fmtText := renderFmt(afresh); string(want) != string(fmtText) {
+				t.Fatalf("%s, %s: afresh differs from fmt:\n%s\nwant:\n%s", when, r.name, want, fmtText)
+			}
+		}
+	}
+	// Keyframes a second apart from each call's start: segments and
+	// parts end at varied points of the calls.
+	for i := range 16 {
+		start := int64(i) * 1300
+		feed(t, p, start, 1300, 1000, true)
+		check(fmt.Sprintf("after %d ms", start+1300))
+	}
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	check("closed")
+	if segmentsKept == 0 {
+		t.Error("no segment's text kept")
 	}
 }

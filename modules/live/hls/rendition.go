@@ -63,10 +63,16 @@ type rendition struct {
 	notify              *Live
 	// board, when set, hears of this rendition's parts and gives the
 	// others' for EXT-X-RENDITION-REPORT (rank: its place there).
-	board     *reportBoard
-	rank      int
-	parts     map[uint64][]Part
-	curParts  []Part
+	board    *reportBoard
+	rank     int
+	parts    map[uint64][]Part
+	curParts []Part
+	// partText holds the text of the finished segments that keep their
+	// parts as a playlist lists them (parts included), by sequence, and
+	// curText the tags of curParts: each rendered once rather than after
+	// every part (the playlist is rendered after each one).
+	partText  map[uint64][]byte
+	curText   []byte
 	partStart int64
 	partIndep bool
 	partMedia bool    // the part in progress holds a sample
@@ -496,7 +502,9 @@ func (r *rendition) finishPart(next int64) error {
 		to := len(r.cur.mem)
 		r.files.Put(name, r.cur.mem[from:to:to], time.Now())
 	}
-	r.curParts = append(r.curParts, Part{File: name, Duration: float64(dur) / 90000, Independent: r.partIndep})
+	part := Part{File: name, Duration: float64(dur) / 90000, Independent: r.partIndep}
+	r.curParts = append(r.curParts, part)
+	r.curText = part.appendTag(r.curText)
 	r.lastPart = partRef{msn: r.seq, part: len(r.curParts) - 1}
 	if r.board != nil {
 		r.board.set(r.playlist, r.rank, r.lastPart)
@@ -563,7 +571,13 @@ func (r *rendition) finish(next int64) error {
 		seg.FrameRate = math.Round(float64(r.frames)*90000/float64(dur)*1000) / 1000
 	}
 	r.parts[seg.Sequence] = r.curParts
-	r.curParts = nil
+	if r.partLen > 0 {
+		if r.partText == nil {
+			r.partText = make(map[uint64][]byte)
+		}
+		r.partText[seg.Sequence] = seg.appendLines(nil, r.curParts)
+	}
+	r.curParts, r.curText = nil, r.curText[:0]
 	r.seq++
 	r.nextDisc = false
 	var err error
@@ -671,19 +685,8 @@ func (r *rendition) skipUntil() float64 {
 	return 0
 }
 
-// writePlaylist publishes the live playlist after a part or, with
-// segment, after a segment (or the last change before the publisher
-// left). Without Files each one replaces the file on disk. With Files
-// each one goes there, and the disk gets one per segment without the
-// LL-HLS tags: a plain live playlist of segments that are all on disk,
-// for what reads the directory rather than the server's memory (the media
-// store's uploader, a restart, another node serving from the store). That
-// spares the live edge a file replacement per part, which cost as much
-// CPU as the rest of the ingest (docs/benchmarks.md, "Ingest CPU").
-func (r *rendition) writePlaylist(segment bool) error {
-	if len(r.live) == 0 && len(r.curParts) == 0 {
-		return nil
-	}
+// livePlaylist is the live playlist as it stands.
+func (r *rendition) livePlaylist() playlist {
 	p := playlist{
 		targetDuration: r.td,
 		mediaSequence:  r.seq,
@@ -703,7 +706,9 @@ func (r *rendition) writePlaylist(segment bool) error {
 		ll := &lowLatency{
 			partTarget:  r.partTarget,
 			parts:       r.parts,
+			partText:    r.partText,
 			pending:     r.curParts,
+			pendingText: r.curText,
 			pendingDisc: r.nextDisc,
 		}
 		if !r.closed {
@@ -714,11 +719,28 @@ func (r *rendition) writePlaylist(segment bool) error {
 		}
 		p.ll = ll
 	}
+	return p
+}
+
+// writePlaylist publishes the live playlist after a part or, with
+// segment, after a segment (or the last change before the publisher
+// left). Without Files each one replaces the file on disk. With Files
+// each one goes there, and the disk gets one per segment without the
+// LL-HLS tags: a plain live playlist of segments that are all on disk,
+// for what reads the directory rather than the server's memory (the media
+// store's uploader, a restart, another node serving from the store). That
+// spares the live edge a file replacement per part, which cost as much
+// CPU as the rest of the ingest (docs/benchmarks.md, "Ingest CPU").
+func (r *rendition) writePlaylist(segment bool) error {
+	if len(r.live) == 0 && len(r.curParts) == 0 {
+		return nil
+	}
+	p := r.livePlaylist()
 	data := p.render()
 	var diskErr error
 	switch {
 	case r.files == nil:
-		if err := replaceFile(r.dir, r.playlist, data); err != nil {
+		if err := swapFile(r.dir, r.playlist, data); err != nil {
 			return err
 		}
 	case segment:
@@ -730,7 +752,7 @@ func (r *rendition) writePlaylist(segment bool) error {
 		// The copy in memory is published even when the disk's is not
 		// (a full disk): it lists only recorded segments either way, and
 		// players must see the stream's end.
-		diskErr = replaceFile(r.dir, r.playlist, disk)
+		diskErr = swapFile(r.dir, r.playlist, disk)
 	}
 	if r.files != nil {
 		r.files.Put(r.playlist, data, time.Now())
@@ -763,6 +785,7 @@ func (r *rendition) dropParts(seq uint64) {
 		removeParts(r.dir, r.name, seq)
 	}
 	delete(r.parts, seq)
+	delete(r.partText, seq)
 }
 
 // removeParts deletes the part files of a segment, if any.
@@ -780,6 +803,7 @@ func removeParts(dir, rendition string, seq uint64) {
 // archived.
 func (r *rendition) close() error {
 	r.closed = true
+	defer removeSwap(r.dir, r.playlist)
 	if r.cur == nil {
 		return nil
 	}
@@ -813,6 +837,6 @@ func (r *rendition) close() error {
 	if r.files == nil && r.partLen > 0 {
 		removeParts(r.dir, r.name, r.seq)
 	}
-	r.curParts = nil
+	r.curParts, r.curText = nil, r.curText[:0]
 	return errors.Join(err, r.writePlaylist(true)) // without the preload hint
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -70,13 +71,22 @@ type Segment struct {
 
 // segmentFile is the file name of a segment of a rendition.
 func segmentFile(rendition string, seq uint64) string {
+	prefix := "seg-"
 	switch {
 	case rendition == RenditionAudio:
-		return fmt.Sprintf("audio-%06d.ts", seq)
+		prefix = "audio-"
 	case IsRung(rendition):
-		return fmt.Sprintf("%s-%06d.ts", rendition, seq)
+		prefix = rendition + "-"
 	}
-	return fmt.Sprintf("seg-%06d.ts", seq)
+	// As fmt's %06d, without fmt: a live rendition names a part (a slice
+	// of this name) after every one.
+	var b [48]byte
+	out := append(b[:0], prefix...)
+	for v := uint64(100000); v > 1 && seq < v; v /= 10 {
+		out = append(out, '0')
+	}
+	out = strconv.AppendUint(out, seq, 10)
+	return string(append(out, ".ts"...))
 }
 
 // ReadIndex returns the segments recorded in dir's index, in order. A
@@ -226,7 +236,8 @@ func putFile(dir, name string, data []byte, files Files) error {
 }
 
 // replaceFile is writeFileAtomic for the files a Packager rewrites while
-// live, several times a second: its playlists and parts. The temporary
+// live: its master playlists (a rendition's live playlist, rewritten all
+// stream long, is swapped in place: swapFile). The temporary
 // file has a fixed name, since the Packager has its directory to itself,
 // and is created with its final mode (like the segments); the system calls
 // are made directly, because os.OpenFile also registers the file with the
@@ -243,6 +254,11 @@ func replaceFile(dir, name string, data []byte) error {
 		return fmt.Errorf("write %s: %w", name, err)
 	}
 	return nil
+}
+
+// removeSwap removes the temporary file swapFile keeps for name in dir.
+func removeSwap(dir, name string) {
+	syscall.Unlink(filepath.Join(dir, "."+name+".tmp"))
 }
 
 // writeNew creates or truncates path and writes data into it.
