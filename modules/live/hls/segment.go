@@ -12,6 +12,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // File names inside a stream's directory. The caller serves the directory
@@ -378,8 +380,8 @@ func (s *segmentWriter) writeFile(p []byte) (int, error) {
 // (vm.dirty_expire_centisecs), a process crash loses nothing of it, and
 // Finalize syncs the archive once (syncArchive).
 func (s *segmentWriter) finish() error {
-	var st syscall.Stat_t
-	err := syscall.Fstat(s.fd, &st)
+	var st unix.Stat_t
+	err := unix.Fstat(s.fd, &st)
 	if err == nil {
 		s.modTime = time.Unix(st.Mtim.Unix())
 	}
