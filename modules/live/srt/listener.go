@@ -175,8 +175,6 @@ func listen(addr string, latency time.Duration) (*listener, error) {
 // datagram comes; with connections it works every tick.
 func (ln *listener) run() {
 	defer close(ln.done)
-	t := time.NewTimer(fastTick)
-	defer t.Stop()
 	for {
 		ln.mu.Lock()
 		idle := len(ln.conns) == 0
@@ -192,13 +190,10 @@ func (ln *listener) run() {
 			ln.drain()
 			continue
 		}
-		t.Reset(next)
-		select {
-		case <-ln.closed:
-			return
-		case <-t.C:
-			ln.drain()
+		if ln.sock.tick.sleep(next) != nil {
+			return // closed
 		}
+		ln.drain()
 	}
 }
 

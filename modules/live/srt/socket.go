@@ -20,6 +20,7 @@ import (
 type udpSocket struct {
 	fd    int
 	pipe  [2]int // written to end a wait
+	tick  *sleeper
 	v6    bool   // an IPv6 socket: IPv4 peers are mapped
 	local net.Addr
 }
@@ -83,6 +84,10 @@ func openUDP(addr string) (*udpSocket, error) {
 		unix.CloseOnExec(fd)
 		_ = unix.SetNonblock(fd, true)
 	}
+	if s.tick, err = newSleeper(); err != nil {
+		s.close()
+		return nil, err
+	}
 	sa, err := unix.Getsockname(s.fd)
 	if err != nil {
 		s.close()
@@ -119,11 +124,17 @@ func (s *udpSocket) wait(timeout time.Duration) error {
 	}
 }
 
-// interrupt ends the current and every later wait.
-func (s *udpSocket) interrupt() { _, _ = unix.Write(s.pipe[1], []byte{0}) }
+// interrupt ends the current and every later wait and sleep.
+func (s *udpSocket) interrupt() {
+	_, _ = unix.Write(s.pipe[1], []byte{0})
+	s.tick.stop()
+}
 
 // close closes the socket and the pipe, once nothing uses them.
 func (s *udpSocket) close() {
+	if s.tick != nil {
+		s.tick.stop()
+	}
 	for _, fd := range []int{s.fd, s.pipe[0], s.pipe[1]} {
 		if fd >= 0 {
 			unix.Close(fd)
