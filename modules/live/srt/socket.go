@@ -21,7 +21,7 @@ type udpSocket struct {
 	fd    int
 	pipe  [2]int // written to end a wait
 	tick  *sleeper
-	v6    bool   // an IPv6 socket: IPv4 peers are mapped
+	v6    bool // an IPv6 socket: IPv4 peers are mapped
 	local net.Addr
 }
 
