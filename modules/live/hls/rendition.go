@@ -740,7 +740,7 @@ func (r *rendition) writePlaylist(segment bool) error {
 	var diskErr error
 	switch {
 	case r.files == nil:
-		if err := swapFile(r.dir, r.playlist, data); err != nil {
+		if err := replaceFile(r.dir, r.playlist, data); err != nil {
 			return err
 		}
 	case segment:
@@ -752,7 +752,7 @@ func (r *rendition) writePlaylist(segment bool) error {
 		// The copy in memory is published even when the disk's is not
 		// (a full disk): it lists only recorded segments either way, and
 		// players must see the stream's end.
-		diskErr = swapFile(r.dir, r.playlist, disk)
+		diskErr = replaceFile(r.dir, r.playlist, disk)
 	}
 	if r.files != nil {
 		r.files.Put(r.playlist, data, time.Now())
@@ -803,7 +803,6 @@ func removeParts(dir, rendition string, seq uint64) {
 // archived.
 func (r *rendition) close() error {
 	r.closed = true
-	defer removeSwap(r.dir, r.playlist)
 	if r.cur == nil {
 		return nil
 	}

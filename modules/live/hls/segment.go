@@ -238,8 +238,9 @@ func putFile(dir, name string, data []byte, files Files) error {
 }
 
 // replaceFile is writeFileAtomic for the files a Packager rewrites while
-// live: its master playlists (a rendition's live playlist, rewritten all
-// stream long, is swapped in place: swapFile). The temporary
+// live: its master playlists and each rendition's live playlist. A new
+// file replaces the old one by rename, so a reader holding the old one
+// open reads it whole however long it takes. The temporary
 // file has a fixed name, since the Packager has its directory to itself,
 // and is created with its final mode (like the segments); the system calls
 // are made directly, because os.OpenFile also registers the file with the
@@ -256,11 +257,6 @@ func replaceFile(dir, name string, data []byte) error {
 		return fmt.Errorf("write %s: %w", name, err)
 	}
 	return nil
-}
-
-// removeSwap removes the temporary file swapFile keeps for name in dir.
-func removeSwap(dir, name string) {
-	syscall.Unlink(filepath.Join(dir, "."+name+".tmp"))
 }
 
 // writeNew creates or truncates path and writes data into it.
