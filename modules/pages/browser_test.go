@@ -83,11 +83,32 @@ func waitFor(t *testing.T, tab context.Context, what, predicate string) {
 	within := testload.Patience
 	ctx, cancel := context.WithTimeout(tab, within+30*time.Second)
 	defer cancel()
-	if _, err := chromedp.Run(ctx, chromedp.Poll[chromedp.Void](predicate, chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(within))); err != nil {
+	deadline := time.Now().Add(within)
+	for replaced := 0; ; replaced++ {
+		_, err := chromedp.Run(ctx, chromedp.Poll[chromedp.Void](predicate, chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(time.Until(deadline))))
+		// chromedp's poll runs in one JavaScript context and does not
+		// survive its replacement: right after a navigation it can be
+		// handed the previous document's, gone by the time it is called.
+		// The predicate is about the page, so it is asked again in the
+		// page's current context, within the same patience.
+		if err != nil && contextGone(err) && replaced < 20 && time.Until(deadline) > time.Second {
+			t.Logf("%s: the page's JavaScript context was replaced (%v); polling again", what, err)
+			continue
+		}
+		if err == nil {
+			return
+		}
 		state, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`(() => { const m = document.getElementById('media'); const p = document.getElementById('player');
 			return m ? JSON.stringify({engine: p.dataset.engine, src: p.dataset.src, t: m.currentTime, paused: m.paused, ready: m.readyState, net: m.networkState, err: m.error && m.error.message}) : 'no player'; })()`))
 		t.Fatalf("%s: not within %s (%v); player: %s", what, within, err, state)
 	}
+}
+
+// contextGone tells the DevTools protocol's answer for a JavaScript
+// context that no longer exists (a document replaced mid-call).
+func contextGone(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "Cannot find context with specified id") || strings.Contains(msg, "Execution context was destroyed")
 }
 
 // publish runs ffmpeg sending seconds of test video and tone to the show.
