@@ -348,7 +348,7 @@ func ingestRound(ctx context.Context, o options, srv *benchkit.Server, ngx *ngin
 	for _, j := range order {
 		t := targets[j]
 		fmt.Fprintf(os.Stderr, "%s: %d publisher(s) for %d s (round %d of %d)...\n", t.name, n, o.seconds, round+1, o.rounds)
-		var profiled chan error
+		var profiled, allocs chan error
 		if o.profile != "" && (j == tOnAir || j == tSRT) && !o.serveOnly {
 			name := fmt.Sprintf("ingest-%d", n)
 			if j == tSRT {
@@ -358,10 +358,14 @@ func ingestRound(ctx context.Context, o options, srv *benchkit.Server, ngx *ngin
 				name += fmt.Sprintf("-round%d", round+1)
 			}
 			profiled = profile(srv, o.seconds, filepath.Join(o.profile, name+".cpu.pprof"))
+			allocs = profileAllocs(srv, o.seconds, filepath.Join(o.profile, name+".cpu.pprof"))
 		}
 		res, err := runIngest(ctx, t, input, n, o.seconds)
-		if profiled != nil {
-			if err := <-profiled; err != nil {
+		for _, p := range []chan error{profiled, allocs} {
+			if p == nil {
+				continue
+			}
+			if err := <-p; err != nil {
 				return runs, err
 			}
 		}

@@ -492,6 +492,16 @@ func profile(srv *benchkit.Server, seconds int, path string) chan error {
 	return done
 }
 
+// profileAllocs records, beside profile, what OnAir allocates over the
+// same seconds (a delta of the allocs profile), to path's .cpu.pprof
+// changed to .allocs.pprof.
+func profileAllocs(srv *benchkit.Server, seconds int, path string) chan error {
+	done := make(chan error, 1)
+	path = strings.TrimSuffix(path, ".cpu.pprof") + ".allocs.pprof"
+	go func() { done <- srv.Profile("allocs", max(1, seconds), path) }()
+	return done
+}
+
 // closestSegment picks, among the A/V segments of the live playlist (those
 // players fetch during a live), the one whose size is nearest to want.
 func closestSegment(dir string, want int64) (string, int64, error) {

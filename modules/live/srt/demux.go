@@ -53,7 +53,30 @@ type Demuxer struct {
 	ascSent      bool
 	sampleRate   int64
 	errs         uint64
-	nalus        [][]byte // scratch of h264
+	nalus        [][]byte               // scratch of h264
+	adts         mpeg4audio.ADTSPackets // scratch of aacPES
+	slab         []byte                 // where the next units' bytes go (keep)
+}
+
+// slabSize is the size of the slabs the units' bytes are copied into,
+// as streamcore.FLV does for RTMP: a picture of its own allocation (10
+// to 30 KiB at 2.5 Mb/s) takes a span from the runtime's central lists
+// each. A unit larger than half a slab gets its own allocation; a slab
+// lives while any of its units does.
+const slabSize = 128 << 10
+
+// keep reserves n bytes for a unit's own copy: append to the slice
+// returned, at most n bytes.
+func (d *Demuxer) keep(n int) []byte {
+	if n > slabSize/2 {
+		return make([]byte, 0, n)
+	}
+	if cap(d.slab)-len(d.slab) < n {
+		d.slab = make([]byte, 0, slabSize)
+	}
+	start := len(d.slab)
+	d.slab = d.slab[:start+n]
+	return d.slab[start : start : start+n]
 }
 
 // NewDemuxer reads r up to the program map (at most MaxProbeBytes) and
@@ -163,16 +186,13 @@ func (d *Demuxer) h264PES(pts, dts int64, data []byte) error {
 
 // aacPES splits the ADTS frames of one PES.
 func (d *Demuxer) aacPES(pts, dts int64, data []byte) error {
-	var pkts mpeg4audio.ADTSPackets
-	if pts != dts || pkts.Unmarshal(data) != nil {
+	clear(d.adts)
+	d.adts = d.adts[:0]
+	if pts != dts || d.adts.Unmarshal(data) != nil {
 		d.errs++
 		return nil
 	}
-	aus := make([][]byte, len(pkts))
-	for i, p := range pkts {
-		aus[i] = p.AU
-	}
-	return d.aac(pts, aus)
+	return d.aac(pts, d.adts)
 }
 
 // audioConfig takes the AAC configuration the reader found in the first
@@ -247,7 +267,7 @@ func (d *Demuxer) h264(pts, dts int64, au [][]byte) error {
 		}
 	}
 	// The unit owns its bytes: one copy of the access unit.
-	buf := make([]byte, 0, size)
+	buf := d.keep(size)
 	nalus := make([][]byte, 0, len(au))
 	for _, n := range au {
 		if len(n) == 0 || h264.NALUType(n[0]&0x1f) == h264.NALUTypeAccessUnitDelimiter {
@@ -270,7 +290,7 @@ func (d *Demuxer) changed(sps, pps []byte) bool {
 }
 
 // aac handles the AAC frames of one PES.
-func (d *Demuxer) aac(pts int64, aus [][]byte) error {
+func (d *Demuxer) aac(pts int64, aus mpeg4audio.ADTSPackets) error {
 	pts90, _ := d.times(pts, pts)
 	at := d.now()
 	if !d.ascSent {
@@ -279,12 +299,13 @@ func (d *Demuxer) aac(pts int64, aus [][]byte) error {
 			return err
 		}
 	}
-	for i, au := range aus {
+	for i, p := range aus {
+		au := p.AU
 		if len(au) == 0 {
 			continue
 		}
 		t := pts90 + int64(i)*aacFrame*tsClock/d.sampleRate
-		if err := d.emit(streamcore.Unit{DTS: ms(t), AAC: append([]byte(nil), au...), At: at, Size: len(au)}); err != nil {
+		if err := d.emit(streamcore.Unit{DTS: ms(t), AAC: append(d.keep(len(au)), au...), At: at, Size: len(au)}); err != nil {
 			return err
 		}
 	}

@@ -23,7 +23,9 @@
 // being recovered), drains the socket with recvmmsg, answers handshakes
 // and control packets, pushes data into each connection's gosrt receiver
 // (loss list, ACK, NAK, TSBPD delivery, too-late drop) and ticks the
-// receivers. Each connection's deliveries of the tick go to its reader as
+// receivers. The data packets are OnAir's own, from a pool (rxpacket.go),
+// and the demuxer copies the units' bytes into shared slabs: no
+// allocation a datagram, about one a picture. Each connection's deliveries of the tick go to its reader as
 // one batch; once the Sink says its Write no longer blocks (InlineSink:
 // the stream core after the tracks are decided), the socket's goroutine
 // demuxes them itself and no reader wakes. A reader 128 batches behind is

@@ -180,3 +180,56 @@ func TestServerInlineDisconnect(t *testing.T) {
 	}
 	again.Close()
 }
+
+// A publisher that stays connected but delivers nothing is cut off with
+// ErrIdle once IdleTimeout passes after its last bytes, also when the
+// socket's goroutine demuxes it; one that delivers is not, however long
+// it streams past IdleTimeout.
+func TestServerIdleTimeout(t *testing.T) {
+	const idle = 700 * time.Millisecond
+	s := &Server{AdmissionTimeout: testload.Patience, IdleTimeout: idle}
+	sinks := startCoreServer(t, s, func(*streamcore.Stream) {}, nil)
+	caller, err := dial(s.Addr().String(), "good")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer caller.Close()
+	ts := tsStream(t, 150, 0)
+	const chunks = 15 // 2.1 s of writes, three idle timeouts
+	step := len(ts) / chunks / 1316 * 1316
+	var k *coreSink
+	var last time.Time
+	for i := range chunks {
+		end := (i + 1) * step
+		if i == chunks-1 {
+			end = len(ts)
+		}
+		if _, err := caller.Write(ts[i*step : end]); err != nil {
+			t.Fatal(err)
+		}
+		last = time.Now()
+		if k == nil {
+			k = <-sinks
+		}
+		select {
+		case err := <-k.closed:
+			t.Fatalf("cut off while delivering, after %d chunks: %v", i, err)
+		case <-time.After(idle / 5):
+		}
+	}
+	if !pumped(s) {
+		t.Error("the stream is not demuxed on the socket's goroutine")
+	}
+	select {
+	case err := <-k.closed:
+		if !errors.Is(err, ErrIdle) {
+			t.Errorf("ended with %v", err)
+		}
+		// The last bytes are delivered a latency after they were sent.
+		if waited := time.Since(last); waited < idle {
+			t.Errorf("cut off %v after the last write", waited)
+		}
+	case <-time.After(testload.Patience):
+		t.Fatal("the idle publisher was never cut off")
+	}
+}

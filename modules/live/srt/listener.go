@@ -131,6 +131,7 @@ type listener struct {
 	conns   map[uint32]*lconn
 	out     bytes.Buffer
 	rx      *rxBatch
+	rxp     *rxPool // the data packets
 	shut    bool
 	next    time.Duration // until the next tick
 }
@@ -151,6 +152,7 @@ func newListener(addr net.Addr, latency time.Duration) (*listener, error) {
 		byPeer:  map[hsKey]*lconn{},
 		conns:   map[uint32]*lconn{},
 		rx:      newRxBatch(),
+		rxp:     newRxPool(),
 	}, nil
 }
 
@@ -248,16 +250,16 @@ func (ln *listener) handle(data []byte, from netip.AddrPort, now time.Time) {
 		return // unknown, or not from the peer (no address change in SRT's live mode)
 	}
 	c.lastRecv = now
+	if !ctrl {
+		c.data(ln.rxp.parse(c.remoteAddr, data))
+		return
+	}
 	p, err := packet.NewPacketFromData(c.remoteAddr, data)
 	if err != nil {
 		return
 	}
-	if ctrl {
-		c.control(p, now)
-		p.Decommission()
-		return
-	}
-	c.data(p)
+	c.control(p, now)
+	p.Decommission()
 }
 
 // handshake answers an induction, and queues a conclusion for Accept.

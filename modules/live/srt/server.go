@@ -321,15 +321,16 @@ func (c *conn) run() error {
 	stop := c.watch()
 	defer stop()
 	sc := c.srt.Load()
-	inline := false // written before handOver, read by the socket's goroutine after
+	// Written before handOver, read by the socket's goroutine after: once
+	// inline, the pump stamps the last read once a tick, not each read.
+	inline, read := false, false
 	r := readerFunc(func(p []byte) (int, error) {
-		var n int
-		var err error
 		if inline {
-			n, err = sc.readNow(p)
-		} else {
-			n, err = sc.Read(p)
+			n, err := sc.readNow(p)
+			read = read || n > 0
+			return n, err
 		}
+		n, err := sc.Read(p)
 		if n > 0 {
 			c.last.Store(time.Now().UnixNano())
 		}
@@ -358,6 +359,12 @@ func (c *conn) run() error {
 	// one waits for the end.
 	inline = true
 	pump := func() error {
+		defer func() {
+			if read {
+				read = false
+				c.last.Store(time.Now().UnixNano())
+			}
+		}()
 		for {
 			if err := d.Read(); err != nil {
 				if err == errDrained {
@@ -378,10 +385,14 @@ type readerFunc func([]byte) (int, error)
 func (f readerFunc) Read(p []byte) (int, error) { return f(p) }
 
 // watch closes the connection when it delivers nothing for the idle
-// timeout; the returned func stops watching.
+// timeout; the returned func stops watching. Its timer is set for when
+// the connection would have been idle that long since its last read,
+// and set again from there when it has read since: one wake an idle
+// timeout for a live stream, where a ticker of a second woke the process
+// (a second thread, and sysmon) thirty times a stream for nothing.
 func (c *conn) watch() func() {
 	idle := durationOr(c.s.IdleTimeout, DefaultIdleTimeout)
-	t := time.NewTicker(min(idle/4, time.Second))
+	t := time.NewTimer(idle)
 	done := make(chan struct{})
 	go func() {
 		defer t.Stop()
@@ -392,10 +403,12 @@ func (c *conn) watch() func() {
 			case <-c.ctx.Done():
 				return
 			case now := <-t.C:
-				if now.Sub(time.Unix(0, c.last.Load())) > idle {
+				quiet := now.Sub(time.Unix(0, c.last.Load()))
+				if quiet >= idle {
 					c.kill(ErrIdle)
 					return
 				}
+				t.Reset(idle - quiet)
 			}
 		}
 	}()

@@ -20,6 +20,12 @@ import (
 type sleeper struct {
 	f  *os.File
 	rc syscall.RawConn
+	// The state of the current sleep, for wake, made once: a closure of
+	// it would be an allocation a tick.
+	spec  unix.ItimerSpec
+	armed syscall.Errno
+	buf   [8]byte
+	wake  func(fd uintptr) bool
 }
 
 func newSleeper() (*sleeper, error) {
@@ -33,32 +39,36 @@ func newSleeper() (*sleeper, error) {
 		f.Close()
 		return nil, err
 	}
-	return &sleeper{f: f, rc: rc}, nil
+	s := &sleeper{f: f, rc: rc}
+	s.wake = s.poll
+	return s, nil
 }
 
 // sleep returns after d, or with an error once stop was called.
 func (s *sleeper) sleep(d time.Duration) error {
-	spec := unix.ItimerSpec{Value: unix.NsecToTimespec(max(d, time.Microsecond).Nanoseconds())}
-	var armed syscall.Errno
-	var buf [8]byte
-	err := s.rc.Read(func(fd uintptr) bool {
-		if spec.Value.Sec|spec.Value.Nsec != 0 {
-			_, _, armed = unix.RawSyscall6(unix.SYS_TIMERFD_SETTIME, fd, 0, uintptr(unsafe.Pointer(&spec)), 0, 0, 0)
-			spec = unix.ItimerSpec{}
-			if armed != 0 {
-				return true
-			}
-		}
-		_, _, errno := unix.RawSyscall(unix.SYS_READ, fd, uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)))
-		return errno != unix.EAGAIN
-	})
-	if err != nil {
+	s.spec = unix.ItimerSpec{Value: unix.NsecToTimespec(max(d, time.Microsecond).Nanoseconds())}
+	s.armed = 0
+	if err := s.rc.Read(s.wake); err != nil {
 		return errSocketClosed
 	}
-	if armed != 0 {
-		return armed
+	if s.armed != 0 {
+		return s.armed
 	}
 	return nil
+}
+
+// poll arms the timer on its first call of a sleep, then reports whether
+// it has expired (false: the poller waits for it).
+func (s *sleeper) poll(fd uintptr) bool {
+	if s.spec.Value.Sec|s.spec.Value.Nsec != 0 {
+		_, _, s.armed = unix.RawSyscall6(unix.SYS_TIMERFD_SETTIME, fd, 0, uintptr(unsafe.Pointer(&s.spec)), 0, 0, 0)
+		s.spec = unix.ItimerSpec{}
+		if s.armed != 0 {
+			return true
+		}
+	}
+	_, _, errno := unix.RawSyscall(unix.SYS_READ, fd, uintptr(unsafe.Pointer(&s.buf[0])), uintptr(len(s.buf)))
+	return errno != unix.EAGAIN
 }
 
 // stop ends the current and every later sleep.
