@@ -69,11 +69,15 @@ func (r *report) ingestTable() string {
 				}
 				loads = append(loads, run[tNginx].load)
 			}
+			audioCPU, audioQ := rounds(cpu[tAudio], "%.2f"), rounds(audioRatio, "%.2f×")
+			if !r.o.audio {
+				audioCPU, audioQ = "–", "–"
+			}
 			fmt.Fprintf(&b, "| %d | %s | %s | %s | %s s (%s) | %s s (%s) | %s | %s | %s | %s |\n",
 				set.publishers, rounds(cpu[tOnAir], "%.2f"), rounds(cpu[tNginx], "%.2f"), rounds(cpuRatio, "%.2f×"),
 				secs(first[0].firstMedian()), secs(first[0].firstMax()), secs(first[1].firstMedian()), secs(first[1].firstMax()),
 				ratio(first[0].firstMedian().Seconds(), first[1].firstMedian().Seconds()),
-				rounds(cpu[tAudio], "%.2f"), rounds(audioRatio, "%.2f×"), strings.Join(loads, "; "))
+				audioCPU, audioQ, strings.Join(loads, "; "))
 		}
 	}
 	if !r.o.srtOnly {
