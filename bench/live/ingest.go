@@ -89,7 +89,18 @@ type ingestResult struct {
 	first      []time.Duration
 	failures   []string
 	load       string
+	// mid is the CPU per stream per second of the middle of the stream,
+	// from midFrom after the publishers start to midTo before their input
+	// ends: the steady state, without connecting, the first keyframes, the
+	// end of the stream and the idle second after it.
+	mid time.Duration
 }
+
+// The mid-stream window of a run of s seconds: [midFrom, s − midTo).
+const (
+	midFrom = 5 * time.Second
+	midTo   = 2 * time.Second
+)
 
 func (r ingestResult) firstMedian() time.Duration {
 	s := slices.Clone(r.first)
@@ -163,7 +174,12 @@ func runIngest(ctx context.Context, t target, input string, n, seconds int) (ing
 			mu.Unlock()
 		}()
 	}
+	midDone := make(chan error, 1)
+	go func() { midDone <- measureMid(ctx, t, start, seconds, n, &res.mid) }()
 	wg.Wait()
+	if err := <-midDone; err != nil {
+		return res, err
+	}
 	res.load = benchkit.LoadAvg()
 	t.idle()
 	res.wall = time.Since(start)
@@ -176,6 +192,41 @@ func runIngest(ctx context.Context, t target, input string, n, seconds int) (ing
 		res.children = (after.Children - before.Children) / time.Duration(n)
 	}
 	return res, nil
+}
+
+// measureMid sets *mid to the target's CPU per stream per second over the
+// mid-stream window of a run that started at start (nothing when the run is
+// too short to have one).
+func measureMid(ctx context.Context, t target, start time.Time, seconds, n int, mid *time.Duration) error {
+	from, to := start.Add(midFrom), start.Add(time.Duration(seconds)*time.Second-midTo)
+	if !to.After(from) {
+		return nil
+	}
+	wait := func(until time.Time) error {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Until(until)):
+			return nil
+		}
+	}
+	if err := wait(from); err != nil {
+		return err
+	}
+	a, err := benchkit.ReadCPUs(t.pids())
+	if err != nil {
+		return err
+	}
+	began := time.Now()
+	if err := wait(to); err != nil {
+		return err
+	}
+	b, err := benchkit.ReadCPUs(t.pids())
+	if err != nil {
+		return err
+	}
+	*mid = time.Duration(float64(b.Own-a.Own) / time.Since(began).Seconds() / float64(n))
+	return nil
 }
 
 // awaitSegment polls a live playlist every 20 ms until it lists a segment
@@ -327,6 +378,9 @@ func ingestRound(ctx context.Context, o options, srv *benchkit.Server, ngx *ngin
 			}}
 	}
 	order := []int{tOnAir, tNginx, tAudio}
+	if !o.audio {
+		order = order[:2]
+	}
 	if o.srtOnly {
 		order = []int{tOnAir}
 	}
@@ -375,8 +429,8 @@ func ingestRound(ctx context.Context, o options, srv *benchkit.Server, ngx *ngin
 		for _, f := range res.failures {
 			fmt.Fprintln(os.Stderr, "  FAILED:", f)
 		}
-		fmt.Fprintf(os.Stderr, "  CPU %.2f s/stream (children %.2f), first segment median %s max %s, load %s\n",
-			res.cpu.Seconds(), res.children.Seconds(), res.firstMedian().Round(time.Millisecond), res.firstMax().Round(time.Millisecond), res.load)
+		fmt.Fprintf(os.Stderr, "  CPU %.3f s/stream (children %.2f), mid-stream %.2f ms/s a stream, first segment median %s max %s, load %s\n",
+			res.cpu.Seconds(), res.children.Seconds(), float64(res.mid)/1e6, res.firstMedian().Round(time.Millisecond), res.firstMax().Round(time.Millisecond), res.load)
 		runs[j] = res
 	}
 	return runs, nil

@@ -55,6 +55,7 @@ import (
 type options struct {
 	publishers      []int
 	rounds          int
+	audio           bool
 	seconds         int
 	inputSeconds    int
 	inputKbps       int
@@ -96,6 +97,7 @@ func main() {
 	cache, _ := os.UserCacheDir()
 	pubs := flag.String("publishers", benchkit.EnvOr("ONAIR_BENCH_PUBLISHERS", "1,4"), "comma-separated counts of simultaneous publishers, one run each ($ONAIR_BENCH_PUBLISHERS)")
 	flag.IntVar(&o.rounds, "rounds", envInt("ONAIR_BENCH_ROUNDS", 1), "ingest runs per publisher count, each with its own OnAir, nginx and audio-only run, nginx first in every other round; the table gives the median and each round ($ONAIR_BENCH_ROUNDS)")
+	flag.BoolVar(&o.audio, "audio", true, "with the ingest runs: also OnAir's audio-only shows in each round (false: OnAir and nginx only, a third less time a round)")
 	flag.IntVar(&o.seconds, "seconds", envInt("ONAIR_BENCH_SECONDS", 30), "seconds each publisher streams ($ONAIR_BENCH_SECONDS)")
 	flag.IntVar(&o.inputSeconds, "input-seconds", 60, "length of the pre-encoded input")
 	flag.IntVar(&o.inputKbps, "input-kbps", 2400, "H.264 rate of the pre-encoded 720p30 input in kb/s (6000: what OBS suggests for 1080p)")

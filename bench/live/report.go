@@ -69,18 +69,46 @@ func (r *report) ingestTable() string {
 				}
 				loads = append(loads, run[tNginx].load)
 			}
+			audioCPU, audioQ := rounds(cpu[tAudio], "%.2f"), rounds(audioRatio, "%.2f×")
+			if !r.o.audio {
+				audioCPU, audioQ = "–", "–"
+			}
 			fmt.Fprintf(&b, "| %d | %s | %s | %s | %s s (%s) | %s s (%s) | %s | %s | %s | %s |\n",
 				set.publishers, rounds(cpu[tOnAir], "%.2f"), rounds(cpu[tNginx], "%.2f"), rounds(cpuRatio, "%.2f×"),
 				secs(first[0].firstMedian()), secs(first[0].firstMax()), secs(first[1].firstMedian()), secs(first[1].firstMax()),
 				ratio(first[0].firstMedian().Seconds(), first[1].firstMedian().Seconds()),
-				rounds(cpu[tAudio], "%.2f"), rounds(audioRatio, "%.2f×"), strings.Join(loads, "; "))
+				audioCPU, audioQ, strings.Join(loads, "; "))
 		}
+	}
+	if !r.o.srtOnly {
+		b.WriteString("\n" + r.midTable())
 	}
 	if r.o.srt {
 		if b.Len() > 0 {
 			b.WriteString("\n")
 		}
 		b.WriteString(r.srtTable())
+	}
+	return b.String()
+}
+
+// midTable is the CPU of the middle of each stream (from 5 s after the
+// publishers start to 2 s before their input ends), read from the
+// processes' CPU clocks: the steady state, without the start, the end and
+// the idle second of a round's whole-run figure.
+func (r *report) midTable() string {
+	var b strings.Builder
+	b.WriteString("| Publishers | mid-stream OnAir CPU ms/s a stream | nginx | OnAir ÷ nginx | spread of the ratio (min–max) |\n")
+	b.WriteString("|---:|---:|---:|---:|---|\n")
+	for _, set := range r.ingest {
+		var onair, ngx, q []float64
+		for _, run := range set.runs {
+			a, n := float64(run[tOnAir].mid)/1e6, float64(run[tNginx].mid)/1e6
+			onair, ngx = append(onair, a), append(ngx, n)
+			q = append(q, quotient(a, n))
+		}
+		fmt.Fprintf(&b, "| %d | %s | %s | %s | %.2f–%.2f× |\n", set.publishers,
+			rounds(onair, "%.2f"), rounds(ngx, "%.2f"), rounds(q, "%.2f×"), slices.Min(q), slices.Max(q))
 	}
 	return b.String()
 }
@@ -271,6 +299,9 @@ func (r *report) markdown() string {
 	}
 	if o.rounds > 1 {
 		extra += fmt.Sprintf(" -rounds %d", o.rounds)
+	}
+	if !o.audio {
+		extra += " -audio=false"
 	}
 	switch {
 	case o.srtOnly:

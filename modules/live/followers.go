@@ -67,7 +67,7 @@ type hlsReader struct {
 	followers []follower
 }
 
-var _ streamcore.Lazy = (*hlsReader)(nil)
+var _ streamcore.Inline = (*hlsReader)(nil)
 
 func (r *hlsReader) Tracks(t streamcore.Tracks) error { return r.failed(r.pkg.Tracks(t)) }
 func (r *hlsReader) Unit(u *streamcore.Unit) error    { return r.failed(r.pkg.Unit(u)) }
@@ -76,6 +76,12 @@ func (r *hlsReader) Unit(u *streamcore.Unit) error    { return r.failed(r.pkg.Un
 // part or a segment (hls.Packager.Due): the others wait, queued, for the
 // next such unit.
 func (r *hlsReader) Due(u *streamcore.Unit) bool { return r.pkg.Due(u) }
+
+// Inline lets the connection's goroutine package the units that end a
+// part published to memory, instead of waking the packager's goroutine
+// for them (hls.Packager.Inline); a segment's end, which writes files, is
+// still the packager's goroutine's.
+func (r *hlsReader) Inline(u *streamcore.Unit) bool { return r.pkg.Inline(u) }
 
 // failed words the packager's failure for the publisher: a full disk ends
 // the publication with NetStream.Failed (the segment being written is

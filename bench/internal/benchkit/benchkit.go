@@ -22,6 +22,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // RepoRoot is the directory of the onair module's go.mod, found from the
@@ -322,7 +324,8 @@ const clockTick = 100
 // of its children it has waited for.
 type CPU struct{ Own, Children time.Duration }
 
-// ReadCPU reads /proc/PID/stat.
+// ReadCPU reads /proc/PID/stat (its children's time, in ticks) and the
+// process's CPU-time clock (its own, to the nanosecond).
 func ReadCPU(pid int) (CPU, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
@@ -342,7 +345,23 @@ func ReadCPU(pid int) (CPU, error) {
 		n, _ := strconv.ParseInt(s, 10, 64)
 		return time.Duration(n) * time.Second / clockTick
 	}
-	return CPU{Own: tick(f[11]) + tick(f[12]), Children: tick(f[13]) + tick(f[14])}, nil
+	c := CPU{Own: tick(f[11]) + tick(f[12]), Children: tick(f[13]) + tick(f[14])}
+	if ns, err := processClock(pid); err == nil {
+		c.Own = ns
+	}
+	return c, nil
+}
+
+// processClock is the CPU time of every thread of pid, live and exited, in
+// nanoseconds: the process's CPU-time clock (clock_getcpuclockid(3)'s
+// CPUCLOCK_SCHED clock of the thread group), where /proc/PID/stat counts in
+// ticks of 10 ms — a tick is 5 % of what a 30 s stream of ingest costs.
+func processClock(pid int) (time.Duration, error) {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(int32((^pid)<<3|2), &ts); err != nil {
+		return 0, err
+	}
+	return time.Duration(ts.Nano()), nil
 }
 
 // ReadCPUs sums ReadCPU over processes (nginx: master and workers).

@@ -133,3 +133,124 @@ func feedDue(t *testing.T, p *FLVFeed, ms, gop int64, audio, jitter bool) {
 		a++
 	}
 }
+
+// growingCount is a countFiles that keeps the parts of the segment being
+// written (GrowingFiles), as the live module's memory files do.
+type growingCount struct{ countFiles }
+
+func (*growingCount) Growing(string) bool { return true }
+
+// inlineCheck asks Inline before each unit, as the core does on the
+// source's goroutine: a unit Inline said yes to may end a part, never
+// start or end a segment (which create and write files).
+type inlineCheck struct {
+	t                   *testing.T
+	p                   *Packager
+	segments            int
+	inline, due, parted int
+	parts               int // parts ended, inline or not, but at a segment's end
+}
+
+func (c *inlineCheck) Tracks(t streamcore.Tracks) error { return c.p.Tracks(t) }
+func (c *inlineCheck) Close()                           {}
+
+func (c *inlineCheck) Unit(u *streamcore.Unit) error {
+	inline, due := c.p.Inline(u), c.p.Due(u)
+	type state struct {
+		cur   *segmentWriter
+		parts int
+	}
+	at := func() (s [2]state) {
+		for i, r := range []*rendition{c.p.av, c.p.aud} {
+			if r != nil {
+				s[i] = state{r.cur, len(r.curParts)}
+			}
+		}
+		return s
+	}
+	before, segs := at(), c.segments
+	err := c.p.Unit(u)
+	after := at()
+	if inline && due { // the core asks Inline of due units only
+		c.inline++
+		for i := range before {
+			if before[i].cur != after[i].cur || c.segments != segs {
+				c.t.Errorf("unit video=%v key=%v dts=%d was inline, and started or ended a segment", u.Video, u.Key, u.DTS)
+			}
+			if before[i].parts != after[i].parts {
+				c.parted++
+			}
+		}
+	}
+	if due {
+		c.due++
+	}
+	for i := range before {
+		if before[i].cur == after[i].cur && before[i].parts != after[i].parts {
+			c.parts++
+		}
+	}
+	return err
+}
+
+// Inline lets the source package the units that end a part in memory,
+// never those that start or end a segment; nothing without growing
+// memory files or without parts.
+func TestInlineOnlyParts(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		opts    Options
+		gop     int64
+		audio   bool
+		jitter  bool
+		growing bool
+	}{
+		{name: "av-parts", gop: 2000, audio: true, growing: true},
+		{name: "av-parts-jitter", gop: 2000, audio: true, jitter: true, growing: true},
+		{name: "av-long-gop", gop: 6000, audio: true, growing: true},
+		{name: "video-only", gop: 1000, growing: true},
+		{name: "audio-only-stream", audio: true, jitter: true, growing: true},
+		{name: "audio-only-show", opts: Options{AudioOnly: true}, gop: 2000, audio: true, growing: true},
+		{name: "no-parts", opts: Options{PartDuration: -1}, gop: 2000, audio: true, growing: true},
+		{name: "files-not-growing", gop: 2000, audio: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := tc.opts
+			if tc.growing {
+				o.Files = &growingCount{}
+			} else {
+				o.Files = &countFiles{}
+			}
+			o.Now = func() time.Time { return testEpoch }
+			o.Logger = slog.New(slog.DiscardHandler)
+			o.noSync = true
+			check := &inlineCheck{t: t}
+			o.OnSegment = func(Segment) { check.segments++ }
+			p, err := Open(t.TempDir(), o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			check.p = p
+			f := &FLVFeed{Packager: p}
+			f.core = streamcore.New(testEpoch, streamcore.Options{TrackWait: testTrackWait, AudioOnly: o.AudioOnly})
+			f.core.AddReader(check, streamcore.ReaderOptions{Name: "hls", Essential: true})
+			feedDue(t, f, 20_000, tc.gop, tc.audio, tc.jitter)
+			if err := f.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if check.segments < 5 {
+				t.Fatalf("%d segments", check.segments)
+			}
+			t.Logf("%d units inline (%d ended a part of %d) of %d due, %d segments", check.inline, check.parted, check.parts, check.due, check.segments)
+			switch {
+			case !tc.growing || o.PartDuration < 0:
+				if check.inline > 0 {
+					t.Errorf("%d units inline without parts in memory", check.inline)
+				}
+			case check.parted < 50:
+				// About five parts a second for 20 s, most of them inline.
+				t.Errorf("only %d parts ended inline", check.parted)
+			}
+		})
+	}
+}

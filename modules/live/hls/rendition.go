@@ -40,10 +40,13 @@ type rendition struct {
 	// growing is files when it is a GrowingFiles: the segment file is
 	// then written once per segment (see finishPart).
 	growing GrowingFiles
-	mem     []byte // the buffer of the segments' copies for files, reused
-	clock   *clock
-	codecs  string // RFC 6381 codecs of the rendition, for the index
-	size    string // WIDTHxHEIGHT of the video, "" if unknown
+	// diskParts: a part was written to the segment's file, the growing
+	// memory file having failed or been dropped.
+	diskParts bool
+	mem       []byte // the buffer of the segments' copies for files, reused
+	clock     *clock
+	codecs    string // RFC 6381 codecs of the rendition, for the index
+	size      string // WIDTHxHEIGHT of the video, "" if unknown
 
 	// indexMu keeps the index appends of a ladder's renditions apart.
 	indexMu *sync.Mutex
@@ -491,6 +494,7 @@ func (r *rendition) finishPart(next int64) error {
 		to := len(r.cur.mem)
 		r.files.Put(name, r.cur.mem[from:to:to], time.Now())
 		if !g.Growing(name) {
+			r.diskParts = true // no more parts inline (Packager.Inline)
 			if err := r.cur.writePending(); err != nil {
 				return err
 			}

@@ -5,8 +5,9 @@ import (
 	"sync/atomic"
 )
 
-// Reader consumes a stream. Its methods are called on a goroutine of its
-// own, one at a time, in the stream's order: Tracks before the first unit
+// Reader consumes a stream. Its methods are called one at a time, in the
+// stream's order, on a goroutine of its own (or, for an Inline reader,
+// sometimes on the source's): Tracks before the first unit
 // (and again when a track joins late or a configuration changes), then the
 // units, then Close once.
 type Reader interface {
@@ -38,6 +39,25 @@ type Lazy interface {
 	// reader's own methods, so it reads only what the reader publishes
 	// for it (atomics), and must be cheap: it runs for every unit.
 	Due(u *Unit) bool
+}
+
+// Inline is a Lazy reader whose work at some due units is only
+// computation into memory: no file system, no network, no lock a slow
+// party holds (a packager publishing an LL-HLS part to memory files). At
+// such a unit, when the reader's goroutine sleeps with nothing else to
+// do, the source's goroutine handles the queue itself instead of waking
+// it: the wake-up of a second thread and its return to sleep cost more
+// than the part's muxing (bench/results/2026-11-28f-ingest.md). The
+// source waits for that work alone; when the reader's goroutine is busy
+// (writing a segment) the unit is queued and the goroutine takes it, so
+// a slow reader still falls behind and skips, never blocks the source.
+type Inline interface {
+	Lazy
+	// Inline reports whether handling u, with the units queued before
+	// it, only computes and writes to memory; when in doubt, false. Like
+	// Due it runs on the source's goroutine, concurrently with the
+	// reader's methods, and reads only what the reader publishes for it.
+	Inline(u *Unit) bool
 }
 
 // LazyBatch is the most units a Lazy reader is left with unwoken: about
@@ -72,7 +92,11 @@ type item struct {
 // worth) cost no wake-up each.
 type reader struct {
 	r      Reader
-	lazy   Lazy // r, if it is one
+	lazy   Lazy   // r, if it is one
+	inline Inline // r, if it is one
+	// exec is held while the reader's methods run, on its goroutine or
+	// inline on the source's: one at a time, each batch in its turn.
+	exec   sync.Mutex
 	opts   ReaderOptions
 	s      *Stream
 	wake   chan struct{} // of one: the queue has items, or was closed
@@ -89,6 +113,8 @@ type reader struct {
 
 	// Source's goroutine only.
 	skipping bool
+	spare    []item // the inline run's batch, reused
+	iu       Unit   // the unit an inline run hands over
 	// Skipped counts the units dropped because the reader fell behind.
 	skipped atomic.Uint64
 }
@@ -99,6 +125,7 @@ func newReader(r Reader, o ReaderOptions, s *Stream) *reader {
 	}
 	rd := &reader{r: r, opts: o, s: s, wake: make(chan struct{}, 1), done: make(chan struct{})}
 	rd.lazy, _ = r.(Lazy)
+	rd.inline, _ = r.(Inline)
 	go rd.run()
 	return rd
 }
@@ -106,8 +133,9 @@ func newReader(r Reader, o ReaderOptions, s *Stream) *reader {
 // push queues an item unless the queue is stopped, and wakes the reader
 // when it sleeps, unless the item is a unit that need not wake it (lazy:
 // a Lazy reader's unit that is not due, while fewer than LazyBatch
-// units wait). A unit is refused when Queue units wait.
-func (rd *reader) push(it item, unit, lazy bool) bool {
+// units wait; quiet: one the source handles inline). A unit is refused
+// when Queue units wait.
+func (rd *reader) push(it item, unit, lazy, quiet bool) bool {
 	rd.mu.Lock()
 	if rd.stopped || unit && rd.units >= rd.opts.Queue {
 		rd.mu.Unlock()
@@ -117,7 +145,7 @@ func (rd *reader) push(it item, unit, lazy bool) bool {
 	if unit {
 		rd.units++
 	}
-	wake := !rd.signaled && !(unit && lazy && rd.units < LazyBatch)
+	wake := !rd.signaled && !quiet && !(unit && lazy && rd.units < LazyBatch)
 	if wake {
 		rd.signaled = true
 	}
@@ -141,8 +169,15 @@ func (rd *reader) unit(u *Unit, hasVideo bool) {
 	if rd.skipping && (u.Video && u.Key || !hasVideo) && rd.queued() < rd.opts.Queue/2 {
 		rd.skipping = false
 	}
-	if !rd.skipping && !rd.push(item{unit: *u}, true, rd.lazy != nil && !rd.lazy.Due(u)) {
-		rd.skipping = true
+	if !rd.skipping {
+		due := rd.lazy == nil || rd.lazy.Due(u)
+		inline := due && rd.inline != nil && rd.inline.Inline(u)
+		switch {
+		case !rd.push(item{unit: *u}, true, !due, inline):
+			rd.skipping = true
+		case inline:
+			rd.runInline()
+		}
 	}
 	if rd.skipping {
 		rd.skipped.Add(1)
@@ -155,9 +190,60 @@ func (rd *reader) queued() int {
 	return rd.units
 }
 
+// runInline handles the queue on the source's goroutine, when the
+// reader's goroutine sleeps with nothing queued for it; else that
+// goroutine is woken (or is awake) and takes the queue, as for any due
+// unit. While it runs, what other goroutines send (tracks, a flush) is
+// queued unwoken, and the goroutine is woken for it afterwards.
+func (rd *reader) runInline() {
+	if !rd.exec.TryLock() {
+		rd.wakeUp() // busy: it takes the queue when done
+		return
+	}
+	rd.mu.Lock()
+	if rd.signaled || rd.stopped {
+		rd.mu.Unlock()
+		rd.exec.Unlock()
+		return // awake, or waking: it takes the queue
+	}
+	batch := rd.queue
+	rd.queue, rd.units = rd.spare[:0], 0
+	rd.signaled = true
+	rd.mu.Unlock()
+	rd.handle(batch, &rd.iu)
+	rd.spare = batch[:0]
+	rd.mu.Lock()
+	more := len(rd.queue) > 0
+	if !more {
+		rd.signaled = false
+	}
+	rd.mu.Unlock()
+	rd.exec.Unlock()
+	if more {
+		select {
+		case rd.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// wakeUp wakes the reader's goroutine unless it is awake already.
+func (rd *reader) wakeUp() {
+	rd.mu.Lock()
+	wake := !rd.signaled
+	rd.signaled = true
+	rd.mu.Unlock()
+	if wake {
+		select {
+		case rd.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
 // send queues tracks or a flush, which are never skipped.
 func (rd *reader) send(it item) {
-	if (rd.failed.Load() || !rd.push(it, false, false)) && it.flush != nil {
+	if (rd.failed.Load() || !rd.push(it, false, false, false)) && it.flush != nil {
 		close(it.flush)
 	}
 }
@@ -209,23 +295,31 @@ func (rd *reader) run() {
 			<-rd.wake
 			continue
 		}
-		for i := range batch {
-			it := &batch[i]
-			var err error
-			switch {
-			case it.flush != nil:
-				close(it.flush)
-			case rd.failed.Load():
-			case it.tracks != nil:
-				err = rd.r.Tracks(*it.tracks)
-			default:
-				u = it.unit
-				err = rd.r.Unit(&u)
-			}
-			if err != nil {
-				rd.fail(err)
-			}
-			*it = item{} // let the bytes go
+		rd.exec.Lock()
+		rd.handle(batch, &u)
+		rd.exec.Unlock()
+	}
+}
+
+// handle passes a batch to the reader, in order; rd.exec is held. Each
+// unit is handed over in *u.
+func (rd *reader) handle(batch []item, u *Unit) {
+	for i := range batch {
+		it := &batch[i]
+		var err error
+		switch {
+		case it.flush != nil:
+			close(it.flush)
+		case rd.failed.Load():
+		case it.tracks != nil:
+			err = rd.r.Tracks(*it.tracks)
+		default:
+			*u = it.unit
+			err = rd.r.Unit(u)
 		}
+		if err != nil {
+			rd.fail(err)
+		}
+		*it = item{} // let the bytes go
 	}
 }
