@@ -124,7 +124,8 @@ func genBlock(lo, nShows, nUsers int, now time.Time, out []seedShow) []seedShow 
 // INFILE in their primary key's order, a few ranges of it at once, their
 // secondary indexes dropped first and rebuilt after in one pass each:
 // maintaining them row by row is what makes a bulk load slow once the
-// indexes outgrow the buffer pool.
+// indexes outgrow the buffer pool. Shows go in id order, their primary
+// key (user_id, id) put back with the indexes (dropIndexes).
 func seed(ctx context.Context, db *sql.DB, nUsers, nShows int) error {
 	now := time.Now().UTC().Truncate(time.Second)
 	conn := func(ctx context.Context) (*sql.Conn, error) {
@@ -422,13 +423,38 @@ func seed(ctx context.Context, db *sql.DB, nUsers, nShows int) error {
 // dropIndexes drops the secondary indexes of the tables (on c, a session
 // without foreign-key checks, so that an index a foreign key uses may go
 // too) and returns the function that adds a table's back in one ALTER.
+//
+// A table whose primary key does not start with its AUTO_INCREMENT column
+// (shows on MySQL: (user_id, id), migration shows:0043) keeps the unique
+// key on that column, which InnoDB requires, and a load in the primary
+// key's order would insert into that key at random, a disk read per row
+// once it outgrows the buffer pool. So its primary key becomes the
+// AUTO_INCREMENT column alone for the load, which then goes in id order,
+// and the same ALTER that adds the indexes back puts the primary key back:
+// one sorted rebuild of the table.
 func dropIndexes(ctx context.Context, db *sql.DB, c *sql.Conn, tables ...string) (func(context.Context, string) error, error) {
 	type index struct {
 		name, cols string
 		unique     bool
 	}
 	found := map[string][]index{}
+	primary := map[string]string{} // a primary key to put back, by table
 	for _, table := range tables {
+		var pk, auto string
+		err := c.QueryRowContext(ctx, `SELECT GROUP_CONCAT(CONCAT('`+"`"+`', COLUMN_NAME, '`+"`"+`') ORDER BY SEQ_IN_INDEX),
+			COALESCE((SELECT CONCAT('`+"`"+`', COLUMN_NAME, '`+"`"+`') FROM information_schema.COLUMNS
+				WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? AND EXTRA LIKE '%auto_increment%'), '')
+			FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? AND INDEX_NAME = 'PRIMARY'`,
+			table, table).Scan(&pk, &auto)
+		if err != nil {
+			return nil, fmt.Errorf("primary key of %s: %w", table, err)
+		}
+		if auto != "" && !strings.HasPrefix(pk, auto) {
+			if _, err := c.ExecContext(ctx, "ALTER TABLE `"+table+"` DROP PRIMARY KEY, ADD PRIMARY KEY ("+auto+")"); err != nil {
+				return nil, fmt.Errorf("primary key of %s for the load: %w", table, err)
+			}
+			primary[table] = pk
+		}
 		rows, err := c.QueryContext(ctx, `SELECT INDEX_NAME, NON_UNIQUE, GROUP_CONCAT(CONCAT('`+"`"+`', COLUMN_NAME, '`+"`"+`') ORDER BY SEQ_IN_INDEX)
 			FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? AND INDEX_NAME <> 'PRIMARY'
 			GROUP BY INDEX_NAME, NON_UNIQUE`, table)
@@ -468,6 +494,9 @@ func dropIndexes(ctx context.Context, db *sql.DB, c *sql.Conn, tables ...string)
 			}
 			adds = append(adds, fmt.Sprintf("ADD %s `%s` (%s)", kind, ix.name, ix.cols))
 		}
+		if pk := primary[table]; pk != "" {
+			adds = append(adds, "DROP PRIMARY KEY", "ADD PRIMARY KEY ("+pk+")")
+		}
 		if len(adds) == 0 {
 			return nil
 		}
@@ -475,7 +504,11 @@ func dropIndexes(ctx context.Context, db *sql.DB, c *sql.Conn, tables ...string)
 		if _, err := db.ExecContext(ctx, "ALTER TABLE `"+table+"` "+strings.Join(adds, ", ")); err != nil {
 			return fmt.Errorf("add indexes of %s: %w", table, err)
 		}
-		fmt.Printf("rebuilt %d indexes of %s in %s\n", len(adds), table, time.Since(start).Round(time.Second))
+		what := fmt.Sprintf("%d indexes", len(found[table]))
+		if primary[table] != "" {
+			what += " and the primary key"
+		}
+		fmt.Printf("rebuilt %s of %s in %s\n", what, table, time.Since(start).Round(time.Second))
 		return nil
 	}, nil
 }

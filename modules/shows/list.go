@@ -209,14 +209,16 @@ func (l *Lister) orderedIDs(f *listFilter) *bun.SelectQuery {
 // with COUNT(*) OVER the whole set (before the LIMIT), joined to the rows,
 // their owners and their tag ids. For lists of one owner's shows, where
 // the set the window counts is small; the order and the rows are those of
-// page.
+// page. The join names the owner as well as the id: on MySQL each row is
+// then read by the primary key (user_id, id), one owner's rows side by
+// side (clusterByOwner), not through the index on id.
 func (l *Lister) ownerPage(ctx context.Context, f *listFilter) ([]Show, int, error) {
 	q := f.q
 	sel := l.orderedIDs(f).ColumnExpr("COUNT(*) OVER () AS total").Limit(int64(q.Page.Size)).Offset(int64(q.Page.Offset()))
 	rows := make([]listRow, 0, q.Page.Size)
 	err := l.db.NewSelect().Model(&rows).ColumnExpr("?TableColumns").ColumnExpr("p.total AS list_total").
 		Relation("User", ownerColumns).
-		Join("JOIN (?) AS p ON p.id = s.id", sel).Scan(ctx)
+		Join("JOIN (?) AS p ON s.user_id = ? AND s.id = p.id", sel, q.UserID).Scan(ctx)
 	if err != nil {
 		return nil, 0, fmt.Errorf("shows: list: page: %w", err)
 	}

@@ -18,6 +18,10 @@ import (
 type Show struct {
 	bun.BaseModel `bun:"table:shows,alias:s"`
 
+	// ID is the show's key: Bun's pk, the rowid on SQLite. On MySQL the
+	// table's primary key is (user_id, id), one owner's shows stored
+	// together, and id has a unique key of its own (migration 0043,
+	// clusterByOwner); a lookup by id alone goes through that key.
 	ID          int64       `bun:"id,pk,autoincrement"`
 	UserID      int64       `bun:"user_id,notnull"`
 	User        *users.User `bun:"rel:belongs-to,join:user_id=id,on_delete:CASCADE"`

@@ -165,6 +165,8 @@ func (*Module) Migrations() []migrations.Migration {
 		// visibility: a term's public matches from one gram's rows
 		// (grams.go, matches.go).
 		migrations.Migration{ID: "0042_gram_keys", Up: addGramKeys},
+		// One owner's shows stored together on MySQL (ownerorder.go).
+		migrations.Migration{ID: "0043_cluster_by_owner", Up: clusterByOwner},
 	)...)
 }
 
