@@ -264,6 +264,19 @@ func TestLadder(t *testing.T) {
 		}
 		return nil
 	})
+	// The ladder's figures reach /metrics (the transcode collector), each
+	// rung by its height.
+	show := strconv.FormatInt(b.ID, 10)
+	testload.Poll(t, "the ladder in /metrics", func() error {
+		body := string(env.Do("GET", "/metrics", "", nil).Body)
+		for _, want := range []string{`onair_transcode_speed{show="` + show + `"}`,
+			`onair_transcode_rung_fps{height="360",show="` + show + `"}`, `onair_transcode_rung_bitrate_bits{height="240",show="` + show + `"}`} {
+			if !strings.Contains(body, want) {
+				return fmt.Errorf("/metrics has no %s", want)
+			}
+		}
+		return nil
+	})
 	// Each live playlist reports the newest part of every other variant
 	// (EXT-X-RENDITION-REPORT), in the master's order, rungs included.
 	testload.Poll(t, "every live playlist reporting the other variants", func() error {

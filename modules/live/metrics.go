@@ -64,8 +64,10 @@ var (
 		"Frame rate of a rung of a show's ladder.", []string{"show", "height"}, nil)
 )
 
-// transcodeCollector exposes each live show's ladder, per rung.
-type transcodeCollector struct{ m *Module }
+// transcodeCollector exposes each live show's ladder, per rung. It reads
+// the streams through a function (Module.streamList in wiring), so it
+// holds no pointer to the module.
+type transcodeCollector struct{ streams func() []*stream }
 
 func (c transcodeCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descTranscodeSpeed, descTranscodeRestarts, descTranscodeDropped, descRungBitrate, descRungFPS} {
@@ -74,12 +76,7 @@ func (c transcodeCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c transcodeCollector) Collect(ch chan<- prometheus.Metric) {
-	c.m.mu.Lock()
-	list := make([]*stream, 0, len(c.m.streams))
-	for _, s := range c.m.streams {
-		list = append(list, s)
-	}
-	c.m.mu.Unlock()
+	list := c.streams()
 	for _, s := range list {
 		tc := s.transcoder.Load()
 		if tc == nil {
@@ -96,4 +93,16 @@ func (c transcodeCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(descRungFPS, prometheus.GaugeValue, r.FPS, show, height)
 		}
 	}
+}
+
+// streamList is a copy of the streams publishing to this node, for
+// transcodeCollector.
+func (m *Module) streamList() []*stream {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	list := make([]*stream, 0, len(m.streams))
+	for _, s := range m.streams {
+		list = append(list, s)
+	}
+	return list
 }

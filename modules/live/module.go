@@ -316,10 +316,10 @@ func (m *Module) registerMetrics(reg prometheus.Registerer) error {
 			Help: "Playback sessions (or, without one, client addresses and User-Agents) that fetched a live playlist from this node in the last 30 seconds.",
 		}, func() float64 { return float64(m.viewers.total(time.Now())) }),
 		admissionCollector{server: m.rtmp, codec: &m.codecRefusals},
-		ingestCollector{m},
+		ingestCollector{sources: m.ingestSources, publishers: m.publishersByProtocol},
 		blockingCollector{&m.waiting},
 		m.waiting.woken,
-		transcodeCollector{m},
+		transcodeCollector{streams: m.streamList},
 	} {
 		if err := reg.Register(g); err != nil {
 			return fmt.Errorf("live: metrics: %w", err)

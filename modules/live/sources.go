@@ -380,7 +380,43 @@ var (
 )
 
 // ingestCollector exposes the sources' admission counters by protocol.
-type ingestCollector struct{ m *Module }
+// What it reads is given in wiring (Module.ingestSources and
+// Module.publishersByProtocol), so it holds no pointer to the module.
+type ingestCollector struct {
+	sources    func() []ingestSource
+	publishers func() map[string]int
+}
+
+// ingestSource is one listener's figures for ingestCollector.
+type ingestSource struct {
+	proto string
+	conns func() int
+	stats func() rtmp.Stats
+	codec *atomic.Uint64 // publishes refused for their codecs
+}
+
+// ingestSources lists the configured listeners for ingestCollector.
+func (m *Module) ingestSources() []ingestSource {
+	sources := []ingestSource{{protoRTMP, m.rtmp.Conns, m.rtmp.Stats, m.codecRefusalsBy[protoRTMP]}}
+	if m.rtmps != nil {
+		sources = append(sources, ingestSource{protoRTMPS, m.rtmps.Conns, m.rtmps.Stats, m.codecRefusalsBy[protoRTMPS]})
+	}
+	if m.srt != nil {
+		sources = append(sources, ingestSource{protoSRT, m.srt.Conns, m.srt.Stats, m.codecRefusalsBy[protoSRT]})
+	}
+	return sources
+}
+
+// publishersByProtocol counts this node's publishing streams by protocol.
+func (m *Module) publishersByProtocol() map[string]int {
+	publishers := map[string]int{}
+	m.mu.Lock()
+	for _, s := range m.streams {
+		publishers[s.protocol]++
+	}
+	m.mu.Unlock()
+	return publishers
+}
 
 func (c ingestCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descIngestConns, descIngestPublishers, descIngestRefused,
@@ -390,25 +426,7 @@ func (c ingestCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c ingestCollector) Collect(ch chan<- prometheus.Metric) {
-	m := c.m
-	type source struct {
-		proto string
-		conns func() int
-		stats func() rtmp.Stats
-	}
-	sources := []source{{protoRTMP, m.rtmp.Conns, m.rtmp.Stats}}
-	if m.rtmps != nil {
-		sources = append(sources, source{protoRTMPS, m.rtmps.Conns, m.rtmps.Stats})
-	}
-	if m.srt != nil {
-		sources = append(sources, source{protoSRT, m.srt.Conns, m.srt.Stats})
-	}
-	publishers := map[string]int{}
-	m.mu.Lock()
-	for _, s := range m.streams {
-		publishers[s.protocol]++
-	}
-	m.mu.Unlock()
+	sources, publishers := c.sources(), c.publishers()
 	for _, src := range sources {
 		st := src.stats()
 		gauge := func(d *prometheus.Desc, v int) {
@@ -421,7 +439,7 @@ func (c ingestCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(descIngestPublishers, publishers[src.proto])
 		counter(descIngestRefused, st.RefusedFull, "full")
 		counter(descIngestRefused, st.RefusedPublishers, "publishers_per_ip")
-		counter(descIngestRefused, m.codecRefusalsBy[src.proto].Load(), "codec")
+		counter(descIngestRefused, src.codec.Load(), "codec")
 		counter(descIngestEvicted, st.Evicted)
 		counter(descIngestTimedOut, st.TimedOut)
 		counter(descIngestThrottled, st.Throttled)
