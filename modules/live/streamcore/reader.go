@@ -151,10 +151,7 @@ func (rd *reader) push(it item, unit, lazy, quiet bool) bool {
 	}
 	rd.mu.Unlock()
 	if wake {
-		select {
-		case rd.wake <- struct{}{}:
-		default:
-		}
+		rd.poke()
 	}
 	return true
 }
@@ -220,10 +217,7 @@ func (rd *reader) runInline() {
 	rd.mu.Unlock()
 	rd.exec.Unlock()
 	if more {
-		select {
-		case rd.wake <- struct{}{}:
-		default:
-		}
+		rd.poke()
 	}
 }
 
@@ -234,10 +228,7 @@ func (rd *reader) wakeUp() {
 	rd.signaled = true
 	rd.mu.Unlock()
 	if wake {
-		select {
-		case rd.wake <- struct{}{}:
-		default:
-		}
+		rd.poke()
 	}
 }
 
@@ -266,6 +257,12 @@ func (rd *reader) stop() {
 	rd.stopped = true
 	rd.signaled = true
 	rd.mu.Unlock()
+	rd.poke()
+}
+
+// poke wakes the reader's goroutine, or leaves the wake it has pending:
+// the channel holds one.
+func (rd *reader) poke() {
 	select {
 	case rd.wake <- struct{}{}:
 	default:
