@@ -3,6 +3,7 @@ package users_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 
@@ -62,6 +63,57 @@ func TestConcurrentSignUps(t *testing.T) {
 		}
 		if len(slugs) != n {
 			t.Errorf("%d distinct slugs for %d users", len(slugs), n)
+		}
+	})
+}
+
+// TestConcurrentEnsureTags: many requests creating the same new tags at
+// once, in different orders, each get every tag, one row per tag, and no
+// error. (CI once saw InnoDB roll back createTag's locking read in a
+// deadlock with shows' transactions, a 500 on POST /v1/shows; the read
+// outside a transaction no longer locks, and a deadlock runs it again.)
+func TestConcurrentEnsureTags(t *testing.T) {
+	onairtest.EachBackend(t, func(t *testing.T, backend string) {
+		env := onairtest.New(t, onairtest.Options{Backend: backend})
+		db := env.Core.DB
+		names := []string{"Race A", "race b", "RACE C", "Race D", "race e", "Race F"}
+		for round := 0; round < 5; round++ {
+			var wg sync.WaitGroup
+			errs := make(chan error, 16)
+			for i := 0; i < 16; i++ {
+				order := make([]string, len(names))
+				for j := range names {
+					// Rotated and, for every other one, reversed.
+					k := (j + i) % len(names)
+					if i%2 == 1 {
+						k = len(names) - 1 - k
+					}
+					order[j] = fmt.Sprintf("%s %d", names[k], round)
+				}
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					tags, err := users.EnsureTags(context.Background(), db, order)
+					if err == nil && len(tags) != len(order) {
+						err = fmt.Errorf("%d tags for %d names", len(tags), len(order))
+					}
+					if err != nil {
+						errs <- err
+					}
+				}()
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				t.Errorf("round %d: %v", round, err)
+			}
+		}
+		var rows int
+		if err := db.NewRaw("SELECT COUNT(*) FROM tags").Scan(context.Background(), &rows); err != nil {
+			t.Fatal(err)
+		}
+		if want := 5 * len(names); rows != want {
+			t.Errorf("%d tag rows, want %d", rows, want)
 		}
 	})
 }

@@ -170,10 +170,13 @@ func CheckTags(field string, names []string) ([]string, error) {
 //
 // New tags are inserted in key order, so two transactions creating the same
 // new tags take their locks in one order and cannot deadlock on them. The
-// insert of a tag another request created first is ignored, and the row is
-// read back with a locking read on MySQL: inside a transaction, a plain read
-// would look at the transaction's snapshot, taken before the other request
-// committed the tag.
+// insert of a tag another request created first is ignored (InnoDB makes
+// it wait until that request commits), and the row is read back: inside a
+// transaction with a locking read on MySQL, since a plain read would look
+// at the transaction's snapshot, taken before the other request committed
+// the tag; outside one with a plain read, which takes no lock for the
+// shows' transactions (their show_tags rows hold shared locks on the tags
+// through the foreign key) to meet.
 func EnsureTags(ctx context.Context, db bun.IDB, names []string) ([]Tag, error) {
 	if len(names) == 0 {
 		return nil, nil
@@ -229,6 +232,9 @@ func createTag(ctx context.Context, db bun.IDB, name, key string) (Tag, error) {
 		}
 		t := Tag{Name: name, Folded: key, Slug: slug}
 		if _, err := db.NewInsert().Model(&t).Ignore().Exec(ctx); err != nil && !errors.Is(err, sql.ErrNoRows) {
+			if retryTag(db, err) {
+				continue
+			}
 			return Tag{}, fmt.Errorf("users: create tag %q: %w", name, err)
 		}
 		if t.ID != 0 {
@@ -236,18 +242,37 @@ func createTag(ctx context.Context, db bun.IDB, name, key string) (Tag, error) {
 		}
 		// Another request created the tag first, or took the slug.
 		q := db.NewSelect().Model(&t).Where("t.folded = ?", key)
-		if app.IsMySQL(db) {
+		if _, inTx := db.(bun.Tx); inTx && app.IsMySQL(db) {
 			q = q.For("UPDATE")
 		}
 		err = q.Scan(ctx)
 		if err == nil {
 			return t, nil
 		}
+		if retryTag(db, err) {
+			continue
+		}
 		if !errors.Is(err, sql.ErrNoRows) {
 			return Tag{}, fmt.Errorf("users: read tag %q: %w", name, err)
 		}
 	}
 	return Tag{}, fmt.Errorf("users: create tag %q: no free slug after %d attempts", name, app.SlugAttempts)
+}
+
+// retryTag tells whether createTag's statement lost a MySQL deadlock that
+// running it again settles. Concurrent creates of the same new tags meet
+// on the unique keys' locks: the duplicate insert that is ignored takes a
+// shared lock on the row another insert is writing, and the locking read
+// after it wants that row exclusively, so InnoDB rolls one of them back
+// (seen in CI as a 500 on POST /v1/shows). Outside a transaction each
+// statement is its own, and the next attempt starts clean; inside one, the
+// rollback took the whole transaction, and the caller's retry must run it
+// again.
+func retryTag(db bun.IDB, err error) bool {
+	if _, inTx := db.(bun.Tx); inTx {
+		return false
+	}
+	return app.IsDeadlock(err)
 }
 
 // FindTag returns the id of the tag that a ?tag= value names, or 0 when
