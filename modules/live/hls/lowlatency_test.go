@@ -287,7 +287,18 @@ func TestLiveAwait(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Errorf("the hinted part: %v", err)
 	}
-	for _, f := range []string{partFile(RenditionAV, 6, 3), partFile(RenditionAV, 8, 0), "seg-000006.ts", partFile(RenditionAudio, 9, 0)} {
+	// The part after the hinted one waits too: the playlist that hints it
+	// is written before its position is published.
+	for _, f := range []string{partFile(RenditionAV, 6, 3), partFile(RenditionAV, 7, 0), partFile(RenditionAV, 7, 1)} {
+		go func() { done <- l.AwaitPart(ctx, f) }()
+	}
+	l.publish(PlaylistAV, Position{Segments: 7, MSN: 7, Part: 1, Target: 1, PartTarget: 0.36667})
+	for range 3 {
+		if err := <-done; err != nil {
+			t.Errorf("a part one past the hinted one: %v", err)
+		}
+	}
+	for _, f := range []string{partFile(RenditionAV, 7, 4), partFile(RenditionAV, 9, 0), partFile(RenditionAV, 8, 2), "seg-000007.ts", partFile(RenditionAudio, 9, 0)} {
 		if err := l.AwaitPart(ctx, f); !errors.Is(err, ErrTooFar) {
 			t.Errorf("%s: %v, want ErrTooFar", f, err)
 		}
