@@ -3,9 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"math"
-	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -118,9 +117,11 @@ func runBlocking(ctx context.Context, o options, srv *benchkit.Server, token, in
 	}
 	time.Sleep(time.Duration(warm) * time.Second)
 
-	tr := &http.Transport{MaxIdleConns: 2 * o.blockingClients, MaxIdleConnsPerHost: 2 * o.blockingClients, IdleConnTimeout: time.Minute}
-	defer tr.CloseIdleConnections()
-	base := playlist[:strings.LastIndexByte(playlist, '/')+1]
+	u, err := url.Parse(playlist)
+	if err != nil {
+		return res, err
+	}
+	base := u.Path[:strings.LastIndexByte(u.Path, '/')+1]
 	var mu sync.Mutex
 	fail := func(what string) {
 		mu.Lock()
@@ -146,12 +147,13 @@ func runBlocking(ctx context.Context, o options, srv *benchkit.Server, token, in
 			defer wg.Done()
 			// Spread the arrivals over a second, as a crowd's would be.
 			time.Sleep(time.Duration(i) * time.Second / time.Duration(o.blockingClients))
-			client := &http.Client{Transport: tr, Timeout: 15 * time.Second}
-			text, _, _, _, err := get(client, playlist, true)
+			conn := &rawConn{addr: u.Host, host: u.Host, timeout: 15 * time.Second}
+			b, _, _, _, err := conn.get(u.Path, true)
 			if err != nil {
 				fail("first playlist: " + err.Error())
 				return
 			}
+			text := string(b)
 			var wakes, bodyWakes []time.Duration
 			immediate, parts := 0, 0
 			for time.Now().Before(stop) {
@@ -160,13 +162,13 @@ func runBlocking(ctx context.Context, o options, srv *benchkit.Server, token, in
 					fail("no preload hint")
 					return
 				}
-				body, published, arrived, read, err := get(client, playlist+"?_HLS_msn="+strconv.FormatUint(msn, 10)+"&_HLS_part="+strconv.Itoa(part), true)
+				body, published, arrived, read, err := conn.get(u.Path+"?_HLS_msn="+strconv.FormatUint(msn, 10)+"&_HLS_part="+strconv.Itoa(part), true)
 				if err != nil {
 					fail(err.Error())
 					time.Sleep(100 * time.Millisecond)
 					continue
 				}
-				text = body
+				text = string(body)
 				if published.IsZero() {
 					immediate++
 				} else {
@@ -175,7 +177,7 @@ func runBlocking(ctx context.Context, o options, srv *benchkit.Server, token, in
 				}
 				// The newest part, as a player loads it next.
 				if uri := lastPartOf(text); uri != "" {
-					if _, _, _, _, err := get(client, base+uri, false); err != nil {
+					if _, _, _, _, err := conn.get(base+uri, false); err != nil {
 						fail("part: " + err.Error())
 					} else {
 						parts++
@@ -260,40 +262,6 @@ func (r blockingResult) releasedWithin(q float64) string {
 		}
 	}
 	return "–"
-}
-
-// get reads a URL: its body (when keep, else drained), published (the
-// X-Onair-Published of the answer, zero without), arrived when its header
-// was read and read when its body was.
-func get(client *http.Client, url string, keep bool) (body string, published, arrived, read time.Time, err error) {
-	resp, err := client.Get(url)
-	arrived = time.Now()
-	if err != nil {
-		return "", published, arrived, arrived, err
-	}
-	defer resp.Body.Close()
-	if keep {
-		var b []byte
-		b, err = io.ReadAll(resp.Body)
-		body = string(b)
-	} else {
-		_, err = io.Copy(io.Discard, resp.Body)
-	}
-	read = time.Now()
-	if err != nil {
-		return "", published, arrived, read, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return "", published, arrived, read, fmt.Errorf("%s", resp.Status)
-	}
-	if v := resp.Header.Get("X-Onair-Published"); v != "" {
-		us, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			return "", published, arrived, read, fmt.Errorf("X-Onair-Published: %q", v)
-		}
-		published = time.UnixMicro(us)
-	}
-	return body, published, arrived, read, nil
 }
 
 // markdown is the table of the crowd's run.
