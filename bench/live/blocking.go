@@ -21,15 +21,19 @@ import (
 // streams the input to a show in real time; N LL-HLS clients, each on a
 // keep-alive connection of its own, follow its live playlist as hls.js in
 // lowLatencyMode does: a blocking reload for the part the playlist hints
-// (?_HLS_msn=M&_HLS_part=P), then that part, then the next reload. A
+// (?_HLS_msn=M&_HLS_part=P), then that part, then the next reload. The
+// hls.js OnAir serves (1.7) parses EXT-X-PRELOAD-HINT but does not request
+// the hinted part ahead: it loads the part once the reload's answer lists
+// it, as these clients do. A
 // reload the server held answers with X-Onair-Published, the moment the
 // playlist it waited for was published (the server's own clock, the
 // machine's); the wake is the response's arrival (its header read, before
 // the body) minus that moment, and the body-read figure is kept beside it.
 // Reloads answered at once (the client came late, its part was out
 // already) carry no header and are counted apart. The clients are kept
-// lean, so that they measure the server rather than themselves: no regular
-// expressions, part bodies drained into io.Discard, not kept; their own
+// lean, so that they measure the server rather than themselves: one
+// goroutine and one raw HTTP/1.1 connection each (rawConn, not net/http's
+// client), no regular expressions, part bodies drained, not kept; their own
 // CPU is reported, and the server's share of the wake (publication to the
 // release of the held request) is read from its
 // onair_hls_blocking_wake_seconds histogram before and after.
