@@ -3,12 +3,14 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -78,12 +80,20 @@ func lastPartOf(text string) string {
 }
 
 type blockingResult struct {
-	clients          int
-	seconds          int
-	wakes            []time.Duration // held reloads: header arrival − publication
-	bodyWakes        []time.Duration // the same, body read
-	released         []float64       // server: wake histogram's delta, cumulative per bound
-	bounds           []float64       // its upper bounds (seconds)
+	clients   int
+	seconds   int
+	wakes     []time.Duration // held reloads: header arrival − publication
+	bodyWakes []time.Duration // the same, body read
+	// slowest is, per publication (part) that held reloads waited for,
+	// its slowest wake: a crowd's p99 is set by its worst ~1 % of wakes,
+	// a handful of parts' bursts, so it tells a burst that was slow as a
+	// whole (the machine busy elsewhere) from a tail in every burst.
+	slowest []time.Duration
+	// slowParts lists the parts whose slowest wake passed 50 ms: when
+	// (seconds into the run), which part of its segment, how slow.
+	slowParts        []string
+	released         []float64 // server: wake histogram's delta, cumulative per bound
+	bounds           []float64 // its upper bounds (seconds)
 	clientCPU        time.Duration
 	immediate        int // reloads answered without waiting
 	parts            int // parts fetched
@@ -127,6 +137,8 @@ func runBlocking(ctx context.Context, o options, srv *benchkit.Server, token, in
 	}
 	base := u.Path[:strings.LastIndexByte(u.Path, '/')+1]
 	var mu sync.Mutex
+	slowest := map[int64]time.Duration{} // per publication (µs): its slowest wake, under mu
+	partOf := map[int64]int{}            // and the part index waited for
 	fail := func(what string) {
 		mu.Lock()
 		res.errors[what]++
@@ -159,6 +171,8 @@ func runBlocking(ctx context.Context, o options, srv *benchkit.Server, token, in
 			}
 			text := string(b)
 			var wakes, bodyWakes []time.Duration
+			var pubs []int64
+			var asked []int
 			immediate, parts := 0, 0
 			for time.Now().Before(stop) {
 				msn, part, ok := hintOf(text)
@@ -177,6 +191,8 @@ func runBlocking(ctx context.Context, o options, srv *benchkit.Server, token, in
 					immediate++
 				} else {
 					wakes = append(wakes, arrived.Sub(published))
+					pubs = append(pubs, published.UnixMicro())
+					asked = append(asked, part)
 					bodyWakes = append(bodyWakes, read.Sub(published))
 				}
 				// The newest part, as a player loads it next.
@@ -189,6 +205,10 @@ func runBlocking(ctx context.Context, o options, srv *benchkit.Server, token, in
 				}
 			}
 			mu.Lock()
+			for i, us := range pubs {
+				slowest[us] = max(slowest[us], wakes[i])
+				partOf[us] = asked[i]
+			}
 			res.wakes = append(res.wakes, wakes...)
 			res.bodyWakes = append(res.bodyWakes, bodyWakes...)
 			res.immediate += immediate
@@ -207,6 +227,14 @@ func runBlocking(ctx context.Context, o options, srv *benchkit.Server, token, in
 	res.serverCPU = cpu1.Own - cpu0.Own
 	res.clientCPU = own1.Own - own0.Own
 	res.load = benchkit.LoadAvg()
+	for _, us := range slices.Sorted(maps.Keys(slowest)) {
+		d := slowest[us]
+		res.slowest = append(res.slowest, d)
+		if d > 50*time.Millisecond {
+			res.slowParts = append(res.slowParts, fmt.Sprintf("%.1f s: part %d, %.0f ms", time.UnixMicro(us).Sub(stop).Seconds()+float64(o.blockingSeconds), partOf[us], benchkit.Ms(d)))
+		}
+	}
+	slices.Sort(res.slowest)
 	slices.Sort(res.wakes)
 	slices.Sort(res.bodyWakes)
 	bounds1, released1, err := wakeHistogram(srv.URL)
@@ -294,6 +322,15 @@ func (r blockingResult) markdown() string {
 		r.clients, len(r.wakes), p(50), p(90), p(99), ms(maxWake), r.releasedWithin(0.5), r.releasedWithin(0.99),
 		r.immediate, r.parts, errs,
 		r.serverCPU.Seconds()/float64(r.seconds), r.clientCPU.Seconds()/float64(r.seconds), r.loadBefore, r.load)
+	if n := len(r.slowest); n > 0 {
+		over := n - sort.Search(n, func(i int) bool { return r.slowest[i] > 50*time.Millisecond })
+		fmt.Fprintf(&b, "\nEach part's slowest wake (its burst's last answer), over %d parts: p50 %s, p90 %s, p99 %s, max %s; %d parts (%.1f %%) had a wake over 50 ms.\n",
+			n, ms(benchkit.Percentile(r.slowest, 50)), ms(benchkit.Percentile(r.slowest, 90)), ms(benchkit.Percentile(r.slowest, 99)),
+			ms(r.slowest[n-1]), over, 100*float64(over)/float64(n))
+		if over > 0 {
+			fmt.Fprintf(&b, "Those parts: %s.\n", strings.Join(r.slowParts, "; "))
+		}
+	}
 	if errs > 0 {
 		fmt.Fprintf(&b, "\nErrors: %v\n", r.errors)
 	}
