@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/onair/onair/bench/internal/benchkit"
 )
@@ -169,7 +170,14 @@ func runBlocking(ctx context.Context, o options, srv *benchkit.Server, token, in
 				fail("first playlist: " + err.Error())
 				return
 			}
-			text := string(b)
+			// The playlist is read in place and the URLs are built in
+			// buffers of the client's own, reused: a client that made a
+			// string of each answer and of each URL collected its garbage
+			// every few seconds, 5–20 ms of its goroutines stopped or
+			// slowed in the middle of a burst (bench/results/2026-11-28g-wake.md).
+			var own, path, partPath []byte
+			own = append(own, b...)
+			text := unsafe.String(unsafe.SliceData(own), len(own))
 			var wakes, bodyWakes []time.Duration
 			var pubs []int64
 			var asked []int
@@ -180,13 +188,17 @@ func runBlocking(ctx context.Context, o options, srv *benchkit.Server, token, in
 					fail("no preload hint")
 					return
 				}
-				body, published, arrived, read, err := conn.get(u.Path+"?_HLS_msn="+strconv.FormatUint(msn, 10)+"&_HLS_part="+strconv.Itoa(part), true)
+				path = append(append(path[:0], u.Path...), "?_HLS_msn="...)
+				path = append(strconv.AppendUint(path, msn, 10), "&_HLS_part="...)
+				path = strconv.AppendInt(path, int64(part), 10)
+				body, published, arrived, read, err := conn.get(unsafe.String(unsafe.SliceData(path), len(path)), true)
 				if err != nil {
 					fail(err.Error())
 					time.Sleep(100 * time.Millisecond)
 					continue
 				}
-				text = string(body)
+				own = append(own[:0], body...) // text stays valid until the next answer
+				text = unsafe.String(unsafe.SliceData(own), len(own))
 				if published.IsZero() {
 					immediate++
 				} else {
@@ -197,7 +209,8 @@ func runBlocking(ctx context.Context, o options, srv *benchkit.Server, token, in
 				}
 				// The newest part, as a player loads it next.
 				if uri := lastPartOf(text); uri != "" {
-					if _, _, _, _, err := conn.get(base+uri, false); err != nil {
+					partPath = append(append(partPath[:0], base...), uri...)
+					if _, _, _, _, err := conn.get(unsafe.String(unsafe.SliceData(partPath), len(partPath)), false); err != nil {
 						fail("part: " + err.Error())
 					} else {
 						parts++
