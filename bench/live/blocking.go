@@ -3,17 +3,19 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
+	"maps"
 	"math"
-	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/onair/onair/bench/internal/benchkit"
 )
@@ -22,15 +24,19 @@ import (
 // streams the input to a show in real time; N LL-HLS clients, each on a
 // keep-alive connection of its own, follow its live playlist as hls.js in
 // lowLatencyMode does: a blocking reload for the part the playlist hints
-// (?_HLS_msn=M&_HLS_part=P), then that part, then the next reload. A
+// (?_HLS_msn=M&_HLS_part=P), then that part, then the next reload. The
+// hls.js OnAir serves (1.7) parses EXT-X-PRELOAD-HINT but does not request
+// the hinted part ahead: it loads the part once the reload's answer lists
+// it, as these clients do. A
 // reload the server held answers with X-Onair-Published, the moment the
 // playlist it waited for was published (the server's own clock, the
 // machine's); the wake is the response's arrival (its header read, before
 // the body) minus that moment, and the body-read figure is kept beside it.
 // Reloads answered at once (the client came late, its part was out
 // already) carry no header and are counted apart. The clients are kept
-// lean, so that they measure the server rather than themselves: no regular
-// expressions, part bodies drained into io.Discard, not kept; their own
+// lean, so that they measure the server rather than themselves: one
+// goroutine and one raw HTTP/1.1 connection each (rawConn, not net/http's
+// client), no regular expressions, part bodies drained, not kept; their own
 // CPU is reported, and the server's share of the wake (publication to the
 // release of the held request) is read from its
 // onair_hls_blocking_wake_seconds histogram before and after.
@@ -75,12 +81,20 @@ func lastPartOf(text string) string {
 }
 
 type blockingResult struct {
-	clients          int
-	seconds          int
-	wakes            []time.Duration // held reloads: header arrival − publication
-	bodyWakes        []time.Duration // the same, body read
-	released         []float64       // server: wake histogram's delta, cumulative per bound
-	bounds           []float64       // its upper bounds (seconds)
+	clients   int
+	seconds   int
+	wakes     []time.Duration // held reloads: header arrival − publication
+	bodyWakes []time.Duration // the same, body read
+	// slowest is, per publication (part) that held reloads waited for,
+	// its slowest wake: a crowd's p99 is set by its worst ~1 % of wakes,
+	// a handful of parts' bursts, so it tells a burst that was slow as a
+	// whole (the machine busy elsewhere) from a tail in every burst.
+	slowest []time.Duration
+	// slowParts lists the parts whose slowest wake passed 50 ms: when
+	// (seconds into the run), which part of its segment, how slow.
+	slowParts        []string
+	released         []float64 // server: wake histogram's delta, cumulative per bound
+	bounds           []float64 // its upper bounds (seconds)
 	clientCPU        time.Duration
 	immediate        int // reloads answered without waiting
 	parts            int // parts fetched
@@ -118,10 +132,14 @@ func runBlocking(ctx context.Context, o options, srv *benchkit.Server, token, in
 	}
 	time.Sleep(time.Duration(warm) * time.Second)
 
-	tr := &http.Transport{MaxIdleConns: 2 * o.blockingClients, MaxIdleConnsPerHost: 2 * o.blockingClients, IdleConnTimeout: time.Minute}
-	defer tr.CloseIdleConnections()
-	base := playlist[:strings.LastIndexByte(playlist, '/')+1]
+	u, err := url.Parse(playlist)
+	if err != nil {
+		return res, err
+	}
+	base := u.Path[:strings.LastIndexByte(u.Path, '/')+1]
 	var mu sync.Mutex
+	slowest := map[int64]time.Duration{} // per publication (µs): its slowest wake, under mu
+	partOf := map[int64]int{}            // and the part index waited for
 	fail := func(what string) {
 		mu.Lock()
 		res.errors[what]++
@@ -146,13 +164,23 @@ func runBlocking(ctx context.Context, o options, srv *benchkit.Server, token, in
 			defer wg.Done()
 			// Spread the arrivals over a second, as a crowd's would be.
 			time.Sleep(time.Duration(i) * time.Second / time.Duration(o.blockingClients))
-			client := &http.Client{Transport: tr, Timeout: 15 * time.Second}
-			text, _, _, _, err := get(client, playlist, true)
+			conn := &rawConn{addr: u.Host, host: u.Host, timeout: 15 * time.Second}
+			b, _, _, _, err := conn.get(u.Path, true)
 			if err != nil {
 				fail("first playlist: " + err.Error())
 				return
 			}
+			// The playlist is read in place and the URLs are built in
+			// buffers of the client's own, reused: a client that made a
+			// string of each answer and of each URL collected its garbage
+			// every few seconds, 5–20 ms of its goroutines stopped or
+			// slowed in the middle of a burst (bench/results/2026-11-28g-wake.md).
+			var own, path, partPath []byte
+			own = append(own, b...)
+			text := unsafe.String(unsafe.SliceData(own), len(own))
 			var wakes, bodyWakes []time.Duration
+			var pubs []int64
+			var asked []int
 			immediate, parts := 0, 0
 			for time.Now().Before(stop) {
 				msn, part, ok := hintOf(text)
@@ -160,22 +188,29 @@ func runBlocking(ctx context.Context, o options, srv *benchkit.Server, token, in
 					fail("no preload hint")
 					return
 				}
-				body, published, arrived, read, err := get(client, playlist+"?_HLS_msn="+strconv.FormatUint(msn, 10)+"&_HLS_part="+strconv.Itoa(part), true)
+				path = append(append(path[:0], u.Path...), "?_HLS_msn="...)
+				path = append(strconv.AppendUint(path, msn, 10), "&_HLS_part="...)
+				path = strconv.AppendInt(path, int64(part), 10)
+				body, published, arrived, read, err := conn.get(unsafe.String(unsafe.SliceData(path), len(path)), true)
 				if err != nil {
 					fail(err.Error())
 					time.Sleep(100 * time.Millisecond)
 					continue
 				}
-				text = body
+				own = append(own[:0], body...) // text stays valid until the next answer
+				text = unsafe.String(unsafe.SliceData(own), len(own))
 				if published.IsZero() {
 					immediate++
 				} else {
 					wakes = append(wakes, arrived.Sub(published))
+					pubs = append(pubs, published.UnixMicro())
+					asked = append(asked, part)
 					bodyWakes = append(bodyWakes, read.Sub(published))
 				}
 				// The newest part, as a player loads it next.
 				if uri := lastPartOf(text); uri != "" {
-					if _, _, _, _, err := get(client, base+uri, false); err != nil {
+					partPath = append(append(partPath[:0], base...), uri...)
+					if _, _, _, _, err := conn.get(unsafe.String(unsafe.SliceData(partPath), len(partPath)), false); err != nil {
 						fail("part: " + err.Error())
 					} else {
 						parts++
@@ -183,6 +218,10 @@ func runBlocking(ctx context.Context, o options, srv *benchkit.Server, token, in
 				}
 			}
 			mu.Lock()
+			for i, us := range pubs {
+				slowest[us] = max(slowest[us], wakes[i])
+				partOf[us] = asked[i]
+			}
 			res.wakes = append(res.wakes, wakes...)
 			res.bodyWakes = append(res.bodyWakes, bodyWakes...)
 			res.immediate += immediate
@@ -201,6 +240,14 @@ func runBlocking(ctx context.Context, o options, srv *benchkit.Server, token, in
 	res.serverCPU = cpu1.Own - cpu0.Own
 	res.clientCPU = own1.Own - own0.Own
 	res.load = benchkit.LoadAvg()
+	for _, us := range slices.Sorted(maps.Keys(slowest)) {
+		d := slowest[us]
+		res.slowest = append(res.slowest, d)
+		if d > 50*time.Millisecond {
+			res.slowParts = append(res.slowParts, fmt.Sprintf("%.1f s: part %d, %.0f ms", time.UnixMicro(us).Sub(stop).Seconds()+float64(o.blockingSeconds), partOf[us], benchkit.Ms(d)))
+		}
+	}
+	slices.Sort(res.slowest)
 	slices.Sort(res.wakes)
 	slices.Sort(res.bodyWakes)
 	bounds1, released1, err := wakeHistogram(srv.URL)
@@ -262,40 +309,6 @@ func (r blockingResult) releasedWithin(q float64) string {
 	return "–"
 }
 
-// get reads a URL: its body (when keep, else drained), published (the
-// X-Onair-Published of the answer, zero without), arrived when its header
-// was read and read when its body was.
-func get(client *http.Client, url string, keep bool) (body string, published, arrived, read time.Time, err error) {
-	resp, err := client.Get(url)
-	arrived = time.Now()
-	if err != nil {
-		return "", published, arrived, arrived, err
-	}
-	defer resp.Body.Close()
-	if keep {
-		var b []byte
-		b, err = io.ReadAll(resp.Body)
-		body = string(b)
-	} else {
-		_, err = io.Copy(io.Discard, resp.Body)
-	}
-	read = time.Now()
-	if err != nil {
-		return "", published, arrived, read, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return "", published, arrived, read, fmt.Errorf("%s", resp.Status)
-	}
-	if v := resp.Header.Get("X-Onair-Published"); v != "" {
-		us, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			return "", published, arrived, read, fmt.Errorf("X-Onair-Published: %q", v)
-		}
-		published = time.UnixMicro(us)
-	}
-	return body, published, arrived, read, nil
-}
-
 // markdown is the table of the crowd's run.
 func (r blockingResult) markdown() string {
 	var b strings.Builder
@@ -322,6 +335,15 @@ func (r blockingResult) markdown() string {
 		r.clients, len(r.wakes), p(50), p(90), p(99), ms(maxWake), r.releasedWithin(0.5), r.releasedWithin(0.99),
 		r.immediate, r.parts, errs,
 		r.serverCPU.Seconds()/float64(r.seconds), r.clientCPU.Seconds()/float64(r.seconds), r.loadBefore, r.load)
+	if n := len(r.slowest); n > 0 {
+		over := n - sort.Search(n, func(i int) bool { return r.slowest[i] > 50*time.Millisecond })
+		fmt.Fprintf(&b, "\nEach part's slowest wake (its burst's last answer), over %d parts: p50 %s, p90 %s, p99 %s, max %s; %d parts (%.1f %%) had a wake over 50 ms.\n",
+			n, ms(benchkit.Percentile(r.slowest, 50)), ms(benchkit.Percentile(r.slowest, 90)), ms(benchkit.Percentile(r.slowest, 99)),
+			ms(r.slowest[n-1]), over, 100*float64(over)/float64(n))
+		if over > 0 {
+			fmt.Fprintf(&b, "Those parts: %s.\n", strings.Join(r.slowParts, "; "))
+		}
+	}
 	if errs > 0 {
 		fmt.Fprintf(&b, "\nErrors: %v\n", r.errors)
 	}

@@ -90,6 +90,7 @@ type options struct {
 	manyLag         time.Duration
 	blockingClients int
 	blockingSeconds int
+	serverTree      string
 }
 
 func main() {
@@ -132,6 +133,7 @@ func main() {
 	flag.DurationVar(&o.manyLag, "many-lag", 3*time.Second, "with -many: a playlist whose newest part or segment ends further behind real time has not kept up")
 	flag.IntVar(&o.blockingClients, "blocking-clients", 0, "measure only LL-HLS blocking reloads: this many clients follow one live show's playlist with _HLS_msn/_HLS_part reloads and part fetches; reports the wake (arrival − the part's publication) p50/p99 (blocking.go)")
 	flag.IntVar(&o.blockingSeconds, "blocking-seconds", 30, "seconds -blocking-clients runs")
+	flag.StringVar(&o.serverTree, "server-tree", "", "build the measured onair from this checkout instead of this one (another worktree: its server under this benchmark's clients)")
 	flag.Parse()
 	for _, s := range strings.Split(*manyDBs, ",") {
 		if s = strings.TrimSpace(s); s != "" {
@@ -210,7 +212,11 @@ func run(ctx context.Context, o options) error {
 	} else {
 		defer os.RemoveAll(tmp)
 	}
-	bin, err := benchkit.Build(root, tmp, o.profile != "")
+	serverTree := root
+	if o.serverTree != "" {
+		serverTree = o.serverTree
+	}
+	bin, err := benchkit.Build(serverTree, tmp, o.profile != "")
 	if err != nil {
 		return err
 	}
