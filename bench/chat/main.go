@@ -72,6 +72,7 @@ type options struct {
 	nodes       int
 	nodesDB     string
 	nodesRedis  string
+	cluster     bool // MariaDB and Redis even with one node
 }
 
 func main() {
@@ -111,7 +112,9 @@ func main() {
 	flag.IntVar(&o.nodes, "nodes", 1, "OnAir nodes sharing one MariaDB database (-nodes-db) and one Redis (-nodes-redis), as a multi-node deployment does; the viewers are split evenly over them, each node's read by a process of its own, and the POSTs go to each node in turn (nodes.go)")
 	flag.StringVar(&o.nodesDB, "nodes-db", "mysql://root@127.0.0.1:3306/onair_bench_chat", "with -nodes above 1: the MariaDB database of the nodes, dropped and made afresh for the run")
 	flag.StringVar(&o.nodesRedis, "nodes-redis", "redis://127.0.0.1:6379/0", "with -nodes above 1: the Redis of the nodes; the run's keys have a prefix of their own (onair_bench_chat:RANDOM:) and are deleted at its end")
+	flag.BoolVar(&o.cluster, "cluster", false, "run the node(s) on -nodes-db and -nodes-redis even with -nodes 1 (implied by -nodes above 1): one node of a multi-node deployment, to tell what the shared parts cost from what a second node does")
 	flag.Parse()
+	o.cluster = o.cluster || o.nodes > 1
 	for _, s := range strings.Split(*counts, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
 		if err != nil || n < 1 || n > 50_000 {
@@ -224,7 +227,7 @@ func run(ctx context.Context, o options) error {
 			return err
 		}
 	}
-	if o.nodes > 1 {
+	if o.cluster {
 		shared, cleanup, err := sharedParts(ctx, o)
 		if err != nil {
 			return err

@@ -15,8 +15,8 @@ import (
 	"github.com/onair/onair/bench/internal/benchkit"
 )
 
-// With -nodes above 1 the room is served as a multi-node deployment
-// serves it (docs/deploy.md): every node on one MariaDB database and one
+// With -nodes above 1 (or -cluster) the room is served as a multi-node
+// deployment serves it (docs/deploy.md): every node on one MariaDB database and one
 // Redis (chat fan-out, presence and the post rate shared through it),
 // each with a data directory of its own. The database is the benchmark's
 // own (onair_bench_chat by default, dropped and made for each run; never

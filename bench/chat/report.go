@@ -44,6 +44,9 @@ func (r *report) table() string {
 	}
 	for _, p := range r.phases {
 		var notes []string
+		if len(p.nodes) == 1 && r.o.cluster {
+			notes = append(notes, "the server ran as one node of a multi-node deployment, on a MariaDB database and Redis (-cluster)")
+		}
 		if len(p.nodes) > 1 {
 			counts := make([]string, len(p.nodes))
 			for i, f := range p.nodes {
@@ -108,6 +111,9 @@ func (r *report) markdown() string {
 	}
 	var b strings.Builder
 	servers := "server"
+	if o.cluster {
+		servers = "server (one node on MariaDB and Redis)"
+	}
 	if o.nodes > 1 {
 		servers = fmt.Sprintf("%d OnAir nodes (one MariaDB database, one Redis)", o.nodes)
 	}
@@ -119,6 +125,8 @@ func (r *report) markdown() string {
 	nodes := ""
 	if o.nodes > 1 {
 		nodes = fmt.Sprintf("-nodes %d ", o.nodes)
+	} else if o.cluster {
+		nodes = "-cluster "
 	}
 	fmt.Fprintf(&b, "bash bench/chat/run.sh %s-viewers %s -viewer-ids %s -rate %d -seconds %d   # or: task bench -- chat\n", nodes, strings.Join(counts, ","), strings.Join(o.modes, ","), o.rate, o.seconds)
 	b.WriteString("```\n")
