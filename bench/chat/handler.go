@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"slices"
 	"strings"
 
 	dto "github.com/prometheus/client_model/go"
@@ -137,4 +138,27 @@ func (h buckets) over(le float64) uint64 {
 		}
 	}
 	return 0
+}
+
+// add sums two nodes' measures: their histograms (the same buckets, one
+// binary) and their memory.
+func (t serverTimes) add(u serverTimes) serverTimes {
+	return serverTimes{
+		handler:  t.handler.add(u.handler),
+		delivery: t.delivery.add(u.delivery),
+		mem:      memory{heap: t.mem.heap + u.mem.heap, stack: t.mem.stack + u.mem.stack, goroutines: t.mem.goroutines + u.mem.goroutines},
+	}
+}
+
+// add is the histogram of both h's and u's samples (u's bounds when h has
+// none).
+func (h buckets) add(u buckets) buckets {
+	if len(h.bounds) == 0 {
+		return buckets{count: h.count + u.count, bounds: u.bounds, counts: slices.Clone(u.counts)}
+	}
+	sum := buckets{count: h.count + u.count, bounds: h.bounds, counts: slices.Clone(h.counts)}
+	for i := range min(len(sum.counts), len(u.counts)) {
+		sum.counts[i] += u.counts[i]
+	}
+	return sum
 }

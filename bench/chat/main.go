@@ -20,6 +20,12 @@
 //
 //	go run ./bench/chat                          # 2,000, 5,000 and 10,000 viewers
 //	go run ./bench/chat -viewers 500,2000 -seconds 10 -docs ''
+//	bash bench/chat/run.sh -nodes 2 -viewers 20000 -viewer-ids distinct
+//
+// With -nodes N the room is served by N onair processes on one MariaDB
+// database and one Redis, as a multi-node deployment runs (nodes.go): the
+// viewers are split evenly over the nodes, each node's read by a process
+// of its own (children.go), and the POSTs go to the nodes in turn.
 //
 // 10,000 sockets need that many file descriptors in both processes (the Go
 // runtime raises the soft limit to the hard one; bench/chat/run.sh raises
@@ -29,8 +35,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -38,6 +46,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -59,6 +69,10 @@ type options struct {
 	keep        bool
 	profile     string
 	profileSecs int
+	nodes       int
+	nodesDB     string
+	nodesRedis  string
+	cluster     bool // MariaDB and Redis even with one node
 }
 
 func main() {
@@ -68,6 +82,16 @@ func main() {
 		stop()
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "chat: posting process:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if len(os.Args) == 2 && os.Args[1] == viewerChildArg {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		err := viewerChild(ctx, os.Stdin, os.Stdout)
+		stop()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "chat: viewers' process:", err)
 			os.Exit(1)
 		}
 		return
@@ -85,7 +109,12 @@ func main() {
 	flag.BoolVar(&o.keep, "keep", false, "keep the temporary directory (server log, database)")
 	flag.StringVar(&o.profile, "profile", "", "directory for the server's CPU profile of each phase's posting and its heap with the crowd connected (runs the onair build with pprof), and the viewers' CPU profile (this process) of the same time")
 	flag.IntVar(&o.profileSecs, "profile-seconds", 20, "length of the CPU profile from the first POST")
+	flag.IntVar(&o.nodes, "nodes", 1, "OnAir nodes sharing one MariaDB database (-nodes-db) and one Redis (-nodes-redis), as a multi-node deployment does; the viewers are split evenly over them, each node's read by a process of its own, and the POSTs go to each node in turn (nodes.go)")
+	flag.StringVar(&o.nodesDB, "nodes-db", "mysql://root@127.0.0.1:3306/onair_bench_chat", "with -nodes above 1: the MariaDB database of the nodes, dropped and made afresh for the run")
+	flag.StringVar(&o.nodesRedis, "nodes-redis", "redis://127.0.0.1:6379/0", "with -nodes above 1: the Redis of the nodes; the run's keys have a prefix of their own (onair_bench_chat:RANDOM:) and are deleted at its end")
+	flag.BoolVar(&o.cluster, "cluster", false, "run the node(s) on -nodes-db and -nodes-redis even with -nodes 1 (implied by -nodes above 1): one node of a multi-node deployment, to tell what the shared parts cost from what a second node does")
 	flag.Parse()
+	o.cluster = o.cluster || o.nodes > 1
 	for _, s := range strings.Split(*counts, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
 		if err != nil || n < 1 || n > 50_000 {
@@ -103,6 +132,14 @@ func main() {
 	}
 	if o.rate < 1 || o.rate > 1000 || o.seconds < 1 || o.seconds > 600 {
 		fmt.Fprintln(os.Stderr, "chat: -rate must be 1–1000 and -seconds 1–600")
+		os.Exit(2)
+	}
+	if o.nodes < 1 || o.nodes > 8 {
+		fmt.Fprintln(os.Stderr, "chat: -nodes must be 1–8")
+		os.Exit(2)
+	}
+	if o.nodes > 1 && o.profile != "" {
+		fmt.Fprintln(os.Stderr, "chat: -profile profiles one node; run it with -nodes 1")
 		os.Exit(2)
 	}
 	if o.posters == 0 {
@@ -148,6 +185,7 @@ type phase struct {
 	slowDrops           int
 	loadDuring          string
 	maxConns            int // ONAIR_MAX_CONNS the server ran with (0: derived)
+	nodes               []nodeFigures
 	// CPU time from the first POST to the last delivery: the server's, and
 	// this process's (the viewers reading), over the wall time between.
 	cpuServer, cpuViewers, cpuWall time.Duration
@@ -180,10 +218,6 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
-	dataDir := filepath.Join(tmp, "onair")
-	if err := os.MkdirAll(dataDir, 0o755); err != nil {
-		return err
-	}
 	env := map[string]string{}
 	if o.profile != "" {
 		if err := os.MkdirAll(o.profile, 0o755); err != nil {
@@ -193,21 +227,40 @@ func run(ctx context.Context, o options) error {
 			return err
 		}
 	}
-	srv, err := benchkit.NewServer(bin, dataDir, env)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(os.Stderr, "creating %d posting users...\n", o.posters)
-	tokens := make([]string, o.posters)
-	for i := range tokens {
-		if _, tokens[i], err = srv.CreateUser(fmt.Sprintf("Poster %d", i+1), fmt.Sprintf("poster%d@bench.invalid", i+1)); err != nil {
+	if o.cluster {
+		shared, cleanup, err := sharedParts(ctx, o)
+		if err != nil {
 			return err
 		}
+		defer cleanup()
+		for k, v := range shared {
+			env[k] = v
+		}
+	}
+	var nodes []*benchkit.Server
+	for i := range o.nodes {
+		dataDir := filepath.Join(tmp, "onair")
+		if o.nodes > 1 {
+			dataDir = filepath.Join(tmp, fmt.Sprintf("onair-%d", i+1))
+		}
+		if err := os.MkdirAll(dataDir, 0o755); err != nil {
+			return err
+		}
+		srv, err := benchkit.NewServer(bin, dataDir, maps.Clone(env))
+		if err != nil {
+			return err
+		}
+		nodes = append(nodes, srv)
+	}
+	fmt.Fprintf(os.Stderr, "creating %d posting users...\n", o.posters)
+	tokens, err := createPosters(nodes[0], o.posters)
+	if err != nil {
+		return err
 	}
 	rep := report{o: o, started: time.Now(), loadBefore: benchkit.LoadAvg()}
 	for _, mode := range o.modes {
 		for _, n := range o.viewers {
-			p, err := runPhase(ctx, srv, tokens, n, mode, o)
+			p, err := runPhase(ctx, nodes, tokens, n, mode, o)
 			if err != nil {
 				return fmt.Errorf("%d viewers (%s ids): %w", n, mode, err)
 			}
@@ -229,66 +282,173 @@ func run(ctx context.Context, o options) error {
 	return nil
 }
 
-// runPhase starts the server, fills the room with n viewers, posts for the
-// configured time and measures what reached them.
-func runPhase(ctx context.Context, srv *benchkit.Server, tokens []string, n int, mode string, o options) (phase, error) {
-	p := phase{viewers: n, mode: mode}
-	// The server's connection cap is derived from its descriptor limit
-	// (ONAIR_MAX_CONNS=0: the limit less an eighth). Where the hard limit
-	// cannot be raised (run.sh tries) and the crowd does not fit under that
-	// cap, the cap is set as an operator would for a server of sockets
-	// alone: the limit less 64 descriptors for its files and the POSTs.
+// createPosters makes the posting users with the CLI, the first alone
+// (it may migrate a fresh database), the rest eight at a time.
+func createPosters(srv *benchkit.Server, n int) ([]string, error) {
+	tokens := make([]string, n)
+	errs := make([]error, n)
+	create := func(i int) {
+		_, tokens[i], errs[i] = srv.CreateUser(fmt.Sprintf("Poster %d", i+1), fmt.Sprintf("poster%d@bench.invalid", i+1))
+	}
+	create(0)
+	if errs[0] != nil {
+		return nil, errs[0]
+	}
+	var (
+		wg   sync.WaitGroup
+		next atomic.Int64
+	)
+	for range 8 {
+		wg.Go(func() {
+			for i := int(next.Add(1)); i < n; i = int(next.Add(1)) {
+				create(i)
+			}
+		})
+	}
+	wg.Wait()
+	return tokens, errors.Join(errs...)
+}
+
+// nodeCap sets the server's connection cap for a share of n sockets. The
+// cap is derived from its descriptor limit (ONAIR_MAX_CONNS=0: the limit
+// less an eighth). Where the hard limit cannot be raised (run.sh tries)
+// and the share does not fit under that cap, the cap is set as an
+// operator would for a server of sockets alone: the limit less 64
+// descriptors for its files and the POSTs. It returns the cap set (0:
+// derived).
+func nodeCap(srv *benchkit.Server, n int) int {
 	delete(srv.Env, "ONAIR_MAX_CONNS")
 	if _, hard := nofile(); n+256 > int(hard-max(128, hard/8)) {
-		p.maxConns = int(hard) - 64
-		srv.Env["ONAIR_MAX_CONNS"] = strconv.Itoa(p.maxConns)
+		srv.Env["ONAIR_MAX_CONNS"] = strconv.Itoa(int(hard) - 64)
+		return int(hard) - 64
 	}
-	if err := srv.Start(); err != nil {
-		return p, err
+	return 0
+}
+
+// readAllTimes sums readServerTimes over the nodes.
+func readAllTimes(ctx context.Context, nodes []*benchkit.Server) (serverTimes, error) {
+	var sum serverTimes
+	for _, srv := range nodes {
+		t, err := readServerTimes(ctx, srv)
+		if err != nil {
+			return sum, err
+		}
+		sum = sum.add(t)
 	}
-	defer srv.Stop()
-	logStart := len(srv.Log())
+	return sum, nil
+}
+
+func pidsOf(nodes []*benchkit.Server) []int {
+	pids := make([]int, len(nodes))
+	for i, srv := range nodes {
+		pids[i] = srv.PID()
+	}
+	return pids
+}
+
+// runPhase starts the servers, fills the room with n viewers split over
+// them, posts for the configured time and measures what reached them.
+func runPhase(ctx context.Context, nodes []*benchkit.Server, tokens []string, n int, mode string, o options) (phase, error) {
+	p := phase{viewers: n, mode: mode}
+	split := shares(n, len(nodes))
+	p.nodes = make([]nodeFigures, len(nodes))
+	for i, srv := range nodes {
+		p.maxConns = max(p.maxConns, nodeCap(srv, split[i]))
+	}
+	stopAll := func() {
+		var wg sync.WaitGroup
+		for _, srv := range nodes {
+			wg.Go(srv.Stop)
+		}
+		wg.Wait()
+	}
+	defer stopAll()
+	logStart := make([]int, len(nodes))
+	for i, srv := range nodes {
+		if err := srv.Start(); err != nil {
+			return p, err
+		}
+		logStart[i] = len(srv.Log())
+	}
+	srv := nodes[0]
 	show, err := srv.CreateShow(ctx, tokens[0], fmt.Sprintf("Chat bench %d %s", n, mode))
 	if err != nil {
 		return p, err
 	}
-	// Warm the posting path once, then let the server settle.
-	if err := postOne(ctx, srv, tokens[len(tokens)-1], show.ID, "warm-up"); err != nil {
-		return p, err
+	// Warm each node's posting path once (users of their own: one post a
+	// second each), then let the servers settle.
+	for i, node := range nodes {
+		if err := postOne(ctx, node, tokens[len(tokens)-1-i], show.ID, "warm-up"); err != nil {
+			return p, err
+		}
 	}
 	time.Sleep(2 * time.Second)
-	if p.rssBefore, err = benchkit.RSS(srv.PID()); err != nil {
-		return p, err
+	for i, node := range nodes {
+		if p.nodes[i].rssBefore, err = benchkit.RSS(node.PID()); err != nil {
+			return p, err
+		}
+		p.rssBefore += p.nodes[i].rssBefore
 	}
-	idle, err := readServerTimes(ctx, srv)
+	idle, err := readAllTimes(ctx, nodes)
 	if err != nil {
 		return p, err
 	}
 	p.memBefore = idle.mem
 
-	fmt.Fprintf(os.Stderr, "%d viewers, %s ids: connecting...\n", n, mode)
-	wsURL := fmt.Sprintf("ws://%s/ws/shows/%d", srv.HTTPAddr, show.ID)
-	cookie := uuid.NewString
+	fmt.Fprintf(os.Stderr, "%d viewers, %s ids, %d node(s): connecting...\n", n, mode, len(nodes))
+	var shared string
 	if mode == "shared" {
-		id := uuid.NewString()
-		cookie = func() string { return id }
+		shared = uuid.NewString()
 	}
 	start := time.Now()
-	c, err := connect(ctx, wsURL, n, o.concurrency, o.sample, o.connectMax, cookie)
-	if err != nil {
-		return p, err
+	var c audience
+	var failed []string
+	if len(nodes) == 1 {
+		cookie := uuid.NewString
+		if shared != "" {
+			cookie = func() string { return shared }
+		}
+		wsURL := fmt.Sprintf("ws://%s/ws/shows/%d", srv.HTTPAddr, show.ID)
+		cr, err := connect(ctx, wsURL, n, o.concurrency, o.sample, o.connectMax, cookie)
+		if err != nil {
+			return p, err
+		}
+		c, failed = cr, cr.failed
+		p.nodes[0].connected = len(cr.viewers)
+	} else {
+		jobs := make([]viewerJob, len(nodes))
+		for i, node := range nodes {
+			jobs[i] = viewerJob{
+				URL: fmt.Sprintf("ws://%s/ws/shows/%d", node.HTTPAddr, show.ID), Viewers: split[i],
+				Concurrency: max(1, o.concurrency/len(nodes)), Sample: max(1, (o.sample*split[i]+n-1)/n),
+				Within: o.connectMax, SharedID: shared,
+			}
+		}
+		cc, err := connectChildren(ctx, jobs)
+		if err != nil {
+			return p, err
+		}
+		c, failed = cc, cc.failed
+		for i, k := range cc.connected {
+			p.nodes[i].connected = k
+		}
 	}
-	defer c.close()
+	defer c.finish()
 	p.connectTime = time.Since(start)
-	p.connected = len(c.viewers)
-	p.dialFailures = summarizeFailures(c.failed)
+	for _, f := range p.nodes {
+		p.connected += f.connected
+	}
+	p.dialFailures = summarizeFailures(failed)
 	fmt.Fprintf(os.Stderr, "  %d connected in %s (%d failed); waiting for presence events to settle...\n",
-		p.connected, p.connectTime.Round(time.Millisecond), len(c.failed))
-	p.settled, _ = c.settle(3*time.Second, 2*time.Minute)
+		p.connected, p.connectTime.Round(time.Millisecond), len(failed))
+	p.settled, _ = settle(c, 3*time.Second, 2*time.Minute)
 	_, p.presenceEvents, _, _ = c.totals()
 	time.Sleep(time.Second)
-	if p.rssAfter, err = benchkit.RSS(srv.PID()); err != nil {
-		return p, err
+	for i, node := range nodes {
+		if p.nodes[i].rssAfter, err = benchkit.RSS(node.PID()); err != nil {
+			return p, err
+		}
+		p.rssAfter += p.nodes[i].rssAfter
 	}
 	if o.profile != "" {
 		if err := srv.Profile("heap", 0, filepath.Join(o.profile, fmt.Sprintf("chat-%d-%s.heap.pprof", n, mode))); err != nil {
@@ -318,35 +478,39 @@ func runPhase(ctx context.Context, srv *benchkit.Server, tokens []string, n int,
 		}()
 	}
 	chats0, _, _, closed0 := c.totals()
-	server0, err := readServerTimes(ctx, srv)
+	server0, err := readAllTimes(ctx, nodes)
 	if err != nil {
 		return p, err
 	}
 	p.memAfter = server0.mem
-	cpu0, err := benchkit.ReadCPU(srv.PID())
+	cpu0, err := benchkit.ReadCPUs(pidsOf(nodes))
 	if err != nil {
 		return p, err
 	}
-	self0, err := benchkit.ReadCPU(os.Getpid())
+	self0, err := benchkit.ReadCPUs(c.pids())
 	if err != nil {
 		return p, err
 	}
-	posts, err := postApart(ctx, srv, tokens, show.ID, o.rate, o.seconds)
+	urls := make([]string, len(nodes))
+	for i, node := range nodes {
+		urls[i] = node.URL
+	}
+	posts, err := postApart(ctx, urls, tokens, show.ID, o.rate, o.seconds)
 	if err != nil {
 		return p, err
 	}
 	p.loadDuring = benchkit.LoadAvg()
-	_, lastEvent := c.settle(3*time.Second, time.Minute)
-	if cpu1, err := benchkit.ReadCPU(srv.PID()); err == nil {
+	_, lastEvent := settle(c, 3*time.Second, time.Minute)
+	if cpu1, err := benchkit.ReadCPUs(pidsOf(nodes)); err == nil {
 		p.cpuServer = cpu1.Own - cpu0.Own
 	}
-	if self1, err := benchkit.ReadCPU(os.Getpid()); err == nil {
+	if self1, err := benchkit.ReadCPUs(c.pids()); err == nil {
 		p.cpuViewers = self1.Own - self0.Own
 	}
 	// The settling's quiet seconds after the last delivery are not counted
 	// as wall time, though their little CPU is.
 	p.cpuWall = lastEvent.Sub(posts.start)
-	server1, err := readServerTimes(ctx, srv)
+	server1, err := readAllTimes(ctx, nodes)
 	if err != nil {
 		return p, err
 	}
@@ -359,7 +523,7 @@ func runPhase(ctx context.Context, srv *benchkit.Server, tokens []string, n int,
 	if p.posted, err = stored(ctx, srv, tokens[0], show.ID); err != nil {
 		return p, err
 	}
-	p.posted-- // the warm-up message
+	p.posted -= len(nodes) // the warm-up messages
 	slices.Sort(posts.latency)
 	p.postP50, p.postP99 = benchkit.Percentile(posts.latency, 50), benchkit.Percentile(posts.latency, 99)
 	for _, d := range posts.latency {
@@ -368,7 +532,9 @@ func runPhase(ctx context.Context, srv *benchkit.Server, tokens []string, n int,
 		}
 	}
 
-	c.close()
+	if err := c.finish(); err != nil {
+		return p, err
+	}
 	p.closedWhy = c.closedWhy()
 	lat := c.latencies()
 	slices.Sort(lat)
@@ -382,7 +548,9 @@ func runPhase(ctx context.Context, srv *benchkit.Server, tokens []string, n int,
 			return p, err
 		}
 	}
-	p.slowDrops = strings.Count(srv.Log()[logStart:], "dropping slow socket")
+	for i, node := range nodes {
+		p.slowDrops += strings.Count(node.Log()[logStart[i]:], "dropping slow socket")
+	}
 	fmt.Fprintf(os.Stderr, "  stored %d (POST 201: %d, 429: %d, other: %d), delivered %d (%.1f%% of ideal), p50 %s p99 %s, server dropped %d sockets\n",
 		p.posted, p.ok, p.limited, p.failed, p.delivered, 100*p.fraction(), p.p50.Round(time.Microsecond), p.p99.Round(time.Microsecond), p.droppedByServer)
 	return p, nil

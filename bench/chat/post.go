@@ -20,10 +20,11 @@ var postClient = &http.Client{
 	Transport: &http.Transport{MaxIdleConnsPerHost: 64, MaxConnsPerHost: 64},
 }
 
-// post sends one chat message and returns the HTTP status.
-func post(ctx context.Context, srv *benchkit.Server, token string, showID int64, text string) (int, error) {
+// post sends one chat message to the node at base (http://host:port)
+// and returns the HTTP status.
+func post(ctx context.Context, base, token string, showID int64, text string) (int, error) {
 	body, _ := json.Marshal(map[string]string{"message": text})
-	req, err := http.NewRequestWithContext(ctx, "POST", fmt.Sprintf("%s/v1/shows/%d/chats", srv.URL, showID), bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, "POST", fmt.Sprintf("%s/v1/shows/%d/chats", base, showID), bytes.NewReader(body))
 	if err != nil {
 		return 0, err
 	}
@@ -46,7 +47,7 @@ func stored(ctx context.Context, srv *benchkit.Server, token string, showID int6
 }
 
 func postOne(ctx context.Context, srv *benchkit.Server, token string, showID int64, text string) error {
-	status, err := post(ctx, srv, token, showID, text)
+	status, err := post(ctx, srv.URL, token, showID, text)
 	if err == nil && status != http.StatusCreated {
 		err = fmt.Errorf("POST chat: status %d", status)
 	}
@@ -62,7 +63,7 @@ type posting struct {
 // postJob is what the posting process is given on its stdin, postResult
 // what it answers on its stdout.
 type postJob struct {
-	URL           string
+	URLs          []string // the nodes, posted to in turn
 	Tokens        []string
 	ShowID        int64
 	Rate, Seconds int
@@ -82,13 +83,14 @@ const postChildArg = "-post-child"
 // benchmark's thousands of reading sockets for a core of the same Go
 // runtime, as a poster and the audience are different machines in a
 // real room. Both processes still share the machine's cores with the
-// server.
-func postApart(ctx context.Context, srv *benchkit.Server, tokens []string, showID int64, rate, seconds int) (posting, error) {
+// server. With several nodes the POSTs go to each in turn, as a load
+// balancer's round robin sends them.
+func postApart(ctx context.Context, urls []string, tokens []string, showID int64, rate, seconds int) (posting, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return posting{}, err
 	}
-	job, err := json.Marshal(postJob{URL: srv.URL, Tokens: tokens, ShowID: showID, Rate: rate, Seconds: seconds})
+	job, err := json.Marshal(postJob{URLs: urls, Tokens: tokens, ShowID: showID, Rate: rate, Seconds: seconds})
 	if err != nil {
 		return posting{}, err
 	}
@@ -112,13 +114,14 @@ func postChild(ctx context.Context) error {
 	if err := json.NewDecoder(os.Stdin).Decode(&job); err != nil {
 		return err
 	}
-	res := postAll(ctx, &benchkit.Server{URL: job.URL}, job.Tokens, job.ShowID, job.Rate, job.Seconds)
+	res := postAll(ctx, job.URLs, job.Tokens, job.ShowID, job.Rate, job.Seconds)
 	return json.NewEncoder(os.Stdout).Encode(postResult{OK: res.ok, Limited: res.limited, Failed: res.failed, Latency: res.latency, Start: res.start})
 }
 
 // postAll posts rate messages a second for seconds, each from the next
-// user in turn, with the send time in the text ("bench t=<Unix ns>").
-func postAll(ctx context.Context, srv *benchkit.Server, tokens []string, showID int64, rate, seconds int) posting {
+// user in turn, to each of urls in turn, with the send time in the text
+// ("bench t=<Unix ns>").
+func postAll(ctx context.Context, urls []string, tokens []string, showID int64, rate, seconds int) posting {
 	var (
 		res posting
 		mu  sync.Mutex
@@ -136,7 +139,7 @@ func postAll(ctx context.Context, srv *benchkit.Server, tokens []string, showID 
 		go func() {
 			defer wg.Done()
 			sent := time.Now()
-			status, err := post(ctx, srv, tokens[i%len(tokens)], showID, fmt.Sprintf("message %d bench t=%d", i, sent.UnixNano()))
+			status, err := post(ctx, urls[i%len(urls)], tokens[i%len(tokens)], showID, fmt.Sprintf("message %d bench t=%d", i, sent.UnixNano()))
 			d := time.Since(sent)
 			mu.Lock()
 			defer mu.Unlock()

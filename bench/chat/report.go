@@ -28,6 +28,9 @@ func (r *report) table() string {
 			n := float64(p.connected)
 			perViewer = fmt.Sprintf("%.1f KB (heap %.1f, stacks %.1f KB; %.2f goroutines)", float64(p.rssAfter-p.rssBefore)/n/1024,
 				(p.memAfter.heap-p.memBefore.heap)/n/1024, (p.memAfter.stack-p.memBefore.stack)/n/1024, (p.memAfter.goroutines-p.memBefore.goroutines)/n)
+			if len(p.nodes) > 1 {
+				perViewer = fmt.Sprintf("%s, the %d nodes' growth summed; per node %s", perViewer, len(p.nodes), p.perNode())
+			}
 		}
 		p50, p99, pmax := ms(p.p50), ms(p.p99), ms(p.max)
 		if p.samples == 0 {
@@ -41,6 +44,16 @@ func (r *report) table() string {
 	}
 	for _, p := range r.phases {
 		var notes []string
+		if len(p.nodes) == 1 && r.o.cluster {
+			notes = append(notes, "the server ran as one node of a multi-node deployment, on a MariaDB database and Redis (-cluster)")
+		}
+		if len(p.nodes) > 1 {
+			counts := make([]string, len(p.nodes))
+			for i, f := range p.nodes {
+				counts[i] = fmt.Sprint(f.connected)
+			}
+			notes = append(notes, fmt.Sprintf("the crowd ran on %d OnAir nodes sharing one MariaDB database and one Redis, %s viewers connected to them, each node's read by a process of its own; the POSTs went to the nodes in turn; the server CPU, RSS and /metrics figures are the nodes' summed", len(p.nodes), strings.Join(counts, " / ")))
+		}
 		if p.maxConns > 0 {
 			notes = append(notes, fmt.Sprintf("the descriptor limit (%d) could not be raised, so the server ran with ONAIR_MAX_CONNS=%d", p.maxConns+64, p.maxConns))
 		}
@@ -97,12 +110,38 @@ func (r *report) markdown() string {
 		counts[i] = fmt.Sprint(n)
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "Run of %s: %d cores (%s), %s, server and clients on the same cores; load average %s before and %s after (1/5/15 min). %d messages a second for %d s from %d users in turn; latency sampled on %d sockets per crowd (every socket counted).\n\n",
-		r.started.UTC().Format("2006-01-02 15:04 UTC"), runtime.NumCPU(), cpuModel(), runtime.Version(), r.loadBefore, r.loadAfter,
+	servers := "server"
+	if o.cluster {
+		servers = "server (one node on MariaDB and Redis)"
+	}
+	if o.nodes > 1 {
+		servers = fmt.Sprintf("%d OnAir nodes (one MariaDB database, one Redis)", o.nodes)
+	}
+	fmt.Fprintf(&b, "Run of %s: %d cores (%s), %s, %s and clients on the same cores; load average %s before and %s after (1/5/15 min). %d messages a second for %d s from %d users in turn; latency sampled on %d sockets per crowd (every socket counted).\n\n",
+		r.started.UTC().Format("2006-01-02 15:04 UTC"), runtime.NumCPU(), cpuModel(), runtime.Version(), servers, r.loadBefore, r.loadAfter,
 		o.rate, o.seconds, o.posters, o.sample)
 	b.WriteString(r.table())
 	b.WriteString("\n\nCommand of this run:\n\n```sh\n")
-	fmt.Fprintf(&b, "bash bench/chat/run.sh -viewers %s -viewer-ids %s -rate %d -seconds %d   # or: task bench -- chat\n", strings.Join(counts, ","), strings.Join(o.modes, ","), o.rate, o.seconds)
+	nodes := ""
+	if o.nodes > 1 {
+		nodes = fmt.Sprintf("-nodes %d ", o.nodes)
+	} else if o.cluster {
+		nodes = "-cluster "
+	}
+	fmt.Fprintf(&b, "bash bench/chat/run.sh %s-viewers %s -viewer-ids %s -rate %d -seconds %d   # or: task bench -- chat\n", nodes, strings.Join(counts, ","), strings.Join(o.modes, ","), o.rate, o.seconds)
 	b.WriteString("```\n")
 	return b.String()
+}
+
+// perNode is each node's RSS growth over its own viewers.
+func (p phase) perNode() string {
+	parts := make([]string, len(p.nodes))
+	for i, f := range p.nodes {
+		per := "–"
+		if f.connected > 0 {
+			per = fmt.Sprintf("%.1f KB", float64(f.rssAfter-f.rssBefore)/float64(f.connected)/1024)
+		}
+		parts[i] = fmt.Sprintf("%s of %d", per, f.connected)
+	}
+	return strings.Join(parts, ", ")
 }

@@ -420,7 +420,7 @@ func (c *crowd) totals() (chats, presence, other int64, closed int) {
 // settle waits until no viewer has received anything for quiet (or until
 // within has passed); it reports whether it got quiet and when the last
 // event arrived (to 100 ms).
-func (c *crowd) settle(quiet, within time.Duration) (bool, time.Time) {
+func settle(c audience, quiet, within time.Duration) (bool, time.Time) {
 	deadline := time.Now().Add(within)
 	last := int64(-1)
 	since := time.Now()
