@@ -2,7 +2,6 @@ package live
 
 import (
 	"bufio"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -109,8 +108,19 @@ func (b *shmBody) Read(p []byte) (int, error) {
 }
 
 // WriteTo is fasthttp's path for a body stream: it is handed the
-// connection's buffered writer, which is flushed (the headers), then the
-// bytes go from the memory file to the socket with sendfile(2).
+// connection's buffered writer, which holds the headers. They go to the
+// socket with send(2) and MSG_MORE, so that they leave in the first
+// packet of the body rather than in one of their own (as nginx's
+// tcp_nopush does with TCP_CORK, but without its two setsockopt(2)s a
+// response); then the bytes go from the memory file to the socket with
+// sendfile(2), whose last packet is pushed.
+//
+// Both are raw system calls, as writeAt is: on a non-blocking socket and
+// from memory neither waits. As plain calls, a sendfile(2) of a segment
+// (some 150 µs of the kernel's time on loopback) outlasted the runtime
+// monitor's 20 µs, which handed its processor to another thread each
+// time and woke itself every 20 µs; raw, the call keeps its processor
+// those 150 µs (bench/results/2026-11-28h-segmore.md).
 func (b *shmBody) WriteTo(w io.Writer) (int64, error) {
 	bw, buffered := w.(*bufio.Writer)
 	sc, raw := b.conn.(syscall.Conn)
@@ -121,28 +131,52 @@ func (b *shmBody) WriteTo(w io.Writer) (int64, error) {
 	if err != nil {
 		return io.Copy(w, struct{ io.Reader }{b})
 	}
-	// Corked (as nginx's tcp_nopush), the headers leave in the first
-	// packet of the body rather than in one of their own.
-	cork(rc, 1)
-	defer cork(rc, 0)
-	if err := bw.Flush(); err != nil {
-		return 0, err
+	head := bufferedBytes(bw)
+	if head == nil && bw.Buffered() > 0 {
+		// A buffer filled to its last byte (fasthttp's is far larger
+		// than headers): they go in a packet of their own.
+		if err := bw.Flush(); err != nil {
+			return 0, err
+		}
+	}
+	more := 0
+	if b.n > 0 {
+		more = unix.MSG_MORE // else nothing would push the headers
 	}
 	var sent int64
 	var sendErr error
 	err = rc.Write(func(fd uintptr) bool {
-		for b.n > 0 {
-			n, err := unix.Sendfile(int(fd), b.f.fd, &b.off, int(min(b.n, 1<<30)))
+		for len(head) > 0 {
+			n, e := rawSend(fd, head, more)
 			if n > 0 {
-				b.n -= int64(n)
-				sent += int64(n)
+				head = head[n:]
+			}
+			switch e {
+			case 0:
+			case unix.EAGAIN:
+				return false // wait until the socket takes more
+			case unix.EINTR:
+			default:
+				sendErr = e
+				return true
+			}
+		}
+		for b.n > 0 {
+			r, _, e := unix.RawSyscall6(unix.SYS_SENDFILE, fd, uintptr(b.f.fd), uintptr(unsafe.Pointer(&b.off)), uintptr(min(b.n, 1<<30)), 0, 0)
+			n := int64(r)
+			if e != 0 {
+				n = 0
+			}
+			if n > 0 {
+				b.n -= n
+				sent += n
 			}
 			switch {
-			case errors.Is(err, unix.EAGAIN):
-				return false // wait until the socket takes more
-			case errors.Is(err, unix.EINTR):
-			case err != nil:
-				sendErr = err
+			case e == unix.EAGAIN:
+				return false
+			case e == unix.EINTR:
+			case e != 0:
+				sendErr = e
 				return true
 			case n == 0:
 				sendErr = io.ErrUnexpectedEOF
@@ -154,12 +188,33 @@ func (b *shmBody) WriteTo(w io.Writer) (int64, error) {
 	if err == nil {
 		err = sendErr
 	}
+	if err == nil && bw.Buffered() > 0 {
+		// The headers are sent: the buffer starts again empty, writing to
+		// the connection, as fasthttp's acquireWriter makes it.
+		bw.Reset(b.conn)
+	}
 	return sent, err
 }
 
-// cork sets TCP_CORK; a failure only costs a packet.
-func cork(rc syscall.RawConn, on int) {
-	_ = rc.Control(func(fd uintptr) { _ = unix.SetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_CORK, on) })
+// bufferedBytes is a view of what bw holds and has not written (nil when
+// it cannot tell: a full buffer). bufio.Writer shows only the free space
+// after it; what it holds is the same array's bytes before that.
+func bufferedBytes(bw *bufio.Writer) []byte {
+	n := bw.Buffered()
+	if n == 0 || bw.Available() == 0 {
+		return nil
+	}
+	free := bw.AvailableBuffer()
+	return unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(free)), -n)), n)
+}
+
+// rawSend is send(2) of p on the non-blocking socket fd with flags.
+func rawSend(fd uintptr, p []byte, flags int) (int, unix.Errno) {
+	r, _, e := unix.RawSyscall6(unix.SYS_SENDTO, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)), uintptr(flags|unix.MSG_NOSIGNAL), 0, 0)
+	if e != 0 {
+		return 0, e
+	}
+	return int(r), 0
 }
 
 func (b *shmBody) Close() error {
