@@ -272,3 +272,44 @@ func TestCLIServe(t *testing.T) {
 		t.Fatalf("serve wrote to stdout: %q", out.String())
 	}
 }
+
+// cancelOnWrite cancels as soon as a line containing marker is written.
+type cancelOnWrite struct {
+	onairtest.LockedBuffer
+	marker string
+	cancel context.CancelFunc
+}
+
+func (w *cancelOnWrite) Write(p []byte) (int, error) {
+	n, err := w.LockedBuffer.Write(p)
+	if strings.Contains(string(p), w.marker) {
+		w.cancel()
+	}
+	return n, err
+}
+
+// A signal that arrives the moment serve says it is serving (before the
+// HTTP server's accept loop may have begun) still stops it: the shutdown
+// cannot miss a listener that registers after it.
+func TestCLIServeStopsRightAfterStart(t *testing.T) {
+	for i := range 8 {
+		env := map[string]string{"ONAIR_DATA_DIR": t.TempDir(), "ONAIR_HTTP_ADDR": "127.0.0.1:0", "ONAIR_RTMP_ADDR": "127.0.0.1:0"}
+		ctx, cancel := context.WithCancel(context.Background())
+		errb := &cancelOnWrite{marker: `msg="onair serving"`, cancel: cancel}
+		var out onairtest.LockedBuffer
+		done := make(chan int, 1)
+		go func() { done <- app.Run(ctx, []string{"serve"}, &out, errb, func(k string) string { return env[k] }) }()
+		select {
+		case code := <-done:
+			if code != 0 {
+				t.Fatalf("run %d: exit %d:\n%s", i, code, errb.String())
+			}
+			if !strings.Contains(errb.String(), `msg="shutting down"`) {
+				t.Fatalf("run %d: exited without serving:\n%s", i, errb.String())
+			}
+		case <-time.After(testload.Patience):
+			t.Fatalf("run %d: serve did not stop within %s of the signal:\n%s", i, testload.Patience, errb.String())
+		}
+		cancel()
+	}
+}

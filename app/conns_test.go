@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -290,9 +291,21 @@ func TestServeRaisesDescriptorLimit(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
 	defer func() {
 		cmd.Process.Signal(os.Interrupt)
-		cmd.Wait()
+		select {
+		case err := <-exited:
+			if err != nil {
+				t.Errorf("onair serve on SIGINT: %v\n%s", err, log.String())
+			}
+		case <-time.After(testload.Patience):
+			// Go prints every goroutine on SIGQUIT and exits.
+			cmd.Process.Signal(syscall.SIGQUIT)
+			<-exited
+			t.Errorf("onair serve still running %s after SIGINT:\n%s", testload.Patience, log.String())
+		}
 	}()
 	line := regexp.MustCompile(`msg="descriptor limit" soft=(\d+) hard=(\d+)`)
 	serving := regexp.MustCompile(`msg="onair serving".* max_conns=(\d+) max_conns_per_ip=256`)

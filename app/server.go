@@ -225,6 +225,11 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		}
 	}
 	shutdownErr := s.App.ShutdownWithTimeout(20 * time.Second)
+	// fasthttp's Shutdown closes only the listeners its Serve registered:
+	// a signal right after start-up can come before the accept loop began,
+	// and that loop would then serve on. Closed here, its Accept fails and
+	// Serve returns (a second Close of a registered one does nothing).
+	ln.Close()
 	stopCtx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	s.StopServices(stopCtx)

@@ -92,8 +92,16 @@ func NewProcess(t testing.TB, extra ...string) *Process {
 			select {
 			case <-p.exited:
 			case <-time.After(testload.Patience):
-				p.cmd.Process.Kill()
-				<-p.exited
+				// A server that ignores SIGTERM is a defect: Go prints
+				// every goroutine on SIGQUIT, and the log below shows it.
+				p.cmd.Process.Signal(syscall.SIGQUIT)
+				select {
+				case <-p.exited:
+				case <-time.After(10 * time.Second):
+					p.cmd.Process.Kill()
+					<-p.exited
+				}
+				t.Errorf("server %s still running %s after SIGTERM", p.URL, testload.Patience)
 			}
 		}
 		if t.Failed() {
