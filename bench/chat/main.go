@@ -68,6 +68,7 @@ type options struct {
 	keep        bool
 	profile     string
 	profileSecs int
+	traceSecs   int
 	nodes       int
 	nodesDB     string
 	nodesRedis  string
@@ -108,6 +109,7 @@ func main() {
 	flag.BoolVar(&o.keep, "keep", false, "keep the temporary directory (server log, database)")
 	flag.StringVar(&o.profile, "profile", "", "directory for each node's CPU profile of each phase's posting and its heap with the crowd connected (runs the onair build with pprof), and the viewers' CPU profile of the same time (this process's with one node, each viewers' process's with more): chat-N-MODE.{cpu,heap,viewers.cpu}.pprof, with -nodes above 1 chat-N-MODE-nodeI.{cpu,heap}.pprof and chat-N-MODE-viewersI.cpu.pprof")
 	flag.IntVar(&o.profileSecs, "profile-seconds", 20, "length of the CPU profile from the first POST")
+	flag.IntVar(&o.traceSecs, "trace-seconds", 0, "with -profile: also each node's Go execution trace of this many seconds from the middle of the posting, chat-N-MODE[-nodeI].trace (where the handlers wait: go tool trace -pprof=net|sched|syscall FILE); tracing slows the nodes a little")
 	flag.IntVar(&o.nodes, "nodes", 1, "OnAir nodes sharing one MariaDB database (-nodes-db) and one Redis (-nodes-redis), as a multi-node deployment does; the viewers are split evenly over them, each node's read by a process of its own, and the POSTs go to each node in turn (nodes.go)")
 	flag.StringVar(&o.nodesDB, "nodes-db", "mysql://root@127.0.0.1:3306/onair_bench_chat", "with -nodes above 1: the MariaDB database of the nodes, dropped and made afresh for the run")
 	flag.StringVar(&o.nodesRedis, "nodes-redis", "redis://127.0.0.1:6379/0", "with -nodes above 1: the Redis of the nodes; the run's keys have a prefix of their own (onair_bench_chat:RANDOM:) and are deleted at its end")
@@ -135,6 +137,10 @@ func main() {
 	}
 	if o.nodes < 1 || o.nodes > 8 {
 		fmt.Fprintln(os.Stderr, "chat: -nodes must be 1–8")
+		os.Exit(2)
+	}
+	if o.traceSecs < 0 || o.traceSecs > 0 && o.profile == "" {
+		fmt.Fprintln(os.Stderr, "chat: -trace-seconds needs -profile DIR")
 		os.Exit(2)
 	}
 	if o.posters == 0 {
@@ -387,9 +393,10 @@ func pidsOf(nodes []*benchkit.Server) []int {
 func runPhase(ctx context.Context, nodes []*benchkit.Server, tokens []string, n int, mode string, o options) (phase, error) {
 	p := phase{viewers: n, mode: mode}
 	split := shares(n, len(nodes))
-	// profPath names a profile: chat-N-MODE.KIND.pprof of the one node
-	// (chat-N-MODE.viewers.KIND.pprof of this process's viewers), with
-	// more nodes chat-N-MODE-node1.KIND.pprof, ...-viewers1.KIND.pprof.
+	// profPath names a profile: chat-N-MODE.KIND of the one node
+	// (chat-N-MODE.viewers.KIND of this process's viewers), with more
+	// nodes chat-N-MODE-node1.KIND, ...-viewers1.KIND (KIND: cpu.pprof,
+	// heap.pprof, trace).
 	profPath := func(i int, who, kind string) string {
 		name := fmt.Sprintf("chat-%d-%s", n, mode)
 		switch {
@@ -398,7 +405,7 @@ func runPhase(ctx context.Context, nodes []*benchkit.Server, tokens []string, n 
 		case who == "viewers":
 			name += ".viewers"
 		}
-		return filepath.Join(o.profile, name+"."+kind+".pprof")
+		return filepath.Join(o.profile, name+"."+kind)
 	}
 	p.nodes = make([]nodeFigures, len(nodes))
 	for i, srv := range nodes {
@@ -473,7 +480,7 @@ func runPhase(ctx context.Context, nodes []*benchkit.Server, tokens []string, n 
 				Within: o.connectMax, SharedID: shared,
 			}
 			if o.profile != "" {
-				jobs[i].CPUProfile, jobs[i].ProfileSeconds = profPath(i, "viewers", "cpu"), o.profileSecs
+				jobs[i].CPUProfile, jobs[i].ProfileSeconds = profPath(i, "viewers", "cpu.pprof"), o.profileSecs
 			}
 		}
 		cc, err := connectChildren(ctx, jobs)
@@ -504,7 +511,7 @@ func runPhase(ctx context.Context, nodes []*benchkit.Server, tokens []string, n 
 	}
 	if o.profile != "" {
 		for i, node := range nodes {
-			if err := node.Profile("heap", 0, profPath(i, "node", "heap")); err != nil {
+			if err := node.Profile("heap", 0, profPath(i, "node", "heap.pprof")); err != nil {
 				return p, err
 			}
 		}
@@ -512,18 +519,31 @@ func runPhase(ctx context.Context, nodes []*benchkit.Server, tokens []string, n 
 	fmt.Fprintf(os.Stderr, "  %d presence events received (settled: %v); RSS %d → %d MB; posting %d/s for %d s...\n",
 		p.presenceEvents, p.settled, p.rssBefore>>20, p.rssAfter>>20, o.rate, o.seconds)
 
-	var profiled chan error
+	var (
+		profiled chan error
+		pending  int // profiles and traces being taken
+	)
 	if o.profile != "" {
-		profiled = make(chan error, len(nodes))
+		profiled = make(chan error, 2*len(nodes))
 		for i, node := range nodes {
-			go func() { profiled <- node.Profile("profile", o.profileSecs, profPath(i, "node", "cpu")) }()
+			pending++
+			go func() { profiled <- node.Profile("profile", o.profileSecs, profPath(i, "node", "cpu.pprof")) }()
+			if o.traceSecs > 0 {
+				// From the middle of the posting, so that the trace sees
+				// it in full flow.
+				pending++
+				go func() {
+					time.Sleep(time.Duration(max(0, o.seconds-o.traceSecs)) * time.Second / 2)
+					profiled <- node.Profile("trace", o.traceSecs, profPath(i, "node", "trace"))
+				}()
+			}
 		}
 		if cc, ok := c.(*childCrowd); ok {
 			if err := cc.profile(); err != nil {
 				return p, err
 			}
 		} else {
-			stop, err := startCPUProfile(profPath(0, "viewers", "cpu"), time.Duration(o.profileSecs)*time.Second)
+			stop, err := startCPUProfile(profPath(0, "viewers", "cpu.pprof"), time.Duration(o.profileSecs)*time.Second)
 			if err != nil {
 				return p, err
 			}
@@ -613,7 +633,7 @@ func runPhase(ctx context.Context, nodes []*benchkit.Server, tokens []string, n 
 	if len(lat) > 0 {
 		p.max = lat[len(lat)-1]
 	}
-	if profiled != nil {
+	for range pending {
 		if err := <-profiled; err != nil {
 			return p, err
 		}
