@@ -192,6 +192,10 @@ type phase struct {
 	posting  schedWindow
 	poster   usage
 	posterOK bool
+	// rowLocks is MariaDB's row-lock waits over the posting window
+	// (-cluster and -nodes only; rowLocksOK says it was read).
+	rowLocks   rowLocks
+	rowLocksOK bool
 	// CPU time from the first POST to the last delivery: the server's, and
 	// this process's (the viewers reading), over the wall time between.
 	cpuServer, cpuViewers, cpuWall time.Duration
@@ -570,12 +574,23 @@ func runPhase(ctx context.Context, nodes []*benchkit.Server, tokens []string, n 
 		urls[i] = node.URL
 	}
 	ws := watchedProcs(nodes, c)
+	var locks0 rowLocks
+	if o.cluster {
+		if locks0, err = readRowLocks(ctx, o.nodesDB); err != nil {
+			return p, err
+		}
+	}
 	sched0 := takeSnapshot("/proc", ws)
 	posts, err := postApart(ctx, urls, tokens, show.ID, o.rate, o.seconds)
 	if err != nil {
 		return p, err
 	}
 	p.posting = takeSnapshot("/proc", ws).since(sched0, ws)
+	if o.cluster {
+		if locks1, err := readRowLocks(ctx, o.nodesDB); err == nil {
+			p.rowLocks, p.rowLocksOK = locks1.since(locks0), true
+		}
+	}
 	p.poster, p.posterOK = posts.self, posts.selfOK
 	p.loadDuring = benchkit.LoadAvg()
 	_, lastEvent := settle(c, 3*time.Second, time.Minute)

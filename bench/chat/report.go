@@ -183,6 +183,14 @@ func (p phase) breakdown() string {
 	if p.posterOK {
 		row("posting process (over its life)", p.poster, w.wall)
 	}
+	if p.rowLocksOK {
+		perPost := "–"
+		if p.ok > 0 {
+			perPost = fmt.Sprintf("%.1f", float64(p.rowLocks.timeMS)/float64(p.ok))
+		}
+		fmt.Fprintf(&b, "\nMariaDB's row-lock waits over the window (server-wide, Innodb_row_lock_waits and _time): %d waits, %d ms waited (%s ms per POST).\n",
+			p.rowLocks.waits, p.rowLocks.timeMS, perPost)
+	}
 	if c := w.cpu; c.total() > 0 {
 		cores := float64(runtime.NumCPU())
 		share := func(d time.Duration) float64 { return cores * float64(d) / float64(c.total()) }

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -11,8 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/onair/onair/app"
 	"github.com/onair/onair/bench/internal/benchkit"
 	"github.com/onair/onair/internal/onairtest"
+	"github.com/onair/onair/internal/testload"
 )
 
 func TestParseSchedstat(t *testing.T) {
@@ -191,5 +195,80 @@ func TestHandlerHistogramOfRealServer(t *testing.T) {
 		posting: schedWindow{wall: time.Second}}
 	if got := p.breakdown(); !strings.Contains(got, "| 1 | 2 | 1.0 / 1.0 | ") || !strings.Contains(got, "| 5 |") {
 		t.Errorf("breakdown:\n%s", got)
+	}
+}
+
+// TestRowLocksOfRealMariaDB: the two status variables parse, and on the
+// test MariaDB a transaction that waits for another's row lock shows as
+// one more wait.
+func TestRowLocksOfRealMariaDB(t *testing.T) {
+	t.Parallel()
+	got, err := parseRowLocks(map[string]string{"Innodb_row_lock_waits": "12", "Innodb_row_lock_time": "3400"})
+	if err != nil || got != (rowLocks{waits: 12, timeMS: 3400}) {
+		t.Errorf("parseRowLocks = %+v, %v", got, err)
+	}
+	if _, err := parseRowLocks(map[string]string{"Innodb_row_lock_waits": "12"}); err == nil {
+		t.Error("a missing variable parsed")
+	}
+	raw := os.Getenv(onairtest.MySQLEnv)
+	if raw == "" {
+		t.Skip(onairtest.MySQLEnv + " unset: no MariaDB to ask")
+	}
+	ctx := context.Background()
+	_, dsn, err := app.ParseDatabaseURL(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("mysql", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	table := fmt.Sprintf("chatprof_lock_%d", time.Now().UnixNano())
+	if _, err := db.ExecContext(ctx, "CREATE TABLE "+table+" (id INT PRIMARY KEY, n INT) ENGINE=InnoDB"); err != nil {
+		t.Fatal(err)
+	}
+	defer db.ExecContext(ctx, "DROP TABLE "+table)
+	if _, err := db.ExecContext(ctx, "INSERT INTO "+table+" VALUES (1, 0)"); err != nil {
+		t.Fatal(err)
+	}
+	before, err := readRowLocks(ctx, raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	holder, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := holder.ExecContext(ctx, "UPDATE "+table+" SET n = n + 1 WHERE id = 1"); err != nil {
+		t.Fatal(err)
+	}
+	waited := make(chan error, 1)
+	go func() {
+		_, err := db.ExecContext(ctx, "UPDATE "+table+" SET n = n + 1 WHERE id = 1")
+		waited <- err
+	}()
+	testload.Poll(t, "the second UPDATE waiting for the row lock", func() error {
+		var n int
+		if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.INNODB_TRX WHERE trx_state = 'LOCK WAIT'").Scan(&n); err != nil {
+			return err
+		}
+		if n == 0 {
+			return errors.New("no transaction in LOCK WAIT")
+		}
+		return nil
+	})
+	if err := holder.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-waited; err != nil {
+		t.Fatal(err)
+	}
+	after, err := readRowLocks(ctx, raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := after.since(before); d.waits < 1 || d.timeMS < 0 {
+		t.Errorf("row locks %+v then %+v: want at least one more wait", before, after)
 	}
 }
