@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"runtime/pprof"
 	"sync"
 	"time"
 
@@ -53,7 +54,14 @@ type viewerJob struct {
 	Sample      int
 	Within      time.Duration
 	SharedID    string // the one viewer id of every socket ("" : one each)
+	// CPUProfile is where "profile" writes the process's CPU profile of
+	// the next ProfileSeconds (or until "close").
+	CPUProfile     string
+	ProfileSeconds int
 }
+
+// viewerAck answers "profile": Err is why it could not start.
+type viewerAck struct{ Err string }
 
 type viewerHello struct {
 	Connected int
@@ -87,6 +95,8 @@ func viewerChild(ctx context.Context, in io.Reader, out io.Writer) error {
 		return err
 	}
 	defer c.close()
+	stopProfile := func() {}
+	defer func() { stopProfile() }()
 	if err := enc.Encode(viewerHello{Connected: len(c.viewers), Failed: c.failed}); err != nil {
 		return err
 	}
@@ -100,7 +110,14 @@ func viewerChild(ctx context.Context, in io.Reader, out io.Writer) error {
 			var t viewerTotals
 			t.Chats, t.Presence, t.Other, t.Closed = c.totals()
 			err = enc.Encode(t)
+		case "profile":
+			var ack viewerAck
+			if stopProfile, err = startCPUProfile(job.CPUProfile, time.Duration(job.ProfileSeconds)*time.Second); err != nil {
+				ack.Err, stopProfile = err.Error(), func() {}
+			}
+			err = enc.Encode(ack)
 		case "close":
+			stopProfile()
 			c.close()
 			var f viewerFinal
 			f.Latency = c.latencies()
@@ -202,6 +219,49 @@ func (c *childCrowd) ask(op string, out func(i int) any) error {
 		}
 	}
 	return nil
+}
+
+// profile starts each child's CPU profile (viewerJob.CPUProfile).
+func (c *childCrowd) profile() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	acks := make([]viewerAck, len(c.kids))
+	if err := c.ask("profile", func(i int) any { return &acks[i] }); err != nil {
+		c.err = err
+		return err
+	}
+	var errs []error
+	for i, a := range acks {
+		if a.Err != "" {
+			errs = append(errs, fmt.Errorf("viewers' process %d: profile: %s", i, a.Err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// startCPUProfile writes this process's CPU profile to path for d (or
+// until the returned stop is called, whichever is first).
+func startCPUProfile(path string, d time.Duration) (stop func(), err error) {
+	if path == "" {
+		return nil, errors.New("no profile path")
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			pprof.StopCPUProfile()
+			f.Close()
+		})
+	}
+	time.AfterFunc(d, stop)
+	return stop, nil
 }
 
 func (c *childCrowd) totals() (chats, presence, other int64, closed int) {

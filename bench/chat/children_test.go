@@ -9,6 +9,8 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -53,13 +55,22 @@ func TestViewerChildOverPipes(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- viewerChild(context.Background(), inR, outW); outW.Close() }()
 	enc, dec := json.NewEncoder(inW), json.NewDecoder(outR)
-	job := viewerJob{URL: "ws" + strings.TrimPrefix(srv.URL, "http") + "/ws/shows/1", Viewers: 3, Concurrency: 2, Sample: 1, Within: time.Minute, SharedID: "same"}
+	prof := filepath.Join(t.TempDir(), "viewers.cpu.pprof")
+	job := viewerJob{URL: "ws" + strings.TrimPrefix(srv.URL, "http") + "/ws/shows/1", Viewers: 3, Concurrency: 2, Sample: 1, Within: time.Minute, SharedID: "same",
+		CPUProfile: prof, ProfileSeconds: 600}
 	if err := enc.Encode(job); err != nil {
 		t.Fatal(err)
 	}
 	var hello viewerHello
 	if err := dec.Decode(&hello); err != nil || hello.Connected != 3 || len(hello.Failed) != 0 {
 		t.Fatalf("hello %+v (%v)", hello, err)
+	}
+	if err := enc.Encode("profile"); err != nil {
+		t.Fatal(err)
+	}
+	var ack viewerAck
+	if err := dec.Decode(&ack); err != nil || ack.Err != "" {
+		t.Fatalf("profile: %+v (%v)", ack, err)
 	}
 	close(closeOne)
 	var tot viewerTotals
@@ -93,6 +104,10 @@ func TestViewerChildOverPipes(t *testing.T) {
 	}
 	if !slices.Equal(final.Why, []string{"close 1001"}) {
 		t.Errorf("why %q", final.Why)
+	}
+	// "close" ended the profile long before its 600 s: a gzipped pprof.
+	if b, err := os.ReadFile(prof); err != nil || len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
+		t.Errorf("the viewers' CPU profile: %d bytes (%v), want a gzipped profile", len(b), err)
 	}
 }
 

@@ -162,3 +162,28 @@ func (h buckets) add(u buckets) buckets {
 	}
 	return sum
 }
+
+// estimate is the q quantile interpolated linearly within its bucket, as
+// Prometheus's histogram_quantile does (the first bucket starts at 0).
+// Past the last finite bound it is that bound, with beyond set; with no
+// samples it is 0.
+func (h buckets) estimate(q float64) (v float64, beyond bool) {
+	if h.count == 0 {
+		return 0, false
+	}
+	rank := q * float64(h.count)
+	lower, below := 0.0, uint64(0)
+	for i, c := range h.counts {
+		if float64(c) >= rank {
+			if math.IsInf(h.bounds[i], 1) {
+				return lower, true
+			}
+			if c == below {
+				return h.bounds[i], false
+			}
+			return lower + (h.bounds[i]-lower)*(rank-float64(below))/float64(c-below), false
+		}
+		lower, below = h.bounds[i], c
+	}
+	return lower, true
+}

@@ -42,7 +42,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -69,6 +68,7 @@ type options struct {
 	keep        bool
 	profile     string
 	profileSecs int
+	traceSecs   int
 	nodes       int
 	nodesDB     string
 	nodesRedis  string
@@ -107,8 +107,9 @@ func main() {
 	flag.DurationVar(&o.connectMax, "connect-within", 3*time.Minute, "give up opening sockets after this long")
 	flag.StringVar(&o.docs, "docs", "bench/results/"+time.Now().UTC().Format("2006-01-02")+"-chat.md", "markdown file whose \"Chat fan-out\" section gets the figures, made if missing (empty: only print)")
 	flag.BoolVar(&o.keep, "keep", false, "keep the temporary directory (server log, database)")
-	flag.StringVar(&o.profile, "profile", "", "directory for the server's CPU profile of each phase's posting and its heap with the crowd connected (runs the onair build with pprof), and the viewers' CPU profile (this process) of the same time")
+	flag.StringVar(&o.profile, "profile", "", "directory for each node's CPU profile of each phase's posting and its heap with the crowd connected (runs the onair build with pprof), and the viewers' CPU profile of the same time (this process's with one node, each viewers' process's with more): chat-N-MODE.{cpu,heap,viewers.cpu}.pprof, with -nodes above 1 chat-N-MODE-nodeI.{cpu,heap}.pprof and chat-N-MODE-viewersI.cpu.pprof")
 	flag.IntVar(&o.profileSecs, "profile-seconds", 20, "length of the CPU profile from the first POST")
+	flag.IntVar(&o.traceSecs, "trace-seconds", 0, "with -profile: also each node's Go execution trace of this many seconds from the middle of the posting, chat-N-MODE[-nodeI].trace (where the handlers wait: go tool trace -pprof=net|sched|syscall FILE); tracing slows the nodes a little")
 	flag.IntVar(&o.nodes, "nodes", 1, "OnAir nodes sharing one MariaDB database (-nodes-db) and one Redis (-nodes-redis), as a multi-node deployment does; the viewers are split evenly over them, each node's read by a process of its own, and the POSTs go to each node in turn (nodes.go)")
 	flag.StringVar(&o.nodesDB, "nodes-db", "mysql://root@127.0.0.1:3306/onair_bench_chat", "with -nodes above 1: the MariaDB database of the nodes, dropped and made afresh for the run")
 	flag.StringVar(&o.nodesRedis, "nodes-redis", "redis://127.0.0.1:6379/0", "with -nodes above 1: the Redis of the nodes; the run's keys have a prefix of their own (onair_bench_chat:RANDOM:) and are deleted at its end")
@@ -138,8 +139,8 @@ func main() {
 		fmt.Fprintln(os.Stderr, "chat: -nodes must be 1–8")
 		os.Exit(2)
 	}
-	if o.nodes > 1 && o.profile != "" {
-		fmt.Fprintln(os.Stderr, "chat: -profile profiles one node; run it with -nodes 1")
+	if o.traceSecs < 0 || o.traceSecs > 0 && o.profile == "" {
+		fmt.Fprintln(os.Stderr, "chat: -trace-seconds needs -profile DIR")
 		os.Exit(2)
 	}
 	if o.posters == 0 {
@@ -186,6 +187,15 @@ type phase struct {
 	loadDuring          string
 	maxConns            int // ONAIR_MAX_CONNS the server ran with (0: derived)
 	nodes               []nodeFigures
+	// posting is what the machine's processes did over the posting
+	// window (sched.go); poster is the posting process's own usage.
+	posting  schedWindow
+	poster   usage
+	posterOK bool
+	// rowLocks is MariaDB's row-lock waits over the posting window
+	// (-cluster and -nodes only; rowLocksOK says it was read).
+	rowLocks   rowLocks
+	rowLocksOK bool
 	// CPU time from the first POST to the last delivery: the server's, and
 	// this process's (the viewers reading), over the wall time between.
 	cpuServer, cpuViewers, cpuWall time.Duration
@@ -223,9 +233,6 @@ func run(ctx context.Context, o options) error {
 		if err := os.MkdirAll(o.profile, 0o755); err != nil {
 			return err
 		}
-		if env["ONAIR_BENCH_PPROF_ADDR"], err = benchkit.FreeAddr(); err != nil {
-			return err
-		}
 	}
 	if o.cluster {
 		shared, cleanup, err := sharedParts(ctx, o)
@@ -249,6 +256,11 @@ func run(ctx context.Context, o options) error {
 		srv, err := benchkit.NewServer(bin, dataDir, maps.Clone(env))
 		if err != nil {
 			return err
+		}
+		if o.profile != "" { // each node's pprof on an address of its own
+			if srv.Env["ONAIR_BENCH_PPROF_ADDR"], err = benchkit.FreeAddr(); err != nil {
+				return err
+			}
 		}
 		nodes = append(nodes, srv)
 	}
@@ -325,17 +337,51 @@ func nodeCap(srv *benchkit.Server, n int) int {
 	return 0
 }
 
-// readAllTimes sums readServerTimes over the nodes.
-func readAllTimes(ctx context.Context, nodes []*benchkit.Server) (serverTimes, error) {
-	var sum serverTimes
-	for _, srv := range nodes {
+// readEachTimes reads readServerTimes of every node.
+func readEachTimes(ctx context.Context, nodes []*benchkit.Server) ([]serverTimes, error) {
+	each := make([]serverTimes, len(nodes))
+	for i, srv := range nodes {
 		t, err := readServerTimes(ctx, srv)
 		if err != nil {
-			return sum, err
+			return nil, err
 		}
+		each[i] = t
+	}
+	return each, nil
+}
+
+// sumTimes sums the nodes' serverTimes.
+func sumTimes(each []serverTimes) serverTimes {
+	var sum serverTimes
+	for _, t := range each {
 		sum = sum.add(t)
 	}
-	return sum, nil
+	return sum
+}
+
+// readAllTimes sums readServerTimes over the nodes.
+func readAllTimes(ctx context.Context, nodes []*benchkit.Server) (serverTimes, error) {
+	each, err := readEachTimes(ctx, nodes)
+	return sumTimes(each), err
+}
+
+// watchedProcs lists the processes whose CPU and run-queue wait a phase
+// reports: the nodes, the viewers' processes, this one (the viewers'
+// with one node), and the MariaDB and Redis servers on the machine.
+func watchedProcs(nodes []*benchkit.Server, c audience) []watched {
+	var ws []watched
+	for i, node := range nodes {
+		ws = append(ws, watched{name: fmt.Sprintf("node %d", i+1), pid: node.PID()})
+	}
+	if _, ok := c.(*childCrowd); ok {
+		for i, pid := range c.pids() {
+			ws = append(ws, watched{name: fmt.Sprintf("viewers %d", i+1), pid: pid})
+		}
+		ws = append(ws, watched{name: "bench", pid: os.Getpid()})
+	} else {
+		ws = append(ws, watched{name: "bench (the viewers)", pid: os.Getpid()})
+	}
+	return append(ws, servicePIDs("/proc", "mariadbd", "mysqld", "redis-server")...)
 }
 
 func pidsOf(nodes []*benchkit.Server) []int {
@@ -351,6 +397,20 @@ func pidsOf(nodes []*benchkit.Server) []int {
 func runPhase(ctx context.Context, nodes []*benchkit.Server, tokens []string, n int, mode string, o options) (phase, error) {
 	p := phase{viewers: n, mode: mode}
 	split := shares(n, len(nodes))
+	// profPath names a profile: chat-N-MODE.KIND of the one node
+	// (chat-N-MODE.viewers.KIND of this process's viewers), with more
+	// nodes chat-N-MODE-node1.KIND, ...-viewers1.KIND (KIND: cpu.pprof,
+	// heap.pprof, trace).
+	profPath := func(i int, who, kind string) string {
+		name := fmt.Sprintf("chat-%d-%s", n, mode)
+		switch {
+		case len(nodes) > 1:
+			name += fmt.Sprintf("-%s%d", who, i+1)
+		case who == "viewers":
+			name += ".viewers"
+		}
+		return filepath.Join(o.profile, name+"."+kind)
+	}
 	p.nodes = make([]nodeFigures, len(nodes))
 	for i, srv := range nodes {
 		p.maxConns = max(p.maxConns, nodeCap(srv, split[i]))
@@ -423,6 +483,9 @@ func runPhase(ctx context.Context, nodes []*benchkit.Server, tokens []string, n 
 				Concurrency: max(1, o.concurrency/len(nodes)), Sample: max(1, (o.sample*split[i]+n-1)/n),
 				Within: o.connectMax, SharedID: shared,
 			}
+			if o.profile != "" {
+				jobs[i].CPUProfile, jobs[i].ProfileSeconds = profPath(i, "viewers", "cpu.pprof"), o.profileSecs
+			}
 		}
 		cc, err := connectChildren(ctx, jobs)
 		if err != nil {
@@ -451,37 +514,52 @@ func runPhase(ctx context.Context, nodes []*benchkit.Server, tokens []string, n 
 		p.rssAfter += p.nodes[i].rssAfter
 	}
 	if o.profile != "" {
-		if err := srv.Profile("heap", 0, filepath.Join(o.profile, fmt.Sprintf("chat-%d-%s.heap.pprof", n, mode))); err != nil {
-			return p, err
+		for i, node := range nodes {
+			if err := node.Profile("heap", 0, profPath(i, "node", "heap.pprof")); err != nil {
+				return p, err
+			}
 		}
 	}
 	fmt.Fprintf(os.Stderr, "  %d presence events received (settled: %v); RSS %d → %d MB; posting %d/s for %d s...\n",
 		p.presenceEvents, p.settled, p.rssBefore>>20, p.rssAfter>>20, o.rate, o.seconds)
 
-	var profiled chan error
+	var (
+		profiled chan error
+		pending  int // profiles and traces being taken
+	)
 	if o.profile != "" {
-		profiled = make(chan error, 1)
-		go func() {
-			profiled <- srv.Profile("profile", o.profileSecs, filepath.Join(o.profile, fmt.Sprintf("chat-%d-%s.cpu.pprof", n, mode)))
-		}()
-		f, err := os.Create(filepath.Join(o.profile, fmt.Sprintf("chat-%d-%s.viewers.cpu.pprof", n, mode)))
-		if err != nil {
-			return p, err
+		profiled = make(chan error, 2*len(nodes))
+		for i, node := range nodes {
+			pending++
+			go func() { profiled <- node.Profile("profile", o.profileSecs, profPath(i, "node", "cpu.pprof")) }()
+			if o.traceSecs > 0 {
+				// From the middle of the posting, so that the trace sees
+				// it in full flow.
+				pending++
+				go func() {
+					time.Sleep(time.Duration(max(0, o.seconds-o.traceSecs)) * time.Second / 2)
+					profiled <- node.Profile("trace", o.traceSecs, profPath(i, "node", "trace"))
+				}()
+			}
 		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return p, err
+		if cc, ok := c.(*childCrowd); ok {
+			if err := cc.profile(); err != nil {
+				return p, err
+			}
+		} else {
+			stop, err := startCPUProfile(profPath(0, "viewers", "cpu.pprof"), time.Duration(o.profileSecs)*time.Second)
+			if err != nil {
+				return p, err
+			}
+			defer stop()
 		}
-		go func() {
-			time.Sleep(time.Duration(o.profileSecs) * time.Second)
-			pprof.StopCPUProfile()
-		}()
 	}
 	chats0, _, _, closed0 := c.totals()
-	server0, err := readAllTimes(ctx, nodes)
+	each0, err := readEachTimes(ctx, nodes)
 	if err != nil {
 		return p, err
 	}
+	server0 := sumTimes(each0)
 	p.memAfter = server0.mem
 	cpu0, err := benchkit.ReadCPUs(pidsOf(nodes))
 	if err != nil {
@@ -495,10 +573,25 @@ func runPhase(ctx context.Context, nodes []*benchkit.Server, tokens []string, n 
 	for i, node := range nodes {
 		urls[i] = node.URL
 	}
+	ws := watchedProcs(nodes, c)
+	var locks0 rowLocks
+	if o.cluster {
+		if locks0, err = readRowLocks(ctx, o.nodesDB); err != nil {
+			return p, err
+		}
+	}
+	sched0 := takeSnapshot("/proc", ws)
 	posts, err := postApart(ctx, urls, tokens, show.ID, o.rate, o.seconds)
 	if err != nil {
 		return p, err
 	}
+	p.posting = takeSnapshot("/proc", ws).since(sched0, ws)
+	if o.cluster {
+		if locks1, err := readRowLocks(ctx, o.nodesDB); err == nil {
+			p.rowLocks, p.rowLocksOK = locks1.since(locks0), true
+		}
+	}
+	p.poster, p.posterOK = posts.self, posts.selfOK
 	p.loadDuring = benchkit.LoadAvg()
 	_, lastEvent := settle(c, 3*time.Second, time.Minute)
 	if cpu1, err := benchkit.ReadCPUs(pidsOf(nodes)); err == nil {
@@ -510,11 +603,23 @@ func runPhase(ctx context.Context, nodes []*benchkit.Server, tokens []string, n 
 	// The settling's quiet seconds after the last delivery are not counted
 	// as wall time, though their little CPU is.
 	p.cpuWall = lastEvent.Sub(posts.start)
-	server1, err := readAllTimes(ctx, nodes)
+	each1, err := readEachTimes(ctx, nodes)
 	if err != nil {
 		return p, err
 	}
-	p.server = server1.since(server0)
+	p.server = sumTimes(each1).since(server0)
+	for i := range nodes {
+		p.nodes[i].handler = each1[i].handler.since(each0[i].handler)
+	}
+	for i, d := range posts.latency {
+		if i < len(posts.node) && posts.node[i] < len(p.nodes) {
+			f := &p.nodes[posts.node[i]]
+			f.postLatency = append(f.postLatency, d)
+		}
+	}
+	for i := range p.nodes {
+		slices.Sort(p.nodes[i].postLatency)
+	}
 	chats1, _, _, closed1 := c.totals()
 	p.delivered = chats1 - chats0
 	p.droppedBefore, p.droppedByServer = closed0, closed1
@@ -543,7 +648,7 @@ func runPhase(ctx context.Context, nodes []*benchkit.Server, tokens []string, n 
 	if len(lat) > 0 {
 		p.max = lat[len(lat)-1]
 	}
-	if profiled != nil {
+	for range pending {
 		if err := <-profiled; err != nil {
 			return p, err
 		}

@@ -28,6 +28,10 @@ import (
 type nodeFigures struct {
 	connected           int // the viewers on it
 	rssBefore, rssAfter int64
+	// handler is the node's chat POST handler histogram over the phase
+	// (its /metrics); postLatency the poster's round trips to it, sorted.
+	handler     buckets
+	postLatency []time.Duration
 }
 
 // sharedParts makes the nodes' database and chooses their Redis prefix;

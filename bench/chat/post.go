@@ -57,7 +57,12 @@ func postOne(ctx context.Context, srv *benchkit.Server, token string, showID int
 type posting struct {
 	ok, limited, failed int             // 201, 429, anything else (timeouts included)
 	latency             []time.Duration // of the 201 POST requests
+	node                []int           // the node (index in urls) of each latency
 	start               time.Time
+	// self is the posting process's CPU and run-queue wait over its life
+	// (the posting window); selfOK says it could be read.
+	self   usage
+	selfOK bool
 }
 
 // postJob is what the posting process is given on its stdin, postResult
@@ -72,7 +77,11 @@ type postJob struct {
 type postResult struct {
 	OK, Limited, Failed int
 	Latency             []time.Duration
+	Node                []int
 	Start               time.Time
+	CPU, Wait           time.Duration // the posting process's own, read as it ends
+	Threads             int
+	SchedOK             bool
 }
 
 // postChildArg makes the benchmark's binary the posting process.
@@ -104,7 +113,8 @@ func postApart(ctx context.Context, urls []string, tokens []string, showID int64
 	if err := json.Unmarshal(out, &r); err != nil {
 		return posting{}, fmt.Errorf("posting process: %w", err)
 	}
-	return posting{ok: r.OK, limited: r.Limited, failed: r.Failed, latency: r.Latency, start: r.Start}, nil
+	return posting{ok: r.OK, limited: r.Limited, failed: r.Failed, latency: r.Latency, node: r.Node, start: r.Start,
+		self: usage{cpu: r.CPU, wait: r.Wait, threads: r.Threads}, selfOK: r.SchedOK}, nil
 }
 
 // postChild is the posting process: the job from stdin, the result to
@@ -115,7 +125,9 @@ func postChild(ctx context.Context) error {
 		return err
 	}
 	res := postAll(ctx, job.URLs, job.Tokens, job.ShowID, job.Rate, job.Seconds)
-	return json.NewEncoder(os.Stdout).Encode(postResult{OK: res.ok, Limited: res.limited, Failed: res.failed, Latency: res.latency, Start: res.start})
+	self, ok := selfSched()
+	return json.NewEncoder(os.Stdout).Encode(postResult{OK: res.ok, Limited: res.limited, Failed: res.failed, Latency: res.latency, Node: res.node, Start: res.start,
+		CPU: self.cpu, Wait: self.wait, Threads: self.threads, SchedOK: ok})
 }
 
 // postAll posts rate messages a second for seconds, each from the next
@@ -139,7 +151,8 @@ func postAll(ctx context.Context, urls []string, tokens []string, showID int64, 
 		go func() {
 			defer wg.Done()
 			sent := time.Now()
-			status, err := post(ctx, urls[i%len(urls)], tokens[i%len(tokens)], showID, fmt.Sprintf("message %d bench t=%d", i, sent.UnixNano()))
+			node := i % len(urls)
+			status, err := post(ctx, urls[node], tokens[i%len(tokens)], showID, fmt.Sprintf("message %d bench t=%d", i, sent.UnixNano()))
 			d := time.Since(sent)
 			mu.Lock()
 			defer mu.Unlock()
@@ -147,6 +160,7 @@ func postAll(ctx context.Context, urls []string, tokens []string, showID int64, 
 			case err == nil && status == http.StatusCreated:
 				res.ok++
 				res.latency = append(res.latency, d)
+				res.node = append(res.node, node)
 			case err == nil && status == http.StatusTooManyRequests:
 				res.limited++
 			default:

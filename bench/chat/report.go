@@ -7,6 +7,8 @@ import (
 	"runtime"
 	"strings"
 	"time"
+
+	"github.com/onair/onair/bench/internal/benchkit"
 )
 
 type report struct {
@@ -79,6 +81,11 @@ func (r *report) table() string {
 			fmt.Fprintf(&b, "\n- %d viewers, %s ids: %s.", p.viewers, p.mode, strings.Join(notes, "; "))
 		}
 	}
+	for _, p := range r.phases {
+		if p.posting.wall > 0 {
+			b.WriteString("\n\n" + strings.TrimSuffix(p.breakdown(), "\n"))
+		}
+	}
 	return b.String()
 }
 
@@ -144,4 +151,63 @@ func (p phase) perNode() string {
 		parts[i] = fmt.Sprintf("%s of %d", per, f.connected)
 	}
 	return strings.Join(parts, ", ")
+}
+
+// breakdown tells where the phase's POST time went, measured: each
+// node's POSTs as the poster timed them against its handler's own
+// measure (the gap is the wait before and after the handler: accept,
+// queues, a core), then each process's CPU and run-queue wait over the
+// posting window, and the machine's CPU.
+func (p phase) breakdown() string {
+	var b strings.Builder
+	w := p.posting
+	fmt.Fprintf(&b, "**%d viewers, %s ids: where the POST time went**, over the posting window (%.1f s). The handler's time runs from the request read to the answer handed back; the rest of the round trip is outside it (connect, accept, the request and answer waiting for a core on either side). Run-queue wait is a process's threads' time runnable with no core free (/proc/PID/task/*/schedstat), per second of wall time.\n\n", p.viewers, p.mode, w.wall.Seconds())
+	b.WriteString("| node | POSTs (201) | poster's round trip p50 / p99 (ms) | handler p50 / p99 (ms, interpolated in its /metrics buckets; the buckets' bounds) | handler samples |\n|---|---:|---:|---:|---:|\n")
+	for i, f := range p.nodes {
+		fmt.Fprintf(&b, "| %d | %d | %s / %s | %s / %s (%s / %s) | %d |\n", i+1, len(f.postLatency),
+			ms(benchkit.Percentile(f.postLatency, 50)), ms(benchkit.Percentile(f.postLatency, 99)),
+			estimateMS(f.handler, 0.5), estimateMS(f.handler, 0.99), bucket(f.handler.quantile(0.5)), bucket(f.handler.quantile(0.99)), f.handler.count)
+	}
+	b.WriteString("\n| process (pid) | CPU (ms/s) | run-queue wait (ms/s) | threads |\n|---|---:|---:|---:|\n")
+	row := func(name string, u usage, wall time.Duration) {
+		fmt.Fprintf(&b, "| %s | %.0f | %.0f | %d |\n", name, perSecond(u.cpu, wall), perSecond(u.wait, wall), u.threads)
+	}
+	for _, pu := range w.procs {
+		name := fmt.Sprintf("%s (%d)", pu.name, pu.pid)
+		if !pu.ok {
+			fmt.Fprintf(&b, "| %s | – | – | – |\n", name)
+			continue
+		}
+		row(name, pu.usage, w.wall)
+	}
+	if p.posterOK {
+		row("posting process (over its life)", p.poster, w.wall)
+	}
+	if p.rowLocksOK {
+		perPost := "–"
+		if p.ok > 0 {
+			perPost = fmt.Sprintf("%.1f", float64(p.rowLocks.timeMS)/float64(p.ok))
+		}
+		fmt.Fprintf(&b, "\nMariaDB's row-lock waits over the window (server-wide, Innodb_row_lock_waits and _time): %d waits, %d ms waited (%s ms per POST).\n",
+			p.rowLocks.waits, p.rowLocks.timeMS, perPost)
+	}
+	if c := w.cpu; c.total() > 0 {
+		cores := float64(runtime.NumCPU())
+		share := func(d time.Duration) float64 { return cores * float64(d) / float64(c.total()) }
+		fmt.Fprintf(&b, "\nThe machine: %.2f of %d cores busy (user %.2f, system %.2f, softirq %.2f, irq %.2f, steal %.2f; idle %.2f, iowait %.2f; /proc/stat).\n",
+			share(c.busy()), runtime.NumCPU(), share(c.user+c.nice), share(c.system), share(c.softirq), share(c.irq), share(c.steal), share(c.idle), share(c.iowait))
+	}
+	return b.String()
+}
+
+// estimateMS is a histogram's q quantile in milliseconds.
+func estimateMS(h buckets, q float64) string {
+	if h.count == 0 {
+		return "–"
+	}
+	v, beyond := h.estimate(q)
+	if beyond {
+		return fmt.Sprintf("> %g", v*1000)
+	}
+	return fmt.Sprintf("%.1f", v*1000)
 }
