@@ -48,9 +48,10 @@ type Service struct {
 var Changed = events.NewTopic[TxEvent]("chat.changed")
 
 // TxEvent is a chat change seen from inside its transaction: Type is
-// EventChatCreated or EventChatDeleted, Message the row as written (its
-// User not loaded). Show is the show as the post read it (nil on a
-// delete: read it on tx, Message.ShowID).
+// EventChatCreated or EventChatDeleted, Message the row as written (on a
+// post its User is loaded, without tags; on a delete it is not). Show is
+// the show's row as the post read it, without its owner and tags (nil on
+// a delete: read it on tx, Message.ShowID).
 type TxEvent struct {
 	Type    string
 	Message *Message
@@ -83,8 +84,15 @@ var ErrChatDisabled = &app.Error{Status: http.StatusForbidden, Code: "chat_disab
 // Post stores a message of the caller on a show the caller can see, and
 // fans it out to the show's room. It enforces bans, the one-per-second rate
 // (or the show's slow mode) and the length limit.
+//
+// Each statement and Redis command is a round trip that waits for a core
+// on a busy node, so a post makes few (TestPostRoundTrips pins them): the
+// show's row alone, then the author with their bans and the show's slow
+// mode in one statement, the Redis rate gate, the transaction, the Redis
+// publish. Nothing is cached: a ban or slow mode set on any node holds for
+// the next post everywhere.
 func (s *Service) Post(ctx context.Context, showID int64, by *app.Principal, body string) (*Message, error) {
-	sh, err := s.shows.Visible(ctx, showID, by)
+	sh, err := s.shows.VisibleRow(ctx, showID, by)
 	if err != nil {
 		return nil, err
 	}
@@ -101,24 +109,22 @@ func (s *Service) Post(ctx context.Context, showID int64, by *app.Principal, bod
 	} else if n > MaxMessageLength {
 		return nil, app.Validation{"message": fmt.Sprintf("must be at most %d characters", MaxMessageLength)}.Err()
 	}
-	banned, err := s.Banned(ctx, sh.ID, by.UserID)
+	author, err := s.poster(ctx, sh.ID, by.UserID)
 	if err != nil {
 		return nil, err
 	}
-	if banned {
+	if author.Banned {
 		return nil, app.Forbidden("you are banned from this chat")
 	}
 	window := time.Second
-	if slow, err := s.SlowMode(ctx, sh.ID); err != nil {
-		return nil, err
-	} else if slow > 0 {
-		window = time.Duration(slow) * time.Second
+	if author.SlowMode > 0 {
+		window = time.Duration(author.SlowMode) * time.Second
 	}
 	if ok, retry := s.rate.Allow(ctx, fmt.Sprintf("chat:%d:%d", sh.ID, by.UserID), window); !ok {
 		return nil, app.TooManyRequests("one message per "+window.String()+" in this chat", max(1, int((retry+time.Second-1)/time.Second)))
 	}
 	now := s.nowFunc()
-	m := &Message{ShowID: sh.ID, UserID: by.UserID, Body: body, CreatedAt: now.UTC().Truncate(time.Second), Position: position(sh.Start, now)}
+	m := &Message{ShowID: sh.ID, UserID: by.UserID, User: &author.User, Body: body, CreatedAt: now.UTC().Truncate(time.Second), Position: position(sh.Start, now)}
 	var etx *events.Tx
 	err = s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		etx = s.bus.Wrap(tx)
@@ -134,11 +140,35 @@ func (s *Service) Post(ctx context.Context, showID int64, by *app.Principal, bod
 		return nil, err
 	}
 	etx.Committed(ctx)
-	if m.User, err = s.users.Get(ctx, by.UserID); err != nil {
-		return nil, err
-	}
 	s.hub.Publish(ctx, sh.ID, Event{Type: EventChatCreated, Chat: s.View(m), Badge: Badge(m.User, sh.UserID)})
 	return m, nil
+}
+
+// author is a poster's row (without tags: a chat message's author carries
+// none) with what keeps them from posting on one show.
+type author struct {
+	users.User `bun:",extend"`
+	// Banned: a ban on the show or on every chat.
+	Banned bool `bun:"chat_banned,scanonly"`
+	// SlowMode is the show's slow mode in seconds (0: off).
+	SlowMode int `bun:"chat_slow_mode,scanonly"`
+}
+
+// poster reads the author of a post on showID with Banned and SlowMode in
+// one statement.
+func (s *Service) poster(ctx context.Context, showID, userID int64) (*author, error) {
+	a := new(author)
+	err := s.db.NewSelect().Model(a).ColumnExpr("?TableColumns").
+		ColumnExpr("EXISTS (SELECT 1 FROM chat_bans AS b WHERE b.user_id = u.id AND b.show_id IN (0, ?)) AS chat_banned", showID).
+		ColumnExpr("COALESCE((SELECT cs.slow_mode FROM chat_settings AS cs WHERE cs.show_id = ?), 0) AS chat_slow_mode", showID).
+		Where("u.id = ?", userID).Scan(ctx)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("chat: author %d: %w", userID, users.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("chat: author %d: %w", userID, err)
+	}
+	return a, nil
 }
 
 // position is the offset of t from the show's start, in 10 µs units;
