@@ -105,12 +105,19 @@ func TestPostRoundTrips(t *testing.T) {
 		trips := log.take()
 		t.Logf("%d round trips:\n%s", len(trips), strings.Join(trips, "\n"))
 		var sqlN, redisN int
+		var statements []string
 		for _, tr := range trips {
 			if strings.HasPrefix(tr, "redis: ") {
 				redisN++
 			} else {
 				sqlN++
+				statements = append(statements, tr)
 			}
+		}
+		// The show's row is locked from the update of its comments_count
+		// to the commit: nothing else waits in between.
+		if n := len(statements); n < 2 || !strings.HasPrefix(statements[n-2], "sql: UPDATE") || !strings.Contains(statements[n-2], "comments_count") {
+			t.Errorf("the statement before the commit is not the comments_count update")
 		}
 		wantSQL, wantRedis := 7, 0
 		if withRedis {

@@ -59,7 +59,9 @@ type TxEvent struct {
 }
 
 // SubscribeTx registers fn to run inside the transaction of every posted
-// or deleted message, after the change; an error rolls the change back.
+// or deleted message, after the message's row changed and before the
+// show's comments_count moves (work that must see the count goes to the
+// Tx's BeforeCommit); an error rolls the change back.
 // Modules subscribe in Provision (the webhooks module writes its
 // deliveries there, so a message and its notifications commit together).
 func (s *Service) SubscribeTx(fn func(ctx context.Context, tx bun.IDB, ev TxEvent) error) {
@@ -72,6 +74,20 @@ func (s *Service) SubscribeTx(fn func(ctx context.Context, tx bun.IDB, ev TxEven
 // then (the webhooks wake their workers).
 func (s *Service) runTxHooks(ctx context.Context, etx *events.Tx, ev TxEvent) error {
 	return events.PublishTx(ctx, etx, Changed, ev)
+}
+
+// count moves the show's comments_count by delta as the last change of
+// a post's or delete's transaction, then runs what the subscribers left
+// for just before the commit (they see the count moved). Every post of a
+// show updates the show's one row, and InnoDB holds that row's lock until
+// the commit: coming last, the lock is held for this statement and the
+// commit (and the webhooks' writes when a webhook wants the message),
+// not for the subscribers' reads as well.
+func (s *Service) count(ctx context.Context, etx *events.Tx, showID int64, delta int) error {
+	if err := s.shows.AddComments(ctx, etx, showID, delta); err != nil {
+		return err
+	}
+	return etx.Flush(ctx)
 }
 
 // ErrNotFound is a missing (or deleted) message.
@@ -131,10 +147,10 @@ func (s *Service) Post(ctx context.Context, showID int64, by *app.Principal, bod
 		if _, err := tx.NewInsert().Model(m).Exec(ctx); err != nil {
 			return fmt.Errorf("chat: post on show %d: %w", sh.ID, err)
 		}
-		if err := s.shows.AddComments(ctx, tx, sh.ID, 1); err != nil {
+		if err := s.runTxHooks(ctx, etx, TxEvent{Type: EventChatCreated, Message: m, Show: sh}); err != nil {
 			return err
 		}
-		return s.runTxHooks(ctx, etx, TxEvent{Type: EventChatCreated, Message: m, Show: sh})
+		return s.count(ctx, etx, sh.ID, 1)
 	})
 	if err != nil {
 		return nil, err
@@ -252,10 +268,10 @@ func (s *Service) Delete(ctx context.Context, id int64, by *app.Principal) (*Mes
 		if _, err := tx.NewUpdate().Model(m).Column("deleted_at", "deleted_by").WherePK().Exec(ctx); err != nil {
 			return fmt.Errorf("chat: delete %d: %w", id, err)
 		}
-		if err := s.shows.AddComments(ctx, tx, m.ShowID, -1); err != nil {
+		if err := s.runTxHooks(ctx, etx, TxEvent{Type: EventChatDeleted, Message: m}); err != nil {
 			return err
 		}
-		return s.runTxHooks(ctx, etx, TxEvent{Type: EventChatDeleted, Message: m})
+		return s.count(ctx, etx, m.ShowID, -1)
 	})
 	if err != nil {
 		return nil, err

@@ -102,13 +102,25 @@ func (m *Module) onChat(ctx context.Context, tx bun.IDB, ev chat.TxEvent) error 
 	if ev.Type == chat.EventChatDeleted {
 		typ = "chat.message.deleted"
 	}
-	// Most messages have nobody to tell, and this runs while the post
-	// holds the show's row (comments_count): ask first whether any webhook
+	// Most messages have nobody to tell: ask first whether any webhook
 	// may want the event, in one statement, and load the show and the
-	// author only when one does.
+	// author only when one does. The chat moves the show's comments_count
+	// after its subscribers ran (it holds the show's row from there to
+	// the commit), so the payload, whose show carries that count, is
+	// written just before the commit.
 	if wanted, err := m.mayWant(ctx, tx, typ, ev.Message.ShowID); err != nil || !wanted {
 		return err
 	}
+	if etx, ok := tx.(*events.Tx); ok {
+		etx.BeforeCommit(func(ctx context.Context) error { return m.writeChat(ctx, etx, typ, ev) })
+		return nil
+	}
+	return m.writeChat(ctx, tx, typ, ev)
+}
+
+// writeChat writes the deliveries of a posted or deleted message, of
+// type typ, on tx.
+func (m *Module) writeChat(ctx context.Context, tx bun.IDB, typ string, ev chat.TxEvent) error {
 	sh, err := m.loadShow(ctx, tx, ev.Message.ShowID)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil // the show is gone: nobody to tell
