@@ -79,9 +79,40 @@ func SubscribeTx[T any](b *Bus, t Topic[T], fn func(ctx context.Context, tx *Tx,
 // handlers' statements, and collects the work to do once it commits.
 type Tx struct {
 	bun.IDB
-	bus   *Bus
-	mu    sync.Mutex
-	after []func(context.Context)
+	bus    *Bus
+	mu     sync.Mutex
+	before []func(context.Context) error
+	after  []func(context.Context)
+}
+
+// BeforeCommit queues fn to run inside the transaction once the publisher
+// made its last change, just before the commit (Flush); its error rolls
+// the transaction back. A subscriber whose writes must see the whole
+// change (a count the publisher moves last, to hold its row lock for as
+// short as it can) writes from there. Publishers call Flush; RunInTx does.
+func (tx *Tx) BeforeCommit(fn func(ctx context.Context) error) {
+	tx.mu.Lock()
+	defer tx.mu.Unlock()
+	tx.before = append(tx.before, fn)
+}
+
+// Flush runs the work queued by BeforeCommit, in order, and stops at the
+// first error. The publisher calls it as the last step of its transaction.
+func (tx *Tx) Flush(ctx context.Context) error {
+	for {
+		tx.mu.Lock()
+		before := tx.before
+		tx.before = nil
+		tx.mu.Unlock()
+		if len(before) == 0 {
+			return nil
+		}
+		for _, fn := range before {
+			if err := fn(ctx); err != nil {
+				return err
+			}
+		}
+	}
 }
 
 // AfterCommit queues fn to run once the transaction committed (never when
@@ -102,9 +133,12 @@ func (b *Bus) Wrap(idb bun.IDB) *Tx { return &Tx{IDB: idb, bus: b} }
 // subscribers of the events published in tx).
 func (tx *Tx) Committed(ctx context.Context) {
 	tx.mu.Lock()
-	after := tx.after
-	tx.after = nil
+	after, lost := tx.after, len(tx.before)
+	tx.after, tx.before = nil, nil
 	tx.mu.Unlock()
+	if lost > 0 && tx.bus != nil && tx.bus.log != nil {
+		tx.bus.log.Error("events: a transaction committed without running its BeforeCommit work (the publisher did not Flush)", "lost", lost)
+	}
 	for _, fn := range after {
 		fn(ctx)
 	}
@@ -120,7 +154,10 @@ func (b *Bus) RunInTx(ctx context.Context, db *bun.DB, attempts int, retry func(
 		var etx *Tx
 		err = db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 			etx = b.Wrap(tx)
-			return fn(ctx, etx)
+			if err := fn(ctx, etx); err != nil {
+				return err
+			}
+			return etx.Flush(ctx)
 		})
 		if err == nil {
 			etx.Committed(ctx)

@@ -48,9 +48,10 @@ type Service struct {
 var Changed = events.NewTopic[TxEvent]("chat.changed")
 
 // TxEvent is a chat change seen from inside its transaction: Type is
-// EventChatCreated or EventChatDeleted, Message the row as written (its
-// User not loaded). Show is the show as the post read it (nil on a
-// delete: read it on tx, Message.ShowID).
+// EventChatCreated or EventChatDeleted, Message the row as written (on a
+// post its User is loaded, without tags; on a delete it is not). Show is
+// the show's row as the post read it, without its owner and tags (nil on
+// a delete: read it on tx, Message.ShowID).
 type TxEvent struct {
 	Type    string
 	Message *Message
@@ -58,7 +59,9 @@ type TxEvent struct {
 }
 
 // SubscribeTx registers fn to run inside the transaction of every posted
-// or deleted message, after the change; an error rolls the change back.
+// or deleted message, after the message's row changed and before the
+// show's comments_count moves (work that must see the count goes to the
+// Tx's BeforeCommit); an error rolls the change back.
 // Modules subscribe in Provision (the webhooks module writes its
 // deliveries there, so a message and its notifications commit together).
 func (s *Service) SubscribeTx(fn func(ctx context.Context, tx bun.IDB, ev TxEvent) error) {
@@ -73,6 +76,20 @@ func (s *Service) runTxHooks(ctx context.Context, etx *events.Tx, ev TxEvent) er
 	return events.PublishTx(ctx, etx, Changed, ev)
 }
 
+// count moves the show's comments_count by delta as the last change of
+// a post's or delete's transaction, then runs what the subscribers left
+// for just before the commit (they see the count moved). Every post of a
+// show updates the show's one row, and InnoDB holds that row's lock until
+// the commit: coming last, the lock is held for this statement and the
+// commit (and the webhooks' writes when a webhook wants the message),
+// not for the subscribers' reads as well.
+func (s *Service) count(ctx context.Context, etx *events.Tx, showID int64, delta int) error {
+	if err := s.shows.AddComments(ctx, etx, showID, delta); err != nil {
+		return err
+	}
+	return etx.Flush(ctx)
+}
+
 // ErrNotFound is a missing (or deleted) message.
 var ErrNotFound = errors.New("chat: message not found")
 
@@ -83,8 +100,15 @@ var ErrChatDisabled = &app.Error{Status: http.StatusForbidden, Code: "chat_disab
 // Post stores a message of the caller on a show the caller can see, and
 // fans it out to the show's room. It enforces bans, the one-per-second rate
 // (or the show's slow mode) and the length limit.
+//
+// Each statement and Redis command is a round trip that waits for a core
+// on a busy node, so a post makes few (TestPostRoundTrips pins them): the
+// show's row alone, then the author with their bans and the show's slow
+// mode in one statement, the Redis rate gate, the transaction, the Redis
+// publish. Nothing is cached: a ban or slow mode set on any node holds for
+// the next post everywhere.
 func (s *Service) Post(ctx context.Context, showID int64, by *app.Principal, body string) (*Message, error) {
-	sh, err := s.shows.Visible(ctx, showID, by)
+	sh, err := s.shows.VisibleRow(ctx, showID, by)
 	if err != nil {
 		return nil, err
 	}
@@ -101,44 +125,66 @@ func (s *Service) Post(ctx context.Context, showID int64, by *app.Principal, bod
 	} else if n > MaxMessageLength {
 		return nil, app.Validation{"message": fmt.Sprintf("must be at most %d characters", MaxMessageLength)}.Err()
 	}
-	banned, err := s.Banned(ctx, sh.ID, by.UserID)
+	author, err := s.poster(ctx, sh.ID, by.UserID)
 	if err != nil {
 		return nil, err
 	}
-	if banned {
+	if author.Banned {
 		return nil, app.Forbidden("you are banned from this chat")
 	}
 	window := time.Second
-	if slow, err := s.SlowMode(ctx, sh.ID); err != nil {
-		return nil, err
-	} else if slow > 0 {
-		window = time.Duration(slow) * time.Second
+	if author.SlowMode > 0 {
+		window = time.Duration(author.SlowMode) * time.Second
 	}
 	if ok, retry := s.rate.Allow(ctx, fmt.Sprintf("chat:%d:%d", sh.ID, by.UserID), window); !ok {
 		return nil, app.TooManyRequests("one message per "+window.String()+" in this chat", max(1, int((retry+time.Second-1)/time.Second)))
 	}
 	now := s.nowFunc()
-	m := &Message{ShowID: sh.ID, UserID: by.UserID, Body: body, CreatedAt: now.UTC().Truncate(time.Second), Position: position(sh.Start, now)}
+	m := &Message{ShowID: sh.ID, UserID: by.UserID, User: &author.User, Body: body, CreatedAt: now.UTC().Truncate(time.Second), Position: position(sh.Start, now)}
 	var etx *events.Tx
 	err = s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		etx = s.bus.Wrap(tx)
 		if _, err := tx.NewInsert().Model(m).Exec(ctx); err != nil {
 			return fmt.Errorf("chat: post on show %d: %w", sh.ID, err)
 		}
-		if err := s.shows.AddComments(ctx, tx, sh.ID, 1); err != nil {
+		if err := s.runTxHooks(ctx, etx, TxEvent{Type: EventChatCreated, Message: m, Show: sh}); err != nil {
 			return err
 		}
-		return s.runTxHooks(ctx, etx, TxEvent{Type: EventChatCreated, Message: m, Show: sh})
+		return s.count(ctx, etx, sh.ID, 1)
 	})
 	if err != nil {
 		return nil, err
 	}
 	etx.Committed(ctx)
-	if m.User, err = s.users.Get(ctx, by.UserID); err != nil {
-		return nil, err
-	}
 	s.hub.Publish(ctx, sh.ID, Event{Type: EventChatCreated, Chat: s.View(m), Badge: Badge(m.User, sh.UserID)})
 	return m, nil
+}
+
+// author is a poster's row (without tags: a chat message's author carries
+// none) with what keeps them from posting on one show.
+type author struct {
+	users.User `bun:",extend"`
+	// Banned: a ban on the show or on every chat.
+	Banned bool `bun:"chat_banned,scanonly"`
+	// SlowMode is the show's slow mode in seconds (0: off).
+	SlowMode int `bun:"chat_slow_mode,scanonly"`
+}
+
+// poster reads the author of a post on showID with Banned and SlowMode in
+// one statement.
+func (s *Service) poster(ctx context.Context, showID, userID int64) (*author, error) {
+	a := new(author)
+	err := s.db.NewSelect().Model(a).ColumnExpr("?TableColumns").
+		ColumnExpr("EXISTS (SELECT 1 FROM chat_bans AS b WHERE b.user_id = u.id AND b.show_id IN (0, ?)) AS chat_banned", showID).
+		ColumnExpr("COALESCE((SELECT cs.slow_mode FROM chat_settings AS cs WHERE cs.show_id = ?), 0) AS chat_slow_mode", showID).
+		Where("u.id = ?", userID).Scan(ctx)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("chat: author %d: %w", userID, users.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("chat: author %d: %w", userID, err)
+	}
+	return a, nil
 }
 
 // position is the offset of t from the show's start, in 10 µs units;
@@ -222,10 +268,10 @@ func (s *Service) Delete(ctx context.Context, id int64, by *app.Principal) (*Mes
 		if _, err := tx.NewUpdate().Model(m).Column("deleted_at", "deleted_by").WherePK().Exec(ctx); err != nil {
 			return fmt.Errorf("chat: delete %d: %w", id, err)
 		}
-		if err := s.shows.AddComments(ctx, tx, m.ShowID, -1); err != nil {
+		if err := s.runTxHooks(ctx, etx, TxEvent{Type: EventChatDeleted, Message: m}); err != nil {
 			return err
 		}
-		return s.runTxHooks(ctx, etx, TxEvent{Type: EventChatDeleted, Message: m})
+		return s.count(ctx, etx, m.ShowID, -1)
 	})
 	if err != nil {
 		return nil, err

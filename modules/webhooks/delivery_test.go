@@ -197,6 +197,19 @@ func TestChatAndFollowEvents(t *testing.T) {
 			created.Data.Chat["user"].(map[string]any)["id"] != float64(fan.ID) || created.Data.Show["id"] != float64(id) {
 			t.Fatalf("chat.message.created data %s", got[0].Body)
 		}
+		// The show is as the message left it: counted, then uncounted
+		// (the chat moves the count after its subscribers ran; the payload
+		// is written once it moved).
+		if created.Data.Show["comments_count"] != float64(1) {
+			t.Errorf("chat.message.created: the show's comments_count is %v, want 1", created.Data.Show["comments_count"])
+		}
+		var deleted struct {
+			Data struct{ Show map[string]any } `json:"data"`
+		}
+		_ = json.Unmarshal(got[1].Body, &deleted)
+		if deleted.Data.Show["comments_count"] != float64(0) {
+			t.Errorf("chat.message.deleted: the show's comments_count is %v, want 0", deleted.Data.Show["comments_count"])
+		}
 		var followed struct {
 			Data struct{ User, Follower map[string]any } `json:"data"`
 		}
@@ -214,6 +227,32 @@ func TestChatAndFollowEvents(t *testing.T) {
 		if !strings.Contains(string(text), `onair_webhook_deliveries_total{result="success"}`) ||
 			!strings.Contains(string(text), "onair_webhook_backlog") {
 			t.Fatalf("metrics lack the webhook figures")
+		}
+	})
+}
+
+// A staff webhook of scope "all" receives the chat messages of every
+// public show, not those of a private one; the chat asks first whether
+// any webhook may want a message (mayWant) and must not miss these.
+func TestChatReachesScopeAll(t *testing.T) {
+	onairtest.EachBackend(t, func(t *testing.T, backend string) {
+		env := newEnv(t, backend)
+		staff := newReceiver(t)
+		_, ownerTok := env.CreateUser("Cleo Chat")
+		_, admin := env.CreateUser("Ava Admin", onairtest.Role("admin"))
+		env.Do("POST", "/v1/webhooks", admin, map[string]any{"url": staff.URL, "events": []string{"chat.message.created"}, "scope": "all"}).Expect(t, 201)
+		private := onairtest.CreateShow(t, env, ownerTok, map[string]any{"private": true, "name": "Hush"}).ID
+		public := onairtest.CreateShow(t, env, ownerTok, nil).ID
+		env.Do("POST", fmt.Sprintf("/v1/shows/%d/chats", private), ownerTok, map[string]any{"message": "secret words"}).Expect(t, 201)
+		env.Do("POST", fmt.Sprintf("/v1/shows/%d/chats", public), admin, map[string]any{"message": "open words"}).Expect(t, 201)
+		got := staff.waitFor(1)
+		if showIDOf(t, got[0]) != public || !strings.Contains(string(got[0].Body), "open words") {
+			t.Fatalf("the staff webhook got %s", got[0].Body)
+		}
+		// The private message was posted first and committed before the
+		// public one: had it been sent, it would have come first.
+		if n := len(staff.all()); n != 1 {
+			t.Fatalf("the staff webhook got %d messages, want 1", n)
 		}
 	})
 }

@@ -16,6 +16,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 	"github.com/uptrace/bun"
 
+	"github.com/onair/onair/app/events"
 	"github.com/onair/onair/internal/onairtest"
 	"github.com/onair/onair/internal/testload"
 	"github.com/onair/onair/modules/chat"
@@ -69,14 +70,21 @@ func TestDeliveriesCommitWithTheChange(t *testing.T) {
 			t.Fatal("the failed show was kept")
 		}
 
-		// The same for a chat message.
+		// The same for a chat message. The chat's subscribers run before
+		// it moves the show's comments_count, and the webhooks write a
+		// message's deliveries once it moved, just before the commit
+		// (events.Tx.BeforeCommit): this hook looks from there too, after
+		// them, and fails the transaction.
 		cm, _ := onairtest.Module[*chat.Module](env)
 		cm.Service.SubscribeTx(func(ctx context.Context, tx bun.IDB, ev chat.TxEvent) error {
 			if ev.Message.Body != "doomed" {
 				return nil
 			}
-			inTx = countDeliveries(t, tx)
-			return boom
+			tx.(*events.Tx).BeforeCommit(func(ctx context.Context) error {
+				inTx = countDeliveries(t, tx)
+				return boom
+			})
+			return nil
 		})
 		env.Do("POST", fmt.Sprintf("/v1/shows/%d/chats", ok), fanTok, map[string]any{"message": "doomed"}).Expect(t, 500)
 		if inTx != before+1 || countDeliveries(t, db) != before {

@@ -102,6 +102,25 @@ func (m *Module) onChat(ctx context.Context, tx bun.IDB, ev chat.TxEvent) error 
 	if ev.Type == chat.EventChatDeleted {
 		typ = "chat.message.deleted"
 	}
+	// Most messages have nobody to tell: ask first whether any webhook
+	// may want the event, in one statement, and load the show and the
+	// author only when one does. The chat moves the show's comments_count
+	// after its subscribers ran (it holds the show's row from there to
+	// the commit), so the payload, whose show carries that count, is
+	// written just before the commit.
+	if wanted, err := m.mayWant(ctx, tx, typ, ev.Message.ShowID); err != nil || !wanted {
+		return err
+	}
+	if etx, ok := tx.(*events.Tx); ok {
+		etx.BeforeCommit(func(ctx context.Context) error { return m.writeChat(ctx, etx, typ, ev) })
+		return nil
+	}
+	return m.writeChat(ctx, tx, typ, ev)
+}
+
+// writeChat writes the deliveries of a posted or deleted message, of
+// type typ, on tx.
+func (m *Module) writeChat(ctx context.Context, tx bun.IDB, typ string, ev chat.TxEvent) error {
 	sh, err := m.loadShow(ctx, tx, ev.Message.ShowID)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil // the show is gone: nobody to tell
@@ -119,6 +138,27 @@ func (m *Module) onChat(ctx context.Context, tx bun.IDB, ev chat.TxEvent) error 
 	}
 	data := map[string]any{"show": m.shows.View(sh, false), "chat": m.chat.View(&msg)}
 	return m.enqueue(ctx, tx, typ, sh.UserID, sh.Private, sh.ID, data)
+}
+
+// mayWant tells whether an active webhook that could be sent the show's
+// event typ wants it: one of the show owner's, or a staff one of scope
+// "all" (enqueue then applies the rule of private shows).
+func (m *Module) mayWant(ctx context.Context, tx bun.IDB, typ string, showID int64) (bool, error) {
+	var hooks []Webhook
+	err := tx.NewSelect().Model(&hooks).Where("active = ?", true).
+		WhereGroup(" AND ", func(q *bun.SelectQuery) *bun.SelectQuery {
+			return q.Where("scope = ?", ScopeAll).
+				WhereOr("user_id = (SELECT s.user_id FROM shows AS s WHERE s.id = ?)", showID)
+		}).Scan(ctx)
+	if err != nil {
+		return false, fmt.Errorf("webhooks: enqueue %s: %w", typ, err)
+	}
+	for i := range hooks {
+		if hooks[i].Wants(typ) {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // onFollow writes the deliveries of a new follower of a user.

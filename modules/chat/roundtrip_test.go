@@ -1,0 +1,130 @@
+package chat_test
+
+import (
+	"context"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/uptrace/bun"
+
+	"github.com/onair/onair/app"
+	"github.com/onair/onair/internal/onairtest"
+	"github.com/onair/onair/modules/chat"
+)
+
+// marked is the context key of the calls whose round trips count.
+type marked struct{}
+
+// tripLog records the statements and Redis commands made on a marked
+// context, in order.
+type tripLog struct {
+	mu    sync.Mutex
+	trips []string
+}
+
+func (l *tripLog) add(ctx context.Context, what string) {
+	if ctx.Value(marked{}) == nil {
+		return
+	}
+	l.mu.Lock()
+	l.trips = append(l.trips, what)
+	l.mu.Unlock()
+}
+
+func (l *tripLog) take() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	t := l.trips
+	l.trips = nil
+	return t
+}
+
+func (*tripLog) BeforeQuery(ctx context.Context, _ *bun.QueryEvent) context.Context { return ctx }
+
+func (l *tripLog) AfterQuery(ctx context.Context, ev *bun.QueryEvent) {
+	q := ev.Query
+	if len(q) > 90 {
+		q = q[:90] + "…"
+	}
+	l.add(ctx, "sql: "+q)
+}
+
+// The go-redis hook: one round trip per command or pipeline.
+func (*tripLog) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (l *tripLog) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		l.add(ctx, "redis: "+cmd.Name())
+		return next(ctx, cmd)
+	}
+}
+
+func (l *tripLog) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		l.add(ctx, "redis: pipeline")
+		return next(ctx, cmds)
+	}
+}
+
+var _ redis.Hook = (*tripLog)(nil)
+
+// TestPostRoundTrips pins the database statements and Redis commands of
+// one chat post (Service.Post, what POST /v1/shows/:id/chats runs after
+// authentication and the per-token limiter): on a loaded machine each
+// round trip waits for the run queue, so a new one is a cost every post
+// pays. On MySQL with Redis it is the cluster path.
+func TestPostRoundTrips(t *testing.T) {
+	onairtest.EachBackend(t, func(t *testing.T, backend string) {
+		log := &tripLog{}
+		opts := onairtest.Options{Backend: backend, QueryHooks: []bun.QueryHook{log}}
+		withRedis := backend == "mysql" && os.Getenv(onairtest.RedisEnv) != ""
+		opts.Redis = withRedis
+		env := onairtest.New(t, opts)
+		if withRedis {
+			env.Core.Redis.AddHook(log)
+		}
+		mod, ok := onairtest.Module[*chat.Module](env)
+		if !ok {
+			t.Fatal("no chat module")
+		}
+		_, ownerTok := env.CreateUser("Rita Roundtrip")
+		fan, _ := env.CreateUser("Fay Fan")
+		showID := onairtest.CreateShow(t, env, ownerTok, nil).ID
+		by := &app.Principal{UserID: fan.ID, Roles: []string{"user"}}
+		ctx := context.WithValue(context.Background(), marked{}, true)
+		m, err := mod.Service.Post(ctx, showID, by, "hello")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.User == nil || m.User.Name != "Fay Fan" {
+			t.Errorf("the message's author is %+v", m.User)
+		}
+		trips := log.take()
+		t.Logf("%d round trips:\n%s", len(trips), strings.Join(trips, "\n"))
+		var sqlN, redisN int
+		var statements []string
+		for _, tr := range trips {
+			if strings.HasPrefix(tr, "redis: ") {
+				redisN++
+			} else {
+				sqlN++
+				statements = append(statements, tr)
+			}
+		}
+		// The show's row is locked from the update of its comments_count
+		// to the commit: nothing else waits in between.
+		if n := len(statements); n < 2 || !strings.HasPrefix(statements[n-2], "sql: UPDATE") || !strings.Contains(statements[n-2], "comments_count") {
+			t.Errorf("the statement before the commit is not the comments_count update")
+		}
+		wantSQL, wantRedis := 7, 0
+		if withRedis {
+			wantRedis = 2
+		}
+		if sqlN != wantSQL || redisN != wantRedis {
+			t.Errorf("a post made %d statements and %d Redis commands, want %d and %d", sqlN, redisN, wantSQL, wantRedis)
+		}
+	})
+}
