@@ -111,7 +111,7 @@ func main() {
 	flag.IntVar(&o.profileSecs, "profile-seconds", 20, "length of the CPU profile from the first POST")
 	flag.IntVar(&o.traceSecs, "trace-seconds", 0, "with -profile: also each node's Go execution trace of this many seconds from the middle of the posting, chat-N-MODE[-nodeI].trace (where the handlers wait: go tool trace -pprof=net|sched|syscall FILE); tracing slows the nodes a little")
 	flag.IntVar(&o.nodes, "nodes", 1, "OnAir nodes sharing one MariaDB database (-nodes-db) and one Redis (-nodes-redis), as a multi-node deployment does; the viewers are split evenly over them, each node's read by a process of its own, and the POSTs go to each node in turn (nodes.go)")
-	flag.StringVar(&o.nodesDB, "nodes-db", "mysql://root@127.0.0.1:3306/onair_bench_chat", "with -nodes above 1: the MariaDB database of the nodes, dropped and made afresh for the run")
+	flag.StringVar(&o.nodesDB, "nodes-db", "mysql://root@127.0.0.1:3306/onair_bench_chat", "with -nodes above 1 (or -cluster): the MariaDB database of the nodes, dropped and made afresh for the run, which holds MariaDB's named lock on it (a second run at the same time is refused)")
 	flag.StringVar(&o.nodesRedis, "nodes-redis", "redis://127.0.0.1:6379/0", "with -nodes above 1: the Redis of the nodes; the run's keys have a prefix of their own (onair_bench_chat:RANDOM:) and are deleted at its end")
 	flag.BoolVar(&o.cluster, "cluster", false, "run the node(s) on -nodes-db and -nodes-redis even with -nodes 1 (implied by -nodes above 1): one node of a multi-node deployment, to tell what the shared parts cost from what a second node does")
 	flag.Parse()

@@ -34,8 +34,9 @@ type nodeFigures struct {
 	postLatency []time.Duration
 }
 
-// sharedParts makes the nodes' database and chooses their Redis prefix;
-// it returns their settings and what deletes the run's Redis keys.
+// sharedParts makes the nodes' database, holding its lock for the run,
+// and chooses their Redis prefix; it returns their settings and what
+// deletes the run's Redis keys and lets the database go.
 func sharedParts(ctx context.Context, o options) (map[string]string, func(), error) {
 	u, err := url.Parse(o.nodesDB)
 	if err != nil || u.Scheme != "mysql" {
@@ -44,22 +45,32 @@ func sharedParts(ctx context.Context, o options) (map[string]string, func(), err
 	if name := strings.TrimPrefix(u.Path, "/"); name == "onair_bench" {
 		return nil, nil, fmt.Errorf("-nodes-db: onair_bench is bench/shows' seeded database; name another")
 	}
+	// Every run drops and remakes the database: a second run on it at
+	// the same time would pull it from under the first's nodes.
+	unlock, err := benchkit.LockMySQLDatabase(ctx, o.nodesDB)
+	if err != nil {
+		return nil, nil, fmt.Errorf("-nodes-db: %w", err)
+	}
 	if err := benchkit.MySQLDatabase(ctx, o.nodesDB, true); err != nil {
+		unlock()
 		return nil, nil, fmt.Errorf("-nodes-db: %w", err)
 	}
 	ropts, err := redis.ParseURL(o.nodesRedis)
 	if err != nil {
+		unlock()
 		return nil, nil, fmt.Errorf("-nodes-redis: %w", err)
 	}
 	rdb := redis.NewClient(ropts)
 	if err := rdb.Ping(ctx).Err(); err != nil {
 		rdb.Close()
+		unlock()
 		return nil, nil, fmt.Errorf("-nodes-redis: %w", err)
 	}
 	tag := make([]byte, 4)
 	rand.Read(tag)
 	prefix := "onair_bench_chat:" + hex.EncodeToString(tag) + ":"
 	cleanup := func() {
+		defer unlock()
 		defer rdb.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()

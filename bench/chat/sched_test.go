@@ -212,7 +212,7 @@ func TestRowLocksOfRealMariaDB(t *testing.T) {
 	}
 	raw := os.Getenv(onairtest.MySQLEnv)
 	if raw == "" {
-		t.Skip(onairtest.MySQLEnv + " unset: no MariaDB to ask")
+		testload.Skip(t, "%s unset: no MariaDB to ask", onairtest.MySQLEnv)
 	}
 	ctx := context.Background()
 	_, dsn, err := app.ParseDatabaseURL(raw)
