@@ -381,7 +381,7 @@ func watchedProcs(nodes []*benchkit.Server, c audience) []watched {
 	} else {
 		ws = append(ws, watched{name: "bench (the viewers)", pid: os.Getpid()})
 	}
-	return append(ws, servicePIDs("/proc", "mariadbd", "mysqld", "redis-server")...)
+	return append(ws, servicePIDs(procFS(), "mariadbd", "mysqld", "redis-server")...)
 }
 
 func pidsOf(nodes []*benchkit.Server) []int {
@@ -580,12 +580,12 @@ func runPhase(ctx context.Context, nodes []*benchkit.Server, tokens []string, n 
 			return p, err
 		}
 	}
-	sched0 := takeSnapshot("/proc", ws)
+	sched0 := takeSnapshot(procFS(), ws)
 	posts, err := postApart(ctx, urls, tokens, show.ID, o.rate, o.seconds)
 	if err != nil {
 		return p, err
 	}
-	p.posting = takeSnapshot("/proc", ws).since(sched0, ws)
+	p.posting = takeSnapshot(procFS(), ws).since(sched0, ws)
 	if o.cluster {
 		if locks1, err := readRowLocks(ctx, o.nodesDB); err == nil {
 			p.rowLocks, p.rowLocksOK = locks1.since(locks0), true

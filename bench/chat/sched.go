@@ -1,13 +1,13 @@
 package main
 
 import (
-	"errors"
 	"fmt"
+	"math"
 	"os"
-	"path/filepath"
-	"strconv"
-	"strings"
+	"slices"
 	"time"
+
+	"github.com/prometheus/procfs"
 )
 
 // Where a POST's time goes when its round trip is far longer than the
@@ -20,51 +20,36 @@ import (
 // takes its figures with it; Go's and MariaDB's threads live as long as
 // the process.
 
+// procFS is the machine's /proc; were none mounted, every read through
+// it fails and the report leaves those figures out.
+func procFS() procfs.FS {
+	fs, _ := procfs.NewDefaultFS()
+	return fs
+}
+
 // threadTimes is one thread's CPU time and run-queue wait so far.
 type threadTimes struct{ cpu, wait time.Duration }
-
-// parseSchedstat reads a schedstat line: "CPU_NS WAIT_NS TIMESLICES".
-func parseSchedstat(s string) (threadTimes, error) {
-	f := strings.Fields(s)
-	if len(f) < 2 {
-		return threadTimes{}, fmt.Errorf("schedstat %q: want 3 fields", s)
-	}
-	cpu, err1 := strconv.ParseInt(f[0], 10, 64)
-	wait, err2 := strconv.ParseInt(f[1], 10, 64)
-	if err := errors.Join(err1, err2); err != nil {
-		return threadTimes{}, fmt.Errorf("schedstat %q: %w", s, err)
-	}
-	return threadTimes{cpu: time.Duration(cpu), wait: time.Duration(wait)}, nil
-}
 
 // procSched is a process's threads' times, by thread id.
 type procSched map[int]threadTimes
 
-// readProcSched reads every thread of pid under proc (/proc).
-func readProcSched(proc string, pid int) (procSched, error) {
-	dir := filepath.Join(proc, strconv.Itoa(pid), "task")
-	entries, err := os.ReadDir(dir)
+// readProcSched reads every thread of pid (prometheus/procfs reads
+// /proc/PID/task/TID/schedstat).
+func readProcSched(fs procfs.FS, pid int) (procSched, error) {
+	threads, err := fs.AllThreads(pid)
 	if err != nil {
 		return nil, err
 	}
 	s := procSched{}
-	for _, e := range entries {
-		tid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join(dir, e.Name(), "schedstat"))
+	for _, t := range threads {
+		st, err := t.Schedstat()
 		if err != nil {
 			continue // the thread has exited since the listing
 		}
-		t, err := parseSchedstat(string(b))
-		if err != nil {
-			return nil, fmt.Errorf("%d: %w", tid, err)
-		}
-		s[tid] = t
+		s[t.PID] = threadTimes{cpu: time.Duration(st.RunningNanoseconds), wait: time.Duration(st.WaitingNanoseconds)}
 	}
 	if len(s) == 0 {
-		return nil, fmt.Errorf("%s: no thread's schedstat", dir)
+		return nil, fmt.Errorf("process %d: no thread's schedstat", pid)
 	}
 	return s, nil
 }
@@ -97,23 +82,13 @@ type watched struct {
 // servicePIDs finds the processes whose command name (/proc/PID/comm) is
 // one of names: mariadbd and redis-server run as services, not as the
 // benchmark's children.
-func servicePIDs(proc string, names ...string) []watched {
-	entries, _ := os.ReadDir(proc)
+func servicePIDs(fs procfs.FS, names ...string) []watched {
+	procs, _ := fs.AllProcs()
 	var out []watched
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join(proc, e.Name(), "comm"))
-		if err != nil {
-			continue
-		}
-		comm := strings.TrimSpace(string(b))
-		for _, n := range names {
-			if comm == n {
-				out = append(out, watched{name: comm, pid: pid})
-			}
+	for _, p := range procs {
+		comm, err := p.Comm()
+		if err == nil && slices.Contains(names, comm) {
+			out = append(out, watched{name: comm, pid: p.PID})
 		}
 	}
 	return out
@@ -127,12 +102,12 @@ type schedSnapshot struct {
 	cpu   machineCPU
 }
 
-func takeSnapshot(proc string, ws []watched) schedSnapshot {
+func takeSnapshot(fs procfs.FS, ws []watched) schedSnapshot {
 	s := schedSnapshot{at: time.Now(), procs: make([]procSched, len(ws))}
 	for i, w := range ws {
-		s.procs[i], _ = readProcSched(proc, w.pid)
+		s.procs[i], _ = readProcSched(fs, w.pid)
 	}
-	s.cpu, _ = readMachineCPU(filepath.Join(proc, "stat"))
+	s.cpu, _ = readMachineCPU(fs)
 	return s
 }
 
@@ -168,36 +143,16 @@ type machineCPU struct {
 	user, nice, system, idle, iowait, irq, softirq, steal time.Duration
 }
 
-// userHZ is the unit of /proc/stat (USER_HZ, 100 on every Linux
-// architecture Go supports).
-const userHZ = 100
-
-// parseProcStat reads the "cpu" line of /proc/stat's text.
-func parseProcStat(text string) (machineCPU, error) {
-	for _, line := range strings.Split(text, "\n") {
-		f := strings.Fields(line)
-		if len(f) < 9 || f[0] != "cpu" {
-			continue
-		}
-		var v [8]time.Duration
-		for i := range v {
-			n, err := strconv.ParseInt(f[i+1], 10, 64)
-			if err != nil {
-				return machineCPU{}, fmt.Errorf("/proc/stat: %q: %w", line, err)
-			}
-			v[i] = time.Duration(n) * time.Second / userHZ
-		}
-		return machineCPU{user: v[0], nice: v[1], system: v[2], idle: v[3], iowait: v[4], irq: v[5], softirq: v[6], steal: v[7]}, nil
-	}
-	return machineCPU{}, errors.New("/proc/stat: no cpu line")
-}
-
-func readMachineCPU(path string) (machineCPU, error) {
-	b, err := os.ReadFile(path)
+// readMachineCPU reads the "cpu" line of /proc/stat.
+func readMachineCPU(fs procfs.FS) (machineCPU, error) {
+	st, err := fs.Stat()
 	if err != nil {
 		return machineCPU{}, err
 	}
-	return parseProcStat(string(b))
+	c := st.CPUTotal
+	d := func(seconds float64) time.Duration { return time.Duration(math.Round(seconds * float64(time.Second))) }
+	return machineCPU{user: d(c.User), nice: d(c.Nice), system: d(c.System), idle: d(c.Idle), iowait: d(c.Iowait),
+		irq: d(c.IRQ), softirq: d(c.SoftIRQ), steal: d(c.Steal)}, nil
 }
 
 func (c machineCPU) since(b machineCPU) machineCPU {
@@ -223,7 +178,7 @@ func perSecond(d, wall time.Duration) float64 {
 // selfSched is this process's own usage since it started (the posting
 // process reports it as it ends: it lives for the posting window alone).
 func selfSched() (usage, bool) {
-	s, err := readProcSched("/proc", os.Getpid())
+	s, err := readProcSched(procFS(), os.Getpid())
 	if err != nil {
 		return usage{}, false
 	}

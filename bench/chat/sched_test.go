@@ -19,27 +19,6 @@ import (
 	"github.com/onair/onair/internal/testload"
 )
 
-func TestParseSchedstat(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct {
-		name, in string
-		want     threadTimes
-		bad      bool
-	}{
-		{name: "a thread", in: "87281448 1432460 210\n", want: threadTimes{cpu: 87281448, wait: 1432460}},
-		{name: "never ran", in: "0 0 0", want: threadTimes{}},
-		{name: "short", in: "12", bad: true},
-		{name: "not a number", in: "12 x 3", bad: true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			got, err := parseSchedstat(tc.in)
-			if (err != nil) != tc.bad || got != tc.want {
-				t.Errorf("parseSchedstat(%q) = %+v, %v; want %+v (error %v)", tc.in, got, err, tc.want, tc.bad)
-			}
-		})
-	}
-}
-
 // TestProcSchedSince: a window's usage is each thread's difference, a
 // thread born inside it counted from its start, a thread gone ignored.
 func TestProcSchedSince(t *testing.T) {
@@ -59,7 +38,7 @@ func TestProcSchedSince(t *testing.T) {
 // as mariadbd and redis-server are.
 func TestReadProcSchedOfThisProcess(t *testing.T) {
 	ws := []watched{{name: "self", pid: os.Getpid()}}
-	before := takeSnapshot("/proc", ws)
+	before := takeSnapshot(procFS(), ws)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -76,7 +55,7 @@ func TestReadProcSchedOfThisProcess(t *testing.T) {
 		}
 	}()
 	<-done
-	w := takeSnapshot("/proc", ws).since(before, ws)
+	w := takeSnapshot(procFS(), ws).since(before, ws)
 	u := w.procs[0]
 	if !u.ok || u.cpu < 200*time.Millisecond || u.threads < 1 || u.wait < 0 {
 		t.Errorf("usage over the spin: %+v, want ok, ≥ 200 ms of CPU and a thread", u)
@@ -89,7 +68,7 @@ func TestReadProcSchedOfThisProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	found := false
-	for _, p := range servicePIDs("/proc", strings.TrimSpace(string(comm))) {
+	for _, p := range servicePIDs(procFS(), strings.TrimSpace(string(comm))) {
 		found = found || p.pid == os.Getpid()
 	}
 	if !found {
@@ -97,25 +76,19 @@ func TestReadProcSchedOfThisProcess(t *testing.T) {
 	}
 }
 
-func TestParseProcStat(t *testing.T) {
+// TestMachineCPU: busy is every kind but idle and iowait; this machine's
+// /proc/stat reads, through procfs, as time spent.
+func TestMachineCPU(t *testing.T) {
 	t.Parallel()
-	text := "cpu  139634 0 21846 28162 965 0 259 561 0 0\ncpu0 69817 0 10923 14081 482 0 129 280 0 0\nintr 1 2 3\n"
-	got, err := parseProcStat(text)
-	if err != nil {
-		t.Fatal(err)
-	}
 	tick := 10 * time.Millisecond
-	want := machineCPU{user: 139634 * tick, system: 21846 * tick, idle: 28162 * tick, iowait: 965 * tick, softirq: 259 * tick, steal: 561 * tick}
-	if got != want {
-		t.Errorf("parseProcStat = %+v, want %+v", got, want)
-	}
-	if busy := got.busy(); busy != (139634+21846+259+561)*tick {
+	c := machineCPU{user: 139634 * tick, system: 21846 * tick, idle: 28162 * tick, iowait: 965 * tick, softirq: 259 * tick, steal: 561 * tick}
+	if busy := c.busy(); busy != (139634+21846+259+561)*tick {
 		t.Errorf("busy = %s", busy)
 	}
-	if _, err := parseProcStat("intr 1 2\n"); err == nil {
-		t.Error("a text without a cpu line parsed")
+	if total := c.total(); total != (139634+21846+28162+965+259+561)*tick {
+		t.Errorf("total = %s", total)
 	}
-	real, err := readMachineCPU("/proc/stat")
+	real, err := readMachineCPU(procFS())
 	if err != nil || real.total() <= 0 {
 		t.Errorf("this machine's /proc/stat: %+v, %v", real, err)
 	}
