@@ -125,16 +125,24 @@ func (s *Service) Lookup(ctx context.Context, id int64) (*Show, error) {
 // getShow is Get on db (a transaction's, or the service's).
 func getShow(ctx context.Context, db bun.IDB, id int64) (*Show, error) {
 	sh := new(Show)
-	err := db.NewSelect().Model(sh).Relation("User").Relation("Tags", orderTags).
-		Where("s.id = ?", id).Scan(ctx)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, ErrNotFound
-	}
-	if err != nil {
-		return nil, fmt.Errorf("shows: get %d: %w", id, err)
+	if err := scanShow(ctx, db.NewSelect().Model(sh).Relation("User").Relation("Tags", orderTags), id); err != nil {
+		return nil, err
 	}
 	sh.SortTags()
 	return sh, nil
+}
+
+// scanShow runs q, a select of a show, on the show id: ErrNotFound when
+// there is none.
+func scanShow(ctx context.Context, q *bun.SelectQuery, id int64) error {
+	err := q.Where("s.id = ?", id).Scan(ctx)
+	if errors.Is(err, sql.ErrNoRows) {
+		return ErrNotFound
+	}
+	if err != nil {
+		return fmt.Errorf("shows: get %d: %w", id, err)
+	}
+	return nil
 }
 
 // orderTags reads a show's tags in the order of their identity, byte for
@@ -146,13 +154,7 @@ func orderTags(q *bun.SelectQuery) *bun.SelectQuery { return q.OrderExpr("t.fold
 // otherwise, so a hidden show is indistinguishable from a missing one.
 func (s *Service) Visible(ctx context.Context, id int64, viewer *app.Principal) (*Show, error) {
 	sh, err := s.Get(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	if !s.CanView(sh, viewer) {
-		return nil, ErrNotFound
-	}
-	return sh, nil
+	return s.visible(sh, err, viewer)
 }
 
 // VisibleRow is Visible without the owner and the tags: one statement,
@@ -160,12 +162,13 @@ func (s *Service) Visible(ctx context.Context, id int64, viewer *app.Principal) 
 // reads its visibility, chat_enabled, owner id and start).
 func (s *Service) VisibleRow(ctx context.Context, id int64, viewer *app.Principal) (*Show, error) {
 	sh := new(Show)
-	err := s.db.NewSelect().Model(sh).Where("s.id = ?", id).Scan(ctx)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, ErrNotFound
-	}
+	return s.visible(sh, scanShow(ctx, s.db.NewSelect().Model(sh), id), viewer)
+}
+
+// visible is the show read (or the read's error) as viewer may see it.
+func (s *Service) visible(sh *Show, err error, viewer *app.Principal) (*Show, error) {
 	if err != nil {
-		return nil, fmt.Errorf("shows: get %d: %w", id, err)
+		return nil, err
 	}
 	if !s.CanView(sh, viewer) {
 		return nil, ErrNotFound
