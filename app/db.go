@@ -112,13 +112,45 @@ func OpenDB(ctx context.Context, rawURL string) (*bun.DB, error) {
 		sqldb.SetConnMaxLifetime(5 * time.Minute)
 		db = bun.NewDB(sqldb, mysqldialect.New())
 	}
-	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	if err := db.PingContext(pingCtx); err != nil {
+	if err := ping(ctx, db); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("database: %s does not answer: %w", driver, err)
 	}
 	return db, nil
+}
+
+// ping opens the pool's first connection, for up to 10 seconds. SQLite
+// runs the DSN's pragmas as a connection opens; on a new file the switch
+// to WAL takes an exclusive lock, and where two processes make that
+// switch at once (two `onair migrate`, two nodes starting together)
+// SQLite refuses one of them SQLITE_BUSY at once, without waiting out
+// busy_timeout, since waiting could deadlock. Opening again after the
+// other's switch finds the file in WAL already, so a busy open is tried
+// again, after a short pause that doubles, until the 10 seconds are up.
+func ping(ctx context.Context, db *bun.DB) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	pause := 5 * time.Millisecond
+	for {
+		err := db.PingContext(ctx)
+		if err == nil || !isSQLiteBusy(err) {
+			return err
+		}
+		t := time.NewTimer(pause)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+		pause = min(2*pause, 200*time.Millisecond)
+	}
+}
+
+// isSQLiteBusy tells SQLite's SQLITE_BUSY (any extended code of it).
+func isSQLiteBusy(err error) bool {
+	var lite *sqlite.Error
+	return errors.As(err, &lite) && lite.Code()&0xff == sqlite3.SQLITE_BUSY
 }
 
 // readConns is how many connections read a SQLite file beside the writer.
@@ -150,9 +182,7 @@ func OpenReader(ctx context.Context, rawURL string) (*bun.DB, error) {
 	sqldb.SetMaxOpenConns(readConns)
 	sqldb.SetMaxIdleConns(readConns)
 	db := bun.NewDB(sqldb, sqlitedialect.New())
-	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	if err := db.PingContext(pingCtx); err != nil {
+	if err := ping(ctx, db); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("database: sqlite reader does not answer: %w", err)
 	}

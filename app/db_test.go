@@ -156,3 +156,40 @@ func TestIsDeadlock(t *testing.T) {
 		t.Fatalf("a deadlock is not a duplicate: %v / %v", err1, err2)
 	}
 }
+
+// TestOpenDBFreshSQLiteConcurrently: several processes (here goroutines,
+// each with its own pool) open one fresh SQLite file at once, as two
+// `onair migrate` or two nodes starting together do. Turning a new file
+// to WAL takes an exclusive lock, and SQLite answers a connection that
+// would deadlock on it with SQLITE_BUSY at once, past busy_timeout; every
+// open must still succeed.
+func TestOpenDBFreshSQLiteConcurrently(t *testing.T) {
+	for round := range 30 {
+		url := "sqlite://" + filepath.Join(t.TempDir(), fmt.Sprintf("fresh%d.db", round))
+		const opens = 6
+		errs := make([]error, opens)
+		var wg sync.WaitGroup
+		for i := range opens {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				db, err := app.OpenDB(context.Background(), url)
+				if err == nil {
+					var mode string
+					err = db.QueryRow("PRAGMA journal_mode").Scan(&mode)
+					if err == nil && mode != "wal" {
+						err = fmt.Errorf("journal_mode %q, want wal", mode)
+					}
+					db.Close()
+				}
+				errs[i] = err
+			}()
+		}
+		wg.Wait()
+		for i, err := range errs {
+			if err != nil {
+				t.Fatalf("round %d, open %d: %v", round, i, err)
+			}
+		}
+	}
+}
