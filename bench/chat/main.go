@@ -73,6 +73,7 @@ type options struct {
 	nodesDB     string
 	nodesRedis  string
 	cluster     bool // MariaDB and Redis even with one node
+	nodeProcs   int  // GOMAXPROCS of each node (0: the runtime's)
 }
 
 func main() {
@@ -113,6 +114,7 @@ func main() {
 	flag.IntVar(&o.nodes, "nodes", 1, "OnAir nodes sharing one MariaDB database (-nodes-db) and one Redis (-nodes-redis), as a multi-node deployment does; the viewers are split evenly over them, each node's read by a process of its own, and the POSTs go to each node in turn (nodes.go)")
 	flag.StringVar(&o.nodesDB, "nodes-db", "mysql://root@127.0.0.1:3306/onair_bench_chat", "with -nodes above 1 (or -cluster): the MariaDB database of the nodes, dropped and made afresh for the run, which holds MariaDB's named lock on it (a second run at the same time is refused)")
 	flag.StringVar(&o.nodesRedis, "nodes-redis", "redis://127.0.0.1:6379/0", "with -nodes above 1: the Redis of the nodes; the run's keys have a prefix of their own (onair_bench_chat:RANDOM:) and are deleted at its end")
+	flag.IntVar(&o.nodeProcs, "node-procs", 0, "GOMAXPROCS of each OnAir node (0: the Go runtime's, every core the process may use); with -nodes 2 on two cores, 1 gives each node a core's worth, as a container's CPU limit of one core would")
 	flag.BoolVar(&o.cluster, "cluster", false, "run the node(s) on -nodes-db and -nodes-redis even with -nodes 1 (implied by -nodes above 1): one node of a multi-node deployment, to tell what the shared parts cost from what a second node does")
 	flag.Parse()
 	o.cluster = o.cluster || o.nodes > 1
@@ -256,6 +258,9 @@ func run(ctx context.Context, o options) error {
 		srv, err := benchkit.NewServer(bin, dataDir, maps.Clone(env))
 		if err != nil {
 			return err
+		}
+		if o.nodeProcs > 0 {
+			srv.Env["GOMAXPROCS"] = strconv.Itoa(o.nodeProcs)
 		}
 		if o.profile != "" { // each node's pprof on an address of its own
 			if srv.Env["ONAIR_BENCH_PPROF_ADDR"], err = benchkit.FreeAddr(); err != nil {

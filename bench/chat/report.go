@@ -124,6 +124,9 @@ func (r *report) markdown() string {
 	if o.nodes > 1 {
 		servers = fmt.Sprintf("%d OnAir nodes (one MariaDB database, one Redis)", o.nodes)
 	}
+	if o.nodeProcs > 0 {
+		servers += fmt.Sprintf(" at GOMAXPROCS=%d", o.nodeProcs)
+	}
 	fmt.Fprintf(&b, "Run of %s: %d cores (%s), %s, %s and clients on the same cores; load average %s before and %s after (1/5/15 min). %d messages a second for %d s from %d users in turn; latency sampled on %d sockets per crowd (every socket counted).\n\n",
 		r.started.UTC().Format("2006-01-02 15:04 UTC"), runtime.NumCPU(), cpuModel(), runtime.Version(), servers, r.loadBefore, r.loadAfter,
 		o.rate, o.seconds, o.posters, o.sample)
@@ -134,6 +137,9 @@ func (r *report) markdown() string {
 		nodes = fmt.Sprintf("-nodes %d ", o.nodes)
 	} else if o.cluster {
 		nodes = "-cluster "
+	}
+	if o.nodeProcs > 0 {
+		nodes += fmt.Sprintf("-node-procs %d ", o.nodeProcs)
 	}
 	fmt.Fprintf(&b, "bash bench/chat/run.sh %s-viewers %s -viewer-ids %s -rate %d -seconds %d   # or: task bench -- chat\n", nodes, strings.Join(counts, ","), strings.Join(o.modes, ","), o.rate, o.seconds)
 	b.WriteString("```\n")

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/onair/onair/app"
 	"log/slog"
 	"net"
 	"sort"
@@ -13,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/onair/onair/app"
 )
 
 // Event types sent to the sockets of a show's room.

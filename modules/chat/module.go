@@ -124,7 +124,7 @@ func (m *Module) Provision(ctx context.Context, core *app.Core) error {
 	m.ctx, m.cancel = context.WithCancel(core.Context())
 	m.Service = &Service{
 		db: core.DB, shows: m.shows, users: m.users, authz: core.Authz, rate: rate,
-		hub: m.hub, public: core.Config.PublicURL, nowFunc: core.Clock.Now, bus: core.Events,
+		hub: m.hub, public: core.Config.PublicURL, nowFunc: core.Clock.Now, bus: core.Events, log: core.Log,
 		viewers: newViewerKeys(secret, secureURL(core.Config.PublicURL)),
 	}
 	m.hub.mayView = m.mayView

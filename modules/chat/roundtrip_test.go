@@ -2,6 +2,8 @@ package chat_test
 
 import (
 	"context"
+	"fmt"
+	"net/http"
 	"os"
 	"strings"
 	"sync"
@@ -114,10 +116,12 @@ func TestPostRoundTrips(t *testing.T) {
 				statements = append(statements, tr)
 			}
 		}
-		// The show's row is locked from the update of its comments_count
-		// to the commit: nothing else waits in between.
-		if n := len(statements); n < 2 || !strings.HasPrefix(statements[n-2], "sql: UPDATE") || !strings.Contains(statements[n-2], "comments_count") {
-			t.Errorf("the statement before the commit is not the comments_count update")
+		// The show's comments_count moves in a statement of its own after
+		// the message's commit: no transaction holds the show's row lock
+		// across a round trip.
+		if n := len(statements); n < 2 || !strings.Contains(statements[n-2], "COMMIT") ||
+			!strings.HasPrefix(statements[n-1], "sql: UPDATE") || !strings.Contains(statements[n-1], "comments_count") {
+			t.Errorf("the comments_count update does not follow the commit")
 		}
 		wantSQL, wantRedis := 7, 0
 		if withRedis {
@@ -125,6 +129,45 @@ func TestPostRoundTrips(t *testing.T) {
 		}
 		if sqlN != wantSQL || redisN != wantRedis {
 			t.Errorf("a post made %d statements and %d Redis commands, want %d and %d", sqlN, redisN, wantSQL, wantRedis)
+		}
+	})
+}
+
+// TestCountFailsAfterCommit: the show's comments_count moves after the
+// message's commit (Service.count), so when that update fails (here a
+// real trigger on the database refuses it) the message is kept and
+// answered 201, and the failure is logged; the poster has nothing to
+// send again.
+func TestCountFailsAfterCommit(t *testing.T) {
+	onairtest.EachBackend(t, func(t *testing.T, backend string) {
+		env := onairtest.New(t, onairtest.Options{Backend: backend})
+		_, ownerTok := env.CreateUser("Cora Count")
+		_, fanTok := env.CreateUser("Finn Fan")
+		showID := onairtest.CreateShow(t, env, ownerTok, nil).ID
+		ctx := context.Background()
+		trigger := "CREATE TRIGGER refuse_count BEFORE UPDATE ON shows FOR EACH ROW WHEN NEW.comments_count <> OLD.comments_count BEGIN SELECT RAISE(ABORT, 'count refused'); END"
+		if backend == "mysql" {
+			trigger = "CREATE TRIGGER refuse_count BEFORE UPDATE ON shows FOR EACH ROW BEGIN IF NEW.comments_count <> OLD.comments_count THEN SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'count refused'; END IF; END"
+		}
+		if _, err := env.Core.DB.ExecContext(ctx, trigger); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { env.Core.DB.ExecContext(context.Background(), "DROP TRIGGER IF EXISTS refuse_count") })
+
+		got := env.Do("POST", chatPath(showID, "/chats"), fanTok, map[string]any{"message": "kept"}).Expect(t, http.StatusCreated).JSON(t)["chat"].(map[string]any)
+		if got["message"] != "kept" {
+			t.Errorf("answered %v", got)
+		}
+		n, err := env.Core.DB.NewSelect().Model((*chat.Message)(nil)).Where("show_id = ?", showID).Count(ctx)
+		if err != nil || n != 1 {
+			t.Fatalf("%d messages stored (%v), want 1", n, err)
+		}
+		if logs := env.Logs(); !strings.Contains(logs, "comments_count was not moved") || !strings.Contains(logs, "count refused") {
+			t.Errorf("the failed update is not logged:\n%s", logs)
+		}
+		s := env.Do("GET", fmt.Sprintf("/v1/shows/%d", showID), fanTok, nil).Expect(t, http.StatusOK).JSON(t)["show"].(map[string]any)
+		if s["comments_count"].(float64) != 0 {
+			t.Errorf("comments_count %v, want 0 (the update was refused)", s["comments_count"])
 		}
 	})
 }

@@ -70,11 +70,10 @@ func TestDeliveriesCommitWithTheChange(t *testing.T) {
 			t.Fatal("the failed show was kept")
 		}
 
-		// The same for a chat message. The chat's subscribers run before
-		// it moves the show's comments_count, and the webhooks write a
-		// message's deliveries once it moved, just before the commit
-		// (events.Tx.BeforeCommit): this hook looks from there too, after
-		// them, and fails the transaction.
+		// The same for a chat message. The webhooks write a message's
+		// deliveries in the chat's transaction; this hook looks just
+		// before its commit (events.Tx.BeforeCommit), after them, and
+		// fails the transaction.
 		cm, _ := onairtest.Module[*chat.Module](env)
 		cm.Service.SubscribeTx(func(ctx context.Context, tx bun.IDB, ev chat.TxEvent) error {
 			if ev.Message.Body != "doomed" {

@@ -104,16 +104,9 @@ func (m *Module) onChat(ctx context.Context, tx bun.IDB, ev chat.TxEvent) error 
 	}
 	// Most messages have nobody to tell: ask first whether any webhook
 	// may want the event, in one statement, and load the show and the
-	// author only when one does. The chat moves the show's comments_count
-	// after its subscribers ran (it holds the show's row from there to
-	// the commit), so the payload, whose show carries that count, is
-	// written just before the commit.
+	// author only when one does.
 	if wanted, err := m.mayWant(ctx, tx, typ, ev.Message.ShowID); err != nil || !wanted {
 		return err
-	}
-	if etx, ok := tx.(*events.Tx); ok {
-		etx.BeforeCommit(func(ctx context.Context) error { return m.writeChat(ctx, etx, typ, ev) })
-		return nil
 	}
 	return m.writeChat(ctx, tx, typ, ev)
 }
@@ -127,6 +120,14 @@ func (m *Module) writeChat(ctx context.Context, tx bun.IDB, typ string, ev chat.
 	}
 	if err != nil {
 		return err
+	}
+	// The chat moves the show's comments_count once the message's
+	// transaction committed (chat.Service.count): the payload's show
+	// carries the count with this message.
+	if ev.Type == chat.EventChatDeleted {
+		sh.CommentsCount = max(0, sh.CommentsCount-1)
+	} else {
+		sh.CommentsCount++
 	}
 	msg := *ev.Message
 	if msg.User == nil {
