@@ -90,11 +90,18 @@ func (s *Service) runTxHooks(ctx context.Context, etx *events.Tx, ev TxEvent) er
 // The message is stored by then, so a failed update is logged, not
 // returned: the poster must not send it again. A node that dies between
 // the commit and the update leaves the count one short (docs/shows.md).
+// The request's end (a deadline, the client gone) does not stop it.
 func (s *Service) count(ctx context.Context, showID int64, delta int) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), countWait)
+	defer cancel()
 	if err := s.shows.AddComments(ctx, s.db, showID, delta); err != nil && !errors.Is(err, shows.ErrNotFound) {
 		s.log.Error("chat: the show's comments_count was not moved", "show", showID, "by", delta, "err", err)
 	}
 }
+
+// countWait bounds count's update: a database that does not answer
+// within it leaves the count one short (logged).
+const countWait = 10 * time.Second
 
 // ErrNotFound is a missing (or deleted) message.
 var ErrNotFound = errors.New("chat: message not found")
