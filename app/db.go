@@ -148,9 +148,16 @@ func ping(ctx context.Context, db *bun.DB) error {
 }
 
 // isSQLiteBusy tells SQLite's SQLITE_BUSY (any extended code of it).
-func isSQLiteBusy(err error) bool {
+func isSQLiteBusy(err error) bool { return sqlitePrimary(err) == sqlite3.SQLITE_BUSY }
+
+// sqlitePrimary is the primary result code of a SQLite error (of an
+// extended one, its low byte), or -1 when err is not one.
+func sqlitePrimary(err error) int {
 	var lite *sqlite.Error
-	return errors.As(err, &lite) && lite.Code()&0xff == sqlite3.SQLITE_BUSY
+	if !errors.As(err, &lite) {
+		return -1
+	}
+	return lite.Code() & 0xff
 }
 
 // readConns is how many connections read a SQLite file beside the writer.
@@ -266,9 +273,7 @@ func IsUnavailable(err error) bool {
 	if errors.As(err, &my) {
 		return mysqlUnavailable[my.Number]
 	}
-	var lite *sqlite.Error
-	if errors.As(err, &lite) {
-		base := lite.Code() & 0xff // the primary code of an extended one
+	if base := sqlitePrimary(err); base >= 0 {
 		return base == sqlite3.SQLITE_BUSY || base == sqlite3.SQLITE_LOCKED
 	}
 	var op *net.OpError
