@@ -115,6 +115,7 @@ func (*Module) Policies() []string {
 
 func (m *Module) Provision(ctx context.Context, core *app.Core) error {
 	m.Service = NewService(core.DB, core.Config.PublicURL)
+	m.Service.reader = core.ReadDB()
 	m.Service.clock = core.Clock
 	m.Service.bus = core.Events
 	m.Service.outbox = outbox.From(core)

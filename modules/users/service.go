@@ -30,6 +30,10 @@ import (
 // admin, pages) call it; handlers are thin over it.
 type Service struct {
 	db *bun.DB
+	// reader reads the tokens (app.Core.ReadDB): on SQLite a request's
+	// token check does not wait behind the writer's queue (300 shows
+	// going live at once). db when the service has no read pool.
+	reader *bun.DB
 	// clock is the kernel's (Core.Clock) once the module provisioned;
 	// a service of NewService alone reads the system's time.
 	clock     *app.Clock
@@ -62,7 +66,7 @@ type Service struct {
 
 // NewService returns the users service over db; URLs are built on publicURL.
 func NewService(db *bun.DB, publicURL string) *Service {
-	return &Service{db: db, publicURL: publicURL, hintOut: os.Stderr, throttle: newMemoryThrottle(LoginAttempts, LoginWindow),
+	return &Service{db: db, reader: db, publicURL: publicURL, hintOut: os.Stderr, throttle: newMemoryThrottle(LoginAttempts, LoginWindow),
 		resetMails: newMemoryThrottle(ResetMailsPerAddress, ResetMailWindow), resetClients: newMemoryThrottle(ResetMailsPerClient, ResetMailWindow),
 		reserved: new(app.Core).ReservedSlug, maxImage: DefaultImageMaxBytes, bus: events.NewBus(nil), clock: app.NewClock(nil),
 		images: imaging.NewDecoder(DefaultImageDecodeMB<<20, imageDecodeWait)}
@@ -468,6 +472,12 @@ func hashToken(plain string) string {
 // lastUsedEvery limits last_used_at writes to one a minute per token.
 const lastUsedEvery = time.Minute
 
+// lastUsedWait bounds the last_used_at write of a token lookup: it is
+// bookkeeping, and a lookup that waited for a busy writer (SQLite's one
+// connection behind a storm of go-live writes) would hold every request
+// of the token with it.
+const lastUsedWait = time.Second
+
 // Authenticate resolves a Bearer token to its user's principal. An unknown
 // or revoked token answers nil, nil (the kernel turns it into a 401).
 func (s *Service) Authenticate(ctx context.Context, token string) (*app.Principal, error) {
@@ -491,7 +501,7 @@ func (s *Service) Authenticate(ctx context.Context, token string) (*app.Principa
 // for an unknown or revoked token or a suspended user.
 func (s *Service) lookupToken(ctx context.Context, sum [sha256.Size]byte) (*app.Principal, error) {
 	t := new(Token)
-	err := s.db.NewSelect().Model(t).Relation("User").
+	err := s.reader.NewSelect().Model(t).Relation("User").
 		Where("tk.hash = ?", hex.EncodeToString(sum[:])).Where("tk.revoked_at IS NULL").Scan(ctx)
 	if errors.Is(err, sql.ErrNoRows) || (err == nil && t.User != nil && t.User.SuspendedAt != nil) {
 		return nil, nil // a suspended user's tokens stop working (suspend.go)
@@ -502,8 +512,12 @@ func (s *Service) lookupToken(ctx context.Context, sum [sha256.Size]byte) (*app.
 	now := s.now()
 	if t.LastUsedAt == nil || now.Sub(*t.LastUsedAt) >= lastUsedEvery {
 		// Bookkeeping only: a database that reads but cannot write now
-		// (SQLite locked by another process) does not refuse the token.
-		if _, err := s.db.NewUpdate().Model((*Token)(nil)).Set("last_used_at = ?", now).Where("id = ?", t.ID).Exec(ctx); err != nil {
+		// (SQLite locked by another process, its writer busy past
+		// lastUsedWait) does not refuse the token.
+		wctx, cancel := context.WithTimeout(ctx, lastUsedWait)
+		_, err := s.db.NewUpdate().Model((*Token)(nil)).Set("last_used_at = ?", now).Where("id = ?", t.ID).Exec(wctx)
+		cancel()
+		if err != nil {
 			if !app.IsUnavailable(err) && !errors.Is(err, context.DeadlineExceeded) {
 				return nil, fmt.Errorf("users: token last used: %w", err)
 			}
