@@ -203,7 +203,9 @@ func TestLadder(t *testing.T) {
 	_, token := env.CreateUser("Ladder DJ")
 	b := onairtest.CreateShow(t, env, token, nil)
 	m, _ := onairtest.Module[*live.Module](env)
-	cmd, done := publish720(t, b.RTMP+"/"+b.Key, 120)
+	// Long enough to outlast every step on a slow machine; the last step
+	// stops it.
+	cmd, done := publish720(t, b.RTMP+"/"+b.Key, 900)
 	s := b.Await(t, "live", isLive)
 	master := s["video_url"].(string)
 
