@@ -39,7 +39,8 @@ func TestPublisherStorm(t *testing.T) {
 	onairtest.EachBackend(t, func(t *testing.T, backend string) {
 		env := onairtest.New(t, onairtest.Options{Backend: backend, Configure: func(c *app.Config) {
 			c.Set(live.SettingRTMPMaxConns, 512)
-			c.Set(live.SettingRTMPMaxPendingPerIP, 64)
+			c.Set(live.SettingRTMPMaxPending, 512)
+			c.Set(live.SettingRTMPMaxPendingPerIP, 512)
 			c.Set(live.SettingRTMPMaxPublishersPerIP, 512)
 		}})
 		_, token := env.CreateUser("Storm Chaser")
@@ -84,7 +85,8 @@ func TestPublisherStorm(t *testing.T) {
 		testload.Poll(t, "every show live", func() error {
 			select {
 			case err := <-refused:
-				t.Fatalf("a publisher was refused: %v", err)
+				t.Fatalf("a publisher was refused: %v (the server's admission: %v evicted, %v timed out)", err,
+					metric(t, env, "onair_rtmp_evicted_total"), metric(t, env, "onair_rtmp_admission_timeouts_total"))
 			default:
 			}
 			clear(videoURL)
