@@ -200,7 +200,7 @@ type thumbFollower struct {
 	showID int64
 	dir    string
 	thumbs *thumbnailer
-	done   func(showID int64)
+	done   func(showID int64, scratch string)
 	last   time.Time
 }
 

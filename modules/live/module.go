@@ -345,6 +345,12 @@ func (m *Module) registerMetrics(reg prometheus.Registerer) error {
 // Start listens for publishers on ONAIR_RTMP_ADDR and reconciles what a
 // previous run left behind.
 func (m *Module) Start(ctx context.Context) error {
+	if m.thumbs != nil {
+		// What a crash left; before any publisher (a CLI command
+		// provisions the module beside a running server, and never
+		// starts it).
+		m.thumbs.sweep(m.root)
+	}
 	addr := app.Get[string](m.core.Config, SettingRTMPAddr)
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {

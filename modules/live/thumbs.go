@@ -2,10 +2,12 @@ package live
 
 import (
 	"context"
+	"io"
 	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"time"
 )
@@ -19,10 +21,20 @@ const (
 // thumbJob asks for the thumbnail and preview of a show from a segment.
 type thumbJob struct {
 	showID  int64
-	dir     string
+	dir     string // the show's working directory
 	segment string
-	done    func(showID int64)
+	// done takes the fresh thumb.jpg and preview.gif from scratch.
+	done func(showID int64, scratch string)
+	// scratch is the job's own directory (request makes it): the segment
+	// linked there, and ffmpeg's output. The show's working directory
+	// may be gone by the time the job runs: with a media store other
+	// than the data dir, the archive removes it once the store has it,
+	// and a short show on a busy node ends before its job's turn.
+	scratch string
 }
+
+// scratchPrefix starts the name of a job's directory, beside the shows'.
+const scratchPrefix = ".thumb-"
 
 // thumbnailer runs ffmpeg, one job at a time at the lowest CPU priority,
 // away from the ingest path. Jobs beyond a small queue are dropped: a
@@ -38,6 +50,19 @@ func newThumbnailer(ffmpeg string, log *slog.Logger) *thumbnailer {
 	return &thumbnailer{ffmpeg: ffmpeg, log: log, jobs: make(chan thumbJob, 8)}
 }
 
+// sweep removes the jobs' directories a crash left in root, where the
+// shows' directories are. It runs before the first request.
+func (t *thumbnailer) sweep(root string) {
+	stale, _ := filepath.Glob(filepath.Join(root, scratchPrefix+"*"))
+	for _, dir := range stale {
+		if err := os.RemoveAll(dir); err != nil {
+			t.log.Warn("live: remove a thumbnail job's directory", "dir", dir, "err", err)
+		}
+	}
+}
+
+// start runs the jobs until ctx ends; the jobs still queued then are
+// dropped with their directories.
 func (t *thumbnailer) start(ctx context.Context) {
 	t.wg.Add(1)
 	go func() {
@@ -45,11 +70,19 @@ func (t *thumbnailer) start(ctx context.Context) {
 		for {
 			select {
 			case <-ctx.Done():
-				return
+				for {
+					select {
+					case job := <-t.jobs:
+						os.RemoveAll(job.scratch)
+					default:
+						return
+					}
+				}
 			case job := <-t.jobs:
 				if t.run(ctx, job) {
-					job.done(job.showID)
+					job.done(job.showID, job.scratch)
 				}
+				os.RemoveAll(job.scratch)
 			}
 		}
 	}()
@@ -57,21 +90,56 @@ func (t *thumbnailer) start(ctx context.Context) {
 
 func (t *thumbnailer) wait() { t.wg.Wait() }
 
+// request queues a job, with the segment linked (or, across file
+// systems, copied) into a directory of the job's own, so that the job
+// still has it when the show's directory is gone.
 func (t *thumbnailer) request(job thumbJob) {
+	scratch, err := os.MkdirTemp(filepath.Dir(job.dir), scratchPrefix+strconv.FormatInt(job.showID, 10)+"-")
+	if err != nil {
+		t.log.Warn("thumbnail skipped", "show", job.showID, "err", err)
+		return
+	}
+	src := filepath.Join(scratch, "segment"+filepath.Ext(job.segment))
+	if err := os.Link(job.segment, src); err != nil {
+		if err := copyFile(job.segment, src); err != nil {
+			os.RemoveAll(scratch)
+			t.log.Warn("thumbnail skipped", "show", job.showID, "err", err)
+			return
+		}
+	}
+	job.segment, job.scratch = src, scratch
 	select {
 	case t.jobs <- job:
 	default:
+		os.RemoveAll(scratch)
 	}
 }
 
+// copyFile copies src to a new file dst.
+func copyFile(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
 // run makes thumb.jpg (one frame) and preview.gif (3 s at 8 fps) from the
-// segment, writing to temporary names and renaming so readers never see a
-// partial file.
+// segment, in the job's directory.
 func (t *thumbnailer) run(ctx context.Context, job thumbJob) bool {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	jpg := filepath.Join(job.dir, ".thumb.tmp.jpg")
-	gif := filepath.Join(job.dir, ".preview.tmp.gif")
+	jpg := filepath.Join(job.scratch, thumbFile)
+	gif := filepath.Join(job.scratch, gifFile)
 	steps := [][]string{
 		{"-i", job.segment, "-frames:v", "1", "-vf", "scale=640:-2", "-q:v", "4", "-f", "image2", jpg},
 		{"-t", "3", "-i", job.segment, "-vf", "fps=8,scale=320:-2:flags=lanczos", "-loop", "0", "-f", "gif", gif},
@@ -87,25 +155,29 @@ func (t *thumbnailer) run(ctx context.Context, job thumbJob) bool {
 			return false
 		}
 	}
-	if err := os.Rename(jpg, filepath.Join(job.dir, thumbFile)); err != nil {
-		return false
-	}
-	if err := os.Rename(gif, filepath.Join(job.dir, gifFile)); err != nil {
-		return false
-	}
 	return true
 }
 
-// thumbnailed points the show at its thumbnail and preview (once; later
-// refreshes replace the files behind the same URLs).
-func (m *Module) thumbnailed(showID int64) {
+// thumbnailed takes a fresh thumbnail and preview from scratch: into the
+// store (a mirror) and the show's working directory, renamed there so
+// readers never see a partial file; then it points the show at them
+// (once; later refreshes replace the files behind the same URLs). With a
+// mirror the working directory may be gone (archived); without one it is
+// the store, and a show whose directory is gone was deleted.
+func (m *Module) thumbnailed(showID int64, scratch string) {
 	if m.mirror {
 		ctx, cancel := context.WithTimeout(m.ctx, time.Minute)
-		err := m.uploadThumbnails(ctx, showID, m.showDir(showID))
+		err := m.uploadThumbnails(ctx, showID, scratch)
 		cancel()
 		if err != nil {
 			m.core.Log.Error("live: upload thumbnails", "show", showID, "err", err)
 			return // the next refresh tries again
+		}
+	}
+	dir := m.showDir(showID)
+	for _, name := range []string{thumbFile, gifFile} {
+		if err := os.Rename(filepath.Join(scratch, name), filepath.Join(dir, name)); err != nil && !m.mirror {
+			return
 		}
 	}
 	image, gif := m.mediaURL(showID, thumbFile), m.mediaURL(showID, gifFile)
