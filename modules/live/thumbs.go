@@ -41,13 +41,16 @@ const scratchPrefix = ".thumb-"
 // thumbnail is refreshed a minute later anyway.
 type thumbnailer struct {
 	ffmpeg string
-	log    *slog.Logger
-	jobs   chan thumbJob
-	wg     sync.WaitGroup
+	// nice is ffmpeg's niceness: the lowest priority, 19 (a test of the
+	// jobs' files sets 0, beside suites that keep the CPU busy).
+	nice string
+	log  *slog.Logger
+	jobs chan thumbJob
+	wg   sync.WaitGroup
 }
 
 func newThumbnailer(ffmpeg string, log *slog.Logger) *thumbnailer {
-	return &thumbnailer{ffmpeg: ffmpeg, log: log, jobs: make(chan thumbJob, 8)}
+	return &thumbnailer{ffmpeg: ffmpeg, nice: "19", log: log, jobs: make(chan thumbJob, 8)}
 }
 
 // sweep removes the jobs' directories a crash left in root, where the
@@ -145,7 +148,7 @@ func (t *thumbnailer) run(ctx context.Context, job thumbJob) bool {
 		{"-t", "3", "-i", job.segment, "-vf", "fps=8,scale=320:-2:flags=lanczos", "-loop", "0", "-f", "gif", gif},
 	}
 	for _, args := range steps {
-		full := append([]string{"-n", "19", t.ffmpeg, "-nostdin", "-loglevel", "error", "-y"}, args...)
+		full := append([]string{"-n", t.nice, t.ffmpeg, "-nostdin", "-loglevel", "error", "-y"}, args...)
 		cmd := exec.CommandContext(ctx, "nice", full...)
 		if _, err := exec.LookPath("nice"); err != nil {
 			cmd = exec.CommandContext(ctx, t.ffmpeg, full[3:]...)
