@@ -2,7 +2,6 @@ package live
 
 import (
 	"context"
-	"io"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -93,9 +92,9 @@ func (t *thumbnailer) start(ctx context.Context) {
 
 func (t *thumbnailer) wait() { t.wg.Wait() }
 
-// request queues a job, with the segment linked (or, across file
-// systems, copied) into a directory of the job's own, so that the job
-// still has it when the show's directory is gone.
+// request queues a job, with the segment hard-linked into a directory of
+// the job's own (beside the show's, on the same file system), so that the
+// job still has it when the show's directory is gone.
 func (t *thumbnailer) request(job thumbJob) {
 	scratch, err := os.MkdirTemp(filepath.Dir(job.dir), scratchPrefix+strconv.FormatInt(job.showID, 10)+"-")
 	if err != nil {
@@ -104,11 +103,9 @@ func (t *thumbnailer) request(job thumbJob) {
 	}
 	src := filepath.Join(scratch, "segment"+filepath.Ext(job.segment))
 	if err := os.Link(job.segment, src); err != nil {
-		if err := copyFile(job.segment, src); err != nil {
-			os.RemoveAll(scratch)
-			t.log.Warn("thumbnail skipped", "show", job.showID, "err", err)
-			return
-		}
+		os.RemoveAll(scratch)
+		t.log.Warn("thumbnail skipped", "show", job.showID, "err", err)
+		return
 	}
 	job.segment, job.scratch = src, scratch
 	select {
@@ -116,24 +113,6 @@ func (t *thumbnailer) request(job thumbJob) {
 	default:
 		os.RemoveAll(scratch)
 	}
-}
-
-// copyFile copies src to a new file dst.
-func copyFile(src, dst string) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
 }
 
 // run makes thumb.jpg (one frame) and preview.gif (3 s at 8 fps) from the
