@@ -212,12 +212,13 @@ func run(dbURL string, nShows, nUsers int, reseed bool, duration time.Duration, 
 	}
 	if have < nShows {
 		start, load0, self0, db0 := time.Now(), benchkit.LoadAvg(), selfCPU(), procCPU(dbPID)
-		if err := seed(ctx, core.DB.DB, nUsers, nShows); err != nil {
+		counts, err := seed(ctx, core.DB.DB, nUsers, nShows)
+		if err != nil {
 			return fmt.Errorf("seed: %w", err)
 		}
 		// The seed writes around the service: the maintained list
-		// counts are computed from the rows once.
-		if err := shows.RebuildCounts(ctx, core.DB); err != nil {
+		// counts are what it counted of the rows it wrote.
+		if err := shows.ReplaceCounts(ctx, core.DB, counts); err != nil {
 			return err
 		}
 		fmt.Printf("seeded %d users and %d shows in %s (CPU: this process %s, MariaDB %s; load average %s at the start, %s at the end)\n",
