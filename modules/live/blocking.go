@@ -141,17 +141,20 @@ func (m *Module) forgetLive(showID int64) {
 // part until it can be answered (nil: send the file now), or returns the
 // answer: 400 for a malformed or too far _HLS_msn/_HLS_part, 503 when it
 // did not appear in time or too many requests wait already, 404 for a part
-// that is neither there nor next. It only reads the query and the show's
-// live state, so any serving path can call it before reading the file.
+// that is neither there nor next, and 404 for the live playlist of a rung
+// the ladder dropped (any request of it, held ones released at once) and
+// the part it hinted. It only reads the query and the show's live state,
+// so any serving path can call it before reading the file.
 func (m *Module) awaitMedia(c *fiber.Ctx, id int64, file string) error {
-	playlist := file == hls.PlaylistAV || file == hls.PlaylistAudio || hls.IsRungPlaylist(file)
+	rung := hls.IsRungPlaylist(file)
+	playlist := rung || file == hls.PlaylistAV || file == hls.PlaylistAudio
 	var q blockingQuery
 	if playlist {
 		var err error
 		if q, err = parseBlocking(c.Query("_HLS_msn"), c.Query("_HLS_part")); err != nil {
 			return fiber.NewError(fiber.StatusBadRequest, err.Error())
 		}
-		if !q.set {
+		if !q.set && !rung {
 			return nil
 		}
 	} else if _, _, _, ok := hls.ParsePartFile(file); !ok || m.media.has(id, file) {
@@ -162,6 +165,12 @@ func (m *Module) awaitMedia(c *fiber.Ctx, id int64, file string) error {
 	m.mu.Unlock()
 	if live == nil {
 		return nil // not ingested here (any more): answer with what there is
+	}
+	if rung && live.Gone(file) {
+		return fiber.ErrNotFound
+	}
+	if playlist && !q.set {
+		return nil
 	}
 	if !playlist && live.PartPublished(file) {
 		// The packager writes a part's file before it publishes it: the
@@ -204,7 +213,7 @@ func (m *Module) awaitMedia(c *fiber.Ctx, id int64, file string) error {
 		return nil
 	case errors.Is(err, hls.ErrTooFar) && playlist:
 		return fiber.NewError(fiber.StatusBadRequest, "_HLS_msn or _HLS_part is too far ahead of the live playlist")
-	case errors.Is(err, hls.ErrTooFar):
+	case errors.Is(err, hls.ErrTooFar), errors.Is(err, hls.ErrGone):
 		return fiber.ErrNotFound
 	case errors.Is(err, hls.ErrNotReady):
 		m.waiting.timedOut.Add(1)

@@ -1,6 +1,10 @@
 package live
 
-import "time"
+import (
+	"time"
+
+	"github.com/onair/onair/modules/live/hls"
+)
 
 // SignToken and ValidToken expose the media signer to the tests of other
 // nodes' agreement on it.
@@ -96,4 +100,15 @@ func (m *Module) SetFrontHook(hook func()) {
 		return
 	}
 	m.front.hook.Store(&hook)
+}
+
+// PackageLive opens a packager of the show's live stream on this node as
+// a publication does (its working directory, its live files in memory,
+// its blocking reloads), for tests that feed it units themselves.
+func (m *Module) PackageLive(showID int64) (*hls.Packager, error) {
+	opts := hls.Options{Live: m.liveFor(showID), DVR: m.dvr}
+	if files := m.media.start(showID); files != nil {
+		opts.Files = files
+	}
+	return hls.Open(m.showDir(showID), opts)
 }

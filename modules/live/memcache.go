@@ -340,7 +340,8 @@ func (f *liveFiles) Growing(part string) bool {
 
 var _ hls.GrowingFiles = (*liveFiles)(nil)
 
-// Remove forgets a segment or part that left the live playlist.
+// Remove forgets a segment or part that left the live playlist, or the
+// live playlist of a rung the ladder dropped.
 func (f *liveFiles) Remove(name string) {
 	f.mu.Lock()
 	delete(f.parts, name)

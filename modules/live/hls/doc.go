@@ -40,7 +40,8 @@
 // the parts of the last three segments and of the one being written,
 // EXT-X-PRELOAD-HINT for the next part and EXT-X-RENDITION-REPORT of every
 // other rendition (the ladder's rungs too); a Live hears of every playlist published, so that
-// blocking playlist reloads and hinted part requests wait on it.
+// blocking playlist reloads and hinted part requests wait on it, and of
+// a rung removed, so that they stop waiting for it (ErrGone).
 //
 // Master playlists (MasterAV, MasterAudio; ArchiveMasterAV,
 // ArchiveMasterAudio from Finalize) list the renditions with CODECS,

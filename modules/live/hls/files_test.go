@@ -30,7 +30,7 @@ func (m *memFiles) Put(name string, data []byte, mod time.Time) {
 		if err != nil || !bytes.HasSuffix(seg, data) || len(data) == 0 {
 			m.t.Errorf("Put %s: %d bytes, not the end of its segment's %d (%v)", name, len(data), len(seg), err)
 		}
-	} else if name != PlaylistAV && name != PlaylistAudio {
+	} else if name != PlaylistAV && name != PlaylistAudio && !IsRungPlaylist(name) {
 		disk, err := os.ReadFile(filepath.Join(m.dir, name))
 		if err != nil {
 			m.t.Errorf("Put %s: %v", name, err)

@@ -34,7 +34,8 @@ import (
 //
 // The master playlists list the rungs between the source's variant and
 // the audio-only one, highest first, once each has a segment; a rung
-// removed (an overloaded transcoder dropping it) leaves them.
+// removed (an overloaded transcoder dropping it) leaves them, and its
+// live playlist is gone (Live.Gone) while what it published stays.
 
 // rungPrefix begins the name of every rung rendition.
 const rungPrefix = "v"
@@ -370,7 +371,14 @@ func (r *Rung) Pause() error {
 }
 
 // Close finishes the rung's segment in progress; with remove, the rung
-// also leaves the master playlists (a transcoder dropped it).
+// also leaves the master playlists and the other renditions' reports (a
+// transcoder dropped it), and its live playlist is gone: taken out of
+// Files, and every request waiting on it in Live, or asking Live after,
+// gets ErrGone, so that a player on the rung hears at once that it must
+// switch (rather than reloading a playlist that stays frozen). The
+// segments and parts it published stay where they are, in Files and the
+// directory, until they would have gone anyway: a player may be loading
+// one, and the recording keeps the rung.
 func (r *Rung) Close(remove bool) error {
 	var err error
 	if r.r != nil && r.err == nil {
@@ -385,6 +393,10 @@ func (r *Rung) Close(remove bool) error {
 		}
 		err = errors.Join(err, r.p.writeMastersLocked())
 		l.mu.Unlock()
+		if r.p.opts.Files != nil {
+			r.p.opts.Files.Remove(r.Playlist())
+		}
+		r.p.opts.Live.retire(r.Playlist())
 	}
 	return err
 }

@@ -1,10 +1,15 @@
 package hls
 
 import (
+	"context"
+	"errors"
+	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // A rung fed the source's frames (as ffmpeg returns them, keyframes
@@ -173,5 +178,120 @@ func TestRungNames(t *testing.T) {
 	}
 	if PlaylistOf("v360") != "v360.m3u8" || ArchiveOf("v360") != "archive_v360.m3u8" || !IsRungPlaylist("v240.m3u8") || IsRungPlaylist("index.m3u8") {
 		t.Error("rung file names")
+	}
+}
+
+// A rung removed (Rung.Close(true): its transcoder dropped it) is gone at
+// once: it leaves the masters and the other renditions' reports, its live
+// playlist leaves Files, and Live answers ErrGone to the blocking reload
+// and the part request already waiting on it (woken, not timed out) and
+// to every one after, for what it has as for what it never will; the
+// segments and parts it published stay, in Files and on disk, and the
+// source goes on. The playlist published again (a rung of that height
+// back after the publisher reconnected) is no longer gone.
+func TestDroppedRungIsGone(t *testing.T) {
+	dir := t.TempDir()
+	live := NewLive()
+	files := &memFiles{t: t, dir: dir, files: map[string][]byte{}, removed: map[string]bool{}}
+	p := openTest(t, dir, Options{Live: live, Files: files})
+	feed(t, p, 1000, 6000, 2000, true)
+	r := p.Packager.Rung(240, nil)
+	sps, pps := avcRecord[8:17], avcRecord[20:24]
+	for ms := int64(0); ms < 6000; ms += 40 {
+		nalus := [][]byte{{0x41, 0x9A, 1, 2, 3}}
+		if ms%2000 == 0 {
+			nalus = [][]byte{sps, pps, {0x65, 0x88, 1, 2, 3, 4}}
+		}
+		ts := (1000 + ms) * 90
+		if err := r.Video(ts, ts, nalus); err != nil {
+			t.Fatal(err)
+		}
+	}
+	list := r.Playlist()
+	before, ok := live.Position(list)
+	text := string(files.files[list])
+	parts := partTag.FindAllStringSubmatch(text, -1)
+	if !ok || before.Segments != 2 || before.MSN != 2 || len(parts) == 0 || !strings.Contains(string(files.files[MasterAV]), list) {
+		t.Fatalf("before the drop: %+v, master:\n%s\nrung:\n%s", before, files.files[MasterAV], text)
+	}
+	published := parts[len(parts)-1][2]
+
+	ctx := context.Background()
+	type answer struct {
+		what string
+		err  error
+		at   time.Time
+	}
+	done := make(chan answer, 2)
+	go func() {
+		_, _, err := live.AwaitPosition(ctx, list, 3, -1)
+		done <- answer{"msn 3", err, time.Now()}
+	}()
+	go func() {
+		err := live.AwaitPart(ctx, partFile(r.Name(), 3, 0))
+		done <- answer{"part 0 of 3", err, time.Now()}
+	}()
+	waiters := live.list(list)
+	for waiters.waiting.Load() != 2 {
+		runtime.Gosched()
+	}
+	dropped := time.Now()
+	if err := r.Close(true); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		// The rung's target is 2 s: a timeout would take 6.
+		if a := <-done; !errors.Is(a.err, ErrGone) || a.at.Sub(dropped) > 3*time.Second {
+			t.Errorf("%s, waiting at the drop: %v after %s, want ErrGone at once", a.what, a.err, a.at.Sub(dropped))
+		}
+	}
+	if n := waiters.waiting.Load(); n != 0 {
+		t.Errorf("%d waiters left on the dropped rung", n)
+	}
+
+	after, _ := live.Position(list)
+	if !live.Gone(list) || live.Gone(PlaylistAV) || live.Gone(PlaylistAudio) {
+		t.Errorf("gone: rung %v, source %v, audio %v", live.Gone(list), live.Gone(PlaylistAV), live.Gone(PlaylistAudio))
+	}
+	for _, q := range []struct {
+		msn  uint64
+		part int
+	}{{0, -1}, {1, -1}, {after.MSN, 0}, {after.MSN + 1, -1}} {
+		if _, waited, err := live.AwaitPosition(ctx, list, q.msn, q.part); !errors.Is(err, ErrGone) || waited {
+			t.Errorf("msn %d part %d after the drop: %v (waited %v), want ErrGone at once", q.msn, q.part, err, waited)
+		}
+	}
+	for _, part := range []string{partFile(r.Name(), after.MSN, after.Part+1), partFile(r.Name(), after.MSN+1, 0)} {
+		if err := live.AwaitPart(ctx, part); !errors.Is(err, ErrGone) {
+			t.Errorf("%s after the drop: %v, want ErrGone", part, err)
+		}
+	}
+	if !live.PartPublished(published) || files.files[published] == nil || files.files[segmentFile(r.Name(), 1)] == nil {
+		t.Errorf("what the rung published before the drop went: %s published %v", published, live.PartPublished(published))
+	}
+	if _, ok := files.files[list]; ok || !files.removed[list] {
+		t.Errorf("the rung's playlist still in Files")
+	}
+	if _, err := os.Stat(filepath.Join(dir, segmentFile(r.Name(), 1))); err != nil {
+		t.Errorf("the rung's segment on disk: %v", err)
+	}
+	if m := string(files.files[MasterAV]); strings.Contains(m, list) || strings.Contains(readFile(t, filepath.Join(dir, MasterAV)), list) {
+		t.Errorf("the master still lists the rung:\n%s", m)
+	}
+	// The source goes on, its next part without the rung's report.
+	feed(t, p, 7000, 400, 2000, true)
+	if src := string(files.files[PlaylistAV]); strings.Contains(src, list) || !strings.Contains(src, "#EXT-X-PART:") {
+		t.Errorf("the source's playlist after the drop:\n%s", src)
+	}
+	if _, _, err := live.AwaitPosition(ctx, PlaylistAV, 0, -1); err != nil {
+		t.Errorf("the source's playlist: %v", err)
+	}
+	// Back after a reconnect: published again, it answers again.
+	live.publish(list, Position{Segments: 5, MSN: 5, Part: 0, Target: 2, PartTarget: 0.36667})
+	if _, _, err := live.AwaitPosition(ctx, list, 4, -1); err != nil || live.Gone(list) {
+		t.Errorf("published again: %v, gone %v", err, live.Gone(list))
+	}
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
 	}
 }

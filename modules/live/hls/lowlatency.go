@@ -129,6 +129,9 @@ var (
 	ErrTooFar = errors.New("hls: _HLS_msn or _HLS_part too far ahead of the playlist")
 	// ErrNotReady: it did not appear within three target durations (503).
 	ErrNotReady = errors.New("hls: the requested segment or part did not appear in time")
+	// ErrGone: the playlist's rendition was removed (a ladder's rung
+	// dropped, Rung.Close) and will not be written again (404).
+	ErrGone = errors.New("hls: the playlist's rendition was removed")
 )
 
 // Position is how far a live playlist has got.
@@ -219,6 +222,7 @@ type liveList struct {
 type listVersion struct {
 	p       Position
 	started bool // a position was published
+	gone    bool // the rendition was removed (retire) since
 	next    chan struct{}
 }
 
@@ -263,6 +267,36 @@ func (l *Live) publish(playlist string, p Position) {
 	close(old.next)
 }
 
+// retire marks a playlist whose rendition was removed and wakes its
+// waiters: they, and every request after them, get ErrGone rather than
+// waiting for what will not come. A later publication of the playlist
+// (a rung of that height back, after its publisher reconnected) lifts it.
+func (l *Live) retire(playlist string) {
+	if l == nil {
+		return
+	}
+	ll := l.list(playlist)
+	for {
+		old := ll.cur.Load()
+		if old.gone {
+			return
+		}
+		// Compared and swapped, not swapped: a publication in between
+		// (another Packager's) keeps its own version, closed once.
+		if ll.cur.CompareAndSwap(old, &listVersion{p: old.p, started: old.started, gone: true, next: make(chan struct{})}) {
+			close(old.next)
+			return
+		}
+	}
+}
+
+// Gone reports whether a live playlist's rendition was removed (see
+// ErrGone) and the playlist not published since.
+func (l *Live) Gone(playlist string) bool {
+	ll := (*l.lists.Load())[playlist]
+	return ll != nil && ll.cur.Load().gone
+}
+
 // Position reports how far a live playlist has got; ok is false before
 // its first segment or part.
 func (l *Live) Position(playlist string) (p Position, ok bool) {
@@ -277,8 +311,9 @@ func (l *Live) Position(playlist string) (p Position, ok bool) {
 // Await returns once the playlist holds segment msn (part < 0) or part
 // part of it (or anything later), waiting at most three target durations:
 // ErrNotReady after that, ErrTooFar at once for a request too far ahead,
-// and the context's error if it ends first. A playlist not yet started
-// waits like one that has not reached msn.
+// ErrGone at once, or as soon as it happens, for a playlist whose
+// rendition was removed, and the context's error if it ends first. A
+// playlist not yet started waits like one that has not reached msn.
 func (l *Live) Await(ctx context.Context, playlist string, msn uint64, part int) error {
 	_, _, err := l.AwaitPosition(ctx, playlist, msn, part)
 	return err
@@ -291,6 +326,9 @@ func (l *Live) Await(ctx context.Context, playlist string, msn uint64, part int)
 func (l *Live) AwaitPosition(ctx context.Context, playlist string, msn uint64, part int) (Position, bool, error) {
 	ll := l.list(playlist)
 	v := ll.cur.Load()
+	if v.gone {
+		return v.p, false, ErrGone
+	}
 	target := DefaultSegmentDuration
 	if v.started {
 		if v.p.tooFar(msn, part) {
@@ -313,7 +351,10 @@ func (l *Live) AwaitPosition(ctx context.Context, playlist string, msn uint64, p
 		case <-ctx.Done():
 			return v.p, true, ctx.Err()
 		}
-		if v = ll.cur.Load(); v.started && v.p.has(msn, part) {
+		switch v = ll.cur.Load(); {
+		case v.gone:
+			return v.p, true, ErrGone
+		case v.started && v.p.has(msn, part):
 			return v.p, true, nil
 		}
 	}

@@ -25,8 +25,9 @@ var ErrClosed = errors.New("hls: packager closed")
 // never modified; a segment's or part's is the Packager's buffer, valid
 // during the call only (the receiver copies what it keeps: the buffer is
 // reused for the next segment). Remove tells of a segment or part that
-// has left the live playlist. Calls come from the goroutine feeding the
-// Packager.
+// has left the live playlist, or of the live playlist of a rendition
+// removed (a ladder's rung dropped, Rung.Close). Calls come from the
+// goroutine feeding the Packager (or a rung's).
 //
 // With Files, the parts and the live playlists rewritten after each part
 // exist there only: the directory gets the segments (each part's bytes
