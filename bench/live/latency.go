@@ -19,16 +19,22 @@ import (
 )
 
 // Glass-to-glass latency: ffmpeg generates a live picture (a test card
-// whose top strip carries the frame number as 20 black or white blocks)
-// in real time, encodes it once (x264 zerolatency, a keyframe every 2 s,
+// whose top strip carries the frame number as 20 black or white blocks,
+// and the strip below it the wall clock's milliseconds, modulo 2^20, at
+// which ffmpeg's filters made the frame) in real time, encodes it once (x264 zerolatency, a keyframe every 2 s,
 // AAC) and publishes the same encoded stream to OnAir and to nginx-rtmp at
 // once (tee muxer). One headless Chromium tab per server plays the
 // server's live playlist with hls.js (the configuration of OnAir's player:
 // lowLatencyMode, catch-up at up to 1.25x) and, for every frame it
 // presents (requestVideoFrameCallback), reads the frame number back from
 // the picture: latency = presentation time − the moment ffmpeg generated
-// that frame (its start + frame number / frame rate). ffmpeg's start-up
-// before its first frame counts as latency, so the figures err high.
+// that frame (its start + frame number / frame rate), less ffmpeg's
+// start-up: the median, over the frames shown, of the clock a frame
+// carries less that nominal moment (ffmpeg's -re paces its input from
+// its first read, after it has set up its outputs, connections included;
+// that wait is before the first frame exists, not latency). A clock
+// misread in a frame moves the median little; one read wrong in most
+// would show as a start-up outside ffmpeg's start to its first output.
 // With ONAIR_BENCH_TRACE set, each tab's hls.js log and the player's
 // state every second (time, buffer, level, frames, the frame number read)
 // go to the standard error.
@@ -44,18 +50,20 @@ const q = new URLSearchParams(location.search);
 const t0 = Number(q.get('t0')), fps = Number(q.get('fps'));
 window.samples = []; window.firstFrame = 0; window.backwards = 0; let lastN = -1;
 const v = document.getElementById('v');
-const c = document.createElement('canvas'); c.width = 640; c.height = 16;
+const c = document.createElement('canvas'); c.width = 640; c.height = 32;
 const g = c.getContext('2d', {willReadFrequently: true});
 function onFrame(now, meta) {
-  g.drawImage(v, 0, 0, v.videoWidth, 16 * v.videoHeight / 360, 0, 0, 640, 16);
-  const row = g.getImageData(0, 8, 640, 1).data;
-  let n = 0;
-  for (let k = 0; k < 20; k++) if (row[4 * (32 * k + 16)] > 128) n += 1 << k;
+  g.drawImage(v, 0, 0, v.videoWidth, 32 * v.videoHeight / 360, 0, 0, 640, 32);
+  const bits = (y) => { const row = g.getImageData(0, y, 640, 1).data; let n = 0; for (let k = 0; k < 20; k++) if (row[4 * (32 * k + 16)] > 128) n += 1 << k; return n; };
+  const n = bits(8), clock = bits(24);
   if (n < lastN) window.backwards++;
   lastN = n;
   const shown = performance.timeOrigin + meta.expectedDisplayTime;
   if (!window.firstFrame) window.firstFrame = shown;
-  window.samples.push([shown, shown - (t0 + 1000 * n / fps), hls.latency || 0]);
+  // The frame's making on the wall clock: the latest moment up to shown
+  // whose milliseconds modulo 2^20 are the clock's.
+  const whole = Math.floor(shown), made = whole - ((whole - clock) % 1048576 + 1048576) % 1048576;
+  window.samples.push([shown, shown - (t0 + 1000 * n / fps), hls.latency || 0, made - (t0 + 1000 * n / fps)]);
   v.requestVideoFrameCallback(onFrame);
 }
 v.requestVideoFrameCallback(onFrame);
@@ -150,6 +158,12 @@ type latencyResult struct {
 	frames, parts               int
 	// startup is ffmpeg's start to its first output (the FLV header).
 	startup float64
+	// madeAfter is how long after its nominal moment ffmpeg made a frame
+	// (the clock strip; the median over the samples, seconds): ffmpeg's
+	// start-up before its first frame, taken out of the samples and the
+	// breakdown. clockRead counts the samples with a sane clock.
+	madeAfter float64
+	clockRead int
 }
 
 func (r *latencyResult) summarize() {
@@ -180,9 +194,15 @@ func latencyArgs(urls []string, seconds int, scale string) []string {
 	}
 	return []string{"-hide_banner", "-loglevel", "error", "-re",
 		"-f", "lavfi", "-i", fmt.Sprintf("testsrc2=size=640x360:rate=%d", latencyFPS),
-		"-f", "lavfi", "-i", fmt.Sprintf("nullsrc=size=640x16:rate=%d", latencyFPS),
+		"-f", "lavfi", "-i", fmt.Sprintf("nullsrc=size=640x32:rate=%d", latencyFPS),
 		"-f", "lavfi", "-i", "sine=frequency=440:sample_rate=44100",
-		"-filter_complex", "[1]format=gray,geq=lum='255*bitand(floor(N/pow(2,floor(X/32))),1)',format=yuv420p[code];[0][code]overlay=0:0" + scaled + "[v]",
+		// The code strips: rows 0–15 the frame number N, rows 16–31 the
+		// wall clock's milliseconds modulo 2^20 as the filter made the
+		// frame (its timestamp set to RTCTIME in microseconds for geq's
+		// T, then back to N at the frame rate).
+		"-filter_complex", fmt.Sprintf("[1]settb=1/1000000,setpts=RTCTIME,format=gray,"+
+			"geq=lum='255*bitand(floor(if(lt(Y,16),N,mod(floor(T*1000),1048576))/pow(2,floor(X/32))),1)',"+
+			"settb=1/%d,setpts=N,format=yuv420p[code];[0][code]overlay=0:0", latencyFPS) + scaled + "[v]",
 		"-map", "[v]", "-map", "2:a", "-t", fmt.Sprint(seconds),
 		"-c:v", "libx264", "-preset", "veryfast", "-tune", "zerolatency", "-pix_fmt", "yuv420p",
 		"-g", fmt.Sprint(2 * latencyFPS), "-keyint_min", fmt.Sprint(2 * latencyFPS), "-b:v", "1500k",
@@ -329,7 +349,7 @@ func measure(browser context.Context, pageAddr string, t latencyTarget, t0 float
 		r.published, r.parts = mid(f.lags), len(f.lags)
 	}
 	type result struct {
-		Samples    [][3]float64
+		Samples    [][4]float64
 		FirstFrame float64
 		Latency    float64
 		Backwards  int
@@ -359,10 +379,17 @@ func measure(browser context.Context, pageAddr string, t latencyTarget, t0 float
 	r.errors = out.Errors
 	r.resynced = out.Resynced
 	from := out.FirstFrame + float64(warmup)*1000
-	var edge []float64
+	var edge, made []float64
+	for _, s := range out.Samples {
+		// A clock beyond ffmpeg's first minute is a misread one.
+		if s[0] >= from && s[3] >= 0 && s[3] < 60000 {
+			made = append(made, s[3]/1000)
+		}
+	}
+	r.madeAfter, r.clockRead = mid(made), len(made)
 	for _, s := range out.Samples {
 		if s[0] >= from && s[1] > 0 && s[1] < 60000 {
-			r.samples = append(r.samples, s[1]/1000)
+			r.samples = append(r.samples, s[1]/1000-r.madeAfter)
 			edge = append(edge, s[2])
 		}
 	}
@@ -397,8 +424,14 @@ func latencyMarkdown(res []latencyResult, seconds, warmup int) string {
 	fmt.Fprintf(&b, "\n%d s of playback per server after a %d s warm-up, 25 fps frames, both servers fed by one ffmpeg (tee) at the same time.\n", seconds-warmup, warmup)
 	for _, r := range res {
 		if r.published > 0 {
-			fmt.Fprintf(&b, "%s, where the median goes (each a moment less the nominal generation of its media, ffmpeg's start-up included: %.2f s from its start to its first output): encoder %.3f s (%d frames at an FLV sink); part published %.3f s (%d parts; %.3f s after the encoder); to glass %.2f s more (fetch, hold-back, presentation; hls.js's distance to the edge %.2f s).\n",
-				r.name, r.startup, r.encoder, r.frames, r.published, r.parts, r.published-r.encoder, r.p50-r.published, r.hlsEdge)
+			fmt.Fprintf(&b, "%s, where the median goes (each a moment less the making of its media): encoder %.3f s (%d frames at an FLV sink); part published %.3f s (%d parts; %.3f s after the encoder); to glass %.2f s more (fetch, hold-back, presentation; hls.js's distance to the edge %.2f s).\n",
+				r.name, r.encoder-r.madeAfter, r.frames, r.published-r.madeAfter, r.parts, r.published-r.encoder, r.p50-(r.published-r.madeAfter), r.hlsEdge)
+		}
+		if r.clockRead > 0 {
+			fmt.Fprintf(&b, "%s: ffmpeg made each frame %.3f s after its nominal moment (its start + frame number ÷ frame rate; median of %d frames' clocks), its start-up before the first frame (%.2f s from its start to its first output), left out of every figure above; with it the median would be %.2f s.\n",
+				r.name, r.madeAfter, r.clockRead, r.startup, r.p50+r.madeAfter)
+		} else {
+			fmt.Fprintf(&b, "%s: no frame's clock could be read; ffmpeg's start-up (%.2f s to its first output) is in every figure above.\n", r.name, r.startup)
 		}
 		if r.resynced > 0 {
 			fmt.Fprintf(&b, "%s: the player started %.2f s behind its hold-back and jumped there (as OnAir's player does).\n", r.name, r.resynced)
