@@ -22,17 +22,7 @@ func TestRungAlignsWithSource(t *testing.T) {
 	feed(t, p, 1000, 10_000, 2000, true)
 	// The rung starts late, as a transcoder does: at the second keyframe.
 	r := p.Packager.Rung(240, nil)
-	sps, pps := avcRecord[8:17], avcRecord[20:24]
-	for ms := int64(2000); ms < 10_000; ms += 40 {
-		nalus := [][]byte{{0x41, 0x9A, 1, 2, 3}}
-		if ms%2000 == 0 {
-			nalus = [][]byte{sps, pps, {0x65, 0x88, 1, 2, 3, 4}}
-		}
-		ts := (1000 + ms) * 90
-		if err := r.Video(ts, ts, nalus); err != nil {
-			t.Fatal(err)
-		}
-	}
+	rungFrames(t, r, 2000, 10_000)
 	if err := r.Close(false); err != nil {
 		t.Fatal(err)
 	}
@@ -79,26 +69,13 @@ func TestRungGapAfterRestart(t *testing.T) {
 	p := openTest(t, dir, Options{})
 	feed(t, p, 1000, 20_000, 2000, true)
 	r := p.Packager.Rung(240, nil)
-	sps, pps := avcRecord[8:17], avcRecord[20:24]
-	rungFrames := func(from, to int64) {
-		for ms := from; ms < to; ms += 40 {
-			nalus := [][]byte{{0x41, 0x9A, 1, 2, 3}}
-			if ms%2000 == 0 {
-				nalus = [][]byte{sps, pps, {0x65, 0x88, 1, 2, 3, 4}}
-			}
-			ts := (1000 + ms) * 90
-			if err := r.Video(ts, ts, nalus); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
 	// Segments 1 and 2, and 3 cut short by the restart; then from the
 	// source's segment 6 on (12 s).
-	rungFrames(2000, 7000)
+	rungFrames(t, r, 2000, 7000)
 	if err := r.Pause(); err != nil {
 		t.Fatal(err)
 	}
-	rungFrames(12_000, 18_000)
+	rungFrames(t, r, 12_000, 18_000)
 	text := readFile(t, filepath.Join(dir, "v240.m3u8"))
 
 	src := map[uint64]Segment{}
@@ -196,17 +173,7 @@ func TestDroppedRungIsGone(t *testing.T) {
 	p := openTest(t, dir, Options{Live: live, Files: files})
 	feed(t, p, 1000, 6000, 2000, true)
 	r := p.Packager.Rung(240, nil)
-	sps, pps := avcRecord[8:17], avcRecord[20:24]
-	for ms := int64(0); ms < 6000; ms += 40 {
-		nalus := [][]byte{{0x41, 0x9A, 1, 2, 3}}
-		if ms%2000 == 0 {
-			nalus = [][]byte{sps, pps, {0x65, 0x88, 1, 2, 3, 4}}
-		}
-		ts := (1000 + ms) * 90
-		if err := r.Video(ts, ts, nalus); err != nil {
-			t.Fatal(err)
-		}
-	}
+	rungFrames(t, r, 0, 6000)
 	list := r.Playlist()
 	before, ok := live.Position(list)
 	text := string(files.files[list])
@@ -293,5 +260,22 @@ func TestDroppedRungIsGone(t *testing.T) {
 	}
 	if err := p.Close(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// rungFrames feeds the rung 25 fps of the test pictures from ms to ms
+// (the source's clock, 1 s ahead of zero), a keyframe every 2 s.
+func rungFrames(t *testing.T, r *Rung, from, to int64) {
+	t.Helper()
+	sps, pps := avcRecord[8:17], avcRecord[20:24]
+	for ms := from; ms < to; ms += 40 {
+		nalus := [][]byte{{0x41, 0x9A, 1, 2, 3}}
+		if ms%2000 == 0 {
+			nalus = [][]byte{sps, pps, {0x65, 0x88, 1, 2, 3, 4}}
+		}
+		ts := (1000 + ms) * 90
+		if err := r.Video(ts, ts, nalus); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
