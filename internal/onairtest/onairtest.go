@@ -226,7 +226,7 @@ func New(t testing.TB, opts Options) *Env {
 		}
 		core.Close()
 		if t.Failed() {
-			t.Logf("server log:\n%s", logs.String())
+			DumpLog(t, "server", logs.String())
 		}
 	})
 	return env

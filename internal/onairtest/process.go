@@ -105,7 +105,7 @@ func NewProcess(t testing.TB, extra ...string) *Process {
 			}
 		}
 		if t.Failed() {
-			t.Logf("server %s log:\n%s", p.URL, p.log.String())
+			DumpLog(t, "server "+p.URL, p.log.String())
 		}
 	})
 	return p
