@@ -158,13 +158,16 @@ func (c *ladderConfig) rungsBelow(height int) []rungSpec {
 }
 
 // ffmpegArgs is the command line of a show's transcoder: the source as
-// FLV on standard input, each rung as MPEG-TS on its own pipe (fd 3, 4,
-// ...) and the progress reports on the next one. Every rung keeps the
-// source's frames (no frame rate conversion) and its keyframes (forced
+// FLV on standard input, each rung as FLV on its own pipe (fd 3, 4, ...)
+// and the progress reports on the next one. Every rung keeps the
+// source's frames (no frame rate conversion), its timestamps (-copyts:
+// the FLV's milliseconds, out as they came in) and its keyframes (forced
 // where the source has them, and nowhere else), so the rungs are cut at
-// the source's segment boundaries; the audio is copied, each AAC frame
-// written as it comes (-pes_payload_size 0: the MPEG-TS muxer would hold
-// it until the next, behind the video frame after it).
+// the source's segment boundaries; the audio is copied. FLV rather than
+// MPEG-TS because reading it back is far cheaper: demuxing the rungs'
+// MPEG-TS was a third of a laddered OnAir's CPU. The FLV muxer puts the
+// SPS and PPS in the sequence header only (demuxRung gives them back to
+// every keyframe), and no onMetaData (nothing reads it).
 func (c *ladderConfig) ffmpegArgs(rungs []rungSpec, audio bool) []string {
 	args := []string{"-hide_banner", "-nostdin", "-loglevel", "error"}
 	hw := ""
@@ -202,7 +205,7 @@ func (c *ladderConfig) ffmpegArgs(rungs []rungSpec, audio bool) []string {
 		args = append(args, encoderArgs(c.encoder)...)
 		args = append(args, "-b:v", rate, "-maxrate", rate, "-bufsize", strconv.FormatInt(2*r.bitrate, 10),
 			"-force_key_frames", "source", "-g", "600", "-fps_mode", "passthrough",
-			"-muxdelay", "0", "-muxpreload", "0", "-pes_payload_size", "0", "-f", "mpegts", fmt.Sprintf("pipe:%d", 3+i))
+			"-flvflags", "no_metadata", "-f", "flv", fmt.Sprintf("pipe:%d", 3+i))
 	}
 	return append(args, "-progress", fmt.Sprintf("pipe:%d", 3+len(rungs)), "-stats_period", "0.5")
 }

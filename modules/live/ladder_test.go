@@ -123,6 +123,27 @@ func probeHeight(t *testing.T, url string) int {
 	return h
 }
 
+// probeCodecs is the codecs of a media URL as ffprobe names them,
+// sorted and joined ("aac,h264").
+func probeCodecs(t *testing.T, url string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), testload.Patience)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "ffprobe", "-v", "error", "-show_entries", "stream=codec_name",
+		"-of", "csv=p=0", url).Output()
+	if err != nil {
+		t.Fatalf("ffprobe %s: %v", url, err)
+	}
+	var names []string
+	for _, f := range strings.Fields(string(out)) {
+		if f = strings.Trim(f, ","); f != "" && !slices.Contains(names, f) {
+			names = append(names, f)
+		}
+	}
+	slices.Sort(names)
+	return strings.Join(names, ",")
+}
+
 // probeAudio is the presentation times (s) of the audio frames of a
 // segment, in order, as ffprobe reads them.
 func probeAudio(t *testing.T, url string) []float64 {
@@ -317,10 +338,17 @@ func TestLadder(t *testing.T) {
 		if h := probeHeight(t, seg); h != want {
 			t.Errorf("%s decodes at height %d, want %d", seg, h, want)
 		}
+		// Each segment decodes on its own, video and audio, without an
+		// error: a rung's keyframes carry the SPS and PPS that ffmpeg's
+		// FLV gave in its sequence header only.
+		if codecs, errs := probeCodecs(t, seg), decodeErrors(t, seg); codecs != "aac,h264" || errs != "" {
+			t.Errorf("%s: codecs %q, decoding:\n%s", seg, codecs, errs)
+		}
 		// Each rung's segment carries the source's audio frames, those
 		// of its own time: none of the segment before (nor one short at
 		// the end, which made hls.js load a rung's segment again and
-		// again, issue #32). The rungs' times are the FLV's milliseconds.
+		// again, issue #32). The rungs' times are the FLV's milliseconds,
+		// as they came back from ffmpeg.
 		audio := probeAudio(t, seg)
 		if i == 0 {
 			srcAudio = audio

@@ -16,8 +16,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/bluenviron/mediacommon/v2/pkg/formats/mpegts"
-
 	"github.com/onair/onair/modules/live/flv"
 	"github.com/onair/onair/modules/live/hls"
 	"github.com/onair/onair/modules/live/streamcore"
@@ -26,9 +24,9 @@ import (
 
 // The transcoder is a reader of the stream core: one ffmpeg child per
 // show, fed the source as FLV on its standard input (muxed here from the
-// core's units), each rung coming back as MPEG-TS on a pipe of its own,
-// demuxed (mediacommon) into the show's HLS packager as a rung of its
-// ladder (hls.Rung). Like every reader it has a bounded queue: a
+// core's units), each rung coming back as FLV on a pipe of its own, read
+// (flv.Reader) into the show's HLS packager as a rung of its ladder
+// (hls.Rung). Like every reader it has a bounded queue: a
 // transcoder that cannot keep up skips to the next keyframe, and the
 // source's rendition, packaged by another reader, never waits for it.
 //
@@ -356,7 +354,7 @@ func startFFmpeg(cfg *ladderConfig, rungs []rungSpec, audio bool, base int64, lo
 	return p, nil
 }
 
-// demux reads rung i's MPEG-TS into r on a goroutine of its own.
+// demux reads rung i's FLV into r on a goroutine of its own.
 func (p *ffmpegProc) demux(i int, r *hls.Rung) {
 	p.done.Add(1)
 	go func() {
@@ -370,60 +368,132 @@ func (p *ffmpegProc) demux(i int, r *hls.Rung) {
 	}()
 }
 
+// rungSlab is the size of the slabs the FLV reader reads a rung's tags
+// into: one allocation for some two seconds of a 360p rung, none of
+// them copied again (Rung.Video copies what it keeps; the interleaver
+// holds the tags' own bytes while it waits).
+const rungSlab = 256 << 10
+
+// demuxRung reads a rung's FLV, as ffmpeg writes it, into r. A tag that
+// does not parse is skipped; ffmpeg writes none.
 func (p *ffmpegProc) demuxRung(src io.Reader, r *hls.Rung) error {
-	rd := mpegts.Reader{R: src}
-	if err := rd.Initialize(); err != nil {
+	fr, err := flv.NewReader(src)
+	if err != nil {
 		return err
 	}
-	rd.OnDecodeError(func(error) {})
+	fr.SlabSize = rungSlab
 	var (
-		dec   mpegts.TimeDecoder
-		first int64
-		seen  bool
+		clk flvClock
+		avc *flv.AVCConfig
+		aac bool // the AAC sequence header has come
+		mix = rungInterleaver{audio: fr.Header.HasAudio}
 	)
-	// The rung's timestamps are the FLV's (ffmpeg copies them) on the
-	// 90 kHz clock; unwrapped, with the FLV's base added back, they are
-	// the source's milliseconds times 90.
-	at := func(raw int64) int64 {
-		if !seen {
-			first, seen = raw, true
-		}
-		return first + dec.Decode(raw) + p.base*90
-	}
-	var (
-		rate int64
-		mix  rungInterleaver
-	)
-	for _, tr := range rd.Tracks() {
-		if _, ok := tr.Codec.(*mpegts.CodecMPEG4Audio); ok {
-			mix.audio = true
-		}
-	}
-	for _, tr := range rd.Tracks() {
-		switch c := tr.Codec.(type) {
-		case *mpegts.CodecH264:
-			rd.OnDataH264(tr, func(pts, dts int64, au [][]byte) error {
-				d := at(dts)
-				return mix.video(r, d+(pts-dts), d, au)
-			})
-		case *mpegts.CodecMPEG4Audio:
-			rate = int64(c.Config.SampleRate)
-			rd.OnDataMPEG4Audio(tr, func(pts int64, aus [][]byte) error {
-				t := at(pts)
-				for i, a := range aus {
-					if err := mix.frame(r, t+int64(i)*1024*90000/max(rate, 1), a); err != nil {
-						return err
-					}
-				}
-				return nil
-			})
-		}
-	}
+	// The rung's timestamps are the FLV's fed to ffmpeg (it copies them,
+	// -copyts) in milliseconds; unwrapped, with the FLV's base added
+	// back, they are the source's, and times 90 on its 90 kHz timeline.
+	at := func(ts uint32) int64 { return (clk.at(ts) + p.base) * 90 }
 	for {
-		if err := rd.Read(); err != nil {
+		tag, err := fr.ReadTag()
+		if err != nil {
 			return errors.Join(err, mix.flush(r, math.MaxInt64))
 		}
+		switch tag.Type {
+		case flv.TagVideo:
+			v, err := flv.ParseVideoTag(tag.Data)
+			if err != nil || v.CodecID != flv.CodecAVC {
+				continue
+			}
+			switch v.PacketType {
+			case flv.AVCSequenceHeader:
+				if c, err := flv.ParseAVCConfig(v.Data); err == nil && len(c.SPS) > 0 && len(c.PPS) > 0 {
+					avc = &c
+				}
+			case flv.AVCNALU:
+				if avc == nil {
+					continue
+				}
+				au, err := rungAccessUnit(v.Data, avc)
+				if err != nil || len(au) == 0 {
+					continue
+				}
+				dts := at(tag.Timestamp)
+				if err := mix.video(r, dts+int64(v.CompositionTime)*90, dts, au); err != nil {
+					return err
+				}
+			}
+		case flv.TagAudio:
+			a, err := flv.ParseAudioTag(tag.Data)
+			if err != nil || a.SoundFormat != flv.SoundFormatAAC {
+				continue
+			}
+			switch {
+			case a.PacketType == flv.AACSequenceHeader:
+				_, err := flv.ParseAudioSpecificConfig(a.Data)
+				aac = err == nil
+			case a.PacketType == flv.AACRaw && aac && len(a.Data) > 0:
+				if err := mix.frame(r, at(tag.Timestamp), a.Data); err != nil {
+					return err
+				}
+			}
+		}
 	}
+}
+
+// rungAccessUnit splits a picture's length-prefixed NAL units (slices of
+// data, not copies). ffmpeg's FLV muxer has the encoder put the SPS and
+// PPS in the sequence header only (global headers), where the MPEG-TS
+// path had them before every IDR picture: the rung opens at its first
+// keyframe with them, and every keyframe begins a segment that must
+// decode on its own, so an IDR picture without its own gets them from
+// the configuration, first, as the encoder would have written them.
+func rungAccessUnit(data []byte, avc *flv.AVCConfig) ([][]byte, error) {
+	au, err := flv.AppendNALUs(make([][]byte, 0, 4), data, avc.NALULengthSize)
+	if err != nil {
+		return nil, err
+	}
+	var idr, sps, pps bool
+	for _, n := range au {
+		switch flv.NALType(n) {
+		case flv.NALIDR:
+			idr = true
+		case flv.NALSPS:
+			sps = true
+		case flv.NALPPS:
+			pps = true
+		}
+	}
+	if !idr || sps && pps {
+		return au, nil
+	}
+	out := make([][]byte, 0, len(avc.SPS)+len(avc.PPS)+len(au))
+	out = append(out, avc.SPS...)
+	out = append(out, avc.PPS...)
+	return append(out, au...), nil
+}
+
+// flvClock unwraps FLV timestamps: ffmpeg's muxer writes 31 bits of
+// milliseconds (24.8 days), which a show may outlast.
+type flvClock struct {
+	last int64
+	seen bool
+}
+
+const flvWrap = 1 << 31
+
+// at is the unwrapped time (ms) of a timestamp: the nearest, modulo
+// 2^31, to the last one's.
+func (c *flvClock) at(ts uint32) int64 {
+	v := int64(ts) & (flvWrap - 1)
+	if !c.seen {
+		c.last, c.seen = v, true
+		return v
+	}
+	d := (v - c.last) & (flvWrap - 1)
+	if d >= flvWrap/2 {
+		d -= flvWrap
+	}
+	c.last += d
+	return c.last
 }
 
 // maxAudioWait is how far (90 kHz) the video of a rung may run ahead of
@@ -431,28 +501,36 @@ func (p *ffmpegProc) demuxRung(src io.Reader, r *hls.Rung) error {
 // source that stopped sending any.
 const maxAudioWait = 90000
 
+// maxPendingBytes bounds the video the interleaver holds, whatever its
+// timestamps say: 1 s of a 6 Mb/s rung is under 1 MiB.
+const maxPendingBytes = 8 << 20
+
 // rungInterleaver hands a rung its audio and video in timestamp order.
-// ffmpeg's MPEG-TS muxer writes an AAC frame late (it gathers audio into
-// PES packets and writes one when the next frame comes), after the video
-// frame that follows it; the packager, which cuts segments and parts
-// where a video frame begins them, would put such a frame in the next
-// segment, leaving the one before it with audio that ends short of its
-// video. hls.js then finds its buffer short of the segment's end and
-// loads the segment again and again (issue #32: the rung played at 0.65×
-// real time, 15 s behind the source). So video waits, here, for the audio
-// up to its time.
+// The packager cuts segments and parts where a video frame begins them:
+// an AAC frame that came after the video frame that follows it would go
+// into the next segment, leaving the one before it with audio that ends
+// short of its video. hls.js then finds its buffer short of the
+// segment's end and loads the segment again and again (issue #32: the
+// rung played at 0.65× real time, 15 s behind the source, when ffmpeg's
+// MPEG-TS muxer wrote each AAC frame behind the next video frame). So
+// video waits, here, for the audio up to its time. ffmpeg's FLV muxer
+// interleaves by decoding time, so the wait is short, but nothing in the
+// format promises it.
 type rungInterleaver struct {
 	audio   bool // the rung has an audio track
 	pending []rungFrame
+	bytes   int // of the pending frames
 }
 
 type rungFrame struct {
 	pts, dts int64
 	au       [][]byte
+	size     int
 }
 
 // video takes a video access unit: packaged now without audio to wait
-// for, else queued (a copy) until the audio reaches its time.
+// for, else queued until the audio reaches its time. The caller gives
+// au's slices away: it must not write over them.
 func (m *rungInterleaver) video(r *hls.Rung, pts, dts int64, au [][]byte) error {
 	if !m.audio {
 		return r.Video(pts, dts, au)
@@ -461,13 +539,11 @@ func (m *rungInterleaver) video(r *hls.Rung, pts, dts int64, au [][]byte) error 
 	for _, n := range au {
 		size += len(n)
 	}
-	buf := make([]byte, 0, size)
-	own := make([][]byte, len(au))
-	for i, n := range au {
-		buf = append(buf, n...)
-		own[i] = buf[len(buf)-len(n):]
+	m.pending = append(m.pending, rungFrame{pts: pts, dts: dts, au: au, size: size})
+	m.bytes += size
+	if m.bytes > maxPendingBytes {
+		return m.flushN(r, len(m.pending)-1)
 	}
-	m.pending = append(m.pending, rungFrame{pts: pts, dts: dts, au: own})
 	if dts-m.pending[0].dts > maxAudioWait {
 		return m.flush(r, dts-maxAudioWait)
 	}
@@ -485,13 +561,24 @@ func (m *rungInterleaver) frame(r *hls.Rung, pts int64, raw []byte) error {
 // flush packages the queued video whose decoding time is up to until.
 func (m *rungInterleaver) flush(r *hls.Rung, until int64) error {
 	n := 0
-	var err error
-	for n < len(m.pending) && m.pending[n].dts <= until && err == nil {
-		f := m.pending[n]
-		err = r.Video(f.pts, f.dts, f.au)
+	for n < len(m.pending) && m.pending[n].dts <= until {
 		n++
 	}
-	m.pending = append(m.pending[:0], m.pending[n:]...)
+	return m.flushN(r, n)
+}
+
+// flushN packages the first n queued frames.
+func (m *rungInterleaver) flushN(r *hls.Rung, n int) error {
+	var err error
+	i := 0
+	for ; i < n && err == nil; i++ {
+		f := m.pending[i]
+		m.bytes -= f.size
+		err = r.Video(f.pts, f.dts, f.au)
+	}
+	left := copy(m.pending, m.pending[i:])
+	clear(m.pending[left:]) // let go of the frames' slabs
+	m.pending = m.pending[:left]
 	return err
 }
 

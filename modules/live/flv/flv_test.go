@@ -6,6 +6,7 @@ import (
 	"io"
 	"reflect"
 	"testing"
+	"unsafe"
 )
 
 // avcConfig is a real record from x264 (baseline, 320x240): one SPS, one PPS,
@@ -247,8 +248,48 @@ func TestFileReader(t *testing.T) {
 	if _, err := NewReader(bytes.NewReader([]byte("GIF89a..."))); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("got %v", err)
 	}
+	// With slabs: the small tags share one, the large one has its own,
+	// and none is written over by those after it.
+	f.Reset()
+	f.Write([]byte{'F', 'L', 'V', 1, 0x05, 0, 0, 0, 9, 0, 0, 0, 0})
+	var want [][]byte
+	for i, n := range []int{10, 20, 40, 30, 32} {
+		d := bytes.Repeat([]byte{byte(i + 1)}, n)
+		want = append(want, d)
+		tag(TagVideo, uint32(i), d)
+	}
+	r, _ = NewReader(&f)
+	r.SlabSize = 64
+	var got []Tag
+	for {
+		tg, err := r.ReadTag()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, tg)
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%d tags, want %d", len(got), len(want))
+	}
+	for i, tg := range got {
+		if !bytes.Equal(tg.Data, want[i]) || tg.Timestamp != uint32(i) || len(tg.Data) <= 32 && cap(tg.Data) != len(tg.Data) {
+			t.Errorf("tag %d: %+v, want % x", i, tg, want[i])
+		}
+	}
+	if uintptr(unsafe.Pointer(&got[1].Data[0]))-uintptr(unsafe.Pointer(&got[0].Data[0])) != 10 {
+		t.Error("two small tags in slabs of their own")
+	}
 	trunc := []byte{'F', 'L', 'V', 1, 5, 0, 0, 0, 9, 0, 0, 0, 0, 9, 0xFF, 0xFF, 0xFF, 0, 0, 0, 0, 0, 0, 0, 1}
 	r, _ = NewReader(bytes.NewReader(trunc))
+	if _, err := r.ReadTag(); !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Fatalf("got %v", err)
+	}
+	trunc[14], trunc[15], trunc[16] = 0, 0, 20 // in a slab
+	r, _ = NewReader(bytes.NewReader(trunc))
+	r.SlabSize = 64
 	if _, err := r.ReadTag(); !errors.Is(err, io.ErrUnexpectedEOF) {
 		t.Fatalf("got %v", err)
 	}

@@ -88,13 +88,31 @@ func FuzzReader(f *testing.F) {
 		if err != nil {
 			return
 		}
+		// The same tags read into slabs, the earlier ones' data left as
+		// it was.
+		s, _ := NewReader(bytes.NewReader(b))
+		s.SlabSize = 64
+		var kept []Tag
 		for range 1000 {
 			tag, err := r.ReadTag()
+			st, serr := s.ReadTag()
+			if (err == nil) != (serr == nil) {
+				t.Fatalf("slab reader: %v, reader: %v", serr, err)
+			}
 			if err != nil {
-				return
+				break
 			}
 			if len(tag.Data) > len(b) {
 				t.Fatal("tag longer than input")
+			}
+			if st.Type != tag.Type || st.Timestamp != tag.Timestamp || !bytes.Equal(st.Data, tag.Data) {
+				t.Fatalf("slab reader's tag %+v, reader's %+v", st, tag)
+			}
+			kept = append(kept, tag, st)
+		}
+		for i := 0; i < len(kept); i += 2 {
+			if !bytes.Equal(kept[i].Data, kept[i+1].Data) {
+				t.Fatalf("tag %d overwritten: % x, was % x", i/2, kept[i+1].Data, kept[i].Data)
 			}
 		}
 	})
