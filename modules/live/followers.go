@@ -3,6 +3,7 @@ package live
 import (
 	"log/slog"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"github.com/onair/onair/modules/live/hls"
@@ -195,21 +196,40 @@ func (a *announcer) close() {
 }
 
 // thumbFollower asks for a fresh thumbnail from an A/V segment every
-// thumbEvery.
+// thumbEvery. Until the show has its first one, a job that failed, timed
+// out or was dropped (a saturated node) is asked again at the next A/V
+// segment, not a minute later: a show shorter than that would otherwise
+// keep image_url null. One job of the show at most is queued or running
+// at a time, so a starved node does not pile them up.
 type thumbFollower struct {
 	showID int64
 	dir    string
 	thumbs *thumbnailer
-	done   func(showID int64, scratch string)
-	last   time.Time
+	done   func(showID int64, scratch string) bool
+	last   time.Time // the last request, on the packager's goroutine
+	// pending is set while the show's job is queued or running; made once
+	// a job has made the show's thumbnail. Both are written by the job's
+	// end, on the thumbnailer's goroutine (or in request, dropped).
+	pending, made atomic.Bool
 }
 
 func (t *thumbFollower) onSegment(ev segmentEvent) {
-	if ev.Rendition != hls.RenditionAV || time.Since(t.last) < thumbEvery {
+	if ev.Rendition != hls.RenditionAV || (t.made.Load() && time.Since(t.last) < thumbEvery) {
+		return
+	}
+	if !t.pending.CompareAndSwap(false, true) {
 		return
 	}
 	t.last = time.Now()
-	t.thumbs.request(thumbJob{showID: t.showID, dir: t.dir, segment: filepath.Join(t.dir, ev.File), done: t.done})
+	t.thumbs.request(thumbJob{showID: t.showID, dir: t.dir, segment: filepath.Join(t.dir, ev.File), done: t.done, ended: t.ended})
+}
+
+// ended clears pending once the job is over, however it ended.
+func (t *thumbFollower) ended(made bool) {
+	if made {
+		t.made.Store(true)
+	}
+	t.pending.Store(false)
 }
 
 func (t *thumbFollower) close() {}

@@ -22,8 +22,13 @@ type thumbJob struct {
 	showID  int64
 	dir     string // the show's working directory
 	segment string
-	// done takes the fresh thumb.jpg and preview.gif from scratch.
-	done func(showID int64, scratch string)
+	// done takes the fresh thumb.jpg and preview.gif from scratch; it
+	// says whether the show has them (false: try again).
+	done func(showID int64, scratch string) bool
+	// ended, if set, is told once that the job is over, however it ends:
+	// made says ffmpeg made the files and done took them; false when
+	// ffmpeg failed or timed out, or request or the stop dropped the job.
+	ended func(made bool)
 	// scratch is the job's own directory (request makes it): the segment
 	// linked there, and ffmpeg's output. The show's working directory
 	// may be gone by the time the job runs: with a media store other
@@ -32,12 +37,20 @@ type thumbJob struct {
 	scratch string
 }
 
+// end tells the job's asker that it is over.
+func (j thumbJob) end(made bool) {
+	if j.ended != nil {
+		j.ended(made)
+	}
+}
+
 // scratchPrefix starts the name of a job's directory, beside the shows'.
 const scratchPrefix = ".thumb-"
 
 // thumbnailer runs ffmpeg, one job at a time at the lowest CPU priority,
 // away from the ingest path. Jobs beyond a small queue are dropped: a
-// thumbnail is refreshed a minute later anyway.
+// thumbnail is refreshed a minute later anyway, and a show without its
+// first one asks again at its next segment (thumbFollower).
 type thumbnailer struct {
 	ffmpeg string
 	// nice is ffmpeg's niceness: the lowest priority, 19 (a test of the
@@ -76,15 +89,15 @@ func (t *thumbnailer) start(ctx context.Context) {
 					select {
 					case job := <-t.jobs:
 						os.RemoveAll(job.scratch)
+						job.end(false)
 					default:
 						return
 					}
 				}
 			case job := <-t.jobs:
-				if t.run(ctx, job) {
-					job.done(job.showID, job.scratch)
-				}
+				made := t.run(ctx, job) && job.done(job.showID, job.scratch)
 				os.RemoveAll(job.scratch)
+				job.end(made)
 			}
 		}
 	}()
@@ -99,12 +112,14 @@ func (t *thumbnailer) request(job thumbJob) {
 	scratch, err := os.MkdirTemp(filepath.Dir(job.dir), scratchPrefix+strconv.FormatInt(job.showID, 10)+"-")
 	if err != nil {
 		t.log.Warn("thumbnail skipped", "show", job.showID, "err", err)
+		job.end(false)
 		return
 	}
 	src := filepath.Join(scratch, "segment"+filepath.Ext(job.segment))
 	if err := os.Link(job.segment, src); err != nil {
 		os.RemoveAll(scratch)
 		t.log.Warn("thumbnail skipped", "show", job.showID, "err", err)
+		job.end(false)
 		return
 	}
 	job.segment, job.scratch = src, scratch
@@ -112,6 +127,7 @@ func (t *thumbnailer) request(job thumbJob) {
 	case t.jobs <- job:
 	default:
 		os.RemoveAll(scratch)
+		job.end(false)
 	}
 }
 
@@ -145,31 +161,38 @@ func (t *thumbnailer) run(ctx context.Context, job thumbJob) bool {
 // readers never see a partial file; then it points the show at them
 // (once; later refreshes replace the files behind the same URLs). With a
 // mirror the working directory may be gone (archived); without one it is
-// the store, and a show whose directory is gone was deleted.
-func (m *Module) thumbnailed(showID int64, scratch string) {
+// the store, and a show whose directory is gone was deleted. It says
+// whether the show points at its thumbnails: until then, its follower
+// asks again at the next segment.
+func (m *Module) thumbnailed(showID int64, scratch string) bool {
 	if m.mirror {
 		ctx, cancel := context.WithTimeout(m.ctx, time.Minute)
 		err := m.uploadThumbnails(ctx, showID, scratch)
 		cancel()
 		if err != nil {
 			m.core.Log.Error("live: upload thumbnails", "show", showID, "err", err)
-			return // the next refresh tries again
+			return false // the next refresh tries again
 		}
 	}
 	dir := m.showDir(showID)
 	for _, name := range []string{thumbFile, gifFile} {
 		if err := os.Rename(filepath.Join(scratch, name), filepath.Join(dir, name)); err != nil && !m.mirror {
-			return
+			return false
 		}
 	}
 	image, gif := m.mediaURL(showID, thumbFile), m.mediaURL(showID, gifFile)
 	ctx, cancel := m.opContext(showsCallWait)
 	defer cancel()
 	sh, err := m.shows.Get(ctx, showID)
-	if err != nil || (sh.ImageURL != nil && *sh.ImageURL == image) {
-		return
+	if err != nil {
+		return false
+	}
+	if sh.ImageURL != nil && *sh.ImageURL == image {
+		return true
 	}
 	if err := m.shows.SetThumbnails(ctx, showID, &image, &gif); err != nil {
 		m.core.Log.Error("live: set thumbnails", "show", showID, "err", err)
+		return false
 	}
+	return true
 }
