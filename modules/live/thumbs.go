@@ -109,6 +109,12 @@ func (t *thumbnailer) wait() { t.wg.Wait() }
 // the job's own (beside the show's, on the same file system), so that the
 // job still has it when the show's directory is gone.
 func (t *thumbnailer) request(job thumbJob) {
+	if len(t.jobs) == cap(t.jobs) {
+		// Full: dropped before any file work (on a busy node with many
+		// shows, those without a thumbnail yet ask at every segment).
+		job.end(false)
+		return
+	}
 	scratch, err := os.MkdirTemp(filepath.Dir(job.dir), scratchPrefix+strconv.FormatInt(job.showID, 10)+"-")
 	if err != nil {
 		t.log.Warn("thumbnail skipped", "show", job.showID, "err", err)
