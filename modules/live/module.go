@@ -421,16 +421,41 @@ func (m *Module) Stop(ctx context.Context) error {
 	case <-done:
 	case <-ctx.Done():
 	}
-	if m.cluster != nil {
-		m.cluster.stop()
+	// The rest is bounded too: a loop stuck on a call that ignores its
+	// context must not hold the process past its grace (SIGTERM), and
+	// the error says what was still running.
+	rest := make(chan struct{})
+	go func() {
+		if m.cluster != nil {
+			m.cluster.stop()
+		}
+		m.cancel()
+		m.loops.Wait()
+		if m.thumbs != nil {
+			m.thumbs.wait()
+		}
+		close(rest)
+	}()
+	select {
+	case <-rest:
+		return nil
+	case <-ctx.Done():
 	}
-	m.cancel()
-	m.loops.Wait()
-	if m.thumbs != nil {
-		m.thumbs.wait()
+	// Past the grace (the publications took it all, or what follows
+	// hangs): the cluster's lease release and the loops told to stop
+	// just now get stopGrace more.
+	select {
+	case <-rest:
+		return nil
+	case <-time.After(stopGrace):
+		m.cancel()
+		return fmt.Errorf("live: stop: the cluster, the periodic loops or the thumbnail job still running %s after the grace: %w", stopGrace, ctx.Err())
 	}
-	return nil
 }
+
+// stopGrace is how long Stop still waits, once its context ended, for
+// the work it only then told to stop. (A variable for the tests.)
+var stopGrace = 5 * time.Second
 
 // showsCallWait bounds one call the module makes to the shows service on
 // its own behalf (a publisher left, a show archived or gone live).
