@@ -451,17 +451,7 @@ func rungAccessUnit(data []byte, avc *flv.AVCConfig) ([][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	var idr, sps, pps bool
-	for _, n := range au {
-		switch flv.NALType(n) {
-		case flv.NALIDR:
-			idr = true
-		case flv.NALSPS:
-			sps = true
-		case flv.NALPPS:
-			pps = true
-		}
-	}
+	idr, sps, pps := flv.ScanAccessUnit(au)
 	if !idr || sps && pps {
 		return au, nil
 	}

@@ -215,6 +215,23 @@ const (
 	NALAUD   = 9
 )
 
+// ScanAccessUnit tells whether an access unit's NAL units hold an IDR
+// slice, an SPS and a PPS: a keyframe without its own parameter sets
+// needs them from the decoder configuration to decode alone.
+func ScanAccessUnit(nalus [][]byte) (idr, sps, pps bool) {
+	for _, n := range nalus {
+		switch NALType(n) {
+		case NALIDR:
+			idr = true
+		case NALSPS:
+			sps = true
+		case NALPPS:
+			pps = true
+		}
+	}
+	return idr, sps, pps
+}
+
 // NALType returns the nal_unit_type of a NAL unit (0 for an empty one).
 func NALType(nalu []byte) uint8 {
 	if len(nalu) == 0 {

@@ -16,17 +16,7 @@ var (
 // keyframe can be decoded on its own (segments are joined mid-stream). It
 // reports whether the unit holds an IDR slice.
 func appendAnnexB(dst []byte, nalus [][]byte, cfg *flv.AVCConfig) ([]byte, bool) {
-	var idr, sps, pps bool
-	for _, n := range nalus {
-		switch flv.NALType(n) {
-		case flv.NALIDR:
-			idr = true
-		case flv.NALSPS:
-			sps = true
-		case flv.NALPPS:
-			pps = true
-		}
-	}
+	idr, sps, pps := flv.ScanAccessUnit(nalus)
 	dst = append(dst, startCode...)
 	dst = append(dst, audNALU...)
 	if idr && !(sps && pps) && cfg != nil {
