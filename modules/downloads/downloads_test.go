@@ -281,3 +281,62 @@ func TestFailedMakeCounted(t *testing.T) {
 		}
 	})
 }
+
+// TestDeletedWhileMade: a show deleted while its files are made, after the
+// live module removed its media and before the files reach the store,
+// keeps nothing in the store and no row: the files are removed once
+// stored. (The old code left shows/{id}/downloads/ behind, and the row of
+// every deleted show.)
+func TestDeletedWhileMade(t *testing.T) {
+	broadcasttest.Require(t)
+	onairtest.EachBackend(t, func(t *testing.T, backend string) {
+		env := onairtest.New(t, onairtest.Options{Backend: backend})
+		m := quiet(t, env)
+		m.DropEvents(true) // only the test makes the files
+		_, token := env.CreateUser("Gone Soon")
+		b := onairtest.CreateShow(t, env, token, nil)
+		broadcasttest.Archive(t, b, 4, false)
+		ctx := context.Background()
+		prefix := fmt.Sprintf("shows/%d/", b.ID)
+		deleted := 0
+		m.BeforeStore(func(id int64) {
+			if deleted++; deleted > 1 {
+				return
+			}
+			env.Do("DELETE", fmt.Sprintf("/v1/shows/%d", id), token, nil).Expect(t, http.StatusOK)
+			testload.Poll(t, "the live module to remove the show's media", func() error {
+				left, err := env.Core.Store.List(ctx, prefix)
+				if err != nil || len(left) > 0 {
+					return fmt.Errorf("%d objects left (%v)", len(left), err)
+				}
+				return nil
+			})
+		})
+		m.MakeLogged(ctx, b.ID)
+		if deleted == 0 {
+			t.Fatal("no file was stored: the test deleted nothing")
+		}
+		left, err := env.Core.Store.List(ctx, prefix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(left) > 0 {
+			t.Errorf("the deleted show's objects left in the store: %v", left)
+		}
+		if f, ok := file(t, env, b.ID); ok {
+			t.Errorf("the deleted show's downloads row left: %+v", f)
+		}
+
+		// A show deleted with its row there (a failed try recorded)
+		// takes the row in its own transaction.
+		bare := archiveBare(t, env, token)
+		m.MakeLogged(ctx, bare)
+		if f, ok := file(t, env, bare); !ok || f.Attempts != 1 {
+			t.Fatalf("a show without a recording: row %+v (%v), want one failed try", f, ok)
+		}
+		env.Do("DELETE", fmt.Sprintf("/v1/shows/%d", bare), token, nil).Expect(t, http.StatusOK)
+		if f, ok := file(t, env, bare); ok {
+			t.Errorf("a deleted show's downloads row left: %+v", f)
+		}
+	})
+}

@@ -46,7 +46,7 @@ func key(id int64, file string) string {
 
 // onShowEvent queues the files of a show archived on this node (each
 // archive happens on one node; the others see the event as Remote). The
-// archive's own transaction has already made the show due (onArchivedTx),
+// archive's own transaction has already made the show due (onShowTx),
 // so an event the full queue drops waits for the next sweep.
 func (m *Module) onShowEvent(_ context.Context, ev shows.Event) {
 	if ev.Type != shows.EventArchived || ev.Remote {
@@ -213,10 +213,36 @@ func (m *Module) make(ctx context.Context, id int64) (*File, error) {
 	_, err = m.core.DB.NewInsert().Model(f).
 		On(m.onConflict(m.replacing("ready", "audio_size", "video_size", "due_at", "updated_at"))).
 		Exec(ctx)
+	// The show may have been deleted while its files were made, and the
+	// live module's removal of its media may have listed the store before
+	// they were there. Asked after the files and the row are written: a
+	// show still there is deleted later, its removal finds the files and
+	// its transaction takes the row (onShowTx); a show gone takes them
+	// with it now.
+	if gone, gerr := m.gone(ctx, id); gerr != nil {
+		return nil, gerr
+	} else if gone {
+		if _, derr := m.core.DB.NewDelete().Model((*File)(nil)).Where("show_id = ?", id).Exec(ctx); derr != nil {
+			return nil, fmt.Errorf("downloads: forget deleted show %d: %w", id, derr)
+		}
+		if derr := m.core.Store.DeletePrefix(ctx, key(id, "")); derr != nil {
+			return nil, fmt.Errorf("downloads: remove the files of deleted show %d: %w", id, derr)
+		}
+		return nil, nil
+	}
 	if err != nil {
 		return nil, fmt.Errorf("downloads: record show %d: %w", id, err)
 	}
 	return f, nil
+}
+
+// gone tells whether show id was deleted.
+func (m *Module) gone(ctx context.Context, id int64) (bool, error) {
+	_, err := m.shows.Get(ctx, id)
+	if errors.Is(err, shows.ErrNotFound) {
+		return true, nil
+	}
+	return false, err
 }
 
 // source returns a path ffmpeg reads the archive playlist name of show id
@@ -318,6 +344,9 @@ func (m *Module) remux(ctx context.Context, id int64, in, out string, maps ...st
 		return 0, err
 	}
 	name := filepath.Base(out)
+	if m.beforeStore != nil {
+		m.beforeStore(id)
+	}
 	if err := m.core.Store.Put(ctx, key(id, name), file, fi.Size(), contentType(name)); err != nil {
 		return 0, fmt.Errorf("downloads: store %s: %w", name, err)
 	}

@@ -35,6 +35,9 @@ type Module struct {
 	// dropEvents makes onShowEvent drop every archived event as a full
 	// queue does (tests of the sweep).
 	dropEvents atomic.Bool
+	// beforeStore, when set, runs before each file is stored (tests of
+	// a show deleted meanwhile).
+	beforeStore func(id int64)
 }
 
 var (
@@ -111,7 +114,7 @@ func (m *Module) Provision(ctx context.Context, core *app.Core) error {
 	}
 	// Shows archived while downloads are off, or on a node without
 	// ffmpeg, are due all the same: a node that makes files makes theirs.
-	m.shows.SubscribeTx(m.onArchivedTx)
+	m.shows.SubscribeTx(m.onShowTx)
 	if !app.Get[bool](core.Config, SettingEnabled) {
 		core.Log.Info("downloads off (" + SettingEnabled + "=false): archived shows offer none")
 		return nil

@@ -17,7 +17,7 @@ import (
 
 // The sweep works from the shows that are due, never from all archived
 // shows: show_downloads.due_at is set when a show needs its files (in the
-// archive's own transaction, by onArchivedTx) and cleared once they are
+// archive's own transaction, by onShowTx) and cleared once they are
 // made, the show is skipped or its tries are spent, so a sweep reads the
 // due rows through the index (due_at, show_id) and its cost follows the
 // work waiting, not the shows kept. Shows archived before the table had
@@ -105,11 +105,20 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	return mt, nil
 }
 
-// onArchivedTx makes an archived show due, in the archive's transaction:
+// onShowTx makes an archived show due, in the archive's transaction:
 // the show cannot be archived without it, whatever becomes of the event
 // (a full queue, a node that stops, downloads off for now). A show
-// archived again is due again; its failed tries stay counted.
-func (m *Module) onArchivedTx(ctx context.Context, tx bun.IDB, ev shows.Event) error {
+// archived again is due again; its failed tries stay counted. A deleted
+// show's row goes in the delete's transaction (show_id is the table's
+// key, so bun makes no foreign key of it to cascade; the live module
+// removes the files with the show's media).
+func (m *Module) onShowTx(ctx context.Context, tx bun.IDB, ev shows.Event) error {
+	if ev.Type == shows.EventDeleted {
+		if _, err := tx.NewDelete().Model((*File)(nil)).Where("show_id = ?", ev.Show.ID).Exec(ctx); err != nil {
+			return fmt.Errorf("downloads: forget show %d: %w", ev.Show.ID, err)
+		}
+		return nil
+	}
 	if ev.Type != shows.EventArchived {
 		return nil
 	}
