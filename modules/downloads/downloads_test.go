@@ -3,11 +3,14 @@ package downloads_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
 	"net/http"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -283,10 +286,12 @@ func TestFailedMakeCounted(t *testing.T) {
 }
 
 // TestDeletedWhileMade: a show deleted while its files are made, after the
-// live module removed its media and before the files reach the store,
-// keeps nothing in the store and no row: the files are removed once
-// stored. (The old code left shows/{id}/downloads/ behind, and the row of
-// every deleted show.)
+// live module removed its media and before a file reaches the store,
+// keeps nothing in the store and no row, whether that file is then
+// stored (it is removed once stored) or fails to be (as when the removal
+// takes the file being written; no failure row is recorded). The old
+// code left shows/{id}/downloads/ behind, a failure row, and the row of
+// every deleted show.
 func TestDeletedWhileMade(t *testing.T) {
 	broadcasttest.Require(t)
 	onairtest.EachBackend(t, func(t *testing.T, backend string) {
@@ -294,37 +299,46 @@ func TestDeletedWhileMade(t *testing.T) {
 		m := quiet(t, env)
 		m.DropEvents(true) // only the test makes the files
 		_, token := env.CreateUser("Gone Soon")
-		b := onairtest.CreateShow(t, env, token, nil)
-		broadcasttest.Archive(t, b, 4, false)
 		ctx := context.Background()
-		prefix := fmt.Sprintf("shows/%d/", b.ID)
-		deleted := 0
-		m.BeforeStore(func(id int64) {
-			if deleted++; deleted > 1 {
-				return
-			}
-			env.Do("DELETE", fmt.Sprintf("/v1/shows/%d", id), token, nil).Expect(t, http.StatusOK)
-			testload.Poll(t, "the live module to remove the show's media", func() error {
-				left, err := env.Core.Store.List(ctx, prefix)
-				if err != nil || len(left) > 0 {
-					return fmt.Errorf("%d objects left (%v)", len(left), err)
+		for _, storeErr := range []error{nil, errors.New("the disk went away")} {
+			b := onairtest.CreateShow(t, env, token, nil)
+			broadcasttest.Archive(t, b, 4, false)
+			prefix := fmt.Sprintf("shows/%d/", b.ID)
+			deleted := 0
+			m.BeforeStore(func(id int64) error {
+				if deleted++; deleted > 1 {
+					return nil
 				}
-				return nil
+				env.Do("DELETE", fmt.Sprintf("/v1/shows/%d", id), token, nil).Expect(t, http.StatusOK)
+				// The removal done: no object, no working directory.
+				dir := filepath.Join(env.Core.Config.DataDir, "media", "shows", strconv.FormatInt(id, 10))
+				testload.Poll(t, "the live module to remove the show's media", func() error {
+					left, err := env.Core.Store.List(ctx, prefix)
+					if err != nil || len(left) > 0 {
+						return fmt.Errorf("%d objects left (%v)", len(left), err)
+					}
+					if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+						return fmt.Errorf("%s: %v", dir, err)
+					}
+					return nil
+				})
+				return storeErr
 			})
-		})
-		m.MakeLogged(ctx, b.ID)
-		if deleted == 0 {
-			t.Fatal("no file was stored: the test deleted nothing")
-		}
-		left, err := env.Core.Store.List(ctx, prefix)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(left) > 0 {
-			t.Errorf("the deleted show's objects left in the store: %v", left)
-		}
-		if f, ok := file(t, env, b.ID); ok {
-			t.Errorf("the deleted show's downloads row left: %+v", f)
+			m.MakeLogged(ctx, b.ID)
+			m.BeforeStore(nil)
+			if deleted == 0 {
+				t.Fatal("no file was stored: the test deleted nothing")
+			}
+			left, err := env.Core.Store.List(ctx, prefix)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(left) > 0 {
+				t.Errorf("store error %v: the deleted show's objects left in the store: %v", storeErr, left)
+			}
+			if f, ok := file(t, env, b.ID); ok {
+				t.Errorf("store error %v: the deleted show's downloads row left: %+v", storeErr, f)
+			}
 		}
 
 		// A show deleted with its row there (a failed try recorded)

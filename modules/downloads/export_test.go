@@ -9,8 +9,9 @@ import (
 // failure.
 func (m *Module) MakeLogged(ctx context.Context, id int64) { m.makeLogged(ctx, id) }
 
-// BeforeStore runs fn before each file of a show is stored.
-func (m *Module) BeforeStore(fn func(id int64)) { m.beforeStore = fn }
+// BeforeStore runs fn before each file of a show is stored; its error
+// fails the store.
+func (m *Module) BeforeStore(fn func(id int64) error) { m.beforeStore = fn }
 
 // Sweep runs one sweep now, beside the worker's.
 func (m *Module) Sweep(ctx context.Context) SweepStats { return m.sweep(ctx) }

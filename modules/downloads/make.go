@@ -124,6 +124,10 @@ func (m *Module) makeLogged(ctx context.Context, id int64) {
 		if _, ferr := m.core.DB.NewInsert().Model(f).On(m.onConflict(set)).Exec(ctx); ferr != nil && ctx.Err() == nil {
 			m.core.Log.Error("downloads: record failure", "show", id, "err", ferr)
 		}
+		// A show deleted since make asked for it keeps no failure row.
+		if _, ferr := m.forgetIfGone(ctx, id); ferr != nil && ctx.Err() == nil {
+			m.core.Log.Error("downloads: forget deleted show", "show", id, "err", ferr)
+		}
 	}
 }
 
@@ -179,6 +183,30 @@ func (m *Module) make(ctx context.Context, id int64) (*File, error) {
 	if !sh.Archive || sh.Radio {
 		return nil, nil
 	}
+	f, err := m.makeFiles(ctx, sh)
+	// The show may have been deleted while its files were made, and the
+	// live module's removal of its media may have listed the store before
+	// they were there (or failed the make, removing what it was writing).
+	// Asked once the files and the row are written: a show still there is
+	// deleted later, its removal finds the files and its transaction
+	// takes the row (onShowTx); a show gone takes them with it now.
+	gone, gerr := m.forgetIfGone(ctx, id)
+	switch {
+	case gone:
+		return nil, gerr
+	case err == nil:
+		err = gerr
+	}
+	if err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// makeFiles remuxes the archived show sh into its files, stores them and
+// records their sizes.
+func (m *Module) makeFiles(ctx context.Context, sh *shows.Show) (*File, error) {
+	id := sh.ID
 	tmp, err := os.MkdirTemp(m.core.Config.DataDir, ".downloads-"+strconv.FormatInt(id, 10)+"-")
 	if err != nil {
 		return nil, err
@@ -213,36 +241,28 @@ func (m *Module) make(ctx context.Context, id int64) (*File, error) {
 	_, err = m.core.DB.NewInsert().Model(f).
 		On(m.onConflict(m.replacing("ready", "audio_size", "video_size", "due_at", "updated_at"))).
 		Exec(ctx)
-	// The show may have been deleted while its files were made, and the
-	// live module's removal of its media may have listed the store before
-	// they were there. Asked after the files and the row are written: a
-	// show still there is deleted later, its removal finds the files and
-	// its transaction takes the row (onShowTx); a show gone takes them
-	// with it now.
-	if gone, gerr := m.gone(ctx, id); gerr != nil {
-		return nil, gerr
-	} else if gone {
-		if _, derr := m.core.DB.NewDelete().Model((*File)(nil)).Where("show_id = ?", id).Exec(ctx); derr != nil {
-			return nil, fmt.Errorf("downloads: forget deleted show %d: %w", id, derr)
-		}
-		if derr := m.core.Store.DeletePrefix(ctx, key(id, "")); derr != nil {
-			return nil, fmt.Errorf("downloads: remove the files of deleted show %d: %w", id, derr)
-		}
-		return nil, nil
-	}
 	if err != nil {
 		return nil, fmt.Errorf("downloads: record show %d: %w", id, err)
 	}
 	return f, nil
 }
 
-// gone tells whether show id was deleted.
-func (m *Module) gone(ctx context.Context, id int64) (bool, error) {
+// forgetIfGone removes the row and the files of show id if the show was
+// deleted, and tells whether it was. It removes all that is left under
+// the show's prefix in the store, as the live module's removal does: a
+// file being stored there may have kept that removal from finishing.
+func (m *Module) forgetIfGone(ctx context.Context, id int64) (bool, error) {
 	_, err := m.shows.Get(ctx, id)
-	if errors.Is(err, shows.ErrNotFound) {
-		return true, nil
+	if !errors.Is(err, shows.ErrNotFound) {
+		return false, err
 	}
-	return false, err
+	if _, err := m.core.DB.NewDelete().Model((*File)(nil)).Where("show_id = ?", id).Exec(ctx); err != nil {
+		return true, fmt.Errorf("downloads: forget deleted show %d: %w", id, err)
+	}
+	if err := m.core.Store.DeletePrefix(ctx, "shows/"+strconv.FormatInt(id, 10)+"/"); err != nil {
+		return true, fmt.Errorf("downloads: remove the files of deleted show %d: %w", id, err)
+	}
+	return true, nil
 }
 
 // source returns a path ffmpeg reads the archive playlist name of show id
@@ -345,7 +365,9 @@ func (m *Module) remux(ctx context.Context, id int64, in, out string, maps ...st
 	}
 	name := filepath.Base(out)
 	if m.beforeStore != nil {
-		m.beforeStore(id)
+		if err := m.beforeStore(id); err != nil {
+			return 0, fmt.Errorf("downloads: store %s: %w", name, err)
+		}
 	}
 	if err := m.core.Store.Put(ctx, key(id, name), file, fi.Size(), contentType(name)); err != nil {
 		return 0, fmt.Errorf("downloads: store %s: %w", name, err)

@@ -35,9 +35,9 @@ type Module struct {
 	// dropEvents makes onShowEvent drop every archived event as a full
 	// queue does (tests of the sweep).
 	dropEvents atomic.Bool
-	// beforeStore, when set, runs before each file is stored (tests of
-	// a show deleted meanwhile).
-	beforeStore func(id int64)
+	// beforeStore, when set, runs before each file is stored; its error
+	// fails the store (tests of a show deleted meanwhile).
+	beforeStore func(id int64) error
 }
 
 var (
