@@ -75,6 +75,9 @@ func (*Module) Migrations() []migrations.Migration {
 		{ID: "0002_unique_mail", Up: migrations.CreateUniqueIndex((*Mail)(nil), "notify_mails_show_user_uq", "show_id", "user_id")},
 		{ID: "0003_index_mail_due", Up: migrations.CreateIndex((*Mail)(nil), "notify_mails_due_idx", "status", "next_at")},
 		{ID: "0004_index_job_pending", Up: migrations.CreateIndex((*Job)(nil), "notify_jobs_pending_idx", "expanded_at")},
+		// The mutes of a user deleted, by followed_id (forget.go).
+		{ID: "0005_index_mutes_followed", Up: migrations.CreateIndex((*Mute)(nil), "notify_mutes_followed_idx", "followed_id")},
+		{ID: "0006_delete_orphans", Up: deleteOrphans},
 	}
 }
 
@@ -104,8 +107,11 @@ func (m *Module) Provision(ctx context.Context, core *app.Core) error {
 		_, err := tx.NewDelete().Model((*Mute)(nil)).Where("follower_id = ? AND followed_id = ?", f.FollowerID, f.FollowedID).Exec(ctx)
 		return err
 	})
+	// A deleted user's switches and a deleted show's job go in the
+	// delete's transaction, mail or not (forget.go).
+	events.SubscribeTx(core.Events, users.Deleted, m.forgetUser)
+	m.shows.SubscribeTx(m.onShowTx)
 	if m.mail {
-		m.shows.SubscribeTx(m.onShowTx)
 		m.shows.Subscribe(func(_ context.Context, ev shows.Event) {
 			if ev.Type == shows.EventLive && !ev.Remote {
 				m.Wake()

@@ -32,11 +32,15 @@ func retryAfter(n int) time.Duration {
 	return min(time.Minute<<(2*(n-1)), 2*time.Hour) // 1 min, 4 min, 16 min, 64 min
 }
 
-// onShowTx writes the job of a show's first go-live in its transaction.
-// A reconnect is EventResumed and queues nothing; a private show mails no
-// one. The job is unique per show: a show goes live once.
+// onShowTx writes the job of a show's first go-live in its transaction
+// (with ONAIR_SMTP_URL), and deletes a deleted show's job in the delete's
+// (forgetShow). A reconnect is EventResumed and queues nothing; a private
+// show mails no one. The job is unique per show: a show goes live once.
 func (m *Module) onShowTx(ctx context.Context, tx bun.IDB, ev shows.Event) error {
-	if ev.Type != shows.EventLive || ev.Show.Private || ev.Show.Off {
+	if ev.Type == shows.EventDeleted {
+		return forgetShow(ctx, tx, ev.Show.ID)
+	}
+	if !m.mail || ev.Type != shows.EventLive || ev.Show.Private || ev.Show.Off {
 		return nil
 	}
 	_, err := tx.NewInsert().Model(&Job{ShowID: ev.Show.ID, CreatedAt: m.core.Clock.Stamp()}).Ignore().Exec(ctx)

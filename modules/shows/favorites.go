@@ -2,6 +2,7 @@ package shows
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/uptrace/bun"
 
@@ -52,4 +53,35 @@ func (s *Service) Favorite(ctx context.Context, id int64, by *app.Principal, on 
 		return nil, wrap("favorite", id, err)
 	}
 	return s.Get(ctx, id)
+}
+
+// deleteOrphanFavorites is migration 0044: it deletes the favorites
+// earlier releases left of deleted users (show_favorites has no foreign
+// key: its columns are its key, of which bun's WithForeignKeys makes
+// none) and of deleted shows, and counts the favorites of the shows
+// those users had favorited again. Running it again changes nothing.
+func deleteOrphanFavorites(ctx context.Context, db bun.IDB) error {
+	var ids []int64
+	if err := db.NewRaw("SELECT DISTINCT show_id FROM show_favorites WHERE NOT EXISTS (SELECT 1 FROM users WHERE users.id = show_favorites.user_id) ORDER BY show_id").
+		Scan(ctx, &ids); err != nil {
+		return fmt.Errorf("shows: favorites of users gone: %w", err)
+	}
+	for _, q := range []string{
+		"DELETE FROM show_favorites WHERE NOT EXISTS (SELECT 1 FROM users WHERE users.id = show_favorites.user_id)",
+		"DELETE FROM show_favorites WHERE NOT EXISTS (SELECT 1 FROM shows WHERE shows.id = show_favorites.show_id)",
+	} {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			return fmt.Errorf("shows: delete orphan favorites: %w", err)
+		}
+	}
+	for len(ids) > 0 {
+		n := min(len(ids), 500)
+		if _, err := db.NewUpdate().Model((*Show)(nil)).
+			Set("favorites_count = (SELECT COUNT(*) FROM show_favorites WHERE show_favorites.show_id = s.id)").
+			Where("s.id IN (?)", bun.List(ids[:n])).Exec(ctx); err != nil {
+			return fmt.Errorf("shows: favorites_count: %w", err)
+		}
+		ids = ids[n:]
+	}
+	return nil
 }

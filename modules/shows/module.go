@@ -167,6 +167,9 @@ func (*Module) Migrations() []migrations.Migration {
 		migrations.Migration{ID: "0042_gram_keys", Up: addGramKeys},
 		// One owner's shows stored together on MySQL (ownerorder.go).
 		migrations.Migration{ID: "0043_cluster_by_owner", Up: clusterByOwner},
+		// The favorites of users deleted before their deletion deleted
+		// them (userkeeper.go), and the counts that still held them.
+		migrations.Migration{ID: "0044_delete_orphan_favorites", Up: deleteOrphanFavorites},
 	)...)
 }
 

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/uptrace/bun"
+
 	"github.com/onair/onair/app"
 	"github.com/onair/onair/app/events"
 	"github.com/onair/onair/modules/users"
@@ -33,38 +35,57 @@ func (m *Module) UserSuspended(ctx context.Context, userID int64, by *app.Princi
 
 // deleteUserShows handles users.Deleted inside the deletion's
 // transaction: it deletes every show of the user as a staff delete would
-// (counts, tags, favorites, the events of each). Once the transaction
-// commits, the events are delivered (a live show stops and the live module
-// drops its media) and the shows' images go.
+// (counts, tags, favorites, the events of each), then the user's
+// favorites of other shows (forgetFavorites). Once the transaction
+// commits, the events are delivered (a live show stops and the live
+// module drops its media) and the shows' images go.
 func (m *Module) deleteUserShows(ctx context.Context, tx *events.Tx, d *users.Deletion) error {
 	var ids []int64
 	if err := tx.NewSelect().Model((*Show)(nil)).Column("id").Where("user_id = ?", d.UserID).
 		OrderExpr("id ASC").Scan(ctx, &ids); err != nil {
 		return fmt.Errorf("shows: shows of user %d: %w", d.UserID, err)
 	}
-	if len(ids) == 0 {
-		return nil
+	if len(ids) > 0 {
+		s := m.Service
+		now := s.clock.Stamp()
+		var all []Event
+		var images []string
+		for _, id := range ids {
+			evs, err := deleteInTx(ctx, s, tx, id, d.By, now)
+			if err != nil {
+				return wrapLifecycle("delete", id, err)
+			}
+			if sh := lastShow(evs); sh != nil && sh.ImageKey != nil {
+				images = append(images, *sh.ImageKey)
+			}
+			all = append(all, evs...)
+		}
+		d.DeletedShows(ids...)
+		tx.AfterCommit(func(ctx context.Context) {
+			if len(images) > 0 {
+				s.images.dropImages(ctx, images, "")
+			}
+			s.deliver(ctx, all)
+		})
 	}
-	s := m.Service
-	now := s.clock.Stamp()
-	var all []Event
-	var images []string
-	for _, id := range ids {
-		evs, err := deleteInTx(ctx, s, tx, id, d.By, now)
-		if err != nil {
-			return wrapLifecycle("delete", id, err)
-		}
-		if sh := lastShow(evs); sh != nil && sh.ImageKey != nil {
-			images = append(images, *sh.ImageKey)
-		}
-		all = append(all, evs...)
+	return forgetFavorites(ctx, tx, d.UserID)
+}
+
+// forgetFavorites deletes a user's favorites in tx, and each show's
+// favorites_count goes down by one, as an unfavorite's does. The rows
+// would not go with the user's: user_id is part of show_favorites' key,
+// so bun's WithForeignKeys made no foreign key of it to cascade. The
+// list cache reads favorites_count on each use (listcache.go), so no
+// generation moves.
+func forgetFavorites(ctx context.Context, tx bun.IDB, userID int64) error {
+	if _, err := tx.NewUpdate().Model((*Show)(nil)).
+		Set("favorites_count = CASE WHEN favorites_count > 0 THEN favorites_count - 1 ELSE 0 END").
+		Where("s.id IN (?)", tx.NewSelect().Model((*Favorite)(nil)).Column("show_id").Where("sf.user_id = ?", userID)).
+		Exec(ctx); err != nil {
+		return fmt.Errorf("shows: favorites_count of user %d's favorites: %w", userID, err)
 	}
-	d.DeletedShows(ids...)
-	tx.AfterCommit(func(ctx context.Context) {
-		if len(images) > 0 {
-			s.images.dropImages(ctx, images, "")
-		}
-		s.deliver(ctx, all)
-	})
+	if _, err := tx.NewDelete().Model((*Favorite)(nil)).Where("user_id = ?", userID).Exec(ctx); err != nil {
+		return fmt.Errorf("shows: favorites of user %d: %w", userID, err)
+	}
 	return nil
 }

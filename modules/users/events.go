@@ -21,8 +21,11 @@ var Followed = events.NewTopic[Follow]("users.followed")
 
 // Deleted is published inside the transaction that deletes a user, before
 // the user's row goes: each module that keeps rows of users deletes them
-// through the event's transaction (the shows module the user's shows, the
-// chat their messages), and an error from any leaves everything in place.
+// through the event's transaction (the shows module the user's shows and
+// favorites, the chat their messages, the notify module their mail
+// switches), and an error from any leaves everything in place. A table
+// whose user column is part of its primary key has no foreign key
+// (bun's WithForeignKeys makes none there), so nothing cascades to it.
 // It is a durable event (deletedOut): once the deletion commits, the
 // subscribers of every node get it, once (outbox.Remote tells the other
 // nodes' apart); this module's drop the user's cached tokens there.
@@ -85,9 +88,10 @@ func (s *Service) events() *events.Bus { return s.bus }
 
 // DeleteUser deletes a user as staff member by, in one transaction: the
 // Deleted event's handlers delete what other modules keep of the user
-// (shows, chat messages), then the user's row goes with its tokens,
-// sessions, follows, tags, favorites and reset links (foreign keys). It
-// returns the ids of the shows deleted. A MySQL deadlock runs it again.
+// (shows and favorites, chat messages, mail switches), then the user's
+// row goes with their follows (deleteRow) and, by the foreign keys, their
+// tokens, sessions, tags and reset links. It returns the ids of the shows
+// deleted. A MySQL deadlock runs it again.
 func (s *Service) DeleteUser(ctx context.Context, id int64, by *app.Principal) ([]int64, error) {
 	var ev *Deletion
 	err := s.events().RunInTx(ctx, s.db, 3, retryable, func(ctx context.Context, tx *events.Tx) error {

@@ -129,11 +129,12 @@ func (s *Service) UseReset(ctx context.Context, plain, password string) (*User, 
 	return s.Get(ctx, r.UserID)
 }
 
-// Delete removes a user's row and, by the foreign keys, their tokens,
-// sessions, follows, tags, favorites and reset links; the counts of the
-// users they followed go down. It publishes no event: what other modules
-// keep of the user must be gone first. Staff delete a user with
-// DeleteUser, which deletes everything in one transaction.
+// Delete removes a user's row with their follows, both ways (the counts
+// of the users they followed go down), and, by the foreign keys, their
+// tokens, sessions, tags and reset links. It publishes no event: what
+// other modules keep of the user (shows, favorites, chat messages, mail
+// switches) must be gone first. Staff delete a user with DeleteUser,
+// which deletes everything in one transaction.
 func (s *Service) Delete(ctx context.Context, id int64) error {
 	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error { return deleteRow(ctx, tx, id) })
 	if err == nil {
@@ -142,12 +143,19 @@ func (s *Service) Delete(ctx context.Context, id int64) error {
 	return err
 }
 
-// deleteRow deletes the user's row in tx (see Delete).
+// deleteRow deletes the user's row in tx (see Delete). The follows go
+// by statement: both columns are the table's key, so bun's
+// WithForeignKeys made no foreign key of them to cascade.
 func deleteRow(ctx context.Context, tx bun.IDB, id int64) error {
 	if _, err := tx.NewUpdate().Model((*User)(nil)).Set("followers_count = followers_count - 1").
 		Where("followers_count > 0").
 		Where("id IN (?)", tx.NewSelect().Model((*Follow)(nil)).Column("followed_id").Where("follower_id = ?", id)).Exec(ctx); err != nil {
 		return fmt.Errorf("users: delete %d: followers: %w", id, err)
+	}
+	for _, col := range []string{"follower_id", "followed_id"} {
+		if _, err := tx.NewDelete().Model((*Follow)(nil)).Where("? = ?", bun.Ident(col), id).Exec(ctx); err != nil {
+			return fmt.Errorf("users: delete %d: follows: %w", id, err)
+		}
 	}
 	res, err := tx.NewDelete().Model((*User)(nil)).Where("id = ?", id).Exec(ctx)
 	if err != nil {

@@ -1,0 +1,60 @@
+package notify
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/uptrace/bun"
+
+	"github.com/onair/onair/app/events"
+	"github.com/onair/onair/modules/users"
+)
+
+// The module's tables keyed by a user or a show have no foreign key to
+// cascade: their user and show columns are their primary keys, and bun's
+// WithForeignKeys makes no foreign key of a relation whose columns are
+// all key columns. So what refers to a deleted user or show is deleted in
+// the delete's own transaction (notify_mails has its foreign keys and
+// goes with the rows), and migration 0006 deleted what earlier releases
+// left behind.
+
+// forgetUser handles users.Deleted inside the deletion's transaction:
+// the user's mutes, theirs and of them, and their account switch go.
+func (m *Module) forgetUser(ctx context.Context, tx *events.Tx, d *users.Deletion) error {
+	for _, q := range []*bun.DeleteQuery{
+		tx.NewDelete().Model((*Mute)(nil)).Where("follower_id = ?", d.UserID),
+		tx.NewDelete().Model((*Mute)(nil)).Where("followed_id = ?", d.UserID),
+		tx.NewDelete().Model((*AccountMute)(nil)).Where("user_id = ?", d.UserID),
+	} {
+		if _, err := q.Exec(ctx); err != nil {
+			return fmt.Errorf("notify: forget user %d: %w", d.UserID, err)
+		}
+	}
+	return nil
+}
+
+// forgetShow deletes a deleted show's job in tx.
+func forgetShow(ctx context.Context, tx bun.IDB, showID int64) error {
+	if _, err := tx.NewDelete().Model((*Job)(nil)).Where("show_id = ?", showID).Exec(ctx); err != nil {
+		return fmt.Errorf("notify: forget show %d: %w", showID, err)
+	}
+	return nil
+}
+
+// deleteOrphans is migration 0006: it deletes the rows earlier releases
+// left of deleted users and shows (a mute of or by a user gone, the
+// account switch of one, the job of a show gone). Running it again
+// deletes nothing more.
+func deleteOrphans(ctx context.Context, db bun.IDB) error {
+	for _, q := range []string{
+		"DELETE FROM notify_mutes WHERE NOT EXISTS (SELECT 1 FROM users WHERE users.id = notify_mutes.follower_id)",
+		"DELETE FROM notify_mutes WHERE NOT EXISTS (SELECT 1 FROM users WHERE users.id = notify_mutes.followed_id)",
+		"DELETE FROM notify_account_mutes WHERE NOT EXISTS (SELECT 1 FROM users WHERE users.id = notify_account_mutes.user_id)",
+		"DELETE FROM notify_jobs WHERE NOT EXISTS (SELECT 1 FROM shows WHERE shows.id = notify_jobs.show_id)",
+	} {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			return fmt.Errorf("notify: delete orphans: %w", err)
+		}
+	}
+	return nil
+}
