@@ -56,6 +56,9 @@ func (r Result) Markdown() string {
 		short(r.Elapsed.Round(time.Second)), f.Playlists, f.Segments, f.Parts, f.Sessions, f.HLSErrors,
 		f.ChatPosted, f.ChatFailed, f.ChatDelivered, f.WSDials, f.WSFailed, f.WSDropped,
 		f.Updates, f.UpdateFailed, f.Webhooks, f.PublisherRestarts)
+	if w := r.Warm; w.HLSErrors > 0 || w.ChatFailed > 0 {
+		fmt.Fprintf(&b, "\nIn the warm-up (not checked): %d HLS errors, %d chat POSTs failed.\n", w.HLSErrors, w.ChatFailed)
+	}
 	for _, p := range r.Problems {
 		fmt.Fprintf(&b, "\n- problem: %s", p)
 	}

@@ -99,11 +99,14 @@ type Check struct {
 
 // Result is a finished run.
 type Result struct {
-	Config   Config
-	Started  time.Time
-	Samples  []Sample
-	Checks   []Check
-	Final    Counters
+	Config  Config
+	Started time.Time
+	Samples []Sample
+	Checks  []Check
+	Final   Counters
+	// Warm is what the load had done at the end of the warm-up (the
+	// baseline sample): failures before it are reported, not checked.
+	Warm     Counters
 	Problems []string // the load did not run as it should
 	CPUModel string
 	LoadEnd  string
@@ -265,7 +268,8 @@ func Run(ctx context.Context, c Config) (Result, error) {
 	res.Final = l.counters()
 	res.LoadEnd = benchkit.LoadAvg()
 	res.Checks = checkSamples(c, res.Samples)
-	res.Problems = l.problems(res.Final)
+	res.Warm = warmCounters(c, res.Samples)
+	res.Problems = l.problems(res.Final, res.Warm)
 	failed = !res.Passed()
 	return res, nil
 }
@@ -340,6 +344,17 @@ func reading(client *http.Client, srv *benchkit.Server, started time.Time, cnt C
 		return s, errors.New("/metrics lacks go_goroutines or process_open_fds")
 	}
 	return s, nil
+}
+
+// warmCounters is what the load had done at the baseline sample, the
+// first at or after the warm-up (zero when there is none).
+func warmCounters(c Config, samples []Sample) Counters {
+	for _, s := range samples {
+		if s.At >= c.Warmup-c.Interval/4 {
+			return s.Counters
+		}
+	}
+	return Counters{}
 }
 
 // checkSamples compares each sample after the warm-up with the first one

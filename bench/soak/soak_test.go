@@ -92,3 +92,34 @@ func TestCheckSamples(t *testing.T) {
 		t.Errorf("slack: %+v", small[1])
 	}
 }
+
+// The load's failures are checked after the warm-up, as the figures are:
+// chat POSTs that failed while the crowd arrived are reported, not held
+// against the run; the same after it break it.
+func TestProblemsAfterWarmup(t *testing.T) {
+	c := defaultConfig()
+	c.Interval, c.Warmup = time.Minute, 2*time.Minute
+	l := &load{c: c}
+	warm := Counters{Segments: 1000, Parts: 2000, Playlists: 3000, ChatPosted: 100, ChatFailed: 35, ChatDelivered: 1000, Updates: 10, Webhooks: 10}
+	samples := []Sample{{At: 0}, {At: time.Minute, Counters: Counters{ChatFailed: 30}}, {At: 2 * time.Minute, Counters: warm}}
+	if got := warmCounters(c, samples); got != warm {
+		t.Fatalf("warm-up counters %+v, want the baseline sample's %+v", got, warm)
+	}
+	final := warm
+	final.Segments, final.Parts, final.Playlists, final.ChatPosted, final.ChatDelivered = 5000, 10000, 15000, 1500, 15000
+	final.Updates, final.Webhooks = 70, 70
+	final.ChatFailed = warm.ChatFailed + 14 // 1 % of 1,400 posted after the warm-up
+	if p := l.problems(final, warm); len(p) != 0 {
+		t.Errorf("failures in the warm-up and 1 %% after it: %v", p)
+	}
+	final.ChatFailed++
+	final.HLSErrors = 400 // over 1 % of the 24,000 fetched after the warm-up
+	p := l.problems(final, warm)
+	if len(p) != 2 || !strings.Contains(p[0], "400 HLS requests") || !strings.Contains(p[1], "15 chat POSTs of 1415 after the warm-up") {
+		t.Errorf("problems %q", p)
+	}
+	res := Result{Config: c, Samples: samples, Final: final, Warm: warm, Problems: p}
+	if md := res.Markdown(); !strings.Contains(md, "In the warm-up (not checked): 0 HLS errors, 35 chat POSTs failed.") {
+		t.Errorf("the report does not give the warm-up's failures:\n%s", md)
+	}
+}
