@@ -160,3 +160,28 @@ func TestOrphansMigration(t *testing.T) {
 		}
 	})
 }
+
+// A follow whose follower is gone (written as the user was deleted: the
+// table has no foreign key) is left out of the go-live mails; the other
+// followers get theirs. On the old code the mail to the gone user failed
+// the batch on SQLite, at every try, and no follower was mailed.
+func TestExpandSkipsFollowersGone(t *testing.T) {
+	onairtest.EachBackend(t, func(t *testing.T, backend string) {
+		ctx := context.Background()
+		env, smtp := withSMTP(t, backend, nil)
+		dj, djToken := env.CreateUser("Dee Jay")
+		fan, fanToken := env.CreateUser("Fan Stays")
+		env.Do("POST", fmt.Sprintf("/v1/users/%d/follow", dj.ID), fanToken, nil).Expect(t, http.StatusOK)
+		// A follower id no user has.
+		if _, err := env.Core.DB.NewInsert().Model(&users.Follow{FollowerID: fan.ID + 1000, FollowedID: dj.ID, CreatedAt: time.Now().UTC()}).Exec(ctx); err != nil {
+			t.Fatal(err)
+		}
+		show := goLive(t, env, djToken, "A ghost follows")
+		if msg := smtp.Next(); len(msg.To) != 1 || msg.To[0] != fan.Email {
+			t.Fatalf("mail to %v, want %s", msg.To, fan.Email)
+		}
+		if states := settled(t, env, show); states[notify.StatusSent] != 1 || len(states) != 1 {
+			t.Errorf("mails of the show: %v, want one sent", states)
+		}
+	})
+}

@@ -120,8 +120,14 @@ func (m *Module) expandJob(ctx context.Context, sh *shows.Show) error {
 	var after int64
 	for {
 		var followers []int64
+		// Followers whose user is gone are left out: follows has no
+		// foreign key (users.deleteRow deletes a user's follows, but one
+		// written as the user is deleted may stay), and one mail to a
+		// user gone would fail the batch on notify_mails' foreign key,
+		// every follower's, at every try.
 		err := m.core.DB.NewSelect().Model((*users.Follow)(nil)).Column("follower_id").
 			Where("followed_id = ? AND follower_id > ?", sh.UserID, after).
+			Where("EXISTS (SELECT 1 FROM users WHERE users.id = follower_id)").
 			OrderExpr("follower_id").Limit(expandBatch).Scan(ctx, &followers)
 		if err != nil {
 			return err
