@@ -7,6 +7,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/onair/onair/app/events"
+	"github.com/onair/onair/migrations"
 	"github.com/onair/onair/modules/users"
 )
 
@@ -46,15 +47,13 @@ func forgetShow(ctx context.Context, tx bun.IDB, showID int64) error {
 // account switch of one, the job of a show gone). Running it again
 // deletes nothing more.
 func deleteOrphans(ctx context.Context, db bun.IDB) error {
-	for _, q := range []string{
-		"DELETE FROM notify_mutes WHERE NOT EXISTS (SELECT 1 FROM users WHERE users.id = notify_mutes.follower_id)",
-		"DELETE FROM notify_mutes WHERE NOT EXISTS (SELECT 1 FROM users WHERE users.id = notify_mutes.followed_id)",
-		"DELETE FROM notify_account_mutes WHERE NOT EXISTS (SELECT 1 FROM users WHERE users.id = notify_account_mutes.user_id)",
-		"DELETE FROM notify_jobs WHERE NOT EXISTS (SELECT 1 FROM shows WHERE shows.id = notify_jobs.show_id)",
-	} {
-		if _, err := db.ExecContext(ctx, q); err != nil {
-			return fmt.Errorf("notify: delete orphans: %w", err)
-		}
+	if err := migrations.DeleteOrphans(ctx, db,
+		migrations.Ref{Table: "notify_mutes", Column: "follower_id", Parent: "users"},
+		migrations.Ref{Table: "notify_mutes", Column: "followed_id", Parent: "users"},
+		migrations.Ref{Table: "notify_account_mutes", Column: "user_id", Parent: "users"},
+		migrations.Ref{Table: "notify_jobs", Column: "show_id", Parent: "shows"},
+	); err != nil {
+		return fmt.Errorf("notify: %w", err)
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/onair/onair/app"
+	"github.com/onair/onair/migrations"
 )
 
 // Favorite marks (on) or unmarks a show as a favorite of by and keeps
@@ -66,13 +67,11 @@ func deleteOrphanFavorites(ctx context.Context, db bun.IDB) error {
 		Scan(ctx, &ids); err != nil {
 		return fmt.Errorf("shows: favorites of users gone: %w", err)
 	}
-	for _, q := range []string{
-		"DELETE FROM show_favorites WHERE NOT EXISTS (SELECT 1 FROM users WHERE users.id = show_favorites.user_id)",
-		"DELETE FROM show_favorites WHERE NOT EXISTS (SELECT 1 FROM shows WHERE shows.id = show_favorites.show_id)",
-	} {
-		if _, err := db.ExecContext(ctx, q); err != nil {
-			return fmt.Errorf("shows: delete orphan favorites: %w", err)
-		}
+	if err := migrations.DeleteOrphans(ctx, db,
+		migrations.Ref{Table: "show_favorites", Column: "user_id", Parent: "users"},
+		migrations.Ref{Table: "show_favorites", Column: "show_id", Parent: "shows"},
+	); err != nil {
+		return fmt.Errorf("shows: %w", err)
 	}
 	for len(ids) > 0 {
 		n := min(len(ids), 500)

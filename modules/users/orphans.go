@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/uptrace/bun"
+
+	"github.com/onair/onair/migrations"
 )
 
 // deleteOrphanFollows is migration 0011: it deletes the follows earlier
@@ -14,13 +16,11 @@ import (
 // brought the counts of the users followed down, so no count moves here.
 // Running it again deletes nothing more.
 func deleteOrphanFollows(ctx context.Context, db bun.IDB) error {
-	for _, q := range []string{
-		"DELETE FROM follows WHERE NOT EXISTS (SELECT 1 FROM users WHERE users.id = follows.follower_id)",
-		"DELETE FROM follows WHERE NOT EXISTS (SELECT 1 FROM users WHERE users.id = follows.followed_id)",
-	} {
-		if _, err := db.ExecContext(ctx, q); err != nil {
-			return fmt.Errorf("users: delete orphan follows: %w", err)
-		}
+	if err := migrations.DeleteOrphans(ctx, db,
+		migrations.Ref{Table: "follows", Column: "follower_id", Parent: "users"},
+		migrations.Ref{Table: "follows", Column: "followed_id", Parent: "users"},
+	); err != nil {
+		return fmt.Errorf("users: %w", err)
 	}
 	return nil
 }
