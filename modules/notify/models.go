@@ -32,7 +32,8 @@ type AccountMute struct {
 
 // Job is a show that went live and whose followers are to be mailed,
 // written in the go-live's transaction. ExpandedAt is set once its
-// mails are queued.
+// mails are queued. Attempts, NextAt (nil: due at once), LastError and
+// FailedAt are to record failed expansions.
 type Job struct {
 	bun.BaseModel `bun:"table:notify_jobs,alias:nj"`
 
@@ -40,6 +41,10 @@ type Job struct {
 	Show       *shows.Show `bun:"rel:belongs-to,join:show_id=id,on_delete:CASCADE"`
 	CreatedAt  time.Time   `bun:"created_at,notnull"`
 	ExpandedAt *time.Time  `bun:"expanded_at"`
+	Attempts   int         `bun:"attempts,notnull,default:0"`
+	NextAt     *time.Time  `bun:"next_at"`
+	LastError  string      `bun:"last_error,notnull,type:varchar(500),default:''"`
+	FailedAt   *time.Time  `bun:"failed_at"`
 }
 
 // Mail states.

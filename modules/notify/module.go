@@ -78,6 +78,8 @@ func (*Module) Migrations() []migrations.Migration {
 		// The mutes of a user deleted, by followed_id (forget.go).
 		{ID: "0005_index_mutes_followed", Up: migrations.CreateIndex((*Mute)(nil), "notify_mutes_followed_idx", "followed_id")},
 		{ID: "0006_delete_orphans", Up: deleteOrphans},
+		// A job's failed expansions, retried with a backoff (worker.go).
+		{ID: "0007_job_retries", Up: migrations.AddColumns((*Job)(nil), "attempts", "next_at", "last_error", "failed_at")},
 	}
 }
 
