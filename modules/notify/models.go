@@ -31,9 +31,10 @@ type AccountMute struct {
 }
 
 // Job is a show that went live and whose followers are to be mailed,
-// written in the go-live's transaction. ExpandedAt is set once its
-// mails are queued. Attempts, NextAt (nil: due at once), LastError and
-// FailedAt are to record failed expansions.
+// written in the go-live's transaction. ExpandedAt is set once the job
+// is done: its mails queued or, with FailedAt, given up after
+// maxAttempts failed expansions. A failed one waits for NextAt (nil: due
+// at once) so that it holds up no other show's job.
 type Job struct {
 	bun.BaseModel `bun:"table:notify_jobs,alias:nj"`
 

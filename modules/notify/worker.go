@@ -20,14 +20,16 @@ const (
 	// claimFor is how long a claimed mail is left to its worker before
 	// another may send it.
 	claimFor = 5 * time.Minute
-	// maxAttempts bounds the tries at one mail (the first and 4 retries).
+	// maxAttempts bounds the tries at one mail, and at expanding one
+	// go-live job (the first and 4 retries).
 	maxAttempts = 5
 	// expandBatch is how many followers one insert queues.
 	expandBatch = 500
 )
 
-// retryAfter is the pause before the next try of a mail that failed n
-// times.
+// retryAfter is the pause before the next try of a mail, or of a job's
+// expansion, that failed n times. The tries end some 85 minutes after
+// the first: a go-live mail later than that is hardly worth sending.
 func retryAfter(n int) time.Duration {
 	return min(time.Minute<<(2*(n-1)), 2*time.Hour) // 1 min, 4 min, 16 min, 64 min
 }
@@ -94,24 +96,69 @@ func (m *Module) run(ctx context.Context) {
 	}
 }
 
-// expand queues one mail per follower of each job's show owner. The
+// expand queues one mail per follower of each due job's show owner. The
 // unique index makes a second expansion (another node, a crash before
-// expanded_at was set) add nothing.
+// expanded_at was set) add nothing. A job that fails is logged and
+// retried later (expandFailed) while the others go on: one show's
+// persistent error must not hold back every later show's mails. The
+// errors are returned joined.
 func (m *Module) expand(ctx context.Context) error {
 	var jobs []Job
-	if err := m.core.DB.NewSelect().Model(&jobs).Relation("Show").Where("nj.expanded_at IS NULL").OrderExpr("nj.show_id").Limit(20).Scan(ctx); err != nil {
+	err := m.core.DB.NewSelect().Model(&jobs).Relation("Show").
+		Where("nj.expanded_at IS NULL").
+		Where("(nj.next_at IS NULL OR nj.next_at <= ?)", m.core.Clock.Stamp()).
+		OrderExpr("nj.show_id").Limit(20).Scan(ctx)
+	if err != nil {
 		return err
 	}
+	var errs []error
 	for _, j := range jobs {
 		if j.Show != nil {
 			if err := m.expandJob(ctx, j.Show); err != nil {
-				return fmt.Errorf("show %d: %w", j.ShowID, err)
+				if ctx.Err() != nil {
+					return ctx.Err() // stopping: not the job's failure
+				}
+				errs = append(errs, fmt.Errorf("show %d: %w", j.ShowID, err))
+				if err := m.expandFailed(ctx, j, err); err != nil {
+					errs = append(errs, err)
+				}
+				continue
 			}
 		}
 		now := m.core.Clock.Stamp()
 		if _, err := m.core.DB.NewUpdate().Model((*Job)(nil)).Set("expanded_at = ?", now).Where("show_id = ?", j.ShowID).Exec(ctx); err != nil {
-			return err
+			errs = append(errs, fmt.Errorf("show %d: %w", j.ShowID, err))
 		}
+	}
+	return errors.Join(errs...)
+}
+
+// expandFailed records a failed expansion of j: the job is tried again
+// after retryAfter, as a mail is, and given up at the maxAttempts-th
+// failure (expanded_at and failed_at set, so no worker picks it again;
+// the mails queued before the failure are still sent). Two nodes failing
+// the same try count it once.
+func (m *Module) expandFailed(ctx context.Context, j Job, cause error) error {
+	n, now := j.Attempts+1, m.core.Clock.Stamp()
+	next := now.Add(retryAfter(n))
+	q := m.core.DB.NewUpdate().Model((*Job)(nil)).Set("attempts = ?, last_error = ?", n, clip(cause.Error())).
+		Where("show_id = ? AND attempts = ? AND expanded_at IS NULL", j.ShowID, j.Attempts)
+	if n >= maxAttempts {
+		q = q.Set("expanded_at = ?, failed_at = ?", now, now)
+	} else {
+		q = q.Set("next_at = ?", next)
+	}
+	res, err := q.Exec(ctx)
+	if err != nil {
+		return fmt.Errorf("show %d: record the failure: %w", j.ShowID, err)
+	}
+	if k, _ := res.RowsAffected(); k != 1 {
+		return nil // another node recorded this try
+	}
+	if n >= maxAttempts {
+		m.core.Log.Error("notify: go-live job given up", "show", j.ShowID, "attempts", n, "err", cause)
+	} else {
+		m.core.Log.Warn("notify: go-live job failed", "show", j.ShowID, "attempt", n, "retry_at", next, "err", cause)
 	}
 	return nil
 }
