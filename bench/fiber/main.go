@@ -88,7 +88,7 @@ func run(workers, rounds int, d time.Duration) error {
 	for r := 0; r < rounds; r++ {
 		for i := range urls {
 			u := urls[i]
-			res, err := benchkit.Load(ctx, client, "t0ken", func(*rand.Rand) string { return u }, d, workers)
+			res, err := benchkit.Load(ctx, client, "t0ken", func(*rand.Rand) string { return u }, time.Second, d, workers)
 			if err != nil {
 				return err
 			}

@@ -65,6 +65,7 @@ func main() {
 	nUsers := flag.Int("users", 10_000, "users to seed")
 	reseed := flag.Bool("reseed", false, "drop the database and seed again")
 	duration := flag.Duration("duration", 8*time.Second, "measuring time per scenario")
+	warmup := flag.Duration("warmup", time.Second, "unmeasured load before each scenario's measuring time (the random scenarios at 10M need minutes to fill a buffer pool that holds what they read)")
 	workers := flag.Int("workers", 16, "concurrent client workers")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	memProfile := flag.String("memprofile", "", "write the allocations of the whole run (pprof's allocs profile: the server's and the load generator's) to this file")
@@ -82,7 +83,7 @@ func main() {
 		pprof.StartCPUProfile(f)
 		defer pprof.StopCPUProfile()
 	}
-	if err := run(*dbURL, *nShows, *nUsers, *reseed, *duration, *workers); err != nil {
+	if err := run(*dbURL, *nShows, *nUsers, *reseed, *warmup, *duration, *workers); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		pprof.StopCPUProfile()
 		os.Exit(1)
@@ -167,7 +168,7 @@ func benchViewer(ctx context.Context, svc *users.Service) (int64, error) {
 	return u.ID, nil
 }
 
-func run(dbURL string, nShows, nUsers int, reseed bool, duration time.Duration, workers int) error {
+func run(dbURL string, nShows, nUsers int, reseed bool, warmup, duration time.Duration, workers int) error {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	if err := benchkit.MySQLDatabase(ctx, dbURL, reseed); err != nil {
@@ -297,7 +298,7 @@ func run(dbURL string, nShows, nUsers int, reseed bool, duration time.Duration, 
 		}
 		var sent atomic.Int64
 		self0, db0 := selfCPU(), procCPU(dbPID)
-		lr, err := benchkit.Load(ctx, client, token, func(r *rand.Rand) string { sent.Add(1); return base + sc.path(r) }, duration, workers)
+		lr, err := benchkit.Load(ctx, client, token, func(r *rand.Rand) string { sent.Add(1); return base + sc.path(r) }, warmup, duration, workers)
 		if err != nil {
 			return fmt.Errorf("%s: %w", sc.name, err)
 		}
@@ -315,7 +316,7 @@ func run(dbURL string, nShows, nUsers int, reseed bool, duration time.Duration, 
 		fmt.Printf("\n%d shows, first requests after a fresh start only; load average %s at the start, %s at the end; %s.\n", nShows, load0, benchkit.LoadAvg(), pool)
 		return nil
 	}
-	printTable(results, nShows, workers, duration, load0, pool)
+	printTable(results, nShows, workers, warmup, duration, load0, pool)
 	return nil
 }
 
@@ -424,10 +425,10 @@ func freshStart(ctx context.Context, base *app.Config, token, path string) (time
 	return benchkit.Get(client, cfg.PublicURL+path, token)
 }
 
-func printTable(results []result, nShows, workers int, d time.Duration, load0, pool string) {
+func printTable(results []result, nShows, workers int, warmup, d time.Duration, load0, pool string) {
 	ceiling := results[0]
-	fmt.Printf("\n%d shows, %d client workers on 127.0.0.1, %s per scenario after 1 s warm-up; load average %s at the start, %s at the end; %s.\n\n",
-		nShows, workers, d, load0, benchkit.LoadAvg(), pool)
+	fmt.Printf("\n%d shows, %d client workers on 127.0.0.1, %s per scenario after %s of warm-up; load average %s at the start, %s at the end; %s.\n\n",
+		nShows, workers, d, warmup, load0, benchkit.LoadAvg(), pool)
 	fmt.Println("| Request | fresh start, first request (ms) | cold (ms) | p50 (ms) | p99 (ms) | req/s | p50 ÷ ceiling p50 | req/s ÷ ceiling req/s | OnAir + client CPU (ms/req) | MariaDB CPU (ms/req) |")
 	fmt.Println("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, r := range results {

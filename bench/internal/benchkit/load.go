@@ -19,11 +19,12 @@ type LoadResult struct {
 	N              int
 }
 
-// Load sends one cold request to target, warms up for a second, then runs
-// workers that GET target(r) back to back for d, and returns the latency
-// percentiles and throughput of the measured phase. token, when set, is
-// sent as a Bearer token. Any answer but 200 stops it with an error.
-func Load(ctx context.Context, client *http.Client, token string, target func(r *rand.Rand) string, d time.Duration, workers int) (LoadResult, error) {
+// Load sends one cold request to target, warms up for warmup (the same
+// workers, unmeasured), then runs workers that GET target(r) back to back
+// for d, and returns the latency percentiles and throughput of the
+// measured phase. token, when set, is sent as a Bearer token. Any answer
+// but 200 stops it with an error.
+func Load(ctx context.Context, client *http.Client, token string, target func(r *rand.Rand) string, warmup, d time.Duration, workers int) (LoadResult, error) {
 	cold, err := Get(client, target(rand.New(rand.NewPCG(1, 2))), token)
 	if err != nil {
 		return LoadResult{}, err
@@ -63,7 +64,7 @@ func Load(ctx context.Context, client *http.Client, token string, target func(r 
 		}
 		wg.Wait()
 	}
-	phase(time.Second, false, 7)
+	phase(warmup, false, 7)
 	phase(d, true, 8)
 	if err, _ := failed.Load().(error); err != nil {
 		return LoadResult{}, err
