@@ -168,10 +168,10 @@ func (m *Module) expandJob(ctx context.Context, sh *shows.Show) error {
 	for {
 		var followers []int64
 		// Followers whose user is gone are left out: follows has no
-		// foreign key (users.deleteRow deletes a user's follows, but one
-		// written as the user is deleted may stay), and one mail to a
-		// user gone would fail the batch on notify_mails' foreign key,
-		// every follower's, at every try.
+		// foreign key (a user's deletion deletes their follows, and a
+		// follow never outlives its users, but nothing in the schema
+		// holds that), and one mail to a user gone would fail the batch
+		// on notify_mails' foreign key, every follower's, at every try.
 		err := m.core.DB.NewSelect().Model((*users.Follow)(nil)).Column("follower_id").
 			Where("followed_id = ? AND follower_id > ?", sh.UserID, after).
 			Where("EXISTS (SELECT 1 FROM users WHERE users.id = follower_id)").

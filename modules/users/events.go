@@ -86,20 +86,27 @@ func (m *Module) Subscribe(bus *events.Bus) { m.bus = bus }
 // subscribes to.
 func (s *Service) events() *events.Bus { return s.bus }
 
-// DeleteUser deletes a user as staff member by, in one transaction: the
-// Deleted event's handlers delete what other modules keep of the user
-// (shows and favorites, chat messages, mail switches), then the user's
-// row goes with their follows (deleteRow) and, by the foreign keys, their
-// tokens, sessions, tags and reset links. It returns the ids of the shows
+// DeleteUser deletes a user as staff member by, in one transaction: their
+// follows go first (deleteFollows), then the Deleted event's handlers
+// delete what other modules keep of the user (shows and favorites, chat
+// messages, mail switches), then the user's row goes (deleteRow) and, by
+// the foreign keys, their tokens, sessions, tags and reset links. The
+// order is the one of the locks a follow or a favorite takes (follows,
+// shows, favorites, users last), so the deletion and one of those wait
+// for each other rather than deadlock. It returns the ids of the shows
 // deleted. A MySQL deadlock runs it again.
 func (s *Service) DeleteUser(ctx context.Context, id int64, by *app.Principal) ([]int64, error) {
 	var ev *Deletion
 	err := s.events().RunInTx(ctx, s.db, 3, retryable, func(ctx context.Context, tx *events.Tx) error {
 		ev = &Deletion{UserID: id, By: by, Shows: []int64{}}
+		followed, err := deleteFollows(ctx, tx, id)
+		if err != nil {
+			return err
+		}
 		if err := outbox.Publish(ctx, s.outbox, tx, deletedOut, ev); err != nil {
 			return err
 		}
-		return deleteRow(ctx, tx, id)
+		return deleteRow(ctx, tx, id, followed)
 	})
 	if err != nil {
 		return nil, err

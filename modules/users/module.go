@@ -92,7 +92,7 @@ func (m *Module) Migrations() []migrations.Migration {
 		// A profile's tags in the order they were given (older links: 0,
 		// then by identity).
 		{ID: "0010_tag_position", Up: migrations.AddColumns((*UserTag)(nil), "position")},
-		// The follows of users deleted before deleteRow deleted them.
+		// The follows of users deleted before deletions deleted them.
 		{ID: "0011_delete_orphan_follows", Up: deleteOrphanFollows},
 	}
 }

@@ -362,14 +362,23 @@ func filterUsers(sel *bun.SelectQuery, q ListQuery) *bun.SelectQuery {
 }
 
 // Follow makes follower follow followed; following twice is harmless.
-// Following yourself is a 422.
+// Following yourself is a 422; a follow of, or by, a user deleted
+// meanwhile is a 404 and leaves no row.
+//
+// The follows table has no foreign keys (its columns are its key, of
+// which bun's WithForeignKeys makes none), so the row's two users are
+// held here, once it is in: a deletion that got to its follows first (it
+// deletes them before anything else, deleteFollows) made the insert wait
+// until it committed, and the users' rows are gone now; one that comes
+// later waits for this row, then deletes it. A MySQL deadlock (a gap
+// locked at the edge of a deletion's range) runs it again.
 func (s *Service) Follow(ctx context.Context, follower, followed int64) error {
 	if follower == followed {
 		return app.Validation{"id": "you cannot follow yourself"}.Err()
 	}
 	// INSERT IGNORE / ON CONFLICT DO NOTHING rather than a read first, so
 	// two concurrent follows (a double click) count once and neither fails.
-	return s.events().RunInTx(ctx, s.db, 1, nil, func(ctx context.Context, tx *events.Tx) error {
+	return s.events().RunInTx(ctx, s.db, 3, retryable, func(ctx context.Context, tx *events.Tx) error {
 		f := &Follow{FollowerID: follower, FollowedID: followed, CreatedAt: s.now()}
 		res, err := tx.NewInsert().Model(f).Ignore().Exec(ctx)
 		if errors.Is(err, sql.ErrNoRows) {
@@ -381,12 +390,60 @@ func (s *Service) Follow(ctx context.Context, follower, followed int64) error {
 		if n, _ := res.RowsAffected(); n == 0 {
 			return nil
 		}
-		_, err = tx.NewUpdate().Model((*User)(nil)).Set("followers_count = followers_count + 1").Where("id = ?", followed).Exec(ctx)
-		if err != nil {
-			return err
+		// The two rows in id order, as a deletion's count update takes
+		// the rows of the users it followed: two follows of each other at
+		// once, or a follow beside such a deletion, wait rather than
+		// deadlock.
+		for _, id := range []int64{min(follower, followed), max(follower, followed)} {
+			if id == follower {
+				err = ShareLock(ctx, tx, follower)
+			} else {
+				err = countFollower(ctx, tx, followed)
+			}
+			if errors.Is(err, ErrNotFound) {
+				return app.NotFound("user")
+			}
+			if err != nil {
+				return fmt.Errorf("users: follow: %w", err)
+			}
 		}
 		return events.Publish(ctx, tx, Followed, *f)
 	})
+}
+
+// countFollower adds one to the user's followers_count; ErrNotFound when
+// the user is gone.
+func countFollower(ctx context.Context, tx bun.IDB, id int64) error {
+	res, err := tx.NewUpdate().Model((*User)(nil)).Set("followers_count = followers_count + 1").Where("id = ?", id).Exec(ctx)
+	if err != nil {
+		return err
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return ErrNotFound
+	}
+	return nil
+}
+
+// ShareLock reads the user's row in tx with a shared lock (on MySQL;
+// SQLite's one writer holds the whole database): until tx ends the user
+// cannot be deleted, and a deletion that held the row first has
+// committed, so the user is gone (ErrNotFound). A module that writes a
+// row of the user's without a foreign key (a follow, a favorite) calls
+// it after the write, inside the write's transaction, so that the row
+// never outlives the user.
+func ShareLock(ctx context.Context, tx bun.IDB, id int64) error {
+	q := "SELECT COUNT(*) FROM users WHERE id = ?"
+	if app.IsMySQL(tx) {
+		q += " LOCK IN SHARE MODE"
+	}
+	var n int
+	if err := tx.NewRaw(q, id).Scan(ctx, &n); err != nil {
+		return fmt.Errorf("users: lock %d: %w", id, err)
+	}
+	if n == 0 {
+		return ErrNotFound
+	}
+	return nil
 }
 
 // Unfollow undoes Follow; unfollowing someone not followed is harmless.

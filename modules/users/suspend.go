@@ -136,26 +136,60 @@ func (s *Service) UseReset(ctx context.Context, plain, password string) (*User, 
 // switches) must be gone first. Staff delete a user with DeleteUser,
 // which deletes everything in one transaction.
 func (s *Service) Delete(ctx context.Context, id int64) error {
-	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error { return deleteRow(ctx, tx, id) })
+	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		followed, err := deleteFollows(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		return deleteRow(ctx, tx, id, followed)
+	})
 	if err == nil {
 		s.tokens.invalidate(ctx, 0, id) // their cached tokens go at once
 	}
 	return err
 }
 
-// deleteRow deletes the user's row in tx (see Delete). The follows go
-// by statement: both columns are the table's key, so bun's
-// WithForeignKeys made no foreign key of them to cascade.
-func deleteRow(ctx context.Context, tx bun.IDB, id int64) error {
-	if _, err := tx.NewUpdate().Model((*User)(nil)).Set("followers_count = followers_count - 1").
-		Where("followers_count > 0").
-		Where("id IN (?)", tx.NewSelect().Model((*Follow)(nil)).Column("followed_id").Where("follower_id = ?", id)).Exec(ctx); err != nil {
-		return fmt.Errorf("users: delete %d: followers: %w", id, err)
+// deleteFollows deletes the user's follows, both ways, in tx and returns
+// the ids of the users they followed, whose counts deleteRow brings down.
+// It comes first in a deletion's transaction: the follows table has no
+// foreign keys (both its columns are its key, of which bun's
+// WithForeignKeys makes none), and on MySQL its statements lock the
+// user's ranges of follows, gaps included, so a follow of or by the user
+// that comes later waits for the deletion to commit and then finds the
+// user gone (Follow), and one that came first holds its row until it
+// commits, and is deleted then. Were they later, a deletion could hold
+// what such a follow waits for (a row of the users it counts, a mute of
+// the notify module) while it waits for the follow: a deadlock.
+func deleteFollows(ctx context.Context, tx bun.IDB, id int64) ([]int64, error) {
+	var followed []int64
+	q := tx.NewSelect().Model((*Follow)(nil)).Column("followed_id").Where("follower_id = ?", id).OrderExpr("followed_id")
+	if app.IsMySQL(tx) {
+		q = q.For("UPDATE")
+	}
+	if err := q.Scan(ctx, &followed); err != nil {
+		return nil, fmt.Errorf("users: delete %d: followed: %w", id, err)
 	}
 	for _, col := range []string{"follower_id", "followed_id"} {
 		if _, err := tx.NewDelete().Model((*Follow)(nil)).Where("? = ?", bun.Ident(col), id).Exec(ctx); err != nil {
-			return fmt.Errorf("users: delete %d: follows: %w", id, err)
+			return nil, fmt.Errorf("users: delete %d: follows: %w", id, err)
 		}
+	}
+	return followed, nil
+}
+
+// deleteRow brings the followers_count of the users in followed (the
+// user's, from deleteFollows) down and deletes the user's row in tx, last
+// in a deletion's transaction. The counts go by id, in order, as Follow
+// takes the rows of a follow's users: a statement with the follows as a
+// subquery would scan, and on MySQL lock, every user with a follower.
+func deleteRow(ctx context.Context, tx bun.IDB, id int64, followed []int64) error {
+	for len(followed) > 0 {
+		n := min(len(followed), 500)
+		if _, err := tx.NewUpdate().Model((*User)(nil)).Set("followers_count = followers_count - 1").
+			Where("followers_count > 0").Where("id IN (?)", bun.List(followed[:n])).Exec(ctx); err != nil {
+			return fmt.Errorf("users: delete %d: followers: %w", id, err)
+		}
+		followed = followed[n:]
 	}
 	res, err := tx.NewDelete().Model((*User)(nil)).Where("id = ?", id).Exec(ctx)
 	if err != nil {
