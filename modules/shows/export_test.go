@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/uptrace/bun"
+
 	"github.com/onair/onair/app"
 	"github.com/onair/onair/migrations"
 )
@@ -100,4 +102,11 @@ func SetGramSplitRows(t interface{ Cleanup(func()) }, rows int64) {
 	n := gramSplitRows
 	gramSplitRows = rows
 	t.Cleanup(func() { gramSplitRows = n })
+}
+
+// DeleteInTx is Delete's change inside tx, for a test that holds the
+// deletion's transaction open; the events are not delivered.
+func DeleteInTx(ctx context.Context, s *Service, tx bun.IDB, id int64) error {
+	_, err := deleteInTx(ctx, s, tx, id, nil, s.clock.Stamp())
+	return err
 }

@@ -2,17 +2,29 @@ package shows
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/uptrace/bun"
 
 	"github.com/onair/onair/app"
 	"github.com/onair/onair/migrations"
+	"github.com/onair/onair/modules/users"
 )
 
 // Favorite marks (on) or unmarks a show as a favorite of by and keeps
 // favorites_count in step. Both directions are idempotent. A show by may
-// not see is 404.
+// not see is 404, and so is a favorite of a show or by a user deleted
+// meanwhile, which leaves no row.
+//
+// show_favorites has no foreign keys (its columns are its key, of which
+// bun's WithForeignKeys makes none), so the change holds the show's row
+// (a deletion of the show holds it first, or waits) and, once a new
+// favorite is in, the user's (users.ShareLock): a deletion of the user
+// that read their favorites first made the insert wait until it
+// committed, and one that comes later waits for this row and deletes it.
+// A MySQL deadlock (a gap locked at the edge of a deletion's range) runs
+// it again.
 func (s *Service) Favorite(ctx context.Context, id int64, by *app.Principal, on bool) (*Show, error) {
 	if _, err := s.Visible(ctx, id, by); err != nil {
 		return nil, err
@@ -20,7 +32,7 @@ func (s *Service) Favorite(ctx context.Context, id int64, by *app.Principal, on 
 	if err := s.access.can(by, nil, "favorite"); err != nil {
 		return nil, err
 	}
-	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+	err := inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
 		if _, err := lockShow(ctx, tx, id); err != nil {
 			return err
 		}
@@ -32,6 +44,13 @@ func (s *Service) Favorite(ctx context.Context, id int64, by *app.Principal, on 
 			}
 			if n, _ := res.RowsAffected(); n > 0 {
 				delta = 1
+				err = users.ShareLock(ctx, tx, by.UserID)
+				if errors.Is(err, users.ErrNotFound) {
+					return app.NotFound("user")
+				}
+				if err != nil {
+					return err
+				}
 			}
 		} else {
 			res, err := tx.NewDelete().Model((*Favorite)(nil)).Where("user_id = ?", by.UserID).Where("show_id = ?", id).Exec(ctx)

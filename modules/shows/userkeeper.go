@@ -77,12 +77,32 @@ func (m *Module) deleteUserShows(ctx context.Context, tx *events.Tx, d *users.De
 // so bun's WithForeignKeys made no foreign key of it to cascade. The
 // list cache reads favorites_count on each use (listcache.go), so no
 // generation moves.
+//
+// On MySQL the read of the favorites shares the locks of the user's range
+// of them, gaps included: a favorite that comes later waits for the
+// deletion to commit and then finds the user gone (Favorite), one that
+// came first is waited for and counted. Shared, since a repeated favorite
+// holds its show's row while it reads its own: it goes on, and the
+// deletion counts that show down after it. The counts go by id: a
+// statement with the favorites as a subquery would scan, and lock, every
+// show.
 func forgetFavorites(ctx context.Context, tx bun.IDB, userID int64) error {
-	if _, err := tx.NewUpdate().Model((*Show)(nil)).
-		Set("favorites_count = CASE WHEN favorites_count > 0 THEN favorites_count - 1 ELSE 0 END").
-		Where("s.id IN (?)", tx.NewSelect().Model((*Favorite)(nil)).Column("show_id").Where("sf.user_id = ?", userID)).
-		Exec(ctx); err != nil {
-		return fmt.Errorf("shows: favorites_count of user %d's favorites: %w", userID, err)
+	q := "SELECT show_id FROM show_favorites WHERE user_id = ? ORDER BY show_id"
+	if app.IsMySQL(tx) {
+		q += " LOCK IN SHARE MODE"
+	}
+	var ids []int64
+	if err := tx.NewRaw(q, userID).Scan(ctx, &ids); err != nil {
+		return fmt.Errorf("shows: favorites of user %d: %w", userID, err)
+	}
+	for rest := ids; len(rest) > 0; {
+		n := min(len(rest), 500)
+		if _, err := tx.NewUpdate().Model((*Show)(nil)).
+			Set("favorites_count = CASE WHEN favorites_count > 0 THEN favorites_count - 1 ELSE 0 END").
+			Where("s.id IN (?)", bun.List(rest[:n])).Exec(ctx); err != nil {
+			return fmt.Errorf("shows: favorites_count of user %d's favorites: %w", userID, err)
+		}
+		rest = rest[n:]
 	}
 	if _, err := tx.NewDelete().Model((*Favorite)(nil)).Where("user_id = ?", userID).Exec(ctx); err != nil {
 		return fmt.Errorf("shows: favorites of user %d: %w", userID, err)
