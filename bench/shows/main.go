@@ -72,7 +72,7 @@ func main() {
 	flag.StringVar(&viewer, "viewer", "owner", "who asks: owner (user 1, a broadcaster with private shows of their own) or audience (a user without shows)")
 	flag.StringVar(&only, "only", "", "run only the scenarios whose name contains this text (the ceiling always runs)")
 	flag.BoolVar(&freshOnly, "fresh-only", false, "time only each scenario's first request after a fresh start, without the warm load (nor its load on the machine)")
-	flag.IntVar(&bufferPoolMB, "buffer-pool-mb", 0, "set MariaDB's innodb_buffer_pool_size (GLOBAL, needs SUPER) to this many MiB before the run; 0 leaves it as it is")
+	flag.IntVar(&bufferPoolMB, "buffer-pool-mb", 0, "set MariaDB's innodb_buffer_pool_size (GLOBAL, needs SUPER) to this many MiB for the run, and back to its size at the end; 0 leaves it as it is")
 	flag.Parse()
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
@@ -123,21 +123,31 @@ var bufferPoolMB int
 // describes it beside the size of the benchmark's tables and indexes: a
 // list that misses the pool reads its pages from the file system, and the
 // first request of a scenario after others pays for them (docs/deploy.md,
-// "Sizing the database").
-func bufferPool(ctx context.Context, db *sql.DB) (string, error) {
-	if bufferPoolMB > 0 {
+// "Sizing the database"). restore sets the pool back to the size it had
+// (the setting is the server's, and outlives the run).
+func bufferPool(ctx context.Context, db *sql.DB) (desc string, restore func(), err error) {
+	var was, pool, data int64
+	if err := db.QueryRowContext(ctx, "SELECT @@innodb_buffer_pool_size").Scan(&was); err != nil {
+		return "", nil, err
+	}
+	restore = func() {}
+	if bufferPoolMB > 0 && int64(bufferPoolMB)<<20 != was {
 		if _, err := db.ExecContext(ctx, "SET GLOBAL innodb_buffer_pool_size = ?", int64(bufferPoolMB)<<20); err != nil {
-			return "", fmt.Errorf("-buffer-pool-mb: %w", err)
+			return "", nil, fmt.Errorf("-buffer-pool-mb: %w", err)
+		}
+		restore = func() {
+			if _, err := db.ExecContext(context.Background(), "SET GLOBAL innodb_buffer_pool_size = ?", was); err != nil {
+				fmt.Fprintf(os.Stderr, "shows: set the buffer pool back to %d MiB: %v\n", was>>20, err)
+			}
 		}
 	}
-	var pool, data int64
 	if err := db.QueryRowContext(ctx, "SELECT @@innodb_buffer_pool_size").Scan(&pool); err != nil {
-		return "", err
+		return "", restore, err
 	}
 	if err := db.QueryRowContext(ctx, "SELECT COALESCE(SUM(data_length + index_length), 0) FROM information_schema.tables WHERE table_schema = DATABASE()").Scan(&data); err != nil {
-		return "", err
+		return "", restore, err
 	}
-	return fmt.Sprintf("MariaDB innodb_buffer_pool_size %d MiB, the database's tables and indexes %d MiB", pool>>20, data>>20), nil
+	return fmt.Sprintf("MariaDB innodb_buffer_pool_size %d MiB, the database's tables and indexes %d MiB", pool>>20, data>>20), restore, nil
 }
 
 // benchViewer is the user whose token the client sends: user 1, who owns
@@ -231,7 +241,10 @@ func run(dbURL string, nShows, nUsers int, reseed bool, warmup, duration time.Du
 	} else {
 		fmt.Printf("reusing %d shows already seeded\n", have)
 	}
-	pool, err := bufferPool(ctx, core.DB.DB)
+	pool, restorePool, err := bufferPool(ctx, core.DB.DB)
+	if restorePool != nil {
+		defer restorePool()
+	}
 	if err != nil {
 		return err
 	}
