@@ -20,7 +20,11 @@ import (
 // left behind.
 
 // forgetUser handles users.Deleted inside the deletion's transaction:
-// the user's mutes, theirs and of them, and their account switch go.
+// the user's mutes, theirs and of them, and their account switch go. On
+// MySQL the deletes lock the user's ranges of both tables, gaps included,
+// before the user's row goes: a switch turned off later waits for the
+// deletion to commit and then finds the user gone, and one turned off
+// first is waited for and deleted (Module.mute).
 func (m *Module) forgetUser(ctx context.Context, tx *events.Tx, d *users.Deletion) error {
 	for _, q := range []*bun.DeleteQuery{
 		tx.NewDelete().Model((*Mute)(nil)).Where("follower_id = ?", d.UserID),

@@ -3,9 +3,11 @@ package notify
 import (
 	"context"
 	"errors"
+	"fmt"
 	"html/template"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/uptrace/bun"
 
 	"github.com/onair/onair/app"
 	"github.com/onair/onair/modules/users"
@@ -120,14 +122,15 @@ func (h *handlers) putAccount(c *fiber.Ctx) error {
 }
 
 // SetFollowNotify turns the go-live mails of one follow on or off.
+// Turning them off for a follow of, or by, a user deleted meanwhile is a
+// 404 and leaves no mute (see mute).
 func (m *Module) SetFollowNotify(ctx context.Context, follower, followed int64, on bool) error {
-	var err error
 	if on {
-		_, err = m.core.DB.NewDelete().Model((*Mute)(nil)).Where("follower_id = ? AND followed_id = ?", follower, followed).Exec(ctx)
-	} else {
-		_, err = m.core.DB.NewInsert().Model(&Mute{FollowerID: follower, FollowedID: followed, CreatedAt: m.core.Clock.Stamp()}).Ignore().Exec(ctx)
+		_, err := m.core.DB.NewDelete().Model((*Mute)(nil)).Where("follower_id = ? AND followed_id = ?", follower, followed).Exec(ctx)
+		return err
 	}
-	return err
+	row := &Mute{FollowerID: follower, FollowedID: followed, CreatedAt: m.core.Clock.Stamp()}
+	return m.mute(ctx, row, min(follower, followed), max(follower, followed))
 }
 
 // AccountNotify tells whether the user's account takes go-live mails.
@@ -137,14 +140,51 @@ func (m *Module) AccountNotify(ctx context.Context, userID int64) (bool, error) 
 }
 
 // SetAccountNotify turns every go-live mail of the user on or off.
+// Turning them off for a user deleted meanwhile is a 404 and leaves no
+// row (see mute).
 func (m *Module) SetAccountNotify(ctx context.Context, userID int64, on bool) error {
-	var err error
 	if on {
-		_, err = m.core.DB.NewDelete().Model((*AccountMute)(nil)).Where("user_id = ?", userID).Exec(ctx)
-	} else {
-		_, err = m.core.DB.NewInsert().Model(&AccountMute{UserID: userID, CreatedAt: m.core.Clock.Stamp()}).Ignore().Exec(ctx)
+		_, err := m.core.DB.NewDelete().Model((*AccountMute)(nil)).Where("user_id = ?", userID).Exec(ctx)
+		return err
 	}
-	return err
+	return m.mute(ctx, &AccountMute{UserID: userID, CreatedAt: m.core.Clock.Stamp()}, userID)
+}
+
+// mute inserts row, a Mute or an AccountMute, unless it is there already,
+// and then holds the rows of its users (users.ShareLock), given in id
+// order as Follow takes them: a user gone is a 404 and a rollback.
+//
+// Neither table has foreign keys (their columns are their key, of which
+// bun's WithForeignKeys makes none). A user's deletion deletes the user's
+// switches (forgetUser, a Deleted handler) before the user's row goes,
+// and on MySQL those statements lock the user's ranges of them, gaps
+// included: an insert that comes later waits until the deletion commits,
+// then finds the user gone here; one that came first holds its row until
+// it commits, and the deletion waits for it, then deletes it. No step of
+// a deletion before its last (deleteRow) writes a row of users, so the
+// two wait for each other, never in a cycle. A MySQL deadlock (a gap
+// locked at the edge of a deletion's range; a new follow of the same
+// users, which holds their rows and then deletes the mute) runs it again.
+func (m *Module) mute(ctx context.Context, row any, userIDs ...int64) error {
+	return app.RunInTxRetry(ctx, m.core.DB, 3, func(ctx context.Context, tx bun.Tx, _ int) error {
+		res, err := tx.NewInsert().Model(row).Ignore().Exec(ctx)
+		if err != nil {
+			return fmt.Errorf("notify: mute: %w", err)
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return nil
+		}
+		for _, id := range userIDs {
+			err := users.ShareLock(ctx, tx, id)
+			if errors.Is(err, users.ErrNotFound) {
+				return app.NotFound("user")
+			}
+			if err != nil {
+				return fmt.Errorf("notify: mute: %w", err)
+			}
+		}
+		return nil
+	})
 }
 
 var unsubscribePage = template.Must(template.New("unsubscribe").Parse(`<!doctype html>
@@ -181,6 +221,13 @@ func (m *Module) answerUnsubscribe(c *fiber.Ctx, do bool) error {
 		return app.NotFound("unsubscribe link")
 	}
 	ctx := c.UserContext()
+	// The link of a follow of or by a user deleted since is dead; a
+	// deletion that commits meanwhile makes SetFollowNotify a 404.
+	if _, err := m.users.Get(ctx, follower); errors.Is(err, users.ErrNotFound) {
+		return app.NotFound("unsubscribe link")
+	} else if err != nil {
+		return err
+	}
 	dj, err := m.users.Get(ctx, followed)
 	if errors.Is(err, users.ErrNotFound) {
 		return app.NotFound("unsubscribe link")

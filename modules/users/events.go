@@ -91,10 +91,10 @@ func (s *Service) events() *events.Bus { return s.bus }
 // delete what other modules keep of the user (shows and favorites, chat
 // messages, mail switches), then the user's row goes (deleteRow) and, by
 // the foreign keys, their tokens, sessions, tags and reset links. The
-// order is the one of the locks a follow or a favorite takes (follows,
-// shows, favorites, users last), so the deletion and one of those wait
-// for each other rather than deadlock. It returns the ids of the shows
-// deleted. A MySQL deadlock runs it again.
+// order is the one of the locks a follow, a favorite or a mail switch
+// takes (follows, shows, favorites, switches, users last), so the
+// deletion and one of those wait for each other rather than deadlock. It
+// returns the ids of the shows deleted. A MySQL deadlock runs it again.
 func (s *Service) DeleteUser(ctx context.Context, id int64, by *app.Principal) ([]int64, error) {
 	var ev *Deletion
 	err := s.events().RunInTx(ctx, s.db, 3, retryable, func(ctx context.Context, tx *events.Tx) error {

@@ -428,9 +428,9 @@ func countFollower(ctx context.Context, tx bun.IDB, id int64) error {
 // SQLite's one writer holds the whole database): until tx ends the user
 // cannot be deleted, and a deletion that held the row first has
 // committed, so the user is gone (ErrNotFound). A module that writes a
-// row of the user's without a foreign key (a follow, a favorite) calls
-// it after the write, inside the write's transaction, so that the row
-// never outlives the user.
+// row of the user's without a foreign key (a follow, a favorite, a mail
+// switch) calls it after the write, inside the write's transaction, so
+// that the row never outlives the user.
 func ShareLock(ctx context.Context, tx bun.IDB, id int64) error {
 	q := "SELECT COUNT(*) FROM users WHERE id = ?"
 	if app.IsMySQL(tx) {
