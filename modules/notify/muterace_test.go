@@ -2,17 +2,14 @@ package notify_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"os"
 	"testing"
 
-	"github.com/uptrace/bun"
-
-	"github.com/onair/onair/app"
 	"github.com/onair/onair/internal/onairtest"
 	"github.com/onair/onair/internal/testload"
+	"github.com/onair/onair/migrations"
 	"github.com/onair/onair/modules/notify"
 	"github.com/onair/onair/modules/users"
 )
@@ -27,7 +24,7 @@ func TestMuteOfUserGone(t *testing.T) {
 		env := onairtest.New(t, onairtest.Options{Backend: backend})
 		nm, _ := onairtest.Module[*notify.Module](env)
 		um, _ := onairtest.Module[*users.Module](env)
-		by := staffOf(t, env)
+		by := env.Staff()
 		stays, _ := env.CreateUser("Stays Here")
 		for _, gone := range []string{"followed", "follower"} {
 			u, _ := env.CreateUser("Gone " + gone)
@@ -42,7 +39,7 @@ func TestMuteOfUserGone(t *testing.T) {
 			if _, err := um.Service.DeleteUser(ctx, u.ID, by); err != nil {
 				t.Fatal(err)
 			}
-			expectNotFound(t, "mails off with the "+gone+" gone", nm.SetFollowNotify(ctx, follower, followed, false))
+			onairtest.ExpectNotFound(t, "mails off with the "+gone+" gone", nm.SetFollowNotify(ctx, follower, followed, false))
 			resp, err := http.Post(link, "application/x-www-form-urlencoded", nil)
 			if err != nil {
 				t.Fatal(err)
@@ -52,10 +49,10 @@ func TestMuteOfUserGone(t *testing.T) {
 				t.Errorf("one-click link with the %s gone: %d, want 404", gone, resp.StatusCode)
 			}
 			if gone == "follower" {
-				expectNotFound(t, "account's mails off", nm.SetAccountNotify(ctx, u.ID, false))
+				onairtest.ExpectNotFound(t, "account's mails off", nm.SetAccountNotify(ctx, u.ID, false))
 			}
 		}
-		expectNoOrphanMutes(t, env.Core.DB)
+		onairtest.ExpectNoOrphans(t, env.Core.DB, muteRefs...)
 	})
 }
 
@@ -74,7 +71,7 @@ func TestMuteRacesDeletion(t *testing.T) {
 	nm, _ := onairtest.Module[*notify.Module](env)
 	um, _ := onairtest.Module[*users.Module](env)
 	db := env.Core.DB
-	by := staffOf(t, env)
+	by := env.Staff()
 	for _, c := range []struct {
 		name      string
 		muteFirst bool
@@ -124,7 +121,7 @@ func TestMuteRacesDeletion(t *testing.T) {
 					if err := deleting.Wait(t); err != nil {
 						t.Fatalf("deletion: %v", err)
 					}
-					expectNotFound(t, "mails off", muting.Wait(t))
+					onairtest.ExpectNotFound(t, "mails off", muting.Wait(t))
 				} else {
 					// The switch, its row in, waits for the user's row;
 					// the deletion waits for the switch's row.
@@ -140,40 +137,15 @@ func TestMuteRacesDeletion(t *testing.T) {
 						t.Fatalf("deletion: %v", err)
 					}
 				}
-				expectNoOrphanMutes(t, db)
+				onairtest.ExpectNoOrphans(t, db, muteRefs...)
 			}
 		})
 	}
 }
 
-func staffOf(t *testing.T, env *onairtest.Env) *app.Principal {
-	t.Helper()
-	staff, _ := env.CreateUser("Staff Admin", onairtest.Role("admin"))
-	return &app.Principal{UserID: staff.ID, Roles: []string{app.RoleUser, app.RoleAdmin}}
-}
-
-func expectNotFound(t *testing.T, what string, err error) {
-	t.Helper()
-	var apiErr *app.Error
-	if !errors.As(err, &apiErr) || apiErr.Status != http.StatusNotFound {
-		t.Fatalf("%s: %v, want a 404", what, err)
-	}
-}
-
-// expectNoOrphanMutes fails the test if a mail switch of, or by, a user
-// gone is left.
-func expectNoOrphanMutes(t *testing.T, db bun.IDB) {
-	t.Helper()
-	var n int
-	if err := db.NewRaw(`SELECT
-		(SELECT COUNT(*) FROM notify_mutes WHERE
-			NOT EXISTS (SELECT 1 FROM users WHERE users.id = notify_mutes.follower_id) OR
-			NOT EXISTS (SELECT 1 FROM users WHERE users.id = notify_mutes.followed_id)) +
-		(SELECT COUNT(*) FROM notify_account_mutes WHERE
-			NOT EXISTS (SELECT 1 FROM users WHERE users.id = notify_account_mutes.user_id))`).Scan(context.Background(), &n); err != nil {
-		t.Fatal(err)
-	}
-	if n != 0 {
-		t.Fatalf("%d mail switches of or by users gone", n)
-	}
+// muteRefs are the mail switches' references to their users.
+var muteRefs = []migrations.Ref{
+	{Table: "notify_mutes", Column: "follower_id", Parent: "users"},
+	{Table: "notify_mutes", Column: "followed_id", Parent: "users"},
+	{Table: "notify_account_mutes", Column: "user_id", Parent: "users"},
 }

@@ -9,7 +9,6 @@ import (
 
 	"github.com/uptrace/bun"
 
-	"github.com/onair/onair/app"
 	"github.com/onair/onair/internal/onairtest"
 	"github.com/onair/onair/modules/notify"
 	"github.com/onair/onair/modules/users"
@@ -35,8 +34,7 @@ func TestDeletedShowLeavesNoJob(t *testing.T) {
 		ctx := context.Background()
 		env, smtp := withSMTP(t, backend, nil)
 		um, _ := onairtest.Module[*users.Module](env)
-		staff, _ := env.CreateUser("Staff Admin", onairtest.Role("admin"))
-		by := &app.Principal{UserID: staff.ID, Roles: []string{"user", "admin"}}
+		by := env.Staff()
 		dj, djToken := env.CreateUser("Dee Jay")
 		other, otherToken := env.CreateUser("Other Jay")
 		gone, goneToken := env.CreateUser("Fan Gone")

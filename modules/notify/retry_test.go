@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,24 +13,6 @@ import (
 	"github.com/onair/onair/modules/notify"
 	"github.com/onair/onair/modules/shows"
 )
-
-// fakeClock is a boot's clock (Core.Clock.Set) that a test moves.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
 
 // refuseMails makes the database refuse every go-live mail of one show,
 // as it refused a follower gone's on SQLite (de5bb10): an insert that
@@ -59,8 +40,8 @@ func TestFailingJobHoldsUpNoOther(t *testing.T) {
 	onairtest.EachBackend(t, func(t *testing.T, backend string) {
 		ctx := context.Background()
 		env, smtp := withSMTP(t, backend, nil)
-		clock := &fakeClock{t: time.Now().UTC()}
-		env.Core.Clock.Set(clock.now)
+		clock := onairtest.NewFakeClock(time.Now().UTC())
+		env.Core.Clock.Set(clock.Now)
 		m, _ := onairtest.Module[*notify.Module](env)
 		stuckDJ, stuckToken := env.CreateUser("Stuck Jay")
 		otherDJ, otherToken := env.CreateUser("Other Jay")
@@ -104,12 +85,12 @@ func TestFailingJobHoldsUpNoOther(t *testing.T) {
 		refuseMails(t, env, backend, stuck)
 		u := "/media/shows/x/master.m3u8"
 		onairtest.PublishShow(t, env, stuck, shows.Media{AudioURL: &u})
-		failedAt := clock.now().Truncate(time.Second)
+		failedAt := clock.Now().Truncate(time.Second)
 		logged("mails of this show refused")
 
 		// Half a minute on, the other show's job (queued behind the
 		// stuck one, a higher id) is expanded and sent.
-		clock.add(30 * time.Second)
+		clock.Add(30 * time.Second)
 		other := goLive(t, env, otherToken, "Goes Through")
 		if other <= stuck {
 			t.Fatalf("show %d not behind show %d", other, stuck)
@@ -135,8 +116,8 @@ func TestFailingJobHoldsUpNoOther(t *testing.T) {
 			if j.NextAt == nil || !j.NextAt.Equal(failedAt.Add(wait)) {
 				t.Fatalf("after try %d next_at %v, want %v", n+1, j.NextAt, failedAt.Add(wait))
 			}
-			clock.add(failedAt.Add(wait).Sub(clock.now()))
-			failedAt = clock.now().Truncate(time.Second)
+			clock.Add(failedAt.Add(wait).Sub(clock.Now()))
+			failedAt = clock.Now().Truncate(time.Second)
 			m.Wake()
 		}
 		j = job(stuck, "the job given up", func(j notify.Job) error {
@@ -152,7 +133,7 @@ func TestFailingJobHoldsUpNoOther(t *testing.T) {
 
 		// Hours later the given-up job is still left alone, and a new
 		// go-live still mails.
-		clock.add(3 * time.Hour)
+		clock.Add(3 * time.Hour)
 		late := goLive(t, env, otherToken, "Later On")
 		if msg := smtp.Next(); !strings.Contains(msg.Mail.Header.Get("Subject"), "Later On") {
 			t.Fatalf("mail %q, want Later On", msg.Mail.Header.Get("Subject"))

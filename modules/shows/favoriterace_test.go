@@ -2,9 +2,7 @@ package shows_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"testing"
 
@@ -13,6 +11,7 @@ import (
 	"github.com/onair/onair/app"
 	"github.com/onair/onair/internal/onairtest"
 	"github.com/onair/onair/internal/testload"
+	"github.com/onair/onair/migrations"
 	"github.com/onair/onair/modules/shows"
 	"github.com/onair/onair/modules/users"
 )
@@ -26,7 +25,7 @@ func TestFavoriteOfGone(t *testing.T) {
 		env := onairtest.New(t, onairtest.Options{Backend: backend})
 		um, _ := app.Lookup[*users.Module](env.Core)
 		svc := shows.From(env.Core)
-		staff := staffOf(t, env)
+		staff := env.Staff()
 		_, djTok := env.CreateUser("Dee Jay")
 		show := onairtest.CreateShow(t, env, djTok, nil).ID
 		fan, _ := env.CreateUser("Fan Gone")
@@ -34,14 +33,14 @@ func TestFavoriteOfGone(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err := svc.Favorite(ctx, show, userOf(fan.ID), true)
-		expectNotFound(t, "favorite by a user gone", err)
+		onairtest.ExpectNotFound(t, "favorite by a user gone", err)
 		stays, _ := env.CreateUser("Fan Stays")
 		if _, err := svc.Delete(ctx, show, nil); err != nil {
 			t.Fatal(err)
 		}
 		_, err = svc.Favorite(ctx, show, userOf(stays.ID), true)
-		expectNotFound(t, "favorite of a show gone", err)
-		expectNoOrphanFavorites(t, env.Core.DB)
+		onairtest.ExpectNotFound(t, "favorite of a show gone", err)
+		onairtest.ExpectNoOrphans(t, env.Core.DB, favoriteRefs...)
 	})
 }
 
@@ -60,7 +59,7 @@ func TestFavoriteRacesDeletion(t *testing.T) {
 	env := onairtest.New(t, onairtest.Options{Backend: "mysql"})
 	um, _ := app.Lookup[*users.Module](env.Core)
 	svc, db := shows.From(env.Core), env.Core.DB
-	staff := staffOf(t, env)
+	staff := env.Staff()
 	_, djTok := env.CreateUser("Dee Jay")
 	setup := func(t *testing.T) (int64, *users.User, func() error) {
 		show := onairtest.CreateShow(t, env, djTok, nil).ID
@@ -90,8 +89,8 @@ func TestFavoriteRacesDeletion(t *testing.T) {
 		if err := deleting.Wait(t); err != nil {
 			t.Fatalf("deletion: %v", err)
 		}
-		expectNotFound(t, "favorite", favoring.Wait(t))
-		expectNoOrphanFavorites(t, db)
+		onairtest.ExpectNotFound(t, "favorite", favoring.Wait(t))
+		onairtest.ExpectNoOrphans(t, db, favoriteRefs...)
 		expectFavorites(t, db, show, 0)
 	})
 	t.Run("favorite first, deletion of the user", func(t *testing.T) {
@@ -107,7 +106,7 @@ func TestFavoriteRacesDeletion(t *testing.T) {
 		if err := deleting.Wait(t); err != nil {
 			t.Fatalf("deletion: %v", err)
 		}
-		expectNoOrphanFavorites(t, db)
+		onairtest.ExpectNoOrphans(t, db, favoriteRefs...)
 		expectFavorites(t, db, show, 0)
 	})
 	t.Run("deletion of the show first", func(t *testing.T) {
@@ -125,8 +124,8 @@ func TestFavoriteRacesDeletion(t *testing.T) {
 		if err := tx.Commit(); err != nil {
 			t.Fatal(err)
 		}
-		expectNotFound(t, "favorite", favoring.Wait(t))
-		expectNoOrphanFavorites(t, db)
+		onairtest.ExpectNotFound(t, "favorite", favoring.Wait(t))
+		onairtest.ExpectNoOrphans(t, db, favoriteRefs...)
 	})
 	t.Run("favorite first, deletion of the show", func(t *testing.T) {
 		show, fan, favorite := setup(t)
@@ -138,44 +137,17 @@ func TestFavoriteRacesDeletion(t *testing.T) {
 		// The favorite commits, then reads the show back: a 404 if the
 		// deletion has committed by then.
 		if err := favoring.Wait(t); err != nil {
-			expectNotFound(t, "favorite", err)
+			onairtest.ExpectNotFound(t, "favorite", err)
 		}
 		if err := deleting.Wait(t); err != nil {
 			t.Fatalf("deletion: %v", err)
 		}
-		expectNoOrphanFavorites(t, db)
+		onairtest.ExpectNoOrphans(t, db, favoriteRefs...)
 	})
 }
 
 func userOf(id int64) *app.Principal {
 	return &app.Principal{UserID: id, Roles: []string{app.RoleUser}}
-}
-
-func staffOf(t *testing.T, env *onairtest.Env) *app.Principal {
-	t.Helper()
-	staff, _ := env.CreateUser("Staff Admin", onairtest.Role("admin"))
-	return &app.Principal{UserID: staff.ID, Roles: []string{app.RoleUser, app.RoleAdmin}}
-}
-
-func expectNotFound(t *testing.T, what string, err error) {
-	t.Helper()
-	var apiErr *app.Error
-	if !errors.As(err, &apiErr) || apiErr.Status != http.StatusNotFound {
-		t.Fatalf("%s: %v, want a 404", what, err)
-	}
-}
-
-func expectNoOrphanFavorites(t *testing.T, db bun.IDB) {
-	t.Helper()
-	var n int
-	if err := db.NewRaw(`SELECT COUNT(*) FROM show_favorites WHERE
-		NOT EXISTS (SELECT 1 FROM users WHERE users.id = show_favorites.user_id) OR
-		NOT EXISTS (SELECT 1 FROM shows WHERE shows.id = show_favorites.show_id)`).Scan(context.Background(), &n); err != nil {
-		t.Fatal(err)
-	}
-	if n != 0 {
-		t.Fatalf("%d favorites by users or of shows gone", n)
-	}
 }
 
 func expectFavorites(t *testing.T, db bun.IDB, show int64, want int) {
@@ -187,4 +159,10 @@ func expectFavorites(t *testing.T, db bun.IDB, show int64, want int) {
 	if n != want {
 		t.Fatalf("show %d: favorites_count %d, want %d", show, n, want)
 	}
+}
+
+// favoriteRefs are a favorite's references to its user and show.
+var favoriteRefs = []migrations.Ref{
+	{Table: "show_favorites", Column: "user_id", Parent: "users"},
+	{Table: "show_favorites", Column: "show_id", Parent: "shows"},
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/uptrace/bun"
 
@@ -92,14 +93,12 @@ func deleteOrphanFavorites(ctx context.Context, db bun.IDB) error {
 	); err != nil {
 		return fmt.Errorf("shows: %w", err)
 	}
-	for len(ids) > 0 {
-		n := min(len(ids), 500)
+	for batch := range slices.Chunk(ids, 500) {
 		if _, err := db.NewUpdate().Model((*Show)(nil)).
 			Set("favorites_count = (SELECT COUNT(*) FROM show_favorites WHERE show_favorites.show_id = s.id)").
-			Where("s.id IN (?)", bun.List(ids[:n])).Exec(ctx); err != nil {
+			Where("s.id IN (?)", bun.List(batch)).Exec(ctx); err != nil {
 			return fmt.Errorf("shows: favorites_count: %w", err)
 		}
-		ids = ids[n:]
 	}
 	return nil
 }

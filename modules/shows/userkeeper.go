@@ -3,6 +3,7 @@ package shows
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/uptrace/bun"
 
@@ -95,14 +96,12 @@ func forgetFavorites(ctx context.Context, tx bun.IDB, userID int64) error {
 	if err := tx.NewRaw(q, userID).Scan(ctx, &ids); err != nil {
 		return fmt.Errorf("shows: favorites of user %d: %w", userID, err)
 	}
-	for rest := ids; len(rest) > 0; {
-		n := min(len(rest), 500)
+	for batch := range slices.Chunk(ids, 500) {
 		if _, err := tx.NewUpdate().Model((*Show)(nil)).
 			Set("favorites_count = CASE WHEN favorites_count > 0 THEN favorites_count - 1 ELSE 0 END").
-			Where("s.id IN (?)", bun.List(rest[:n])).Exec(ctx); err != nil {
+			Where("s.id IN (?)", bun.List(batch)).Exec(ctx); err != nil {
 			return fmt.Errorf("shows: favorites_count of user %d's favorites: %w", userID, err)
 		}
-		rest = rest[n:]
 	}
 	if _, err := tx.NewDelete().Model((*Favorite)(nil)).Where("user_id = ?", userID).Exec(ctx); err != nil {
 		return fmt.Errorf("shows: favorites of user %d: %w", userID, err)

@@ -29,8 +29,7 @@ func TestDeleteUserInOneTransaction(t *testing.T) {
 		um, _ := app.Lookup[*users.Module](env.Core)
 		_, hostTok := env.CreateUser("Host Stays")
 		gone, goneTok := env.CreateUser("Gone Soon")
-		staff, _ := env.CreateUser("Staff Admin", onairtest.Role("admin"))
-		by := &app.Principal{UserID: staff.ID, Roles: []string{"user", "admin"}}
+		by := env.Staff()
 		newShow := func(tok, name string) int64 {
 			r := env.Do("POST", "/v1/shows", tok, map[string]any{"name": name, "description": "d"}).Expect(t, 201)
 			return int64(r.JSON(t)["show"].(map[string]any)["id"].(float64))

@@ -2,9 +2,7 @@ package users_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"testing"
 
@@ -13,6 +11,7 @@ import (
 	"github.com/onair/onair/app"
 	"github.com/onair/onair/internal/onairtest"
 	"github.com/onair/onair/internal/testload"
+	"github.com/onair/onair/migrations"
 	"github.com/onair/onair/modules/users"
 )
 
@@ -23,7 +22,7 @@ func TestFollowOfUserGone(t *testing.T) {
 		ctx := context.Background()
 		env := onairtest.New(t, onairtest.Options{Backend: backend})
 		um, _ := app.Lookup[*users.Module](env.Core)
-		by := staffOf(t, env)
+		by := env.Staff()
 		stays, _ := env.CreateUser("Stays Here")
 		for _, gone := range []string{"followed", "follower"} {
 			u, _ := env.CreateUser("Gone " + gone)
@@ -34,9 +33,9 @@ func TestFollowOfUserGone(t *testing.T) {
 			if gone == "follower" {
 				follower, followed = u.ID, stays.ID
 			}
-			expectNotFound(t, "follow of the "+gone+" gone", um.Service.Follow(ctx, follower, followed))
+			onairtest.ExpectNotFound(t, "follow of the "+gone+" gone", um.Service.Follow(ctx, follower, followed))
 		}
-		expectNoOrphanFollows(t, env.Core.DB)
+		onairtest.ExpectNoOrphans(t, env.Core.DB, followRefs...)
 		expectFollowers(t, env.Core.DB, stays.ID, 0)
 	})
 }
@@ -55,7 +54,7 @@ func TestFollowRacesDeletion(t *testing.T) {
 	env := onairtest.New(t, onairtest.Options{Backend: "mysql"})
 	um, _ := app.Lookup[*users.Module](env.Core)
 	svc, db := um.Service, env.Core.DB
-	by := staffOf(t, env)
+	by := env.Staff()
 	for _, c := range []struct {
 		name           string
 		followFirst    bool
@@ -94,7 +93,7 @@ func TestFollowRacesDeletion(t *testing.T) {
 					if err := deleting.Wait(t); err != nil {
 						t.Fatalf("deletion: %v", err)
 					}
-					expectNotFound(t, "follow", following.Wait(t))
+					onairtest.ExpectNotFound(t, "follow", following.Wait(t))
 				} else {
 					// The follow waits for the followed's row to count
 					// them, its row in; the deletion waits for that row.
@@ -111,47 +110,22 @@ func TestFollowRacesDeletion(t *testing.T) {
 						t.Fatalf("deletion: %v", err)
 					}
 				}
-				expectNoOrphanFollows(t, db)
+				onairtest.ExpectNoOrphans(t, db, followRefs...)
 				expectFollowers(t, db, stays.ID, 0)
 			}
 		})
 	}
 }
 
-func staffOf(t *testing.T, env *onairtest.Env) *app.Principal {
-	t.Helper()
-	staff, _ := env.CreateUser("Staff Admin", onairtest.Role("admin"))
-	return &app.Principal{UserID: staff.ID, Roles: []string{"user", "admin"}}
-}
-
-func expectNotFound(t *testing.T, what string, err error) {
-	t.Helper()
-	var apiErr *app.Error
-	if !errors.As(err, &apiErr) || apiErr.Status != http.StatusNotFound {
-		t.Fatalf("%s: %v, want a 404", what, err)
-	}
-}
-
-func expectNoOrphanFollows(t *testing.T, db bun.IDB) {
-	t.Helper()
-	var n int
-	if err := db.NewRaw(`SELECT COUNT(*) FROM follows WHERE
-		NOT EXISTS (SELECT 1 FROM users WHERE users.id = follows.follower_id) OR
-		NOT EXISTS (SELECT 1 FROM users WHERE users.id = follows.followed_id)`).Scan(context.Background(), &n); err != nil {
-		t.Fatal(err)
-	}
-	if n != 0 {
-		t.Fatalf("%d follows of or by users gone", n)
-	}
-}
-
 func expectFollowers(t *testing.T, db bun.IDB, id int64, want int) {
 	t.Helper()
-	var n int
-	if err := db.NewRaw("SELECT followers_count FROM users WHERE id = ?", id).Scan(context.Background(), &n); err != nil {
-		t.Fatal(err)
-	}
-	if n != want {
+	if n := followers(t, context.Background(), db, id); n != want {
 		t.Fatalf("user %d: followers_count %d, want %d", id, n, want)
 	}
+}
+
+// followRefs are a follow's references to its two users.
+var followRefs = []migrations.Ref{
+	{Table: "follows", Column: "follower_id", Parent: "users"},
+	{Table: "follows", Column: "followed_id", Parent: "users"},
 }

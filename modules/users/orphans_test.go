@@ -56,8 +56,7 @@ func TestDeleteUserLeavesNoRows(t *testing.T) {
 		gone, goneTok := env.CreateUser("Gone Fan")
 		dj, djTok := env.CreateUser("Dee Jay")
 		pal, palTok := env.CreateUser("Pal Stays")
-		staff, _ := env.CreateUser("Staff Admin", onairtest.Role("admin"))
-		by := &app.Principal{UserID: staff.ID, Roles: []string{"user", "admin"}}
+		by := env.Staff()
 		follow := func(tok string, id int64) {
 			env.Do("POST", fmt.Sprintf("/v1/users/%d/follow", id), tok, nil).Expect(t, http.StatusOK)
 		}

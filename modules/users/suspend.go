@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -183,13 +184,11 @@ func deleteFollows(ctx context.Context, tx bun.IDB, id int64) ([]int64, error) {
 // takes the rows of a follow's users: a statement with the follows as a
 // subquery would scan, and on MySQL lock, every user with a follower.
 func deleteRow(ctx context.Context, tx bun.IDB, id int64, followed []int64) error {
-	for len(followed) > 0 {
-		n := min(len(followed), 500)
+	for batch := range slices.Chunk(followed, 500) {
 		if _, err := tx.NewUpdate().Model((*User)(nil)).Set("followers_count = followers_count - 1").
-			Where("followers_count > 0").Where("id IN (?)", bun.List(followed[:n])).Exec(ctx); err != nil {
+			Where("followers_count > 0").Where("id IN (?)", bun.List(batch)).Exec(ctx); err != nil {
 			return fmt.Errorf("users: delete %d: followers: %w", id, err)
 		}
-		followed = followed[n:]
 	}
 	res, err := tx.NewDelete().Model((*User)(nil)).Where("id = ?", id).Exec(ctx)
 	if err != nil {

@@ -98,8 +98,8 @@ func TestWebhookDisabledAfterTheFailureWindow(t *testing.T) {
 		_, tok := env.CreateUser("Fay Failing")
 		id, _ := createWebhook(t, env, tok, rcv.URL, "ping")
 		m := module(t, env)
-		clock := &fakeClock{t: time.Now().UTC()}
-		env.Core.Clock.Set(clock.now)
+		clock := onairtest.NewFakeClock(time.Now().UTC())
+		env.Core.Clock.Set(clock.Now)
 
 		// Attempts 1-3, the clock moved past each retry: then failed.
 		env.Do("POST", fmt.Sprintf("/v1/webhooks/%d/ping", id), tok, nil).Expect(t, 202)
@@ -111,7 +111,7 @@ func TestWebhookDisabledAfterTheFailureWindow(t *testing.T) {
 				}
 				return nil
 			})
-			clock.add(2 * time.Minute) // past the first two retry delays (5 s, 1 min, ±20 %)
+			clock.Add(2 * time.Minute) // past the first two retry delays (5 s, 1 min, ±20 %)
 			m.Wake()
 		}
 		d := deliveries(t, env, tok, id)[0]
@@ -124,7 +124,7 @@ func TestWebhookDisabledAfterTheFailureWindow(t *testing.T) {
 		}
 
 		// Three days later, still failing: disabled.
-		clock.add(72 * time.Hour)
+		clock.Add(72 * time.Hour)
 		env.Do("POST", fmt.Sprintf("/v1/webhooks/%d/ping", id), tok, nil).Expect(t, 202)
 		testload.Poll(t, "webhook disabled", func() error {
 			w = env.Do("GET", fmt.Sprintf("/v1/webhooks/%d", id), tok, nil).Expect(t, 200).JSON(t)["webhook"].(map[string]any)
@@ -149,23 +149,6 @@ func TestWebhookDisabledAfterTheFailureWindow(t *testing.T) {
 	})
 }
 
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
 // After a rotation both secrets sign for 24 hours: a receiver still on the
 // old secret and one on the new both verify; after the 24 hours only the
 // new one does.
@@ -187,8 +170,8 @@ func TestRotationSignsWithBothSecrets(t *testing.T) {
 	verify(t, old, g)
 	verify(t, fresh, g)
 
-	clock := &fakeClock{t: time.Now().UTC().Add(24*time.Hour + time.Minute)}
-	env.Core.Clock.Set(clock.now)
+	clock := onairtest.NewFakeClock(time.Now().UTC().Add(24*time.Hour + time.Minute))
+	env.Core.Clock.Set(clock.Now)
 	env.Do("POST", fmt.Sprintf("/v1/webhooks/%d/ping", id), tok, nil).Expect(t, 202)
 	g = rcv.waitFor(2)[1]
 	if sigs := strings.Fields(g.Header.Get("webhook-signature")); len(sigs) != 1 {
@@ -284,8 +267,8 @@ func TestPurgeKeepsPendingDeliveries(t *testing.T) {
 		if n, err := m.Purge(context.Background()); err != nil || n != 0 {
 			t.Fatalf("purge of fresh deliveries: %d, %v", n, err)
 		}
-		clock := &fakeClock{t: time.Now().UTC().Add(721 * time.Hour)}
-		env.Core.Clock.Set(clock.now)
+		clock := onairtest.NewFakeClock(time.Now().UTC().Add(721 * time.Hour))
+		env.Core.Clock.Set(clock.Now)
 		if n, err := m.Purge(context.Background()); err != nil || n != 1 {
 			t.Fatalf("purge a month later: %d, %v; want 1", n, err)
 		}
