@@ -22,6 +22,8 @@ import (
 	"github.com/uptrace/bun/dialect/sqlitedialect"
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/onair/onair/app/txretry"
 )
 
 // ParseDatabaseURL turns ONAIR_DATABASE_URL into a driver name ("mysql" or
@@ -292,15 +294,13 @@ func IsDeadlock(err error) bool {
 // RunInTxRetry runs fn in a transaction, and runs it again in a fresh one,
 // up to attempts times in all, while the database reports a race the next
 // try may win: a unique key another transaction took first (IsDuplicate) or
-// a deadlock (IsDeadlock). fn learns which attempt it is (0 first), so it
-// can choose differently; it must have no effect outside the transaction.
+// a deadlock (IsDeadlock). Each retry waits a short pause first, random
+// and doubling from try to try (txretry.Pause), and the retries stop when
+// ctx is done. fn learns which attempt it is (0 first), so it can choose
+// differently; it must have no effect outside the transaction.
 func RunInTxRetry(ctx context.Context, db *bun.DB, attempts int, fn func(ctx context.Context, tx bun.Tx, attempt int) error) error {
-	var err error
-	for attempt := 0; attempt < attempts; attempt++ {
-		err = db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error { return fn(ctx, tx, attempt) })
-		if err == nil || !(IsDuplicate(err) || IsDeadlock(err)) || ctx.Err() != nil {
-			return err
-		}
-	}
-	return err
+	return txretry.RunInTx(ctx, db, attempts, isRace, fn)
 }
+
+// isRace tells the errors RunInTxRetry runs its transaction again for.
+func isRace(err error) bool { return IsDuplicate(err) || IsDeadlock(err) }

@@ -27,6 +27,8 @@ import (
 	"sync"
 
 	"github.com/uptrace/bun"
+
+	"github.com/onair/onair/app/txretry"
 )
 
 // Topic names a kind of event and its payload's type. Declare it once in
@@ -145,29 +147,25 @@ func (tx *Tx) Committed(ctx context.Context) {
 }
 
 // RunInTx runs fn in a transaction of db and, once it committed, the work
-// its events queued. A MySQL deadlock or duplicate-key race runs fn again
-// (up to attempts times, at least once) in a new transaction; the work
-// queued by a rolled-back attempt is dropped.
+// its events queued. An error retry accepts (a MySQL deadlock, say) runs
+// fn again in a new transaction, up to attempts times in all (at least
+// once), after a short pause that doubles from try to try and never past
+// ctx's end (txretry.Do); the work queued by a rolled-back attempt is
+// dropped.
 func (b *Bus) RunInTx(ctx context.Context, db *bun.DB, attempts int, retry func(error) bool, fn func(ctx context.Context, tx *Tx) error) error {
-	var err error
-	for attempt := 0; attempt < max(attempts, 1); attempt++ {
-		var etx *Tx
-		err = db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-			etx = b.Wrap(tx)
-			if err := fn(ctx, etx); err != nil {
-				return err
-			}
-			return etx.Flush(ctx)
-		})
-		if err == nil {
-			etx.Committed(ctx)
-			return nil
-		}
-		if retry == nil || !retry(err) || ctx.Err() != nil {
+	var etx *Tx
+	err := txretry.RunInTx(ctx, db, attempts, retry, func(ctx context.Context, tx bun.Tx, _ int) error {
+		etx = b.Wrap(tx)
+		if err := fn(ctx, etx); err != nil {
 			return err
 		}
+		return etx.Flush(ctx)
+	})
+	if err != nil {
+		return err
 	}
-	return err
+	etx.Committed(ctx)
+	return nil
 }
 
 // Publish runs t's transaction subscribers on ev inside tx, in order; the

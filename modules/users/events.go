@@ -8,6 +8,7 @@ import (
 	"github.com/onair/onair/app"
 	"github.com/onair/onair/app/events"
 	"github.com/onair/onair/app/outbox"
+	"github.com/onair/onair/app/txretry"
 )
 
 // The users module's events (package app/events). Modules that keep rows
@@ -94,10 +95,14 @@ func (s *Service) events() *events.Bus { return s.bus }
 // order is the one of the locks a follow, a favorite or a mail switch
 // takes (follows, shows, favorites, switches, users last), so the
 // deletion and one of those wait for each other rather than deadlock. It
-// returns the ids of the shows deleted. A MySQL deadlock runs it again.
+// returns the ids of the shows deleted. Two deletions at once of users who
+// follow each other still deadlock (each locks its follows, gaps included,
+// then the rows of those it followed), a crowd of them over and over: a
+// MySQL deadlock runs the deletion again, after a growing random pause, up
+// to txretry.Attempts times in all.
 func (s *Service) DeleteUser(ctx context.Context, id int64, by *app.Principal) ([]int64, error) {
 	var ev *Deletion
-	err := s.events().RunInTx(ctx, s.db, 3, retryable, func(ctx context.Context, tx *events.Tx) error {
+	err := s.events().RunInTx(ctx, s.db, txretry.Attempts, retryable, func(ctx context.Context, tx *events.Tx) error {
 		ev = &Deletion{UserID: id, By: by, Shows: []int64{}}
 		followed, err := deleteFollows(ctx, tx, id)
 		if err != nil {
