@@ -11,10 +11,10 @@ import (
 )
 
 // TestOwnerPageAsCountAndPage holds the one statement that reads a page of
-// one owner's shows with their count (COUNT(*) OVER the whole set) to the
-// two statements every other list uses: the same shows in the same order
-// and the same count, for every kind of viewer, filter and page, on both
-// databases.
+// one owner's shows with their count (a scalar subquery over the whole
+// set) to the two statements every other list uses: the same shows in the
+// same order and the same count, for every kind of viewer, filter and
+// page, on both databases.
 func TestOwnerPageAsCountAndPage(t *testing.T) {
 	onairtest.EachBackend(t, func(t *testing.T, backend string) {
 		f := newFixture(t, backend)
