@@ -197,11 +197,20 @@ func (l *Lister) page(ctx context.Context, f *listFilter) ([]Show, error) {
 // orderedIDs selects the ids of q's list (as id), in list order, on the
 // narrow indexes: a page's subquery.
 func (l *Lister) orderedIDs(f *listFilter) *bun.SelectQuery {
-	sel := l.selectFor(f, visibleTo(f.q.Viewer))
+	sel := l.selectFor(f, visibleTo(f.q.Viewer)).OrderExpr(listOrder(f.tagID))
 	if f.tagID != 0 {
-		return sel.ColumnExpr("st.show_id AS id").OrderExpr("st.start DESC, st.show_id DESC")
+		return sel.ColumnExpr("st.show_id AS id")
 	}
-	return sel.ColumnExpr("s.id AS id").OrderExpr("s.start DESC, s.id DESC")
+	return sel.ColumnExpr("s.id AS id")
+}
+
+// listOrder is the ORDER BY of a list, newest start first, then highest
+// id: on show_tags' copies of them for a tag's list (its join, st).
+func listOrder(tagID int64) string {
+	if tagID != 0 {
+		return "st.start DESC, st.show_id DESC"
+	}
+	return "s.start DESC, s.id DESC"
 }
 
 // ownerPage reads a page of q's list with the number of shows in the
@@ -220,12 +229,7 @@ func (l *Lister) ownerPage(ctx context.Context, f *listFilter) ([]Show, int, err
 	total := l.selectFor(f, vis).ColumnExpr("COUNT(*)")
 	rows := make([]listRow, 0, q.Page.Size)
 	sel := l.selectFor(f, vis).Model(&rows).ColumnExpr("?TableColumns").ColumnExpr("(?) AS list_total", total).
-		Relation("User", ownerColumns)
-	if f.tagID != 0 {
-		sel = sel.OrderExpr("st.start DESC, st.show_id DESC")
-	} else {
-		sel = sel.OrderExpr("s.start DESC, s.id DESC")
-	}
+		Relation("User", ownerColumns).OrderExpr(listOrder(f.tagID))
 	err := sel.Limit(int64(q.Page.Size)).Offset(int64(q.Page.Offset())).Scan(ctx)
 	if err != nil {
 		return nil, 0, fmt.Errorf("shows: list: page: %w", err)
