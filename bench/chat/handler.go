@@ -26,8 +26,8 @@ type buckets struct {
 // serverTimes is what the server measured of a phase's messages: the
 // chat POSTs' handler time (onair_http_request_duration_seconds, from the
 // request read to the answer handed back) and each message's wait on the
-// node, from its arrival to the end of the flush that wrote it to every
-// socket (onair_chat_delivery_seconds). Against the poster's round trip
+// node, from its arrival to the end of the flush after which every
+// socket has it (onair_chat_delivery_seconds). Against the poster's round trip
 // and the clients' delivery latency they tell the server's share from
 // the wait around it (the request, the answer and the frames waiting for
 // a core on either side).

@@ -10,8 +10,9 @@ import (
 
 // A room's flush is written by a few fan-out workers (one a core, or all
 // cores but one for a big room: fanWorkers), each taking the next
-// stretch of the room's sockets and writing each socket what the flush
-// carries with one non-blocking write(2) from its own goroutine. A socket
+// stretch of the room's sockets and writing each socket what it lacks of
+// the room's log, and what else the flush carries, with one non-blocking
+// write(2) from its own goroutine. A socket
 // whose kernel buffer is full takes what fits; the rest, and what follows
 // until it catches up, go to that socket's own writer goroutine
 // (client.write), which may wait for it up to writeWait and drops it when
@@ -123,9 +124,9 @@ func (w *fanWriter) writeFD(fd uintptr) bool {
 	return true
 }
 
-// flushOp is what a room's flush gives each of its sockets.
+// flushOp is what a room's flush gives each of its sockets besides the
+// frames of the room's log it lacks.
 type flushOp struct {
-	frames   []byte // the events' frames, one buffer (nil: none)
 	presence []byte // the newest presence frame (nil: none)
 	ping     bool
 }
@@ -147,10 +148,13 @@ func fanWorkers(n int) int {
 // fanHoldAll is how long one flush may keep every core busy.
 const fanHoldAll = 25 * time.Millisecond
 
-// fanOut gives op to every socket, from fanWorkers workers (the
-// calling goroutine one of them), and returns once each socket has been
-// written or queued; the sockets too far behind are dropped.
-func (h *Hub) fanOut(sockets []*client, op flushOp) {
+// fanOut gives every socket the frames of r's log it does not have yet,
+// and op's, from fanWorkers workers (the calling goroutine one of them),
+// and returns once each socket has been written or queued; the sockets
+// too far behind are dropped. Each stretch reads the log as it is when
+// the stretch begins, so a frame appended meanwhile reaches the sockets
+// of the stretches after it in this flush.
+func (h *Hub) fanOut(r *room, sockets []*client, op flushOp) {
 	var next atomic.Int64
 	work := func() {
 		w := getFanWriter()
@@ -161,8 +165,23 @@ func (h *Hub) fanOut(sockets []*client, op flushOp) {
 			if start >= len(sockets) {
 				return
 			}
+			if h.stretchHook != nil {
+				h.stretchHook(start)
+			}
+			r.fmu.Lock()
+			log, base := r.log, r.logBase
+			r.fmu.Unlock()
+			logEnd := base + int64(len(log))
 			for _, c := range sockets[start:min(end, len(sockets))] {
-				if !c.offer(w, op.frames, op.presence, op.ping) && c.drop(tooSlowFrame) {
+				var frames []byte
+				if c.sent < logEnd {
+					frames = log[max(0, c.sent-base):]
+				}
+				c.sent = logEnd
+				if frames == nil && op.presence == nil && !op.ping {
+					continue
+				}
+				if !c.offer(w, frames, op.presence, op.ping) && c.drop(tooSlowFrame) {
 					h.slow(c)
 				}
 			}

@@ -108,6 +108,11 @@ type client struct {
 	writeWait time.Duration
 	slow      func(*client)
 
+	// sent is how far into its room's log (room.log's offsets) the
+	// socket has been given frames; set by join, then read and moved only
+	// by the room's flush that writes the socket.
+	sent int64
+
 	mu    sync.Mutex
 	queue [][]byte // frames waiting, oldest first
 	spare [][]byte // the array of the previous write, reused

@@ -132,15 +132,22 @@ type room struct {
 
 	// The room's fan-out is clocked: its sockets are written on average
 	// at most once every flushEvery(sockets), with a burst of flushBurst
-	// flushes after a quieter spell (credit, a token bucket). An event
-	// that comes when the room has no credit waits in batch (its frame
-	// appended to those before it) for the room's next flush, which hands
-	// the whole batch to every socket as one buffer. One flush of a room
-	// runs at a time (flushing), so every socket gets the room's frames in
-	// order.
+	// flushes after a quieter spell (credit, a token bucket). An event's
+	// frame is appended to the room's log, the frames some socket has not
+	// been given yet; a flush gives each socket, in its turn, all the log
+	// holds past what that socket has (client.sent), so an event that
+	// comes while a flush is under way goes in that flush to the sockets
+	// it has yet to write, and in the next to those it wrote before (a
+	// message waits for at most one flush of the room, not the rest of
+	// one and then another). After a flush every socket has the log up to
+	// where it stood when the flush began, and the log lets that part go.
+	// One flush of a room runs at a time (flushing), so every socket gets
+	// the room's frames in order. The log's bytes are never written again
+	// once appended: a socket that is behind keeps a slice of them.
 	fmu      sync.Mutex
-	batch    []byte
-	batchAt  time.Time // when the oldest frame of batch came
+	log      []byte    // frames from the room's offset logBase on
+	logBase  int64     // the room's offset of log[0]
+	openAt   time.Time // when the first frame appended since the last flush began came (zero: none)
 	presence []byte    // the newest presence frame not yet flushed
 	ping     bool
 	credit   float64   // flushes the room may start now (below 1: none)
@@ -223,6 +230,11 @@ type Hub struct {
 	// metrics times the flushes (nil: not measured). Set by the module.
 	metrics *hubMetrics
 
+	// stretchHook, when a test sets it, runs as a fan-out worker takes
+	// the stretch of a flush's sockets from start, before it reads the
+	// room's log.
+	stretchHook func(start int)
+
 	// Presence changes of each room wait here until the room's next
 	// presence event, so a crowd arriving costs one event a tick, not one
 	// per arrival for every socket.
@@ -285,9 +297,10 @@ func (h *Hub) redisTrouble(what string, err error) {
 }
 
 // deliver hands a payload to every local socket of the room without
-// blocking: its frame is built once, and goes with the room's next flush
-// to each socket (a socket too far behind is dropped, CloseTooSlow). A
-// presence frame (coalesced already) replaces the one waiting, if any.
+// blocking: its frame is built once and appended to the room's log, which
+// the room's flushes give to each socket (a socket too far behind is
+// dropped, CloseTooSlow). A presence frame (coalesced already) replaces
+// the one waiting, if any, and goes with the next flush.
 func (h *Hub) deliver(showID int64, payload []byte) {
 	if h.mayView != nil && bytes.HasPrefix(payload, showUpdatedPrefix) {
 		h.enforceVisibility(showID)
@@ -298,10 +311,11 @@ func (h *Hub) deliver(showID int64, payload []byte) {
 		switch {
 		case presence:
 			r.presence = frame
-		case r.batch == nil:
-			r.batch, r.batchAt = frame, time.Now()
 		default:
-			r.batch = append(r.batch, frame...)
+			if r.openAt.IsZero() {
+				r.openAt = time.Now()
+			}
+			r.log = append(r.log, frame...)
 		}
 	})
 }
@@ -351,14 +365,16 @@ func (h *Hub) flushTimed(showID int64, r *room, every time.Duration) {
 }
 
 // flushRoom writes what waits for the room (r.flushing is set, its first
-// flush's credit spent) to all its sockets, again while more waits and
-// the room has credit, and sets a timer for what waits when it has none.
+// flush's credit spent) to all its sockets, again while more waits (a
+// frame that came during a flush, for the sockets that flush wrote
+// before it came) and the room has credit, and sets a timer for what
+// waits when it has none.
 func (h *Hub) flushRoom(showID int64, r *room) {
 	sockets := -1 // the last flush's, which sets the clock of the next
 	for {
 		r.fmu.Lock()
-		op := flushOp{frames: r.batch, presence: r.presence, ping: r.ping}
-		if op.frames == nil && op.presence == nil && !op.ping {
+		op := flushOp{presence: r.presence, ping: r.ping}
+		if len(r.log) == 0 && op.presence == nil && !op.ping {
 			r.flushing = false
 			r.fmu.Unlock()
 			return
@@ -372,14 +388,29 @@ func (h *Hub) flushRoom(showID int64, r *room) {
 				return
 			}
 		}
-		batchAt := r.batchAt
-		r.batch, r.presence, r.ping = nil, nil, false
+		// This flush gives every socket of its list the log up to start
+		// at least (a socket that joins later has the log as it stood at
+		// its join, past start), so the log's bytes before start go after
+		// it; the frames among them that came since the last flush began
+		// (the oldest at openAt) have then reached every socket: the
+		// delivery measured.
+		openAt := r.openAt
+		start := r.logBase + int64(len(r.log))
+		r.openAt = time.Time{}
+		r.presence, r.ping = nil, false
 		r.fmu.Unlock()
 		list := h.sockets(showID, r)
-		began := time.Now()
-		h.fanOut(list, op)
-		h.metrics.flushed(len(list), op.frames != nil, began, batchAt)
+		at := time.Now()
+		h.fanOut(r, list, op)
+		h.metrics.flushed(len(list), !openAt.IsZero(), at, openAt)
 		sockets = len(list)
+		r.fmu.Lock()
+		r.log = r.log[start-r.logBase:]
+		r.logBase = start
+		if len(r.log) == 0 {
+			r.log = nil
+		}
+		r.fmu.Unlock()
 	}
 }
 
@@ -429,6 +460,11 @@ func (h *Hub) join(ctx context.Context, showID int64, v Viewer, who *app.Princip
 		h.rooms[showID] = r
 	}
 	r.clients[c] = struct{}{}
+	// It hears what comes from now on, not the frames the room's
+	// flushes are still giving to the others.
+	r.fmu.Lock()
+	c.sent = r.logBase + int64(len(r.log))
+	r.fmu.Unlock()
 	r.list = nil
 	r.viewers[v.Key()]++
 	first := r.viewers[v.Key()] == 1

@@ -30,14 +30,15 @@ func newHubMetrics() *hubMetrics {
 		}),
 		delivery: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "onair_chat_delivery_seconds",
-			Help:    "Time from a chat message's arrival on this node to the end of the flush that wrote it to every local socket of its room (the oldest message of each flush).",
+			Help:    "Time from a chat message's arrival on this node to the end of the flush after which every local socket of its room has it (the oldest such message of each flush; a message that comes during a flush reaches the sockets that flush has yet to write in it, the others in the next).",
 			Buckets: fanBuckets,
 		}),
 	}
 }
 
 // flushed records a flush of sockets that began at began; frames tells
-// whether it carried messages, the oldest of which came at batchAt.
+// whether it completed messages (gave them to the sockets that lacked
+// them), the oldest of which came at batchAt.
 func (m *hubMetrics) flushed(sockets int, frames bool, began, batchAt time.Time) {
 	if m == nil || sockets == 0 {
 		return

@@ -13,7 +13,8 @@ import (
 
 // Each node measures its share of a message's delivery: the room's flush
 // (onair_chat_flush_seconds) and the message's wait from its arrival to
-// the end of the flush that carried it (onair_chat_delivery_seconds).
+// the end of the flush after which every socket has it
+// (onair_chat_delivery_seconds).
 func TestDeliveryMetrics(t *testing.T) {
 	env := onairtest.New(t, onairtest.Options{})
 	_, tok := env.CreateUser("Metrics Host")

@@ -42,6 +42,15 @@ func readFrame(r *bufio.Reader) (byte, []byte, error) {
 	return head[0], payload, err
 }
 
+// fanOutFrames runs one flush of frames (a room's log holding only them)
+// to sockets, as if none had been given a frame before.
+func fanOutFrames(h *Hub, sockets []*client, frames []byte) {
+	for _, c := range sockets {
+		c.sent = 0
+	}
+	h.fanOut(&room{log: frames}, sockets, flushOp{})
+}
+
 // eventNumber is the n of a test event {"type":"chat.created","n":N,...}.
 func eventNumber(payload []byte) (int, bool) {
 	s, ok := strings.CutPrefix(string(payload), `{"type":"chat.created","n":`)
@@ -212,7 +221,7 @@ func TestCaughtUpSocketWrittenAgain(t *testing.T) {
 	}
 
 	big := textFrame([]byte(`{"type":"chat.created","n":1,"pad":"` + strings.Repeat("x", 32<<20) + `"}`))
-	h.fanOut(sockets, flushOp{frames: big})
+	fanOutFrames(h, sockets, big)
 	if behind, _ := state(); !behind {
 		t.Fatal("a 32 MB frame went whole into the kernel's buffers")
 	}
@@ -246,7 +255,7 @@ func TestCaughtUpSocketWrittenAgain(t *testing.T) {
 	})
 	<-time.After(wait) // the behind write's deadline passes
 
-	h.fanOut(sockets, flushOp{frames: textFrame([]byte(`{"type":"chat.created","n":2,"pad":""}`))})
+	fanOutFrames(h, sockets, textFrame([]byte(`{"type":"chat.created","n":2,"pad":""}`)))
 	select {
 	case n := <-got:
 		if n != 2 {

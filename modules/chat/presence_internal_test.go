@@ -54,14 +54,14 @@ func TestAudienceSentOnChange(t *testing.T) {
 	sent := func() int {
 		r.fmu.Lock()
 		defer r.fmu.Unlock()
-		n := bytes.Count(r.batch, []byte(`"type":"viewers"`))
-		r.batch = nil
+		n := bytes.Count(r.log, []byte(`"type":"viewers"`))
+		r.log = nil
 		return n
 	}
 	step := func(name string, want int) {
 		t.Helper()
 		r.fmu.Lock()
-		r.flushing = true // keep the frames in the batch to count them
+		r.flushing = true // keep the frames in the log to count them
 		r.fmu.Unlock()
 		h.tellAudience()
 		if got := sent(); got != want {
