@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -122,6 +123,16 @@ func TestPostRoundTrips(t *testing.T) {
 		if n := len(statements); n < 2 || !strings.Contains(statements[n-2], "COMMIT") ||
 			!strings.HasPrefix(statements[n-1], "sql: UPDATE") || !strings.Contains(statements[n-1], "comments_count") {
 			t.Errorf("the comments_count update does not follow the commit")
+		}
+		// And the room hears of the message before it: the delivery
+		// does not wait for the count's round trip.
+		if withRedis {
+			publish, update := slices.Index(trips, "redis: publish"), slices.IndexFunc(trips, func(s string) bool {
+				return strings.HasPrefix(s, "sql: UPDATE") && strings.Contains(s, "comments_count")
+			})
+			if publish < 0 || update < publish {
+				t.Errorf("the message is published at %d of the round trips, the count updated at %d", publish, update)
+			}
 		}
 		wantSQL, wantRedis := 7, 0
 		if withRedis {

@@ -79,7 +79,8 @@ func (s *Service) runTxHooks(ctx context.Context, etx *events.Tx, ev TxEvent) er
 }
 
 // count moves the show's comments_count by delta once a post's or
-// delete's transaction committed, in a statement of its own. Every post
+// delete's transaction committed and the room was told, in a statement
+// of its own, before the request answers. Every post
 // of a show updates the show's one row, and InnoDB holds a row's lock to
 // the end of its transaction: inside the message's transaction the lock
 // spanned a round trip to this node (the update's answer, then the
@@ -169,8 +170,11 @@ func (s *Service) Post(ctx context.Context, showID int64, by *app.Principal, bod
 		return nil, err
 	}
 	etx.Committed(ctx)
-	s.count(ctx, sh.ID, 1)
+	// The room hears of it before the count moves: the update is a
+	// round trip (and a wait for the show's row behind the other posts),
+	// which the answer waits for and the delivery need not.
 	s.hub.Publish(ctx, sh.ID, Event{Type: EventChatCreated, Chat: s.View(m), Badge: Badge(m.User, sh.UserID)})
+	s.count(ctx, sh.ID, 1)
 	return m, nil
 }
 
@@ -291,8 +295,8 @@ func (s *Service) Delete(ctx context.Context, id int64, by *app.Principal) (*Mes
 		return nil, err
 	}
 	etx.Committed(ctx)
-	s.count(ctx, m.ShowID, -1)
 	s.hub.Publish(ctx, m.ShowID, Event{Type: EventChatDeleted, ID: m.ID})
+	s.count(ctx, m.ShowID, -1)
 	return m, nil
 }
 
