@@ -42,6 +42,21 @@ func readFrame(r *bufio.Reader) (byte, []byte, error) {
 	return head[0], payload, err
 }
 
+// readEvents sends the n of each test event read from conn to got until
+// conn ends.
+func readEvents(conn io.Reader, got chan<- int) {
+	br := bufio.NewReader(conn)
+	for {
+		_, payload, err := readFrame(br)
+		if err != nil {
+			return
+		}
+		if n, ok := eventNumber(payload); ok {
+			got <- n
+		}
+	}
+}
+
 // fanOutFrames runs one flush of frames (a room's log holding only them)
 // to sockets, as if none had been given a frame before.
 func fanOutFrames(h *Hub, sockets []*client, frames []byte) {
@@ -226,18 +241,7 @@ func TestCaughtUpSocketWrittenAgain(t *testing.T) {
 		t.Fatal("a 32 MB frame went whole into the kernel's buffers")
 	}
 	got := make(chan int, 2)
-	go func() {
-		br := bufio.NewReader(peer)
-		for {
-			_, payload, err := readFrame(br)
-			if err != nil {
-				return
-			}
-			if n, ok := eventNumber(payload); ok {
-				got <- n
-			}
-		}
-	}()
+	go readEvents(peer, got)
 	select {
 	case n := <-got:
 		if n != 1 {

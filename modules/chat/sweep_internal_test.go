@@ -1,7 +1,6 @@
 package chat
 
 import (
-	"bufio"
 	"fmt"
 	"log/slog"
 	"net"
@@ -33,18 +32,7 @@ func TestMessageJoinsFlushUnderWay(t *testing.T) {
 		r.clients[c] = struct{}{}
 		ch := make(chan int, 4)
 		got[c] = ch
-		go func() {
-			br := bufio.NewReader(peer)
-			for {
-				_, payload, err := readFrame(br)
-				if err != nil {
-					return
-				}
-				if n, ok := eventNumber(payload); ok {
-					ch <- n
-				}
-			}
-		}()
+		go readEvents(peer, ch)
 		t.Cleanup(func() { c.drop(nil); peer.Close() })
 	}
 	// The list in the order the flushes take it (kept while no one joins
