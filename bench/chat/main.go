@@ -74,6 +74,9 @@ type options struct {
 	nodesRedis  string
 	cluster     bool // MariaDB and Redis even with one node
 	nodeProcs   int  // GOMAXPROCS of each node (0: the runtime's)
+	// servicesNice, when not 0, is the autogroup nice the run gives the
+	// machine's MariaDB and Redis (priority.go).
+	servicesNice int
 }
 
 func main() {
@@ -116,8 +119,13 @@ func main() {
 	flag.StringVar(&o.nodesRedis, "nodes-redis", "redis://127.0.0.1:6379/0", "with -nodes above 1: the Redis of the nodes; the run's keys have a prefix of their own (onair_bench_chat:RANDOM:) and are deleted at its end")
 	flag.IntVar(&o.nodeProcs, "node-procs", 0, "GOMAXPROCS of each OnAir node (0: the Go runtime's, every core the process may use); with -nodes 2 on two cores, 1 gives each node a core's worth, as a container's CPU limit of one core would")
 	flag.BoolVar(&o.cluster, "cluster", false, "run the node(s) on -nodes-db and -nodes-redis even with -nodes 1 (implied by -nodes above 1): one node of a multi-node deployment, to tell what the shared parts cost from what a second node does")
+	flag.IntVar(&o.servicesNice, "services-nice", 0, "with -nodes above 1 (or -cluster): for the run, the autogroup nice (-20 to 19) of this machine's mariadbd/mysqld and redis-server processes, the CPU weight docs/operations.md has a one-box deployment give them (-10: about 9 times a session's default); given back at the end (not after a kill -9); 0 leaves them alone; root, and the kernel's autogroups on")
 	flag.Parse()
 	o.cluster = o.cluster || o.nodes > 1
+	if o.servicesNice != 0 && (!o.cluster || o.servicesNice < -20 || o.servicesNice > 19) {
+		fmt.Fprintln(os.Stderr, "chat: -services-nice needs -nodes above 1 or -cluster, and a nice from -20 to 19")
+		os.Exit(2)
+	}
 	for _, s := range strings.Split(*counts, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
 		if err != nil || n < 1 || n > 50_000 {
@@ -246,6 +254,16 @@ func run(ctx context.Context, o options) error {
 			env[k] = v
 		}
 	}
+	var servicesNiced string
+	if o.servicesNice != 0 {
+		ps, err := niceServices(servicesToNice(procFS()), o.servicesNice)
+		if err != nil {
+			return err
+		}
+		defer restoreNice(ps)
+		servicesNiced = describeNice(ps, o.servicesNice)
+		fmt.Fprintln(os.Stderr, servicesNiced)
+	}
 	var nodes []*benchkit.Server
 	for i := range o.nodes {
 		dataDir := filepath.Join(tmp, "onair")
@@ -274,7 +292,7 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
-	rep := report{o: o, started: time.Now(), loadBefore: benchkit.LoadAvg()}
+	rep := report{o: o, started: time.Now(), loadBefore: benchkit.LoadAvg(), servicesNiced: servicesNiced}
 	for _, mode := range o.modes {
 		for _, n := range o.viewers {
 			p, err := runPhase(ctx, nodes, tokens, n, mode, o)

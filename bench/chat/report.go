@@ -16,6 +16,7 @@ type report struct {
 	started               time.Time
 	loadBefore, loadAfter string
 	phases                []phase
+	servicesNiced         string // the -services-nice processes ("" without)
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.1f", float64(d)/float64(time.Millisecond)) }
@@ -127,6 +128,9 @@ func (r *report) markdown() string {
 	if o.nodeProcs > 0 {
 		servers += fmt.Sprintf(" at GOMAXPROCS=%d", o.nodeProcs)
 	}
+	if r.servicesNiced != "" {
+		servers += "; " + r.servicesNiced
+	}
 	fmt.Fprintf(&b, "Run of %s: %d cores (%s), %s, %s and clients on the same cores; load average %s before and %s after (1/5/15 min). %d messages a second for %d s from %d users in turn; latency sampled on %d sockets per crowd (every socket counted).\n\n",
 		r.started.UTC().Format("2006-01-02 15:04 UTC"), runtime.NumCPU(), cpuModel(), runtime.Version(), servers, r.loadBefore, r.loadAfter,
 		o.rate, o.seconds, o.posters, o.sample)
@@ -140,6 +144,9 @@ func (r *report) markdown() string {
 	}
 	if o.nodeProcs > 0 {
 		nodes += fmt.Sprintf("-node-procs %d ", o.nodeProcs)
+	}
+	if o.servicesNice != 0 {
+		nodes += fmt.Sprintf("-services-nice %d ", o.servicesNice)
 	}
 	fmt.Fprintf(&b, "bash bench/chat/run.sh %s-viewers %s -viewer-ids %s -rate %d -seconds %d   # or: task bench -- chat\n", nodes, strings.Join(counts, ","), strings.Join(o.modes, ","), o.rate, o.seconds)
 	b.WriteString("```\n")
