@@ -402,7 +402,7 @@ func (h *Hub) flushRoom(showID int64, r *room) {
 		list := h.sockets(showID, r)
 		at := time.Now()
 		h.fanOut(r, list, op)
-		h.metrics.flushed(len(list), !openAt.IsZero(), at, openAt)
+		h.metrics.flushed(len(list), at, openAt)
 		sockets = len(list)
 		r.fmu.Lock()
 		r.log = r.log[start-r.logBase:]

@@ -36,16 +36,16 @@ func newHubMetrics() *hubMetrics {
 	}
 }
 
-// flushed records a flush of sockets that began at began; frames tells
-// whether it completed messages (gave them to the sockets that lacked
-// them), the oldest of which came at batchAt.
-func (m *hubMetrics) flushed(sockets int, frames bool, began, batchAt time.Time) {
+// flushed records a flush of sockets that began at began; oldest is when
+// the oldest message it completed came (gave to the sockets that lacked
+// it), zero when it completed none.
+func (m *hubMetrics) flushed(sockets int, began, oldest time.Time) {
 	if m == nil || sockets == 0 {
 		return
 	}
 	now := time.Now()
 	m.flush.Observe(now.Sub(began).Seconds())
-	if frames {
-		m.delivery.Observe(now.Sub(batchAt).Seconds())
+	if !oldest.IsZero() {
+		m.delivery.Observe(now.Sub(oldest).Seconds())
 	}
 }
