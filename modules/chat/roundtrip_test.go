@@ -8,7 +8,9 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/uptrace/bun"
@@ -22,10 +24,58 @@ import (
 type marked struct{}
 
 // tripLog records the statements and Redis commands made on a marked
-// context, in order.
+// context, in order, and holds the round trips of each meeting until
+// the other side of it has begun (or meetWait passed).
 type tripLog struct {
-	mu    sync.Mutex
-	trips []string
+	mu       sync.Mutex
+	trips    []string
+	meetings []*meeting
+}
+
+// A meeting is two round trips a post should make at once: each side,
+// when it begins, waits for the other to begin. Made in turn, the first
+// would wait meetWait in vain and missed says so.
+type meeting struct {
+	name    string
+	sides   [2]func(string) bool // does a round trip's text belong to side i
+	begun   [2]chan struct{}
+	once    [2]sync.Once
+	missed  atomic.Bool
+	reached atomic.Int32
+}
+
+// meetWait is how long a side waits for the other; a post that makes
+// them in turn fails the test after it.
+const meetWait = 10 * time.Second
+
+func newMeeting(name string, a, b func(string) bool) *meeting {
+	return &meeting{name: name, sides: [2]func(string) bool{a, b}, begun: [2]chan struct{}{make(chan struct{}), make(chan struct{})}}
+}
+
+// begin is a round trip's start: when it is a side of m, mark it begun
+// and wait for the other side.
+func (m *meeting) begin(what string) {
+	for i, side := range m.sides {
+		if !side(what) {
+			continue
+		}
+		m.once[i].Do(func() { close(m.begun[i]); m.reached.Add(1) })
+		select {
+		case <-m.begun[1-i]:
+		case <-time.After(meetWait):
+			m.missed.Store(true)
+		}
+		return
+	}
+}
+
+func (l *tripLog) begin(ctx context.Context, what string) {
+	if ctx.Value(marked{}) == nil {
+		return
+	}
+	for _, m := range l.meetings {
+		m.begin(what)
+	}
 }
 
 func (l *tripLog) add(ctx context.Context, what string) {
@@ -45,7 +95,10 @@ func (l *tripLog) take() []string {
 	return t
 }
 
-func (*tripLog) BeforeQuery(ctx context.Context, _ *bun.QueryEvent) context.Context { return ctx }
+func (l *tripLog) BeforeQuery(ctx context.Context, ev *bun.QueryEvent) context.Context {
+	l.begin(ctx, "sql: "+ev.Query)
+	return ctx
+}
 
 func (l *tripLog) AfterQuery(ctx context.Context, ev *bun.QueryEvent) {
 	q := ev.Query
@@ -60,6 +113,7 @@ func (*tripLog) DialHook(next redis.DialHook) redis.DialHook { return next }
 
 func (l *tripLog) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
+		l.begin(ctx, "redis: "+cmd.Name())
 		l.add(ctx, "redis: "+cmd.Name())
 		return next(ctx, cmd)
 	}
@@ -79,11 +133,29 @@ var _ redis.Hook = (*tripLog)(nil)
 // authentication and the per-token limiter): on a loaded machine each
 // round trip waits for the run queue, so a new one is a cost every post
 // pays. On MySQL with Redis it is the cluster path.
+//
+// Two pairs of them go at once, so that a post waits for one of each
+// pair: the show's row and the author's, and (with Redis) the publish
+// and the count's update. The hooks hold each side until the other has
+// begun: made in turn, the post would wait meetWait and fail here.
 func TestPostRoundTrips(t *testing.T) {
 	onairtest.EachBackend(t, func(t *testing.T, backend string) {
-		log := &tripLog{}
-		opts := onairtest.Options{Backend: backend, QueryHooks: []bun.QueryHook{log}}
 		withRedis := backend == "mysql" && os.Getenv(onairtest.RedisEnv) != ""
+		isUpdate := func(s string) bool {
+			return strings.HasPrefix(s, "sql: UPDATE") && strings.Contains(s, "comments_count")
+		}
+		reads := newMeeting("the show's row and the author's",
+			func(s string) bool { return strings.HasPrefix(s, "sql: SELECT") && strings.Contains(s, "FROM `shows`") },
+			func(s string) bool { return strings.HasPrefix(s, "sql: SELECT") && strings.Contains(s, "chat_banned") })
+		log := &tripLog{}
+		if backend == "mysql" {
+			// SQLite's one connection takes the reads in turn.
+			log.meetings = append(log.meetings, reads)
+		}
+		if withRedis {
+			log.meetings = append(log.meetings, newMeeting("the publish and the count", func(s string) bool { return s == "redis: publish" }, isUpdate))
+		}
+		opts := onairtest.Options{Backend: backend, QueryHooks: []bun.QueryHook{log}}
 		opts.Redis = withRedis
 		env := onairtest.New(t, opts)
 		if withRedis {
@@ -124,15 +196,15 @@ func TestPostRoundTrips(t *testing.T) {
 			!strings.HasPrefix(statements[n-1], "sql: UPDATE") || !strings.Contains(statements[n-1], "comments_count") {
 			t.Errorf("the comments_count update does not follow the commit")
 		}
-		// And the room hears of the message before it: the delivery
-		// does not wait for the count's round trip.
-		if withRedis {
-			publish, update := slices.Index(trips, "redis: publish"), slices.IndexFunc(trips, func(s string) bool {
-				return strings.HasPrefix(s, "sql: UPDATE") && strings.Contains(s, "comments_count")
-			})
-			if publish < 0 || update < publish {
-				t.Errorf("the message is published at %d of the round trips, the count updated at %d", publish, update)
+		// The pairs went at once: each side began while the other was
+		// held (and the room's publish did not wait for the count).
+		for _, m := range log.meetings {
+			if n := m.reached.Load(); n != 2 || m.missed.Load() {
+				t.Errorf("%s: %d of 2 began, one waited %v for the other: %v", m.name, n, meetWait, m.missed.Load())
 			}
+		}
+		if withRedis && !slices.Contains(trips, "redis: publish") {
+			t.Errorf("the message was not published")
 		}
 		wantSQL, wantRedis := 7, 0
 		if withRedis {
