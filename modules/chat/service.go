@@ -85,13 +85,7 @@ func (s *Service) runTxHooks(ctx context.Context, etx *events.Tx, ev TxEvent) er
 // need not, and with Redis the publish is a round trip of its own: the
 // request waits for the slower of the two, not for both in turn.
 func (s *Service) tell(ctx context.Context, showID int64, ev Event, delta int) {
-	counted := make(chan struct{})
-	go func() {
-		defer close(counted)
-		s.count(ctx, showID, delta)
-	}()
-	s.hub.Publish(ctx, showID, ev)
-	<-counted
+	atOnce(func() { s.hub.Publish(ctx, showID, ev) }, func() { s.count(ctx, showID, delta) })
 }
 
 // count moves the show's comments_count by delta once a post's or
@@ -202,22 +196,36 @@ func (s *Service) Post(ctx context.Context, showID int64, by *app.Principal, bod
 	return m, nil
 }
 
-// both runs a and b, at once when the database is MySQL (each on a
+// both runs a and b at once when the database is MySQL (each on a
 // connection of its own, so the caller waits for the slower round trip
-// rather than for the two in turn), in turn on SQLite.
+// rather than for the two in turn), and in turn on SQLite, whose one
+// connection in this process would take them in turn anyway.
 func (s *Service) both(a, b func()) {
 	if !app.IsMySQL(s.db) {
 		a()
 		b()
 		return
 	}
+	atOnce(a, b)
+}
+
+// atOnce runs a and b at the same time, b on a goroutine of its own, and
+// returns when both are done. A panic in b is raised again in the
+// caller's goroutine, where the request's recovery answers it, rather
+// than in one whose panic would end the process.
+func atOnce(a, b func()) {
 	done := make(chan struct{})
+	var panicked any
 	go func() {
 		defer close(done)
+		defer func() { panicked = recover() }()
 		b()
 	}()
 	a()
 	<-done
+	if panicked != nil {
+		panic(panicked)
+	}
 }
 
 // author is a poster's row (without tags: a chat message's author carries
