@@ -133,11 +133,9 @@ var ErrChatDisabled = &app.Error{Status: http.StatusForbidden, Code: "chat_disab
 // publish and the count's update at the same time. Nothing is cached: a
 // ban or slow mode set on any node holds for the next post everywhere.
 func (s *Service) Post(ctx context.Context, showID int64, by *app.Principal, body string) (*Message, error) {
-	// The show's row and the author's are read at once on MySQL, on two
-	// connections: a post waits for one round trip of the two, not for
-	// both in turn (SQLite's one connection in this process takes them
-	// in turn). Their answers are then judged in the order a reader
-	// would expect: a show not found before a banned author.
+	// The show's row and the author's are read at once (both); their
+	// answers are then judged in the order a reader would expect: a show
+	// not found before a banned author.
 	var (
 		sh        *shows.Show
 		author    *author
